@@ -1,0 +1,32 @@
+# Two commands do all the set-up: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The CPU build of PyTorch, used only when no torch is importable already (a GPU box keeps its own).
+TORCH_SPEC ?= torch==2.13.0
+# A local Ray listens on loopback only.
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER = 0
+export RAY_USAGE_STATS_ENABLED = 0
+
+.PHONY: setup run test clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@if $(PYTHON) -c "import torch" 2>/dev/null; then \
+		echo "keeping the torch already installed: $$($(PYTHON) -c 'import torch; print(torch.__version__)')"; \
+		$(PYTHON) -m venv --system-site-packages $(VENV); \
+	else \
+		$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q "$(TORCH_SPEC)"; \
+	fi
+	$(BIN)/pip install -q -e .
+	@touch $@
+
+run: setup
+	$(BIN)/evo run experiments/quickstart.toml
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) *.egg-info

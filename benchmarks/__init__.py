@@ -1,0 +1,1 @@
+"""Tasks: the built-in suite and loaders for external suites."""

@@ -1,0 +1,34 @@
+"""How `evo tasks` shows tasks: a rich table, or plain dicts for --json."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from evo.records import Task
+
+
+def task_summary(task: Task) -> dict:
+    """Returns the JSON-ready summary of a task."""
+    return {
+        "name": task.name,
+        "suite": task.suite,
+        "entry_point": task.entry_point,
+        "difficulty": task.difficulty,
+        "dtypes": list(task.dtypes),
+        "tags": list(task.tags),
+        "cases": [case.name for case in task.cases],
+        "interpreter_cases": [case.name for case in task.interpreter_cases],
+        "runnable_on": list(task.runnable_on),
+        "skip_reason": task.skip_reason,
+    }
+
+
+def print_table(tasks: list[Task]) -> None:
+    table = Table(title=f"{len(tasks)} tasks")
+    for column in ("name", "suite", "difficulty", "dtypes", "cases"):
+        table.add_column(column)
+    for task in tasks:
+        table.add_row(task.name, task.suite, str(task.difficulty), ", ".join(task.dtypes),
+                      "; ".join(case.name for case in task.cases))
+    Console().print(table)

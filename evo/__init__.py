@@ -1,0 +1,1 @@
+"""The engine: config, campaign driver, population actors, results, analysis, CLI."""

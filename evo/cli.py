@@ -1,0 +1,105 @@
+"""The `evo` command line: tasks, eval, run, report, sweep.
+
+Each command parses its arguments and hands over to the room that does the work;
+imports are lazy so `evo tasks` does not pay for Ray or torch start-up.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="KernelEvo: evolutionary search over populations of Triton kernels.")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def tasks(
+    suite: Optional[str] = typer.Option(None, help="builtin | tritonbench-revised | rocm | kernelbench"),
+    path: Optional[Path] = typer.Option(None, help="local checkout of an external suite"),
+    as_json: bool = typer.Option(False, "--json", help="print {\"tasks\": [...]} instead of a table"),
+) -> None:
+    """List tasks: name, suite, difficulty, dtypes, cases."""
+    from benchmarks import listing, registry
+
+    try:
+        found = registry.load(suite, str(path) if path else None).tasks()
+    except (ValueError, FileNotFoundError) as error:
+        _fail(str(error))
+    if as_json:
+        typer.echo(json.dumps({"tasks": [listing.task_summary(t) for t in found]}))
+    else:
+        listing.print_table(found)
+
+
+@app.command("eval")
+def eval_(
+    task: str = typer.Argument(..., help="task name (see `evo tasks`)"),
+    files: List[Path] = typer.Argument(..., help="candidate module files"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per file, one per line"),
+    device: str = typer.Option("auto", help="auto | cuda | rocm | interpreter"),
+    timeout: float = typer.Option(60.0, help="time limit per stage, in seconds"),
+    suite: Optional[str] = typer.Option(None, help="suite of the task (default builtin)"),
+    path: Optional[Path] = typer.Option(None, help="local checkout of an external suite"),
+) -> None:
+    """Evaluate candidate files against a task (exit 0 whatever the verdicts)."""
+    from fitness import eval_cli
+
+    try:
+        eval_cli.main(task, [str(f) for f in files], as_json=as_json, device=device,
+                      timeout_s=timeout, suite=suite, path=str(path) if path else None)
+    except eval_cli.UsageError as error:
+        _fail(str(error))
+
+
+@app.command()
+def run(
+    config: Path = typer.Argument(..., help="campaign config (TOML)"),
+    out: Optional[Path] = typer.Option(None, help="results folder (default results/<name>-<time>)"),
+    resume: bool = typer.Option(False, help="continue the campaign in --out"),
+    set_: List[str] = typer.Option([], "--set", help="override a key: section.key=value"),
+    address: Optional[str] = typer.Option(None, help="address of a running Ray cluster"),
+) -> None:
+    """Run a campaign."""
+    from evo import campaign, config as config_lib
+
+    try:
+        campaign.main(config, out=out, resume=resume, overrides=set_, address=address)
+    except config_lib.ConfigError as error:
+        _fail(str(error))
+
+
+@app.command()
+def report(
+    directory: Path = typer.Argument(..., help="a campaign's or a sweep's results folder"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print metrics tables and write figures for a results folder."""
+    from evo import report as report_lib
+
+    try:
+        report_lib.main(directory, as_json=as_json)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+
+
+@app.command()
+def sweep(
+    sweep_file: Path = typer.Argument(..., help="sweep definition (TOML)"),
+    out: Optional[Path] = typer.Option(None, help="sweep folder"),
+) -> None:
+    """Run every cell of a sweep (cells done are skipped)."""
+    from evo import config as config_lib, sweep as sweep_lib
+
+    try:
+        sweep_lib.main(sweep_file, out=out)
+    except config_lib.ConfigError as error:
+        _fail(str(error))

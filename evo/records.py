@@ -1,0 +1,198 @@
+"""The plain records that cross rooms: Case, Task, Candidate, LLMUsage, Evaluation.
+
+Standard library only, so every room (and every sandboxed worker process) can import
+them without pulling in Ray, torch or openai. Records are frozen: change one with
+`dataclasses.replace`. Callables they hold are module-level functions, so a Task
+pickles into Ray actors and worker processes by reference.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+from typing import Any, Callable, Mapping
+
+STAGES = ("syntax", "import", "compile", "run", "correct", "timed")
+"""Cascade stages in order; `Evaluation.stage_reached` is the last one passed."""
+
+FAILURE_KINDS = (
+    "syntax_error",
+    "import_error",
+    "missing_entry_point",
+    "signature_mismatch",
+    "compile_error",
+    "runtime_error",
+    "illegal_memory_access",
+    "timeout",
+    "mismatch",
+    "nan",
+    "wrong_shape",
+    "wrong_dtype",
+    "inputs_modified",
+    "no_triton_launch",
+    "cheat_torch_compute",
+    "cheat_calls_reference",
+    "cheat_cached_result",
+    "cheat_implausible",
+    "unsupported_on_backend",
+    "worker_crash",
+    "output_flood",
+    "harness_error",
+)
+"""Every value `Evaluation.failure_kind` may take (None means no failure)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One input configuration of a task.
+
+    Attributes:
+      name: short human label, e.g. "4096x1000 fp16"; unique within a task's case set.
+      params: what the task's `make_inputs`, `flops` and `bytes` read (sizes, dtype name...).
+    """
+
+    name: str
+    params: Mapping[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A kernel to write, with its ground truth and its roofline model.
+
+    Attributes:
+      name: unique task name; for built-in tasks also the entry point.
+      suite: "builtin", "tritonbench-revised", "rocm", "kernelbench", ...
+      instruction: what an LLM is told: inputs, output, semantics, dtypes.
+      reference: PyTorch callable with the entry point's signature (the ground truth);
+        None for tasks that carry their own `harness`.
+      baseline_source: a correct Triton module defining `entry_point` (the speedup reference).
+      entry_point: function name a candidate module must define.
+      make_inputs: `make_inputs(params, seed, device) -> tuple` of positional arguments.
+        Deterministic in `seed`; values are random, never all zeros.
+      cases: GPU-sized cases (big enough to fill an H100).
+      interpreter_cases: small cases for the Triton CPU interpreter (few program instances).
+      tolerance: dtype name ("float32", "float16", "bfloat16", "int64"...) -> (atol, rtol).
+      flops: `flops(params) -> float`, arithmetic operations of one call.
+      bytes: `bytes(params) -> float`, compulsory DRAM traffic of one call (reads + writes).
+      difficulty: 1 (elementwise) .. 5 (attention).
+      tags: free labels ("memory-bound", "reduction", "matmul", ...).
+      dtypes: dtype names the cases cover.
+      torch_allowlist: extra aten op names (beyond allocation/views/copies/casts) the
+        candidate may call through torch for this task.
+      harness: for external suites, the suite's own test code (run isolated, like a
+        candidate); None for tasks with a PyTorch reference.
+      runnable_on: backends the task can run on ("cuda", "rocm", "interpreter").
+      skip_reason: why a backend is missing from `runnable_on`, shown to the user.
+      source_path: where an external task was loaded from.
+    """
+
+    name: str
+    suite: str
+    instruction: str
+    reference: Callable[..., Any] | None
+    baseline_source: str
+    entry_point: str
+    make_inputs: Callable[..., tuple] | None
+    cases: tuple[Case, ...]
+    interpreter_cases: tuple[Case, ...]
+    tolerance: Mapping[str, tuple[float, float]]
+    flops: Callable[[Mapping[str, Any]], float] | None
+    bytes: Callable[[Mapping[str, Any]], float] | None
+    difficulty: int
+    tags: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    torch_allowlist: tuple[str, ...] = ()
+    harness: str | None = None
+    runnable_on: tuple[str, ...] = ("cuda", "rocm", "interpreter")
+    skip_reason: str = ""
+    source_path: str = ""
+
+    def cases_for(self, backend: str) -> tuple[Case, ...]:
+        """Returns the case set for a backend: small cases under the interpreter."""
+        return self.interpreter_cases if backend == "interpreter" else self.cases
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMUsage:
+    """What one LLM call that produced a candidate cost."""
+
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    request_hash: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One kernel module proposed for a task.
+
+    `island` and `generation` are set when the candidate is made and travel with it:
+    placement reads these fields, never a "current island".
+    """
+
+    id: str
+    task: str
+    source: str
+    parents: tuple[str, ...] = ()
+    operator: str = "seed"
+    generation: int = 0
+    island: int = 0
+    lineage_debug_count: int = 0
+    strategy: str = ""
+    llm: LLMUsage | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """The fitness cascade's verdict on one candidate, on one device.
+
+    Per-case lists are aligned with the case set the backend used (`case_names`).
+    `speedup` is the geometric mean over cases of ref_latency/latency; None unless timed.
+    """
+
+    candidate_id: str
+    stage_reached: str
+    call_ok: bool
+    correct: bool
+    failure_kind: str | None = None
+    error_trace: str = ""
+    case_names: tuple[str, ...] = ()
+    max_abs_err: tuple[float, ...] = ()
+    rel_err: tuple[float, ...] = ()
+    latency_us: tuple[float, ...] = ()
+    ref_latency_us: tuple[float, ...] = ()
+    speedup: float | None = None
+    worst_speedup: float | None = None
+    roofline_fraction: float | None = None
+    timing_meaningful: bool = False
+    device: str = ""
+    backend: str = ""
+    harness_version: str = ""
+    compile_s: float = 0.0
+    check_s: float = 0.0
+    bench_s: float = 0.0
+
+
+def normalize_source(source: str) -> str:
+    """Returns source with comments, blank lines and formatting normalized away.
+
+    Two candidates that differ only in comments or whitespace normalize equal, so they
+    share an id and are scored once. Source that does not parse is only stripped.
+    """
+    try:
+        return ast.unparse(ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError):
+        return "\n".join(line.rstrip() for line in source.strip().splitlines())
+
+
+def candidate_id(source: str) -> str:
+    """Returns the id of a candidate: a short hash of its normalized source."""
+    return hashlib.sha256(normalize_source(source).encode()).hexdigest()[:16]
+
+
+def make_candidate(task: str, source: str, **fields: Any) -> Candidate:
+    """Returns a Candidate whose id is derived from its source."""
+    return Candidate(id=candidate_id(source), task=task, source=source, **fields)

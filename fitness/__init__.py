@@ -1,0 +1,1 @@
+"""How candidates are scored: sandboxed workers, the compile -> correctness -> latency cascade, the FitnessActor."""
