@@ -4,6 +4,8 @@ import pathlib
 
 import torch
 
+from evo.records import Task
+
 KERNELS_DIR = pathlib.Path(__file__).parent / "kernels"
 
 DEFAULT_TOLERANCE = {
@@ -48,3 +50,9 @@ def randn(shape, dtype_, gen: torch.Generator, device) -> torch.Tensor:
     so every dtype sees the same distribution.
     """
     return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype_)
+
+
+def builtin_task(name: str, **fields) -> Task:
+    """Returns the built-in Task `name`: its own entry point, its baseline `kernels/<name>.py`."""
+    return Task(name=name, suite="builtin", entry_point=name,
+                baseline_source=baseline_source(name), **fields)
