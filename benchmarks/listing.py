@@ -25,10 +25,14 @@ def task_summary(task: Task) -> dict:
 
 
 def print_table(tasks: list[Task]) -> None:
-    table = Table(title=f"{len(tasks)} tasks")
-    for column in ("name", "suite", "difficulty", "dtypes", "cases"):
+    """Prints one row per task; GPU cases one per line, the interpreter cases counted."""
+    table = Table(title=f"{len(tasks)} tasks", show_lines=True)
+    table.add_column("name", no_wrap=True)
+    for column in ("suite", "difficulty", "dtypes", "cases"):
         table.add_column(column)
     for task in tasks:
+        cases = [case.name for case in task.cases]
+        cases.append(f"(+{len(task.interpreter_cases)} interpreter cases)")
         table.add_row(task.name, task.suite, str(task.difficulty), ", ".join(task.dtypes),
-                      "; ".join(case.name for case in task.cases))
+                      "\n".join(cases))
     Console().print(table)

@@ -25,7 +25,45 @@ def _is_power_of_two(value: int) -> bool:
 
 def _defines_function(source: str, name: str) -> bool:
     tree = ast.parse(source)
-    return any(isinstance(node, ast.FunctionDef) and node.name == name for node in tree.body)
+    # A class counts too: KernelBench's entry point is `class ModelNew`.
+    return any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name
+               for node in tree.body)
+
+
+def _check_tolerance(task: Task, fail) -> None:
+    """Every listed dtype needs a tolerance, and every tolerance is a finite (atol, rtol) >= 0."""
+    for dtype in task.dtypes:
+        if dtype not in task.tolerance:
+            fail(f"dtype {dtype!r} has no tolerance entry (tolerance has {sorted(task.tolerance)})")
+    for dtype, bound in task.tolerance.items():
+        try:
+            atol, rtol = bound
+            finite = all(math.isfinite(v) and v >= 0 for v in (atol, rtol))
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            fail(f"tolerance[{dtype!r}] is {bound!r}; expected (atol, rtol), finite and >= 0")
+
+
+def _check_cases(task: Task, label: str, cases, fail) -> None:
+    """A case set has >= 3 uniquely named cases, a non-power-of-two size, known dtypes."""
+    if len(cases) < 3:
+        fail(f"{label} has {len(cases)} cases; at least 3 are required")
+    names = [case.name for case in cases]
+    if len(set(names)) != len(names):
+        fail(f"{label} has duplicate case names: {names}")
+    sizes = [v for case in cases for k, v in case.params.items()
+             if isinstance(v, int) and not isinstance(v, bool) and k != "seed"]
+    if sizes and all(_is_power_of_two(v) for v in sizes):
+        fail(f"{label} has only power-of-two sizes; add a non-power-of-two case")
+    for case in cases:
+        dtype = case.params.get("dtype")
+        if dtype is not None and dtype not in task.tolerance:
+            fail(f"case {case.name!r} uses dtype {dtype!r} with no tolerance entry "
+                 f"(tolerance has {sorted(task.tolerance)})")
+        if dtype is not None and task.dtypes and dtype not in task.dtypes:
+            fail(f"case {case.name!r} uses dtype {dtype!r}, which dtypes "
+                 f"{list(task.dtypes)} does not list")
 
 
 def validate(task: Task) -> Task:
@@ -44,8 +82,9 @@ def validate(task: Task) -> Task:
         fail("needs a PyTorch reference or a harness")
     if task.reference is not None and not callable(task.reference):
         fail(f"reference {task.reference!r} is not callable")
-    if not 1 <= task.difficulty <= 5:
-        fail(f"difficulty {task.difficulty} is outside 1..5")
+    difficulty = task.difficulty
+    if isinstance(difficulty, bool) or not isinstance(difficulty, int) or not 1 <= difficulty <= 5:
+        fail(f"difficulty {difficulty!r} is not an integer in 1..5")
     try:
         if not _defines_function(task.baseline_source, task.entry_point):
             fail(f"baseline_source does not define the entry point {task.entry_point!r}")
@@ -55,25 +94,13 @@ def validate(task: Task) -> Task:
         return task
     if task.make_inputs is None or not callable(task.make_inputs):
         fail("make_inputs must be a callable (params, seed, device) -> tuple")
+    _check_tolerance(task, fail)
     for label, cases in (("cases", task.cases), ("interpreter_cases", task.interpreter_cases)):
-        if len(cases) < 3:
-            fail(f"{label} has {len(cases)} cases; at least 3 are required")
-        names = [case.name for case in cases]
-        if len(set(names)) != len(names):
-            fail(f"{label} has duplicate case names: {names}")
-        sizes = [v for case in cases for k, v in case.params.items()
-                 if isinstance(v, int) and not isinstance(v, bool) and k != "seed"]
-        if sizes and all(_is_power_of_two(v) for v in sizes):
-            fail(f"{label} has only power-of-two sizes; add a non-power-of-two case")
-        for case in cases:
-            dtype = case.params.get("dtype")
-            if dtype is not None and dtype not in task.tolerance:
-                fail(f"case {case.name!r} uses dtype {dtype!r} with no tolerance entry "
-                     f"(tolerance has {sorted(task.tolerance)})")
+        _check_cases(task, label, cases, fail)
     for label, fn in (("flops", task.flops), ("bytes", task.bytes)):
         if fn is None or not callable(fn):
             fail(f"{label} must be a callable (params) -> float")
-        for case in task.cases:
+        for case in task.cases + task.interpreter_cases:
             value = fn(case.params)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 fail(f"{label}({case.name!r}) returned {value!r}; expected a finite number >= 0")

@@ -39,6 +39,9 @@ FAILURE_KINDS = (
     "worker_crash",
     "output_flood",
     "harness_error",
+    "wrong_type",
+    "cheat_background_work",
+    "cheat_patched_harness",
 )
 """Every value `Evaluation.failure_kind` may take (None means no failure)."""
 
@@ -164,6 +167,8 @@ class Evaluation:
     rel_err: tuple[float, ...] = ()
     latency_us: tuple[float, ...] = ()
     ref_latency_us: tuple[float, ...] = ()
+    latency_p20_us: tuple[float, ...] = ()
+    latency_p80_us: tuple[float, ...] = ()
     speedup: float | None = None
     worst_speedup: float | None = None
     roofline_fraction: float | None = None

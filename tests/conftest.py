@@ -5,3 +5,32 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def shared_ray():
+    """One local Ray (loopback only) for every test that needs actors; shut down at the end."""
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+FITNESS_TEST_LIMITS = {"import_s": 10.0, "compile_s": 10.0, "check_s": 10.0, "bench_s": 30.0}
+"""Stage limits of the shared fitness evaluator: tiny interpreter cases finish far below."""
+
+
+@pytest.fixture(scope="session")
+def fitness_evaluator():
+    """One interpreter Evaluator shared by the fitness tests (a worker starts in seconds)."""
+    from fitness.evaluator import Evaluator
+
+    with Evaluator("interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS) as evaluator:
+        yield evaluator

@@ -56,3 +56,25 @@ def builtin_task(name: str, **fields) -> Task:
     """Returns the built-in Task `name`: its own entry point, its baseline `kernels/<name>.py`."""
     return Task(name=name, suite="builtin", entry_point=name,
                 baseline_source=baseline_source(name), **fields)
+
+
+def matrix_inputs(params, seed, device, vectors: int = 0) -> tuple:
+    """`make_inputs` of tasks taking an [M, N] tensor and `vectors` [N] tensors (bias, weight).
+
+    Returns (x, v_1, ..., v_vectors), standard-normal values of the case's dtype; bind
+    `vectors` with functools.partial, which pickles like the function itself.
+    """
+    gen = generator(seed, device)
+    dtype_ = dtype(params["dtype"])
+    x = randn((params["M"], params["N"]), dtype_, gen, device)
+    return (x, *(randn((params["N"],), dtype_, gen, device) for _ in range(vectors)))
+
+
+def elements(params) -> int:
+    """Returns M * N, the element count of a task's [M, N] input."""
+    return params["M"] * params["N"]
+
+
+def exact_tolerance(*dtype_names: str) -> dict:
+    """Returns a zero tolerance for each dtype: for tasks that only copy values (bit-exact)."""
+    return {name: (0.0, 0.0) for name in dtype_names}

@@ -3,7 +3,7 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case, Task
+from evo.records import Case
 
 
 def reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -26,9 +26,8 @@ def bytes_moved(params):
     return 3.0 * params["N"] * common.itemsize(params["dtype"])
 
 
-TASK = Task(
-    name="vector_add",
-    suite="builtin",
+TASK = common.builtin_task(
+    "vector_add",
     instruction=(
         "Write `vector_add(x, y) -> out`: the elementwise sum of two contiguous 1-D CUDA "
         "tensors of the same length and dtype (float32 or bfloat16). Return a new tensor "
@@ -36,8 +35,6 @@ TASK = Task(
         "positive integer, not only a power of two."
     ),
     reference=reference,
-    baseline_source=common.baseline_source("vector_add"),
-    entry_point="vector_add",
     make_inputs=make_inputs,
     cases=(
         Case("N=2^24 fp32", {"N": 1 << 24, "dtype": "float32"}),

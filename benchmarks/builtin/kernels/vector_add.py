@@ -23,5 +23,5 @@ def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     out = torch.empty_like(x)
     n_elements = out.numel()
     grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)
-    _add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024, num_warps=4)
+    _add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024, num_warps=4, num_stages=1)
     return out

@@ -1,0 +1,39 @@
+"""Baseline: out = GELU_tanh(x + bias), one BLOCK_M x BLOCK_N tile per program."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _bias_gelu_kernel(x_ptr, bias_ptr, out_ptr,
+                      M, N,
+                      stride_xm, stride_om,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(axis=1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < N
+    mask = (rows[:, None] < M) & col_mask[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+    bias = tl.load(bias_ptr + cols, mask=col_mask, other=0.0)
+    u = x.to(tl.float32) + bias.to(tl.float32)[None, :]
+    # GELU, tanh form: 0.5 u (1 + tanh(z)), z = sqrt(2/pi) (u + 0.044715 u^3),
+    # with tanh(z) = 1 - 2 / (exp(2z) + 1), which saturates cleanly to +-1.
+    z = 0.7978845608028654 * (u + 0.044715 * u * u * u)
+    tanh_z = 1.0 - 2.0 / (tl.exp(2.0 * z) + 1.0)
+    out = 0.5 * u * (1.0 + tanh_z)
+    tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :],
+             out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    assert x.ndim == 2, f"expected x of shape [M, N], got {tuple(x.shape)}"
+    assert bias.shape == (x.shape[1],), f"bias shape {tuple(bias.shape)} != ({x.shape[1]},)"
+    assert x.dtype == bias.dtype, f"dtype mismatch: {x.dtype} vs {bias.dtype}"
+    assert x.stride(1) == 1 and bias.is_contiguous(), "rows of x and bias must be contiguous"
+    M, N = x.shape
+    out = torch.empty_like(x)
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
+    _bias_gelu_kernel[grid](x, bias, out, M, N, x.stride(0), out.stride(0),
+                            BLOCK_M=4, BLOCK_N=512, num_warps=4, num_stages=1)
+    return out

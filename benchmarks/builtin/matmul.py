@@ -1,0 +1,57 @@
+"""matmul(a, b) -> c: fp16 matrix product with fp32 accumulation, fp16 out."""
+
+import torch
+
+from benchmarks.builtin import common
+from evo.records import Case
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.matmul(a.float(), b.float()).to(a.dtype)
+
+
+def make_inputs(params, seed, device):
+    gen = common.generator(seed, device)
+    dtype = common.dtype(params["dtype"])
+    a = common.randn((params["M"], params["K"]), dtype, gen, device)
+    return (a, common.randn((params["K"], params["N"]), dtype, gen, device))
+
+
+def flops(params):
+    return 2.0 * params["M"] * params["N"] * params["K"]  # one multiply-add per (m, n, k)
+
+
+def bytes_moved(params):
+    # reads a (M * K) and b (K * N) once, writes c (M * N)
+    M, N, K = params["M"], params["N"], params["K"]
+    return (M * K + K * N + M * N) * common.itemsize(params["dtype"])
+
+
+TASK = common.builtin_task(
+    "matmul",
+    instruction=(
+        "Write `matmul(a, b) -> c`: the matrix product of two contiguous float16 CUDA tensors "
+        "a [M, K] and b [K, N]. Return a new contiguous float16 tensor c [M, N] with "
+        "c[i, j] = sum_k a[i, k] * b[k, j], accumulated in float32 and rounded once to "
+        "float16. M, N and K are any positive integers, not only multiples of 16."
+    ),
+    reference=reference,
+    make_inputs=make_inputs,
+    cases=(
+        Case("4096x4096x4096 fp16", {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}),
+        Case("8192x8192x8192 fp16", {"M": 8192, "N": 8192, "K": 8192, "dtype": "float16"}),
+        Case("5000x3000x2000 fp16", {"M": 5000, "N": 3000, "K": 2000, "dtype": "float16"}),
+        Case("4097x4097x4097 fp16", {"M": 4097, "N": 4097, "K": 4097, "dtype": "float16"}),
+    ),
+    interpreter_cases=(
+        Case("1x1x1 fp16", {"M": 1, "N": 1, "K": 1, "dtype": "float16"}),
+        Case("65x129x70 fp16", {"M": 65, "N": 129, "K": 70, "dtype": "float16"}),
+        Case("100x50x200 fp16", {"M": 100, "N": 50, "K": 200, "dtype": "float16"}),
+    ),
+    tolerance=common.DEFAULT_TOLERANCE,
+    flops=flops,
+    bytes=bytes_moved,
+    difficulty=4,
+    tags=("matmul", "compute-bound"),
+    dtypes=("float16",),
+)

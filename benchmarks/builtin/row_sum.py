@@ -1,0 +1,50 @@
+"""row_sum(x) -> out: the sum of each row of a 2-D tensor (fp32, fp16)."""
+
+import torch
+
+from benchmarks.builtin import common
+from evo.records import Case
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    # Summed in float64, so the ground truth carries no rounding of its own.
+    return x.double().sum(dim=-1).to(x.dtype)
+
+
+def flops(params):
+    return float(common.elements(params))  # one add per element
+
+
+def bytes_moved(params):
+    # reads x (M * N), writes out (M)
+    return (common.elements(params) + params["M"]) * common.itemsize(params["dtype"])
+
+
+TASK = common.builtin_task(
+    "row_sum",
+    instruction=(
+        "Write `row_sum(x) -> out`: the sum of each row of a 2-D CUDA tensor x of shape "
+        "[M, N] (float32 or float16, rows contiguous). Return a new contiguous 1-D tensor of "
+        "shape [M] and x's dtype with out[i] = sum_j x[i, j]. Accumulate in float32 (or wider) "
+        "and round once to the output dtype. M and N are any positive integers."
+    ),
+    reference=reference,
+    make_inputs=common.matrix_inputs,
+    cases=(
+        Case("4096x4096 fp32", {"M": 4096, "N": 4096, "dtype": "float32"}),
+        Case("8192x5000 fp16", {"M": 8192, "N": 5000, "dtype": "float16"}),
+        Case("65537x128 fp32", {"M": 65537, "N": 128, "dtype": "float32"}),
+        Case("1024x65537 fp16", {"M": 1024, "N": 65537, "dtype": "float16"}),
+    ),
+    interpreter_cases=(
+        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
+        Case("5x513 fp16", {"M": 5, "N": 513, "dtype": "float16"}),
+        Case("9x1000 fp32", {"M": 9, "N": 1000, "dtype": "float32"}),
+    ),
+    tolerance=common.DEFAULT_TOLERANCE,
+    flops=flops,
+    bytes=bytes_moved,
+    difficulty=2,
+    tags=("reduction", "row-wise", "memory-bound"),
+    dtypes=("float32", "float16"),
+)

@@ -1,0 +1,230 @@
+"""What the external-suite loaders share: finding the kernel folder, splitting a GEAK file
+into kernel and test code, and deciding on which backends a task can run.
+
+GEAK-eval's two suites keep one file per kernel: the kernel code, a separator line of 146
+'#', then the test code (the harness). A candidate replaces the part above the separator.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import re
+from typing import Iterable
+
+from evo.records import Case, Task
+
+SEPARATOR = "#" * 146
+"""The line between a GEAK file's kernel code and its test code."""
+
+AMD_ONLY_FEATURES = (
+    ("float8_e4m3fnuz", "the fnuz fp8 dtype float8_e4m3fnuz"),
+    ("float8_e5m2fnuz", "the fnuz fp8 dtype float8_e5m2fnuz"),
+    ("fp8e4b8", "the fnuz fp8 dtype fp8e4b8"),
+    ("fp8e5b16", "the fnuz fp8 dtype fp8e5b16"),
+    ("waves_per_eu", "the AMD launch option waves_per_eu"),
+    ("matrix_instr_nonkdim", "the AMD launch option matrix_instr_nonkdim"),
+    ("kpack", "the AMD launch option kpack"),
+    ("extra.hip", "HIP libdevice (tl.extra.hip)"),
+)
+"""(marker in the source, what it is): features Triton offers only on AMD GPUs."""
+
+_HARD_CODED_CUDA = re.compile(
+    r"""device\s*=\s*["']cuda|\.cuda\(|\.to\(\s*["']cuda|torch\.device\(\s*["']cuda(:\d+)?["']\s*\)""")
+"""Tensors placed on 'cuda' by name: such a harness cannot run on the CPU interpreter."""
+
+_DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int8", "int32", "int64",
+                "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+
+SUITE_TOLERANCE = {
+    "tritonbench-revised": (1e-3, 1e-1),
+    "rocm": (1e-2, 1e-2),
+    "kernelbench": (1e-2, 1e-2),
+}
+"""(atol, rtol) each suite's own evaluator compares outputs with (GEAK-eval, KernelBench)."""
+
+
+class SuiteLayoutError(FileNotFoundError):
+    """The path holds no kernel folder of the expected layout; the message lists what was tried."""
+
+
+def find_folder(path: str | None, suite: str, subpaths: Iterable[str],
+                accept=lambda folder: any(folder.glob("*.py"))) -> pathlib.Path:
+    """Returns the first of `path/<subpath>` that exists and is accepted, else raises."""
+    if not path:
+        raise ValueError(f"suite {suite!r} is read from a local checkout: give its path "
+                         f"(--path DIR, or `path` in the campaign config)")
+    root = pathlib.Path(path).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"suite {suite!r}: path {str(root)!r} does not exist")
+    tried = []
+    for sub in subpaths:
+        folder = root / sub if sub else root
+        tried.append(str(folder))
+        if folder.is_dir() and accept(folder):
+            return folder.resolve()
+    raise SuiteLayoutError(f"suite {suite!r}: no kernel folder under {str(root)!r}; looked in: "
+                           + ", ".join(tried))
+
+
+def split_geak_file(text: str, where: str) -> tuple[str, str]:
+    """Returns (kernel code, test code) of a GEAK file; raises ValueError without a separator."""
+    lines = text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if line.strip() == SEPARATOR:
+            kernel, tests = "".join(lines[:index]), "".join(lines[index + 1:])
+            if not tests.strip():
+                raise ValueError(f"{where}: nothing after the separator line")
+            return kernel.rstrip() + "\n", tests.strip() + "\n"
+    raise ValueError(f"{where}: no separator line of 146 '#' between kernel and test code")
+
+
+def read_instructions(folder: pathlib.Path, names: Iterable[str]) -> dict[str, dict]:
+    """Returns the entries of the first instruction JSON found beside or above `folder`,
+    by file name ({} when there is none)."""
+    for directory in (folder, folder.parent):
+        for name in names:
+            candidate = directory / name
+            if candidate.is_file():
+                entries = json.loads(candidate.read_text())
+                if not isinstance(entries, list):
+                    raise ValueError(f"{candidate}: expected a JSON list of task entries")
+                return {entry["file"]: entry for entry in entries if "file" in entry}
+    return {}
+
+
+def top_level_functions(source: str) -> list[ast.FunctionDef]:
+    return [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
+
+
+def _is_jit(function: ast.FunctionDef) -> bool:
+    return any("jit" in ast.unparse(decorator) for decorator in function.decorator_list)
+
+
+def pick_entry_point(kernel: str, tests: str, where: str) -> str:
+    """Returns the kernel-side function the test code calls first (a wrapper, or a @jit kernel).
+
+    GEAK's TritonBench files name no entry point; the test code's use of the kernel module
+    is the contract a candidate must keep.
+    """
+    functions = top_level_functions(kernel)
+    used = {node.id for node in ast.walk(ast.parse(tests)) if isinstance(node, ast.Name)}
+    for function in functions:
+        if function.name in used:
+            return function.name
+    jitted = [function.name for function in functions if _is_jit(function)]
+    if jitted:
+        return jitted[0]
+    raise ValueError(f"{where}: the kernel code defines no function the test code calls "
+                     f"and no @triton.jit kernel")
+
+
+def harness_tests(tests: str, skip: Iterable[str] = ()) -> list[str]:
+    """Returns the names of the `test_*` functions in the test code, minus `skip`."""
+    skipped = set(skip)
+    return [f.name for f in top_level_functions(tests)
+            if f.name.startswith("test_") and f.name not in skipped]
+
+
+def platform_limits(*sources: str) -> tuple[tuple[str, ...], str]:
+    """Returns (runnable_on, skip_reason) for a task made of these sources.
+
+    AMD-only features keep a task on ROCm; a harness that places tensors on 'cuda' by name
+    needs a GPU, so it cannot run under the CPU interpreter.
+    """
+    text = "\n".join(sources)
+    amd = [what for marker, what in AMD_ONLY_FEATURES if marker in text]
+    if amd:
+        return ("rocm",), f"needs AMD: uses {', '.join(amd)} (not runnable on cuda or interpreter)"
+    if _HARD_CODED_CUDA.search(text):
+        return ("cuda", "rocm"), "needs a GPU: the harness places tensors on 'cuda' (not runnable on interpreter)"
+    return ("cuda", "rocm", "interpreter"), ""
+
+
+def dtypes_in(source: str) -> tuple[str, ...]:
+    """Returns the torch dtype names a source mentions, in a fixed order."""
+    return tuple(name for name in _DTYPE_NAMES if re.search(rf"\b{name}\b", source))
+
+
+def tolerance_for(suite: str) -> dict[str, tuple[float, float]]:
+    """Returns the suite's (atol, rtol) for every dtype; integers compare exactly."""
+    atol, rtol = SUITE_TOLERANCE[suite]
+    floats = {name: (atol, rtol) for name in ("float32", "float64", "float16", "bfloat16")}
+    return {**floats, "int32": (0.0, 0.0), "int64": (0.0, 0.0)}
+
+
+def cases_named(names: Iterable[str]) -> tuple[Case, ...]:
+    """Returns one Case per harness test; the harness, not `params`, builds the inputs."""
+    return tuple(Case(name, {"test": name}) for name in names)
+
+
+def task_name(stem: str) -> str:
+    """Returns a registry-safe task name for a file stem ("94_MSELoss" stays readable)."""
+    name = re.sub(r"[^0-9A-Za-z_.-]", "_", stem)
+    return name if name[:1].isalpha() or name[:1] == "_" else f"k{name}"
+
+
+def interface(kernel: str, tests: str) -> list[str]:
+    """Returns the kernel-side names (functions, classes) the test code uses, in kernel order."""
+    used = {node.id for node in ast.walk(ast.parse(tests)) if isinstance(node, ast.Name)}
+    defined = [node.name for node in ast.parse(kernel).body
+               if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    return [name for name in defined if name in used]
+
+
+def default_instruction(stem: str, kernel: str, tests: str, how_tests_run: str) -> str:
+    """Returns the instruction for a file no instruction JSON covers: the interface the
+    test code relies on, and the test code itself."""
+    names = ", ".join(f"`{name}`" for name in interface(kernel, tests)) or "the kernel functions"
+    return (f"Write the Triton module `{stem}.py`. The suite's test code below {how_tests_run} "
+            f"and uses {names}: keep those names and signatures and produce the same results "
+            f"as the reference, computed with Triton kernels.\n\n"
+            f"Test code:\n```python\n{tests}```\n")
+
+
+def geak_files(folder: pathlib.Path, suite: str, listed: Iterable[str] = ()) -> list[pathlib.Path]:
+    """Returns the kernel files of a GEAK folder: those `listed` (which must all exist), else
+    every file holding a separator line, in file-name order."""
+    listed = sorted(listed)
+    missing = [name for name in listed if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"suite {suite!r}: the instruction file lists files absent "
+                                f"from {folder}: {', '.join(missing)}")
+    files = [folder / name for name in listed] or sorted(
+        p for p in folder.glob("*.py") if SEPARATOR in p.read_text())
+    if not files:
+        raise SuiteLayoutError(f"suite {suite!r}: {folder} has no kernel file with a "
+                               f"146-'#' separator line")
+    return files
+
+
+def geak_task(path: pathlib.Path, suite: str, kernel: str, tests: str, entry: dict,
+              entry_point: str, case_names: list[str], how_tests_run: str,
+              tags: tuple[str, ...] = ()) -> Task:
+    """Returns the Task of one GEAK file: the kernel code is the baseline a candidate
+    replaces, the test code is the harness."""
+    runnable_on, skip_reason = platform_limits(kernel, tests)
+    cases = cases_named(case_names)
+    return Task(
+        name=task_name(path.stem),
+        suite=suite,
+        instruction=entry.get("instruction") or default_instruction(
+            path.stem, kernel, tests, how_tests_run),
+        reference=None,
+        baseline_source=kernel,
+        entry_point=entry_point,
+        make_inputs=None,
+        cases=cases,
+        interpreter_cases=cases,
+        tolerance=tolerance_for(suite),
+        flops=None,
+        bytes=None,
+        difficulty=min(5, max(1, int(entry.get("difficulty") or 3))),
+        tags=("external", suite) + tags + (("autotune",) if "triton.autotune" in kernel else ()),
+        dtypes=dtypes_in(kernel + tests),
+        harness=tests,
+        runnable_on=runnable_on,
+        skip_reason=skip_reason,
+        source_path=str(path),
+    )

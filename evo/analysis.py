@@ -1,0 +1,317 @@
+"""Metrics of one campaign's results folder: per task, per suite, by generation, by runs.
+
+Definitions follow GEAK (call / execution accuracy: the fraction of tasks with a candidate
+that runs / is correct; speedup averaged over solved tasks) and KernelBench (fast_p: the
+fraction of all tasks with a correct candidate faster than p x the baseline). Each island is
+one run; a run is solved when any of its candidates is correct; pass@k is estimated over a
+task's runs (evo.passk). Rows whose operator is "seed" (the baseline kernel placed in the
+first population) are spend, not search results: they count toward compute, never toward
+accuracy or speedup, or every run would be solved by construction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evo import passk
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+"""KernelBench's speedup thresholds: fast_p counts tasks correct AND faster than p."""
+
+SEED_OPERATOR = "seed"
+
+REQUIRED_EVALUATION_COLUMNS = (
+    "task", "island", "generation", "candidate_id", "operator", "call_ok", "correct",
+    "speedup", "roofline_fraction", "timing_meaningful", "compile_s", "check_s", "bench_s",
+)
+SPEND_MEASURES = ("evaluations", "tokens", "usd", "gpu_s")
+"""Units of compute, in the columns of `by_generation`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+    """One campaign folder, read.
+
+    Attributes:
+      path: the campaign folder (holds campaign.json).
+      name: the campaign's name.
+      meta: campaign.json as a dict.
+      evaluations: every evaluation row, seeds included (spend counts them).
+      llm_calls: every LLM call row (empty in offline mode).
+      configured_runs: islands per task from the config, or None when campaign.json lacks it.
+      independent_runs: True when islands never exchange migrants (migration_interval = 0 or
+        one island), False when they do, None when unknown.
+    """
+
+    path: Path
+    name: str
+    meta: dict
+    evaluations: pd.DataFrame
+    llm_calls: pd.DataFrame
+    configured_runs: int | None
+    independent_runs: bool | None
+
+    @property
+    def search_rows(self) -> pd.DataFrame:
+        """Rows of candidates the search made (seed baselines left out)."""
+        return self.evaluations[self.evaluations["operator"] != SEED_OPERATOR]
+
+    @property
+    def task_names(self) -> list[str]:
+        return sorted(self.evaluations["task"].unique())
+
+    def islands_of(self, task: str) -> list[int]:
+        """Returns a task's runs: the configured islands and any other island seen in rows."""
+        seen = self.evaluations.loc[self.evaluations["task"] == task, "island"].astype(int)
+        return sorted(set(range(self.configured_runs or 0)) | set(seen))
+
+
+def _read_parts(folder: Path) -> pd.DataFrame:
+    """Returns the rows of every part-*.parquet under folder (empty frame if none)."""
+    tables = []
+    for part in sorted(folder.glob("part-*.parquet")):
+        try:
+            tables.append(pq.read_table(part))
+        except (pa.ArrowException, OSError) as error:
+            raise ValueError(f"{part}: not a readable Parquet part ({error})") from error
+    if not tables:
+        return pd.DataFrame()
+    return pa.concat_tables(tables, promote_options="permissive").to_pandas()
+
+
+def _config_value(meta: dict, section: str, key: str) -> Any:
+    section_value = meta.get("config", {}).get(section, {})
+    return section_value.get(key) if isinstance(section_value, dict) else None
+
+
+def load(directory: Path | str) -> Results:
+    """Reads a campaign folder; raises FileNotFoundError / ValueError naming the problem."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no results folder at {path}")
+    meta_path = path / "campaign.json"
+    if not meta_path.is_file():
+        raise ValueError(f"{path} is not a campaign folder: it has no campaign.json")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{meta_path}: not valid JSON ({error})") from error
+    evaluations = _read_parts(path / "evaluations")
+    if evaluations.empty:
+        raise ValueError(f"campaign {path} has no evaluations yet (no rows in {path / 'evaluations'})")
+    missing = [c for c in REQUIRED_EVALUATION_COLUMNS if c not in evaluations.columns]
+    if missing:
+        raise ValueError(f"{path / 'evaluations'}: missing columns {missing}")
+    islands = _config_value(meta, "search", "islands")
+    interval = _config_value(meta, "search", "migration_interval")
+    independent = None if islands is None or interval is None else (islands == 1 or interval == 0)
+    name = _config_value(meta, "campaign", "name") or meta.get("name") or path.name
+    return Results(path=path, name=str(name), meta=meta, evaluations=evaluations,
+                   llm_calls=_read_parts(path / "llm_calls"),
+                   configured_runs=int(islands) if islands is not None else None,
+                   independent_runs=independent)
+
+
+def _nan_to_none(value: Any) -> Any:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def geomean(values: pd.Series) -> float | None:
+    """Returns the geometric mean of positive values, None when there are none."""
+    positive = values[values > 0]
+    return float(np.exp(np.log(positive).mean())) if len(positive) else None
+
+
+def run_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Returns one row per (task, island) run: called, solved, best_speedup (0 if none).
+
+    Every configured island of every task appears, including runs without a single row
+    yet: they count as unsolved rather than vanishing from the denominator.
+    """
+    rows = results.search_rows if rows is None else rows
+    correct = rows[rows["correct"].astype(bool)]
+    grouped = rows.groupby(["task", "island"])
+    runs = pd.DataFrame({
+        "called": grouped["call_ok"].any(),
+        "solved": grouped["correct"].any(),
+        "best_speedup": correct.groupby(["task", "island"])["speedup"].max(),
+    })
+    runs = runs.reindex(pd.MultiIndex.from_tuples(
+        [(t, i) for t in results.task_names for i in results.islands_of(t)],
+        names=["task", "island"]))
+    runs[["called", "solved"]] = runs[["called", "solved"]].fillna(False).astype(bool)
+    runs["best_speedup"] = runs["best_speedup"].fillna(0.0)
+    return runs
+
+
+def _best_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Returns the fastest correct timed row of each task, indexed by task."""
+    timed = rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
+    if timed.empty:
+        return timed.set_index("task")
+    return timed.loc[timed.groupby("task")["speedup"].idxmax()].set_index("task")
+
+
+def task_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Returns one row per task: candidates, rates, runs called / solved, best kernel."""
+    rows = results.search_rows if rows is None else rows
+    runs = run_table(results, rows).groupby("task")
+    meta = results.evaluations.groupby("task").first()
+    table = pd.DataFrame({
+        "suite": meta.get("suite", pd.Series("", index=meta.index)),
+        "difficulty": meta.get("difficulty", pd.Series(np.nan, index=meta.index)),
+        "candidates": rows.groupby("task").size(),
+        "call_rate": rows.groupby("task")["call_ok"].mean(),
+        "correct_rate": rows.groupby("task")["correct"].mean(),
+        "runs": runs.size(),
+        "runs_called": runs["called"].sum(),
+        "runs_solved": runs["solved"].sum(),
+    }).reindex(results.task_names)
+    table["candidates"] = table["candidates"].fillna(0).astype(int)
+    best = _best_rows(rows)
+    table["best_speedup"] = best["speedup"]
+    table["roofline_fraction"] = best["roofline_fraction"]
+    table["best_candidate_id"] = best["candidate_id"]
+    table["timing_meaningful"] = best["timing_meaningful"]
+    return table
+
+
+def pass_curves(tasks: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
+    """Returns {task: {k: pass@k}} from a task table's runs and `column` (runs_solved...)."""
+    return {name: passk.pass_at_k_curve(int(row["runs"]), int(row[column]))
+            for name, row in tasks.iterrows()}
+
+
+def suite_metrics(tasks: pd.DataFrame) -> dict[str, Any]:
+    """Returns GEAK's and KernelBench's suite numbers from a task table."""
+    count = len(tasks)
+    speedups = tasks["best_speedup"].dropna()
+    solved_curves = pass_curves(tasks, "runs_solved")
+    called_curves = pass_curves(tasks, "runs_called")
+    common_k = range(1, int(tasks["runs"].min()) + 1) if count else range(0)
+    return {
+        "tasks": count,
+        "call_accuracy": float((tasks["runs_called"] > 0).mean()) if count else None,
+        "exec_accuracy": float((tasks["runs_solved"] > 0).mean()) if count else None,
+        "speedup_mean": float(speedups.mean()) if len(speedups) else None,
+        "speedup_geomean": geomean(speedups),
+        "fast_p": {f"{p:g}": float((speedups > p).sum() / count) if count else None
+                   for p in FAST_P},
+        "pass_at_k": {str(k): float(np.mean([c[k] for c in solved_curves.values()]))
+                      for k in common_k},
+        "call_pass_at_k": {str(k): float(np.mean([c[k] for c in called_curves.values()]))
+                           for k in common_k},
+    }
+
+
+def _spend_by_generation(results: Results) -> pd.DataFrame:
+    """Returns the compute spent in each generation (not cumulative), indexed by generation."""
+    evals = results.evaluations
+    fresh = evals[~evals["reused"].astype(bool)] if "reused" in evals else evals
+    spend = pd.DataFrame({
+        "evaluations": evals.groupby("generation").size(),
+        "gpu_s": (fresh["compile_s"].fillna(0) + fresh["check_s"].fillna(0)
+                  + fresh["bench_s"].fillna(0)).groupby(fresh["generation"]).sum(),
+    })
+    calls = results.llm_calls
+    if not calls.empty:
+        generation = calls["generation"].fillna(0).astype(int)
+        tokens = calls["prompt_tokens"].fillna(0) + calls["completion_tokens"].fillna(0)
+        spend["tokens"] = tokens.groupby(generation).sum()
+        spend["usd"] = calls["cost_usd"].fillna(0).groupby(generation).sum()
+    return spend.reindex(columns=list(SPEND_MEASURES)).fillna(0.0)
+
+
+def by_generation(results: Results) -> pd.DataFrame:
+    """Returns sequential scaling: suite metrics of all rows up to each generation, with
+    the compute spent so far (cumulative evaluations, tokens, USD, GPU-seconds)."""
+    rows = results.search_rows
+    generations = range(int(results.evaluations["generation"].max()) + 1)
+    records = []
+    for generation in generations:
+        suite = suite_metrics(task_table(results, rows[rows["generation"] <= generation]))
+        records.append({
+            "generation": generation,
+            "call_accuracy": suite["call_accuracy"],
+            "exec_accuracy": suite["exec_accuracy"],
+            "pass_at_1": suite["pass_at_k"].get("1"),
+            "speedup_mean": suite["speedup_mean"],
+            "speedup_geomean": suite["speedup_geomean"],
+            "fast_1": suite["fast_p"]["1"],
+        })
+    table = pd.DataFrame(records).set_index("generation")
+    spend = _spend_by_generation(results).reindex(table.index).fillna(0.0).cumsum()
+    return table.join(spend)
+
+
+def best_speedup_by_generation(results: Results) -> pd.DataFrame:
+    """Returns generation x task: the best correct speedup found up to that generation."""
+    rows = results.search_rows
+    correct = rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
+    generations = range(int(results.evaluations["generation"].max()) + 1)
+    best = correct.groupby(["generation", "task"])["speedup"].max().unstack("task")
+    return best.reindex(index=generations, columns=results.task_names).cummax().ffill()
+
+
+def by_runs(results: Results, tasks: pd.DataFrame) -> pd.DataFrame:
+    """Returns parallel scaling, indexed by k runs: mean pass@k and call pass@k over tasks,
+    and the expected best speedup of k runs (a run without a correct kernel counts 0),
+    averaged over tasks solved by any run."""
+    runs = run_table(results)
+    solved_tasks = tasks.index[tasks["runs_solved"] > 0]
+    suite = suite_metrics(tasks)
+    records = []
+    for key, pass_k in suite["pass_at_k"].items():
+        k = int(key)
+        best = [passk.expected_best_of_k(runs.loc[t, "best_speedup"].tolist(), k)
+                for t in solved_tasks]
+        records.append({"k": k, "pass_at_k": pass_k, "call_pass_at_k": suite["call_pass_at_k"][key],
+                        "expected_best_speedup": float(np.mean(best)) if best else None})
+    return pd.DataFrame(records, columns=["k", "pass_at_k", "call_pass_at_k",
+                                          "expected_best_speedup"]).set_index("k")
+
+
+def by_difficulty(tasks: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Returns suite metrics per task difficulty (GEAK Table 3)."""
+    return {f"{difficulty:g}": suite_metrics(group)
+            for difficulty, group in tasks.groupby("difficulty")}
+
+
+def timing_notes(results: Results) -> list[str]:
+    """Returns warnings a reader needs before trusting the numbers."""
+    notes = []
+    timed = results.evaluations[results.evaluations["speedup"].notna()]
+    meaningless = timed[~timed["timing_meaningful"].astype(bool)]
+    if len(meaningless):
+        backends = sorted(set(meaningless.get("backend", pd.Series(["unknown"])).astype(str)))
+        notes.append(f"{len(meaningless)} of {len(timed)} timed rows have timing_meaningful=False "
+                     f"(backend {', '.join(backends)}): their speedups are recorded but say "
+                     "nothing about GPU performance")
+    if results.independent_runs is False:
+        notes.append("islands exchange migrants (migration_interval > 0): pass@k over islands "
+                     "is not over independent runs")
+    seeds = int((results.evaluations["operator"] == SEED_OPERATOR).sum())
+    if seeds:
+        notes.append(f"{seeds} seed rows (baseline kernels in the first population) count as "
+                     "spend only, not toward accuracy or speedup")
+    return notes
+
+
+def to_json_value(value: Any) -> Any:
+    """Returns value with NaN as None and numpy scalars as Python ones, for json.dumps."""
+    if isinstance(value, dict):
+        return {str(k): to_json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json_value(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    return _nan_to_none(value)

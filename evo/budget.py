@@ -1,0 +1,82 @@
+"""Budgets: the USD/token ledger shared by every island, and the check for which cap stopped a run.
+
+LLM spend is capped at the call: every island's client reserves a call's worst-case cost
+in one `Ledger` actor before sending it (so calls in flight count) and settles the real
+cost after. GPU seconds and wall time are capped between generations by the driver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ray
+
+from evo.config import Budget as BudgetConfig
+from operators.budget import Budget
+
+LEDGER_TIMEOUT_S = 60.0
+"""Longest wait for the ledger actor's answer to a reservation."""
+
+
+class Ledger(Budget):
+    """The operators' reserve/settle budget, with a snapshot the campaign checkpoints."""
+
+    def snapshot(self) -> dict:
+        """Returns what was spent and whether a cap refused a call (reservations are not kept:
+        after a restart nothing is in flight)."""
+        return {"spent_usd": self.spent_usd, "spent_tokens": self.spent_tokens,
+                "stopped_by": self.stopped_by}
+
+    def restore(self, snapshot: dict) -> None:
+        self.spent_usd = snapshot["spent_usd"]
+        self.spent_tokens = snapshot["spent_tokens"]
+        self.stopped_by = snapshot["stopped_by"]
+
+
+LedgerActor = ray.remote(num_cpus=0)(Ledger)
+
+
+class LedgerProxy:
+    """The budget object an island's LLM client holds: forwards to the shared Ledger actor."""
+
+    def __init__(self, ledger: "ray.actor.ActorHandle"):
+        self._ledger = ledger
+
+    def reserve(self, estimated_usd: float, estimated_tokens: int) -> bool:
+        reference = self._ledger.reserve.remote(estimated_usd, estimated_tokens)
+        return ray.get(reference, timeout=LEDGER_TIMEOUT_S)
+
+    def settle(self, reserved_usd: float, reserved_tokens: int, actual_usd: float,
+               actual_tokens: int) -> None:
+        # Fire and forget: the ledger applies calls in order; nobody waits on a settle.
+        self._ledger.settle.remote(reserved_usd, reserved_tokens, actual_usd, actual_tokens)
+
+    def __repr__(self) -> str:
+        return "the campaign's shared budget ledger"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spend:
+    """What the campaign has used so far, across resumed runs."""
+
+    usd: float = 0.0
+    tokens: int = 0
+    gpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    refused_by: str | None = None
+
+
+def cap_reached(caps: BudgetConfig, spend: Spend) -> str | None:
+    """Returns the name of the first cap reached ("max_usd", ...), or None to go on.
+
+    A refused LLM reservation counts as reaching its cap: the next call would not fit.
+    """
+    if spend.refused_by is not None:
+        return spend.refused_by
+    for name, used in (("max_usd", spend.usd), ("max_tokens", spend.tokens),
+                       ("max_gpu_seconds", spend.gpu_seconds),
+                       ("max_wall_seconds", spend.wall_seconds)):
+        cap = getattr(caps, name)
+        if cap is not None and used >= cap:
+            return name
+    return None

@@ -1,0 +1,272 @@
+"""Campaign configuration: one frozen model per TOML section, validated on load.
+
+A config file has five sections, `[campaign]`, `[search]`, `[operators]`, `[fitness]` and
+`[budget]`; every key has a default except `campaign.name` and the task selection. An
+unknown key or a bad value raises `ConfigError` naming `section.key` and what is allowed,
+and `--set section.key=value` overrides go through the same validation as the file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Iterable, Literal, Optional
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ConfigError(ValueError):
+    """A config is malformed; the message names the key and what is allowed."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Campaign(_Section):
+    """[campaign]: what to search and how to seed it.
+
+    Attributes:
+      name: label of the campaign; default results folder is results/<name>-<time>.
+      tasks: task names; empty means every task of `suite`.
+      suite: "builtin" or an external suite (then `path` is its local checkout).
+      seed: seeds every island's RNG, so the same config and seed give the same run.
+      seed_with_baseline: start each island from the task's baseline kernel (required
+        offline: offline operators only rewrite existing kernels); GEAK starts from the
+        instruction alone (false, LLM mode).
+    """
+
+    name: str = Field(min_length=1)
+    tasks: tuple[str, ...] = ()
+    suite: str = "builtin"
+    path: Optional[str] = None
+    seed: int = 0
+    seed_with_baseline: bool = True
+
+
+class Search(_Section):
+    """[search]: the scaling knobs.
+
+    Attributes:
+      generations: sequential scaling; offspring generations after the seed population.
+      population: individuals kept per island (elitist replacement).
+      offspring: candidates made per island per generation.
+      islands: parallel scaling; independent populations per task.
+      migration_interval: migrate the best along a ring every this many generations;
+        0 keeps islands independent (GEAK's parallel runs).
+      migrants: individuals each island sends per migration.
+      max_debug_attempts: a lineage failing this many times in a row is abandoned and a
+        fresh generator call replaces it (GEAK's debugging trap).
+      temperature: LLM sampling temperature (GEAK samples at 1.0).
+      crossover_rate: chance that an offspring slot mates two correct parents.
+      tournament_size: parents are the best of this many drawn at random.
+    """
+
+    generations: int = Field(default=5, ge=0)
+    population: int = Field(default=4, ge=1)
+    offspring: int = Field(default=4, ge=1)
+    islands: int = Field(default=1, ge=1)
+    migration_interval: int = Field(default=0, ge=0)
+    migrants: int = Field(default=1, ge=1)
+    max_debug_attempts: int = Field(default=5, ge=1)
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    crossover_rate: float = Field(default=0.3, ge=0.0, le=1.0)
+    tournament_size: int = Field(default=2, ge=1)
+
+
+class Operators(_Section):
+    """[operators]: how offspring are made.
+
+    Attributes:
+      mode: "llm" (an OpenAI-compatible endpoint), "offline" (launch-config and constexpr
+        mutation/crossover, no LLM) or "replay" (answers from a recorded campaign).
+      base_url, model: the endpoint and model name (llm mode).
+      api_key_env: name of the environment variable holding the API key (never stored).
+      replay_from: results folder of the recorded campaign (replay mode).
+      knowledge, one_shot, optimizer, reflector, crossover: module switches for ablations
+        (GEAK Table 9); a role switched off is replaced by the generator.
+      price_usd_per_mtok: model -> [input, output] USD per million tokens.
+      max_completion_tokens: cap on tokens per answer.
+      request_timeout_s: per-request limit of the HTTP client.
+      max_concurrent_requests: LLM calls in flight at once, per island.
+    """
+
+    mode: Literal["llm", "offline", "replay"] = "offline"
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    replay_from: Optional[str] = None
+    knowledge: bool = True
+    one_shot: bool = True
+    optimizer: bool = True
+    reflector: bool = True
+    crossover: bool = True
+    price_usd_per_mtok: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    max_completion_tokens: int = Field(default=4096, ge=1)
+    request_timeout_s: float = Field(default=300.0, gt=0)
+    max_concurrent_requests: int = Field(default=8, ge=1)
+
+
+class Fitness(_Section):
+    """[fitness]: where and how candidates are scored.
+
+    Attributes:
+      device: "auto" picks CUDA, then ROCm, then Triton's CPU interpreter.
+      workers: sandboxed worker processes per FitnessActor.
+      timeouts: stage -> limit in seconds, passed to the FitnessActor (its defaults
+        apply to stages not named).
+      max_in_flight_per_actor: evaluations submitted to one FitnessActor at once.
+      answer_timeout_s: how long the engine waits for one evaluation before declaring
+        the fitness actor unresponsive (the actor's own stage limits are much shorter).
+    """
+
+    device: Literal["auto", "cuda", "rocm", "interpreter"] = "auto"
+    workers: int = Field(default=2, ge=1)
+    timeouts: dict[str, float] = Field(default_factory=dict)
+    max_in_flight_per_actor: int = Field(default=8, ge=1)
+    answer_timeout_s: float = Field(default=900.0, gt=0)
+
+
+class Budget(_Section):
+    """[budget]: caps; the campaign stops cleanly at the first one reached (unset = none).
+
+    Attributes:
+      max_usd: LLM spend, counting the estimated cost of calls in flight.
+      max_tokens: LLM tokens (prompt + completion), counted the same way.
+      max_gpu_seconds: fitness time, the sum of compile_s + check_s + bench_s.
+      max_wall_seconds: wall time of the campaign, summed over resumed runs.
+    """
+
+    max_usd: Optional[float] = Field(default=None, ge=0)
+    max_tokens: Optional[int] = Field(default=None, ge=0)
+    max_gpu_seconds: Optional[float] = Field(default=None, ge=0)
+    max_wall_seconds: Optional[float] = Field(default=None, ge=0)
+
+
+class Config(_Section):
+    """A whole campaign config."""
+
+    campaign: Campaign
+    search: Search = Field(default_factory=Search)
+    operators: Operators = Field(default_factory=Operators)
+    fitness: Fitness = Field(default_factory=Fitness)
+    budget: Budget = Field(default_factory=Budget)
+
+
+SECTIONS = {"campaign": Campaign, "search": Search, "operators": Operators,
+            "fitness": Fitness, "budget": Budget}
+
+
+def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
+    """Returns the validated config in the TOML file `path`, with `--set` overrides applied."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    for override in overrides:
+        raw = apply_override(raw, override)
+    return from_dict(raw)
+
+
+def apply_override(raw: dict[str, Any], override: str) -> dict[str, Any]:
+    """Returns a copy of `raw` with `section.key=value` set.
+
+    The value is read as a TOML literal (`5`, `true`, `"x"`, `[1, 2]`), falling back to
+    the plain string, so `--set campaign.name=demo` works without quotes.
+    """
+    target, sep, text = override.partition("=")
+    section, dot, key = target.strip().partition(".")
+    if not sep or not dot or not section or not key:
+        raise ConfigError(f"override {override!r} is not of the form section.key=value")
+    if section not in SECTIONS:
+        raise ConfigError(f"override {override!r}: unknown section {section!r}; "
+                          f"allowed: {', '.join(SECTIONS)}")
+    try:
+        value = tomllib.loads(f"value = {text.strip()}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = text.strip()
+    merged = {name: dict(body) for name, body in raw.items()}
+    merged.setdefault(section, {})[key.strip()] = value
+    return merged
+
+
+def from_dict(raw: dict[str, Any]) -> Config:
+    """Returns the validated config for a parsed TOML document; raises ConfigError."""
+    for section, body in raw.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"unknown section [{section}]; allowed: "
+                              f"{', '.join(f'[{s}]' for s in SECTIONS)}")
+        if not isinstance(body, dict):
+            raise ConfigError(f"[{section}] must be a table of keys, got {body!r}")
+    if "campaign" not in raw:
+        raise ConfigError("missing section [campaign] (needs at least campaign.name)")
+    try:
+        config = Config.model_validate(raw)
+    except pydantic.ValidationError as error:
+        raise ConfigError(_describe(error)) from None
+    _check_consistency(config)
+    return config
+
+
+def _describe(error: pydantic.ValidationError) -> str:
+    """Returns one line per problem, each naming `section.key` and what is allowed."""
+    lines = []
+    for problem in error.errors():
+        location = [str(part) for part in problem["loc"]]
+        key = ".".join(location)
+        section = SECTIONS.get(location[0]) if location else None
+        if problem["type"] == "extra_forbidden" and section is not None and len(location) == 2:
+            allowed = ", ".join(section.model_fields)
+            lines.append(f"{key}: unknown key; allowed keys in [{location[0]}]: {allowed}")
+        elif problem["type"] == "missing":
+            lines.append(f"{key}: required key is missing")
+        else:
+            lines.append(f"{key}: {problem['msg']} (got {problem.get('input')!r})")
+    return "invalid config:\n  " + "\n  ".join(lines)
+
+
+def _check_consistency(config: Config) -> None:
+    """Raises ConfigError for combinations no single key's validation can catch."""
+    ops = config.operators
+    if ops.mode == "offline" and not config.campaign.seed_with_baseline:
+        raise ConfigError("campaign.seed_with_baseline must be true when operators.mode = "
+                          "\"offline\": offline operators only rewrite existing kernels")
+    if ops.mode == "llm" and (not ops.base_url or not ops.model):
+        raise ConfigError("operators.mode = \"llm\" needs operators.base_url and "
+                          "operators.model")
+    if ops.mode == "replay" and not ops.replay_from:
+        raise ConfigError("operators.mode = \"replay\" needs operators.replay_from "
+                          "(the results folder of the recorded campaign)")
+    if config.campaign.suite != "builtin" and not config.campaign.path:
+        raise ConfigError(f"campaign.suite = {config.campaign.suite!r} needs campaign.path "
+                          "(a local checkout of the suite)")
+
+
+def resolve_tasks(config: Config) -> list:
+    """Returns the Task records the campaign searches; raises ConfigError for unknown names.
+
+    Imports the benchmarks room (and so torch) only here, so validating a config stays cheap.
+    """
+    from benchmarks import registry
+
+    try:
+        tasks = registry.load(config.campaign.suite, config.campaign.path)
+    except (ValueError, FileNotFoundError) as error:
+        raise ConfigError(f"campaign.suite: {error}") from None
+    if not config.campaign.tasks:
+        found = tasks.tasks(config.campaign.suite)
+        if not found:
+            raise ConfigError(f"campaign.suite {config.campaign.suite!r} has no tasks")
+        return found
+    repeated = sorted({name for name in config.campaign.tasks
+                       if config.campaign.tasks.count(name) > 1})
+    if repeated:
+        raise ConfigError(f"campaign.tasks names {repeated} more than once")
+    try:
+        return [tasks.get(name) for name in config.campaign.tasks]
+    except registry.UnknownTaskError as error:
+        raise ConfigError(f"campaign.tasks: {error}") from None

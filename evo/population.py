@@ -1,0 +1,208 @@
+"""One island of one task: its population, hall of fame, logbook and breeding.
+
+`Population` is a plain class (unit-tested directly) that the campaign runs as a Ray actor,
+`PopulationActor`, one per (task, island). Its `breed` is async, so while one slot waits on
+the LLM the actor's other slots (and other islands' candidates on the fitness actors) move.
+
+Every candidate bred here carries this island and the generation in its record; `replace`
+refuses a scored candidate of another island or task (OpenEvolve's children all landed on
+island 0 for months because the island was a "current island" variable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import random
+from typing import Any
+
+import ray
+from deap import tools
+
+from evo import toolbox as toolbox_lib
+from evo.config import Config
+from evo.records import Candidate, Evaluation, Task, make_candidate
+from evo.roles import Breeding, Child
+from evo.toolbox import Individual, Plan
+
+HISTORY_SIZE = 8
+"""Correct candidates the optimizer is shown (the island's best)."""
+
+
+def island_rng(seed: int, task: str, island: int) -> random.Random:
+    """Returns the RNG of one island: the same (seed, task, island) always draws the same."""
+    return random.Random(f"{seed}:{task}:{island}")
+
+
+def sample_index(generation: int, island: int, slot: int, islands: int, offspring: int) -> int:
+    """Returns a number unique to one offspring slot of a task, for the LLM request hash."""
+    return (generation * islands + island) * offspring + slot
+
+
+class Population:
+    """The island `island` of `task`.
+
+    Attributes:
+      population: the individuals kept (elitist, at most search.population).
+      hall_of_fame: the best distinct candidates ever seen here (DEAP, deduplicated by id).
+      logbook: one record per generation (DEAP Logbook).
+      generation: the last generation this island replaced; each island counts its own.
+
+    `client` is the LLM client (None offline); `knowledge` the hardware sheet for prompts.
+    """
+
+    def __init__(self, task: Task, island: int, config: Config, backend: str,
+                 client: Any = None, knowledge: str = ""):
+        self.task, self.island, self.config, self.backend = task, island, config, backend
+        self.client = client
+        self.knowledge = knowledge
+        self.toolbox = toolbox_lib.build(config)
+        self.rng = island_rng(config.campaign.seed, task.name, island)
+        self.population: list[Individual] = []
+        self.hall_of_fame = toolbox_lib.new_hall_of_fame()
+        self.logbook = tools.Logbook()
+        self.generation = 0
+        self.correct_seen: dict[str, Individual] = {}
+        self.repair_attempts: dict[str, int] = {}
+        self._abandoned: set[str] = set()
+        self._failures: list[str] = []
+
+    # -- breeding ---------------------------------------------------------------------------
+
+    def seeds(self) -> list[Candidate]:
+        """Returns the generation-0 candidates: the baseline when seeding with it, else none."""
+        if not self.config.campaign.seed_with_baseline:
+            return []
+        return [make_candidate(self.task.name, self.task.baseline_source, operator="seed",
+                               generation=0, island=self.island)]
+
+    async def breed(self, generation: int) -> list[Candidate]:
+        """Returns this generation's offspring, in slot order (failed slots left out)."""
+        plans = toolbox_lib.plan_offspring(self.population, self.config.search.offspring,
+                                           self.toolbox, self.rng, self.repair_attempts)
+        for plan in plans:
+            if plan.abandons:
+                self._abandoned.add(plan.abandons)
+            if plan.role == "repair":
+                parent_id = plan.parents[0].id
+                self.repair_attempts[parent_id] = self.repair_attempts.get(parent_id, 0) + 1
+        history = self._history()
+        children = await asyncio.gather(*(
+            self._vary(plan, Breeding(self.task, self.client, self._context(generation), history,
+                                      self.rng, self.backend, self._sample_index(generation, slot)))
+            for slot, plan in enumerate(plans)))
+        self._failures = [child.failure for child in children if child.candidate is None]
+        return [self._place(child, plan, generation)
+                for child, plan in zip(children, plans) if child.candidate is not None]
+
+    async def _vary(self, plan: Plan, breeding: Breeding) -> Child:
+        role = getattr(self.toolbox, plan.role)
+        try:
+            return await role(breeding, plan.parents)
+        except Exception as error:  # noqa: BLE001 - one failed operator must not stop the campaign
+            if self.client is not None:
+                from operators.replay import ReplayMissError
+
+                if isinstance(error, ReplayMissError):  # a misconfigured replay: stop, say why
+                    raise
+            # A refused budget lands here too: the slot fails, the driver stops the campaign.
+            return Child(None, plan.role, f"{type(error).__name__}: {error}")
+
+    def _place(self, child: Child, plan: Plan, generation: int) -> Candidate:
+        """Returns the child stamped with its island, generation, parents and lineage depth."""
+        debugging = plan.role == "repair"
+        depth = plan.parents[0].candidate.lineage_debug_count + 1 if debugging else 0
+        return dataclasses.replace(
+            child.candidate, task=self.task.name, operator=child.operator,
+            parents=tuple(parent.id for parent in plan.parents), generation=generation,
+            island=self.island, lineage_debug_count=depth)
+
+    def _history(self) -> tuple[tuple[Candidate, Evaluation], ...]:
+        """Returns the island's best correct candidates, ascending by speedup (optimizer input)."""
+        ranked = sorted(self.correct_seen.values(), key=lambda ind: ind.fitness.values[1])
+        return tuple((ind.candidate, ind.evaluation) for ind in ranked[-HISTORY_SIZE:])
+
+    def _context(self, generation: int) -> Any:
+        if self.client is None:
+            return None
+        from operators.context import OperatorContext
+
+        ops = self.config.operators
+        return OperatorContext(generation=generation, island=self.island,
+                               temperature=self.config.search.temperature,
+                               one_shot=ops.one_shot, backend=self.backend,
+                               max_history=HISTORY_SIZE, knowledge=self.knowledge)
+
+    def _sample_index(self, generation: int, slot: int) -> int:
+        search = self.config.search
+        return sample_index(generation, self.island, slot, search.islands, search.offspring)
+
+    # -- replacement, migration -------------------------------------------------------------
+
+    def replace(self, generation: int, scored: list[tuple[Candidate, Evaluation]]) -> dict:
+        """Folds scored offspring into the island (elitist) and returns the logbook record."""
+        for candidate, evaluation in scored:
+            if (candidate.task, candidate.island) != (self.task.name, self.island):
+                raise ValueError(f"candidate {candidate.id} of ({candidate.task!r}, island "
+                                 f"{candidate.island}) was routed to ({self.task.name!r}, "
+                                 f"island {self.island})")
+            if evaluation.candidate_id != candidate.id:
+                raise ValueError(f"evaluation of {evaluation.candidate_id} paired with "
+                                 f"candidate {candidate.id}")
+        offspring = [Individual(candidate, evaluation) for candidate, evaluation in scored]
+        kept = [ind for ind in self.population if ind.id not in self._abandoned]
+        self.population = self.toolbox.survive(kept + offspring, self.config.search.population,
+                                               self.rng)
+        self.hall_of_fame.update(offspring)
+        for ind in offspring:
+            if ind.correct:
+                self.correct_seen.setdefault(ind.id, ind)
+        record = {"gen": generation, "evaluated": len(offspring),
+                  "correct": sum(ind.correct for ind in offspring),
+                  "failed_offspring": len(self._failures), "abandoned": len(self._abandoned),
+                  "population": len(self.population), "best": self.best_values()}
+        self.logbook.record(**record)
+        self.generation = generation
+        self._abandoned, self._failures = set(), []
+        return record
+
+    def best_values(self) -> tuple[float, float] | None:
+        """Returns the hall of fame's best (correct, speedup), None before any evaluation."""
+        return tuple(self.hall_of_fame[0].fitness.values) if len(self.hall_of_fame) else None
+
+    def best(self, k: int) -> list[Individual]:
+        """Returns the k best individuals of the population (ties keep population order)."""
+        return sorted(self.population, key=lambda ind: ind.fitness.wvalues, reverse=True)[:k]
+
+    def receive(self, migrants: list[Individual]) -> None:
+        """Adds migrants not already here; the population keeps its size (elitist)."""
+        present = {ind.id for ind in self.population}
+        fresh = [ind for ind in migrants if ind.id not in present]
+        self.population = self.toolbox.survive(self.population + fresh,
+                                               self.config.search.population, self.rng)
+        self.hall_of_fame.update(fresh)
+
+    # -- checkpoint -------------------------------------------------------------------------
+
+    def drain_calls(self) -> list[dict]:
+        """Returns the LLM call rows since the last drain (none offline)."""
+        return self.client.drain_calls() if self.client is not None else []
+
+    def state(self) -> dict:
+        """Returns everything needed to continue this island exactly (picklable)."""
+        return {"rng": self.rng.getstate(), "population": self.population,
+                "hall_of_fame": self.hall_of_fame, "logbook": self.logbook,
+                "generation": self.generation, "correct_seen": self.correct_seen,
+                "repair_attempts": self.repair_attempts}
+
+    def restore(self, state: dict) -> None:
+        self.rng.setstate(state["rng"])
+        self.population = state["population"]
+        self.hall_of_fame = state["hall_of_fame"]
+        self.logbook = state["logbook"]
+        self.generation = state["generation"]
+        self.correct_seen = state["correct_seen"]
+        self.repair_attempts = state["repair_attempts"]
+
+
+PopulationActor = ray.remote(num_cpus=0)(Population)

@@ -1,0 +1,72 @@
+"""campaign.json: what a results folder was made with, and the check that a resume matches it."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+from evo import results
+from evo.config import Config, ConfigError
+
+RESUMABLE_CHANGES = ("search.generations", "budget.max_usd", "budget.max_tokens",
+                     "budget.max_gpu_seconds", "budget.max_wall_seconds",
+                     "fitness.answer_timeout_s")
+"""Keys a resumed campaign may change: more generations or a bigger budget, same search."""
+
+
+def describe(config: Config, device: dict) -> dict:
+    """Returns campaign.json's content: config, versions, device, git commit, start time."""
+    return {"config": config.model_dump(mode="json"), "versions": _versions(),
+            "device": device, "git_commit": _git_commit(),
+            "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "host": platform.node()}
+
+
+def write(folder: Path, config: Config, device: dict) -> None:
+    results.write_json(folder / "campaign.json", describe(config, device))
+
+
+def check_resumable(folder: Path, config: Config) -> None:
+    """Raises ConfigError unless `config` may continue the campaign recorded in `folder`."""
+    recorded_file = folder / "campaign.json"
+    if not recorded_file.exists():
+        raise ConfigError(f"--resume: {folder} holds no campaign (no campaign.json)")
+    recorded = _flatten(json.loads(recorded_file.read_text())["config"])
+    current = _flatten(config.model_dump(mode="json"))
+    changed = [f"{key}: {recorded.get(key)!r} -> {current.get(key)!r}"
+               for key in sorted(set(recorded) | set(current))
+               if recorded.get(key) != current.get(key) and key not in RESUMABLE_CHANGES]
+    if changed:
+        raise ConfigError("--resume: the config differs from the campaign's in keys that "
+                          "change the search (only " + ", ".join(RESUMABLE_CHANGES) +
+                          " may change):\n  " + "\n  ".join(changed))
+
+
+def _flatten(config: dict) -> dict:
+    return {f"{section}.{key}": value for section, body in config.items()
+            for key, value in body.items()}
+
+
+def _versions() -> dict:
+    import ray
+    import torch
+    import triton
+
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "triton": triton.__version__, "ray": ray.__version__}
+
+
+def _git_commit() -> str | None:
+    """Returns the commit of the KernelEvo checkout (with "+dirty" if modified), or None."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                                text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return commit + ("+dirty" if dirty.strip() else "")

@@ -1,0 +1,179 @@
+"""`evo report DIR [--json]`: the numbers and figures of a campaign or a sweep folder.
+
+The JSON and the printed tables come from one dict, so what a script reads is what a person
+sees. Figures land in DIR/figures either way.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from evo import analysis, compare, plots
+
+
+def campaign_report(results: analysis.Results) -> dict[str, Any]:
+    """Returns every metric of one campaign and writes its figures."""
+    tasks = analysis.task_table(results)
+    generations = analysis.by_generation(results)
+    runs = analysis.by_runs(results, tasks)
+    best = analysis.best_speedup_by_generation(results)
+    solved_curves = analysis.pass_curves(tasks, "runs_solved")
+    called_curves = analysis.pass_curves(tasks, "runs_called")
+    rows = results.search_rows
+    timed = rows.loc[rows["speedup"].notna(), "timing_meaningful"].astype(bool)
+    meaningful = bool(timed.all()) if len(timed) else None  # None: nothing timed yet
+    figures_dir = results.path / "figures"
+    figures = [
+        plots.accuracy_vs_generation(generations, figures_dir / "accuracy_vs_generation.png"),
+        plots.pass_at_k(runs, solved_curves, figures_dir / "pass_at_k.png"),
+        plots.best_speedup_by_generation(best, meaningful is not False,
+                                         figures_dir / "best_speedup_by_generation.png"),
+        plots.speedup_distribution(rows.loc[rows["correct"].astype(bool), "speedup"].dropna(),
+                                   meaningful is not False, figures_dir / "speedup_distribution.png"),
+        plots.accuracy_vs_spend({results.name: generations}, figures_dir / "accuracy_vs_spend.png"),
+    ]
+    suite = analysis.suite_metrics(tasks)
+    suite["spend"] = {m: float(generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES}
+    suite["timing_meaningful"] = meaningful
+    task_fields = ["suite", "difficulty", "candidates", "call_rate", "correct_rate", "runs",
+                   "runs_called", "runs_solved", "best_speedup", "roofline_fraction",
+                   "best_candidate_id", "timing_meaningful"]
+    report = {
+        "campaign": results.name,
+        "path": str(results.path),
+        "suite": suite,
+        "tasks": {name: {**{f: row[f] for f in task_fields},
+                         "pass_at_k": solved_curves[name], "call_pass_at_k": called_curves[name]}
+                  for name, row in tasks.iterrows()},
+        "by_generation": generations.reset_index().to_dict("records"),
+        "by_runs": runs.reset_index().to_dict("records"),
+        "best_speedup_by_generation": {task: best[task].tolist() for task in best.columns},
+        "by_difficulty": analysis.by_difficulty(tasks),
+        "notes": analysis.timing_notes(results),
+        "figures": [str(p) for p in figures],
+    }
+    return analysis.to_json_value(report)
+
+
+def _num(value: Any, kind: str = "f") -> str:
+    """Formats a metric for a table: percent, speedup (x), or plain; '-' for missing."""
+    if value is None:
+        return "-"
+    if kind == "%":
+        return f"{100 * value:.1f}%"
+    if kind == "x":
+        return f"{value:.2f}x"
+    return f"{value:,.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.3g}"
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]], caption: str = "") -> Table:
+    table = Table(title=title, title_justify="left", caption=caption or None,
+                  caption_justify="left")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("task", "cell") else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def _suite_row(suite: dict[str, Any]) -> list[str]:
+    return [_num(suite["call_accuracy"], "%"), _num(suite["exec_accuracy"], "%"),
+            _num(suite["pass_at_k"].get("1"), "%"), _num(suite["speedup_mean"], "x"),
+            _num(suite["speedup_geomean"], "x")] + [_num(v, "%") for v in suite["fast_p"].values()]
+
+
+SUITE_COLUMNS = ["call acc", "exec acc", "pass@1", "speedup mean", "speedup geomean",
+                 "fast_0", "fast_1", "fast_1.5", "fast_2"]
+
+
+def print_campaign(report: dict[str, Any], console: Console) -> None:
+    """Prints a campaign report as tables."""
+    tasks = [[name, _num(t["difficulty"]), _num(t["candidates"]), _num(t["call_rate"], "%"),
+              _num(t["correct_rate"], "%"), f"{t['runs_solved']}/{t['runs']}",
+              _num(t["pass_at_k"].get("1"), "%"), _num(t["pass_at_k"].get(str(t["runs"])), "%"),
+              _num(t["best_speedup"], "x") + ("" if t["timing_meaningful"] is not False else "*"),
+              _num(t["roofline_fraction"], "%")]
+             for name, t in report["tasks"].items()]
+    console.print(_table(f"Campaign {report['campaign']}: tasks",
+                         ["task", "difficulty", "candidates", "call rate", "correct rate",
+                          "runs solved", "pass@1", "pass@n", "best speedup", "roofline"], tasks,
+                         caption="* timed under the interpreter: not meaningful"
+                         if any(t["timing_meaningful"] is False for t in report["tasks"].values())
+                         else ""))
+    console.print(_table("Suite", SUITE_COLUMNS, [_suite_row(report["suite"])]))
+    console.print(_table("By generation (cumulative)",
+                         ["gen", "call acc", "exec acc", "pass@1", "speedup geomean", "fast_1",
+                          "evals", "tokens", "USD", "GPU-s"],
+                         [[str(g["generation"]), _num(g["call_accuracy"], "%"),
+                           _num(g["exec_accuracy"], "%"), _num(g["pass_at_1"], "%"),
+                           _num(g["speedup_geomean"], "x"), _num(g["fast_1"], "%"),
+                           _num(g["evaluations"]), _num(g["tokens"]), f"{g['usd']:.4f}",
+                           _num(g["gpu_s"])] for g in report["by_generation"]]))
+    console.print(_table("By runs k (parallel scaling)",
+                         ["k", "pass@k", "call pass@k", "expected best speedup"],
+                         [[str(r["k"]), _num(r["pass_at_k"], "%"), _num(r["call_pass_at_k"], "%"),
+                           _num(r["expected_best_speedup"], "x")] for r in report["by_runs"]]))
+    console.print(_table("By difficulty", ["difficulty", "tasks"] + SUITE_COLUMNS,
+                         [[d, str(s["tasks"])] + _suite_row(s)
+                          for d, s in report["by_difficulty"].items()]))
+    _print_footer(report, console)
+
+
+def print_sweep(report: dict[str, Any], console: Console) -> None:
+    """Prints a sweep report: one row per campaign, then each unit of equal compute."""
+    keys = sorted({k for cell in report["cells"] for k in cell["overrides"]})
+    console.print(_table(f"Sweep {report['sweep']}", ["cell", *keys, "status"] + SUITE_COLUMNS
+                         + ["evals", "tokens", "USD", "GPU-s"],
+                         [[c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"]]
+                          + _suite_row(c["suite"])
+                          + [_num(c["spend"][m]) for m in ("evaluations", "tokens")]
+                          + [f"{c['spend']['usd']:.4f}", _num(c["spend"]["gpu_s"])]
+                          for c in report["cells"]]))
+    for measure, comparison in report["equal_compute"].items():
+        console.print(_table(f"At equal compute: {measure} <= {_num(comparison['budget'])}",
+                             ["cell", "generation", "spent", "exec acc", "pass@1", "speedup geomean"],
+                             [[cell, _num(m["generation"]), _num(m["spent"]),
+                               _num(m["exec_accuracy"], "%"), _num(m["pass_at_1"], "%"),
+                               _num(m["speedup_geomean"], "x")]
+                              for cell, m in comparison["cells"].items()]))
+    for skipped in report["skipped"]:
+        console.print(f"[yellow]skipped {skipped['cell']}: {skipped['reason']}[/yellow]")
+    for cell in report["cells"]:
+        for note in cell["notes"]:
+            console.print(f"[yellow]note ({cell['cell']}): {note}[/yellow]")
+    _print_footer({"notes": [], "figures": report["figures"]}, console)
+
+
+def _print_footer(report: dict[str, Any], console: Console) -> None:
+    for note in report["notes"]:
+        console.print(f"[yellow]note: {note}[/yellow]")
+    for figure in report["figures"]:
+        console.print(f"figure: {figure}")
+
+
+def main(directory: Path | str, as_json: bool = False) -> None:
+    """Reports a campaign folder (with campaign.json) or a sweep folder (campaigns inside).
+
+    Raises FileNotFoundError for a missing folder and ValueError for one holding no
+    campaign or no evaluations; the CLI turns both into a one-line error.
+    """
+    path = Path(directory)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no results folder at {path}")
+    is_campaign = (path / "campaign.json").is_file()
+    if is_campaign:
+        report = campaign_report(analysis.load(path))
+    else:
+        report = analysis.to_json_value(compare.sweep_report(path, path / "figures"))
+    if as_json:
+        print(json.dumps(report, allow_nan=False))
+    else:
+        console = Console()
+        if not console.is_terminal:  # a log file or pipe: keep whole columns, not 80 wide
+            console = Console(width=200)
+        (print_campaign if is_campaign else print_sweep)(report, console)

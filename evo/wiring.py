@@ -1,0 +1,137 @@
+"""Starting a campaign's Ray parts: fitness actors, the budget ledger, one island per (task, island).
+
+`start` is a context manager: whatever it started is stopped when the campaign ends, even on
+an error, so a shared Ray (tests, a user's cluster) is left as it was found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+
+import ray
+
+from evo.budget import LedgerActor, LedgerProxy
+from evo.checkpoint import CampaignState
+from evo.config import Config, ConfigError
+from evo.population import PopulationActor
+from evo.records import Task
+
+ACTOR_TIMEOUT_S = 300.0
+"""Longest wait for an actor's bookkeeping call (restore, replace, state, migration)."""
+OFFLINE_BROOD_TIMEOUT_S = 600.0
+"""Longest an island may take to breed offline (AST rewrites: milliseconds in practice)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """A running campaign's actors.
+
+    Attributes:
+      device: what campaign.json records about the fitness device.
+      islands: (task name, island) -> PopulationActor handle.
+      ledger: the shared LLM budget actor (None offline).
+      brood_timeout_s: longest an island may take to breed one generation.
+    """
+
+    tasks: tuple[Task, ...]
+    device: dict
+    backend: str
+    fitness: tuple
+    islands: dict
+    ledger: object
+    brood_timeout_s: float
+
+
+@contextlib.contextmanager
+def start(config: Config, tasks: list[Task], state: CampaignState):
+    """Yields the started Parts, restored from `state`; stops them afterwards."""
+    from fitness import actor as fitness_actor
+    from fitness.device import DeviceError, detect
+
+    try:
+        device = detect(config.fitness.device)
+    except DeviceError as error:
+        raise ConfigError(f"fitness.device: {error}") from None
+    _check_runnable(tasks, device.backend)
+    started: list = []
+    try:
+        fitness = fitness_actor.start_actors(device.backend, config.fitness.workers,
+                                             dict(config.fitness.timeouts))
+        started += fitness
+        ledger = _ledger(config, state)
+        if ledger is not None:
+            started.append(ledger)
+        client = _client(config, ledger)
+        knowledge = _knowledge(config, device)
+        islands = {(task.name, island): PopulationActor.remote(
+            _without_callables(task), island, config, device.backend, client, knowledge)
+            for task in tasks for island in range(config.search.islands)}
+        started += islands.values()
+        restoring = [islands[key].restore.remote(island_state)
+                     for key, island_state in state.islands.items()]
+        ray.get(restoring, timeout=ACTOR_TIMEOUT_S)
+        yield Parts(tuple(tasks), {"backend": device.backend, "name": device.name},
+                    device.backend, tuple(fitness), islands, ledger, _brood_timeout_s(config))
+    finally:
+        for handle in started:
+            ray.kill(handle, no_restart=True)
+
+
+def _check_runnable(tasks: list[Task], backend: str) -> None:
+    blocked = [f"{task.name} ({task.skip_reason or 'not runnable there'})"
+               for task in tasks if backend not in task.runnable_on]
+    if blocked:
+        raise ConfigError(f"campaign.tasks: these tasks cannot run on the {backend} backend: "
+                          + ", ".join(blocked))
+
+
+def _without_callables(task: Task) -> Task:
+    """Returns the task as an island needs it: text only, so islands never import torch."""
+    return dataclasses.replace(task, reference=None, make_inputs=None, flops=None, bytes=None)
+
+
+def _ledger(config: Config, state: CampaignState):
+    if config.operators.mode == "offline":
+        return None
+    ledger = LedgerActor.remote(config.budget.max_usd, config.budget.max_tokens)
+    ray.get(ledger.restore.remote({"spent_usd": state.spend.usd, "spent_tokens": state.spend.tokens,
+                                   "stopped_by": None}), timeout=ACTOR_TIMEOUT_S)
+    return ledger
+
+
+def _client(config: Config, ledger):
+    """Returns the LLM client every island uses a copy of (None offline)."""
+    ops = config.operators
+    if ops.mode == "offline":
+        return None
+    from operators.llm_client import LLMClient
+
+    try:
+        return LLMClient(model=ops.model, base_url=ops.base_url, api_key_env=ops.api_key_env,
+                         mode=ops.mode, temperature=config.search.temperature,
+                         max_tokens=ops.max_completion_tokens, timeout_s=ops.request_timeout_s,
+                         max_concurrency=ops.max_concurrent_requests,
+                         prices=dict(ops.price_usd_per_mtok) or None,
+                         budget=LedgerProxy(ledger), recording=ops.replay_from,
+                         seed=config.campaign.seed)
+    except (ValueError, FileNotFoundError) as error:
+        raise ConfigError(f"[operators]: {error}") from None
+
+
+def _knowledge(config: Config, device) -> str:
+    """Returns the hardware sheet for prompts ("" offline or with the module switched off)."""
+    if config.operators.mode == "offline" or not config.operators.knowledge:
+        return ""
+    from operators import knowledge
+
+    return knowledge.sheet_for(device.name, device.backend)
+
+
+def _brood_timeout_s(config: Config) -> float:
+    ops = config.operators
+    if ops.mode == "offline":
+        return OFFLINE_BROOD_TIMEOUT_S
+    rounds = math.ceil(config.search.offspring / ops.max_concurrent_requests)
+    return rounds * 6 * (ops.request_timeout_s + 60.0) + 60.0

@@ -1,0 +1,60 @@
+"""Cheat verdicts, decided in the parent from what the worker observed.
+
+The worker reports facts (Triton launches, aten ops, threads started, reference calls,
+harness functions that changed); the rules live here, in a process the candidate never
+runs in. A speed beyond the device's roofline for the case's bytes and flops is
+`cheat_implausible`: nothing honest beats physics.
+"""
+
+from __future__ import annotations
+
+ALLOWED_TORCH_OPS = frozenset({
+    # allocation and filling (fresh allocations are poisoned with NaN by the worker)
+    "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
+    "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones",
+    "new_full", "zero_", "fill_", "scalar_tensor", "lift_fresh", "arange", "resize_",
+    # views and reshapes
+    "view", "_unsafe_view", "reshape", "_reshape_alias", "as_strided", "t", "transpose",
+    "permute", "expand", "squeeze", "unsqueeze", "slice", "select", "split",
+    "split_with_sizes", "chunk", "unbind", "narrow", "alias", "detach", "diagonal",
+    "view_as_real", "view_as_complex", "unfold",
+    # copies, casts, scalar reads
+    "clone", "copy_", "_to_copy", "to", "contiguous", "_local_scalar_dense", "record_stream",
+})
+"""aten ops any candidate may call through torch: allocation, views, reshapes, copies, casts."""
+
+PLAUSIBLE_ROOFLINE_FRACTION = 1.5
+"""A measured time this many times faster than the roofline floor is not believed."""
+
+
+def call_verdict(task, observed: dict) -> tuple[str, str] | None:
+    """Returns (failure kind, detail) for a call that broke a rule, None for a clean call."""
+    if observed.get("patched"):
+        return ("cheat_patched_harness", "the candidate replaced harness functions: "
+                + ", ".join(observed["patched"][:8]))
+    if observed.get("reference_calls"):
+        return ("cheat_calls_reference", f"the candidate called the task's reference "
+                f"{observed['reference_calls']} time(s)")
+    if observed.get("threads_started"):
+        return ("cheat_background_work", f"the candidate started {observed['threads_started']} "
+                "thread(s) during the call; do all work in Triton kernels on the calling thread")
+    if observed.get("host_reads"):
+        return ("cheat_torch_compute", f"the candidate read tensors into NumPy/Python "
+                f"{observed['host_reads']} time(s) during the call; do the math in Triton")
+    allowed = ALLOWED_TORCH_OPS | set(task.torch_allowlist)
+    forbidden = sorted(set(observed.get("ops", ())) - allowed)
+    if forbidden:
+        return ("cheat_torch_compute", "the candidate computed with torch ops outside the "
+                f"allowlist: {', '.join(forbidden)} (only allocation, views, copies and casts "
+                "may go through torch; do the math in Triton)")
+    if observed.get("launches", 0) < 1:
+        return ("no_triton_launch", "the call launched no Triton kernel")
+    return None
+
+
+def implausible(roofline_fraction: float | None, case_name: str) -> str | None:
+    """Returns why a measured latency is not believable, or None."""
+    if roofline_fraction is not None and roofline_fraction > PLAUSIBLE_ROOFLINE_FRACTION:
+        return (f"case {case_name!r} ran at {roofline_fraction:.1f}x the device's roofline "
+                "(memory bandwidth and peak flops for its bytes and flops): not physically possible")
+    return None

@@ -1,0 +1,106 @@
+"""The Evaluator: worker pools + the cascade + the baseline-timing cache, for one device.
+
+A plain, thread-safe object (the FitnessActor and `evo eval` both drive it from threads):
+`evaluate(task, candidate)` returns an Evaluation and never raises for anything a
+candidate does. If the device stops answering (new workers cannot even start and probe
+it), every later evaluation returns at once with `harness_error` and `stats()` says so.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import tempfile
+import threading
+import time
+from typing import Mapping
+
+from evo.records import Candidate, Evaluation, Task
+from fitness import HARNESS_VERSION
+from fitness.cascade import BaselineCache, Cascade, Limits
+from fitness.device import DeviceInfo, detect
+from fitness.gate import GpuGate
+from fitness.pool import DeviceUnresponsive, WorkerPool
+from fitness.timing import TimingConfig
+
+
+class Evaluator:
+    """Scores candidates on one device with `workers` candidate processes and `checkers` checkers.
+
+    Args:
+      device: "auto" | "cuda" | "rocm" | "interpreter", or a DeviceInfo.
+      workers: candidate worker processes (compile and correctness run in parallel).
+      timeouts: stage limits in seconds, keys of `fitness.cascade.Limits` ("import_s",
+        "compile_s", "check_s", "bench_s", "ready_s"; the "_s" may be left off).
+      checkers: processes that run references and compare outputs.
+      timing: runs per timing (defaults per backend).
+    """
+
+    def __init__(self, device: str | DeviceInfo = "auto", workers: int = 2,
+                 timeouts: Mapping[str, float] | Limits | None = None, checkers: int = 1,
+                 timing: TimingConfig | None = None):
+        self.device = device if isinstance(device, DeviceInfo) else detect(device)
+        self.limits = timeouts if isinstance(timeouts, Limits) else Limits.from_mapping(timeouts)
+        self._root = tempfile.mkdtemp(prefix="kernelevo-fitness-")
+        exchange_dir = os.path.join(self._root, "exchange")
+        os.makedirs(exchange_dir)
+        self._candidates = WorkerPool(self.device, workers, "candidate", self._root,
+                                      ready_timeout_s=self.limits.ready_s)
+        self._checkers = WorkerPool(self.device, checkers, "checker", self._root,
+                                    ready_timeout_s=self.limits.ready_s)
+        self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)
+        self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
+                                BaselineCache(), self.limits, exchange_dir, timing)
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._evaluated = 0
+        self._failures: collections.Counter[str] = collections.Counter()
+        self._gpu_s = 0.0
+        self._unresponsive = ""
+
+    def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
+        """Returns the candidate's Evaluation on this device."""
+        if self._unresponsive:
+            return self._device_down(candidate)
+        try:
+            evaluation = self._cascade.evaluate(task, candidate)
+        except DeviceUnresponsive as error:
+            with self._lock:
+                self._unresponsive = str(error)
+            return self._device_down(candidate)
+        with self._lock:
+            self._evaluated += 1
+            self._failures[evaluation.failure_kind or "none"] += 1
+            self._gpu_s += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
+        return evaluation
+
+    def _device_down(self, candidate: Candidate) -> Evaluation:
+        return Evaluation(candidate_id=candidate.id, stage_reached="syntax", call_ok=False,
+                          correct=False, failure_kind="harness_error",
+                          error_trace=f"device {self.device.name} stopped answering: "
+                                      f"{self._unresponsive}",
+                          device=self.device.name, backend=self.device.backend,
+                          harness_version=HARNESS_VERSION)
+
+    def stats(self) -> dict:
+        """Returns counters: evaluated, busy_s (device held), gpu_s (sum over candidates), ..."""
+        with self._lock:
+            return {"evaluated": self._evaluated, "busy_s": self.gate.busy_s(),
+                    "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
+                    "failures": dict(self._failures), "device": self.device.name,
+                    "backend": self.device.backend, "device_ok": not self._unresponsive,
+                    "device_error": self._unresponsive,
+                    "respawns": self._candidates.respawns + self._checkers.respawns}
+
+    def close(self) -> None:
+        """Kills every worker and removes the temporary directories."""
+        self._candidates.close()
+        self._checkers.close()
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,305 @@
+"""Scores a candidate of an external-suite task by running the suite's own harness.
+
+Three processes per verdict, so no candidate can touch the judgement:
+  1. the candidate's process (`harness_run.py`): the candidate module plus the suite's test
+     code, in a fresh directory, scrubbed environment, own process group, time limit that
+     kills the group, bounded output; it saves the harness's outputs;
+  2. the reference's process: the same with the task's reference kernel (KernelBench: the
+     PyTorch `Model`), once per (task, backend, input seed), cached;
+  3. the checker's process (`harness_check.py`): loads both output files with
+     `weights_only=True` and compares them with the suite's tolerance.
+Every seed the harness sets is salted with this runner's `input_seed` (drawn at random
+unless given), so candidates meet inputs no published expected output covers.
+
+Timing is not measured here: a correct candidate ends at stage "correct" with no speedup.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from evo.records import Candidate, Evaluation, Task
+
+HARNESS_VERSION = "external-harness-1"
+_HERE = pathlib.Path(__file__).resolve().parent
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "ROCM_PATH", "OMP_NUM_THREADS")
+_ENV_KEPT_PREFIXES = ("CUDA_VISIBLE", "HIP_VISIBLE", "ROCR_VISIBLE", "HSA_", "NVIDIA_")
+_TAIL_BYTES = 16 << 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Attributes:
+      run_s: wall-clock limit of one harness run (candidate or reference), in seconds.
+      check_s: wall-clock limit of the output comparison, in seconds.
+      output_bytes: stdout+stderr a run may print before it is killed as a flood.
+    """
+
+    run_s: float = 300.0
+    check_s: float = 120.0
+    output_bytes: int = 32 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What one sandboxed process did: exit status, limits hit, output tail, wall time."""
+
+    returncode: int | None
+    timed_out: bool
+    flooded: bool
+    tail: str
+    wall_s: float
+
+
+class HarnessError(RuntimeError):
+    """The task's own reference failed its harness: the task, not the candidate, is broken."""
+
+
+def scrubbed_env(backend: str, home: pathlib.Path, triton_cache: pathlib.Path) -> dict[str, str]:
+    """Returns the environment of a sandboxed run: what torch and Triton need, no secrets."""
+    env = {name: value for name, value in os.environ.items()
+           if (name in _ENV_KEPT or name.startswith(_ENV_KEPT_PREFIXES))
+           and not any(marker in name.upper() for marker in _SECRET_MARKERS)}
+    env.update(HOME=str(home), TMPDIR=str(home), TRITON_CACHE_DIR=str(triton_cache),
+               PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    if backend == "interpreter":
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def run_sandboxed(argv: list[str], cwd: pathlib.Path, env: dict[str, str], limit_s: float,
+                  output_bytes: int) -> RunResult:
+    """Runs argv in its own process group; kills the group at the time or output limit."""
+    start = time.monotonic()
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    tail, total, flooded = bytearray(), [0], threading.Event()
+
+    def drain():
+        while chunk := process.stdout.read1(1 << 16):
+            total[0] += len(chunk)
+            tail.extend(chunk)
+            del tail[:-_TAIL_BYTES]
+            if total[0] > output_bytes and not flooded.is_set():
+                flooded.set()
+                _kill_group(process)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        process.wait(timeout=limit_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    _kill_group(process)  # also reaps anything the run left behind in its group
+    process.wait()
+    reader.join(timeout=5.0)
+    return RunResult(process.returncode, timed_out, flooded.is_set(),
+                     tail.decode(errors="replace"), time.monotonic() - start)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def defines(source: str, name: str) -> bool:
+    """Returns whether a module's top level binds `name` (def, class, assignment, import)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names):
+                return True
+    return False
+
+
+def _error_kind(error: dict, phase: str) -> str:
+    """Returns the failure kind of an exception the harness run reported."""
+    text = f"{error.get('type')} {error.get('message', '')}"
+    if "illegal memory access" in text.lower():
+        return "illegal_memory_access"
+    if error.get("module", "").startswith("triton") and "Compil" in error.get("type", ""):
+        return "compile_error"
+    if phase == "import" or error.get("type") in ("ImportError", "ModuleNotFoundError"):
+        return "import_error"
+    if error.get("type") == "AssertionError":
+        return "mismatch"  # the harness's own in-process check failed
+    return "runtime_error"
+
+
+def classify_run(run: RunResult, report: dict | None, require_launch: bool) -> tuple[str, str | None, str]:
+    """Returns (stage reached, failure kind or None, error text) of one harness run."""
+    phase = (report or {}).get("phase", "import")
+    stage = "import" if phase in ("start", "import") else "run"
+    if run.timed_out:
+        return stage, "timeout", f"killed after the {run.wall_s:.0f} s limit\n{run.tail[-2000:]}"
+    if run.flooded:
+        return stage, "output_flood", f"printed more than the output limit\n{run.tail[-2000:]}"
+    if report is None or (phase != "done" and not report.get("error")):
+        kind = "illegal_memory_access" if "illegal memory access" in run.tail.lower() else "worker_crash"
+        return stage, kind, f"the process died (exit status {run.returncode})\n{run.tail[-4000:]}"
+    if report.get("collect_error"):
+        return "import", "import_error", report["collect_error"]
+    failed = [test for test in report.get("tests", []) if test["outcome"] == "failed"]
+    if report.get("error") or failed:
+        error = report.get("error") or failed[0]["error"]
+        where = f"test {failed[0]['name']}: " if failed and not report.get("error") else ""
+        return stage, _error_kind(error, phase), where + error.get("trace", error.get("message", ""))
+    if not report.get("tests") and report.get("suite") == "rocm":
+        return stage, "harness_error", "pytest ran no correctness test"
+    if require_launch and not report.get("launches"):
+        return "run", "no_triton_launch", "the harness ran without launching any Triton kernel"
+    return "run", None, ""
+
+
+class HarnessRunner:
+    """Scores candidates of harness tasks on one backend; thread-safe.
+
+    The reference outputs of a task are computed once per (task, backend, input seed) and
+    kept in this process's memory: they reach the disk only inside a checker's fresh
+    directory, for the length of one comparison, so a running candidate finds no expected
+    outputs lying beside it to copy.
+    """
+
+    def __init__(self, backend: str, device_name: str = "", limits: Limits = Limits(),
+                 input_seed: int | None = None, require_triton_launch: bool = True):
+        self.backend = backend
+        self.device_name = device_name or backend
+        self.limits = limits
+        self.input_seed = random.SystemRandom().randrange(1, 2**30) if input_seed is None else input_seed
+        self.require_triton_launch = require_triton_launch
+        self._root = pathlib.Path(tempfile.mkdtemp(prefix="kevo-harness-"))
+        self._references: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        self._task_locks: dict[str, threading.Lock] = {}
+
+    def close(self) -> None:
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
+        """Returns the verdict of the task's own harness on the candidate."""
+        verdict = dict(candidate_id=candidate.id, device=self.device_name, backend=self.backend,
+                       harness_version=HARNESS_VERSION, call_ok=False, correct=False)
+        if self.backend not in task.runnable_on:
+            return Evaluation(stage_reached="syntax", failure_kind="unsupported_on_backend",
+                              error_trace=task.skip_reason or f"not runnable on {self.backend}", **verdict)
+        try:
+            has_entry = defines(candidate.source, task.entry_point)
+        except (SyntaxError, ValueError) as error:
+            return Evaluation(stage_reached="syntax", failure_kind="syntax_error", error_trace=str(error), **verdict)
+        if not has_entry:
+            return Evaluation(stage_reached="import", failure_kind="missing_entry_point",
+                              error_trace=f"the module does not define {task.entry_point!r}", **verdict)
+        workdir = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=self._root))
+        try:
+            run, report = self._run(task, candidate.source, "ModelNew", workdir, "candidates")
+            stage, kind, trace = classify_run(run, report, self.require_triton_launch)
+            if kind is not None:
+                return Evaluation(stage_reached=stage, failure_kind=kind, error_trace=trace[-6000:],
+                                  check_s=run.wall_s, **verdict)
+            try:
+                expected = self.reference_outputs(task)
+            except HarnessError as error:
+                return Evaluation(stage_reached="run", failure_kind="harness_error", error_trace=str(error),
+                                  check_s=run.wall_s, **{**verdict, "call_ok": True})
+            check = self._check(task, expected, workdir / "outputs.pt")
+            names = tuple(case["name"] for case in check.get("cases", []))
+            errors = tuple(float(case["max_abs_err"]) for case in check.get("cases", []))
+            return Evaluation(stage_reached="correct" if check["ok"] else "run",
+                              failure_kind=check["kind"], error_trace=check["message"],
+                              case_names=names, max_abs_err=errors, check_s=run.wall_s,
+                              **{**verdict, "call_ok": True, "correct": bool(check["ok"])})
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def reference_outputs(self, task: Task) -> bytes:
+        """Returns the reference's saved outputs; raises HarnessError if the reference fails."""
+        key = f"{task.suite}:{task.name}"
+        with self._lock:
+            task_lock = self._task_locks.setdefault(key, threading.Lock())
+        with task_lock:
+            if key not in self._references:
+                workdir = pathlib.Path(tempfile.mkdtemp(prefix="ref-", dir=self._root))
+                try:
+                    run, report = self._run(task, task.baseline_source, "Model", workdir, "reference")
+                    stage, kind, trace = classify_run(run, report, require_launch=False)
+                    if kind is None and not (workdir / "outputs.pt").is_file():
+                        stage, kind, trace = "run", "runtime_error", "no outputs saved"
+                    if kind is not None:
+                        raise HarnessError(f"the reference of {task.name!r} failed its own harness on "
+                                           f"{self.backend} ({kind} at stage {stage}):\n{trace[-4000:]}")
+                    self._references[key] = (workdir / "outputs.pt").read_bytes()
+                finally:
+                    shutil.rmtree(workdir, ignore_errors=True)
+            return self._references[key]
+
+    def _run(self, task: Task, source: str, kernelbench_entry: str, workdir: pathlib.Path,
+             cache: str) -> tuple[RunResult, dict | None]:
+        """Writes the module and harness into workdir and runs the harness on them."""
+        module = "kernel" if task.suite != "rocm" else f"test_{task.name.replace('.', '_')}"
+        if task.suite == "rocm":
+            (workdir / f"{module}.py").write_text(f"{source.rstrip()}\n\n\n{'#' * 146}\n\n{task.harness}")
+        elif task.suite == "kernelbench":
+            (workdir / "problem.py").write_text(task.harness)
+            (workdir / f"{module}.py").write_text(source)
+        else:
+            (workdir / f"{module}.py").write_text(source)
+            (workdir / "harness_tests.py").write_text(task.harness)
+        spec = {"suite": task.suite, "module": module, "seed": self.input_seed,
+                "entry": kernelbench_entry if task.suite == "kernelbench" else task.entry_point,
+                "trials": len(task.cases_for(self.backend)),
+                "device": "cpu" if self.backend == "interpreter" else "cuda",
+                "outputs": str(workdir / "outputs.pt"), "report": str(workdir / "report.json")}
+        (workdir / "spec.json").write_text(json.dumps(spec))
+        env = scrubbed_env(self.backend, workdir, self._root / f"triton-{cache}")
+        run = run_sandboxed([sys.executable, "-I", str(_HERE / "harness_run.py"), str(workdir / "spec.json")],
+                            workdir, env, self.limits.run_s, self.limits.output_bytes)
+        report_path = workdir / "report.json"
+        try:
+            report = json.loads(report_path.read_text()) if report_path.is_file() else None
+        except ValueError:
+            report = None
+        if report is not None:
+            report["suite"] = task.suite
+        return run, report
+
+    def _check(self, task: Task, expected: bytes, actual: pathlib.Path) -> dict:
+        """Returns the checker process's verdict on the candidate's outputs."""
+        if not actual.is_file():
+            return {"ok": False, "kind": "runtime_error", "message": "the harness saved no outputs", "cases": []}
+        check_dir = pathlib.Path(tempfile.mkdtemp(prefix="check-", dir=self._root))
+        report = check_dir / "check.json"
+        spec = {"expected": str(check_dir / "expected.pt"), "actual": str(actual), "report": str(report),
+                "tolerance": {dtype: list(pair) for dtype, pair in task.tolerance.items()}}
+        try:
+            (check_dir / "expected.pt").write_bytes(expected)
+            (check_dir / "spec.json").write_text(json.dumps(spec))
+            env = scrubbed_env("interpreter", check_dir, check_dir / "triton")
+            run = run_sandboxed([sys.executable, "-I", str(_HERE / "harness_check.py"), str(check_dir / "spec.json")],
+                                check_dir, env, self.limits.check_s, self.limits.output_bytes)
+            if run.returncode != 0 or not report.is_file():
+                return {"ok": False, "kind": "harness_error", "cases": [],
+                        "message": f"the output checker failed (exit {run.returncode}):\n{run.tail[-3000:]}"}
+            return json.loads(report.read_text())
+        finally:
+            shutil.rmtree(check_dir, ignore_errors=True)

@@ -1,0 +1,193 @@
+"""The worker's eyes: what a candidate did during a call, seen from inside its process.
+
+Installed by the worker before any candidate is imported: a Triton launch counter, a torch
+dispatch recorder that also poisons fresh allocations with NaN (a kernel that leaves outputs
+unwritten fails), a thread-start watch (work moved to a thread escapes the recorder), a
+tripwire on the task's reference, and a snapshot of the harness functions a candidate
+might patch. These observations are reported; the verdicts are made by the parent
+(`fitness.anticheat`), whose code the candidate cannot reach.
+"""
+
+from __future__ import annotations
+
+import _thread
+import functools
+import sys
+import threading
+import time
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+_ALLOCATORS = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
+                         "new_empty_strided", "empty_permuted"})
+
+
+class LaunchCounter:
+    """Counts Triton launches (compiled and interpreted) made outside warm-up."""
+
+    def __init__(self):
+        self.count = 0
+        self.depth = 0  # > 0 while inside a launch: torch ops there are Triton's, not the candidate's
+
+    def install(self) -> None:
+        from triton.runtime import interpreter, jit
+
+        for cls in (jit.JITFunction, interpreter.InterpretedFunction):
+            cls.run = self._wrap(cls.run)
+
+    def _wrap(self, run):
+        counter = self
+
+        def counted_run(kernel, *args, grid, warmup, **kwargs):
+            if not warmup:
+                counter.count += 1
+            counter.depth += 1
+            try:
+                return run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+            finally:
+                counter.depth -= 1
+
+        counted_run.__wrapped__ = run
+        return counted_run
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records the aten ops a candidate calls and fills its fresh allocations with poison."""
+
+    def __init__(self, launches: LaunchCounter, poison: bool = True):
+        super().__init__()
+        self.launches = launches
+        self.poison = poison
+        self.ops: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if self.launches.depth:
+            return out
+        name = func.overloadpacket.__name__
+        self.ops.add(name if func.namespace == "aten" else f"{func.namespace}::{name}")
+        if self.poison and name in _ALLOCATORS and isinstance(out, torch.Tensor):
+            _poison(out)
+        return out
+
+
+def _poison(tensor: torch.Tensor) -> None:
+    if tensor.numel() == 0:
+        return
+    if tensor.is_floating_point() or tensor.is_complex():
+        tensor.fill_(float("nan"))
+    elif tensor.dtype != torch.bool:
+        tensor.fill_(torch.iinfo(tensor.dtype).min)
+
+
+class ThreadWatch:
+    """Counts threads started outside Triton launches (their torch ops escape the recorder)."""
+
+    def __init__(self, launches: LaunchCounter):
+        self.launches = launches
+        self.started = 0
+
+    def install(self) -> None:
+        watch = self
+        original_start = threading.Thread.start
+        original_new_thread = _thread.start_new_thread
+
+        def start(thread):
+            if not watch.launches.depth:
+                watch.started += 1
+            return original_start(thread)
+
+        def start_new_thread(function, args, kwargs=None):
+            if not watch.launches.depth:
+                watch.started += 1
+            return original_new_thread(function, args, kwargs or {})
+
+        threading.Thread.start = start
+        _thread.start_new_thread = start_new_thread
+
+
+class HostReadWatch:
+    """Counts tensor-to-NumPy/list conversions outside launches (math done on the host)."""
+
+    def __init__(self, launches: LaunchCounter):
+        self.launches = launches
+        self.count = 0
+
+    def install(self) -> None:
+        for name in ("numpy", "tolist", "__array__"):
+            setattr(torch.Tensor, name, self._wrap(getattr(torch.Tensor, name)))
+
+    def _wrap(self, method):
+        watch = self
+
+        @functools.wraps(method)
+        def counted(tensor, *args, **kwargs):
+            if not watch.launches.depth:
+                watch.count += 1
+            return method(tensor, *args, **kwargs)
+
+        return counted
+
+
+class ReferenceTripwire:
+    """Replaces the task's reference in its module with a wrapper that records calls."""
+
+    def __init__(self):
+        self.calls = 0
+        self._installed: set[tuple[str, str]] = set()
+
+    def install(self, reference) -> None:
+        if reference is None:
+            return
+        key = (reference.__module__, reference.__qualname__)
+        module = sys.modules.get(reference.__module__)
+        if key in self._installed or module is None or "." in reference.__qualname__:
+            return
+        tripwire = self
+
+        @functools.wraps(reference)
+        def watched_reference(*args, **kwargs):
+            tripwire.calls += 1
+            return reference(*args, **kwargs)
+
+        setattr(module, reference.__name__, watched_reference)
+        self._installed.add(key)
+
+
+_TORCH_FUNCTIONS = ("allclose", "isclose", "equal", "save", "load", "empty", "empty_like",
+                    "empty_strided", "zeros", "zeros_like", "ones", "full", "randn", "rand",
+                    "from_numpy", "as_strided")
+"""Top-level torch functions the harness uses or a candidate could forge results through."""
+
+
+def _watched_namespaces() -> dict[str, dict]:
+    from triton.runtime import autotuner, interpreter, jit
+
+    classes = {"torch.Tensor": torch.Tensor, "torch.cuda.Event": torch.cuda.Event,
+               "JITFunction": jit.JITFunction, "InterpretedFunction": interpreter.InterpretedFunction,
+               "Autotuner": autotuner.Autotuner, "threading.Thread": threading.Thread}
+    namespaces = {label: vars(cls) for label, cls in classes.items()}
+    namespaces.update({"torch.testing": vars(torch.testing), "time": vars(time),
+                       "torch": {name: getattr(torch, name) for name in _TORCH_FUNCTIONS},
+                       "torch.cuda": {"synchronize": torch.cuda.synchronize,
+                                      "Event": torch.cuda.Event}})
+    return namespaces
+
+
+class HarnessSnapshot:
+    """Identities of the functions the harness relies on, to notice a candidate patching them."""
+
+    def __init__(self):
+        self._ids = {label: {attr: id(value) for attr, value in list(namespace.items())
+                             if callable(value)}
+                     for label, namespace in _watched_namespaces().items()}
+
+    def changed(self) -> list[str]:
+        """Returns the names whose object is no longer the one snapshotted."""
+        changed = []
+        for label, current in _watched_namespaces().items():
+            for attr, ident in self._ids[label].items():
+                if attr not in current or id(current[attr]) != ident:
+                    changed.append(f"{label}.{attr}")
+        return sorted(changed)

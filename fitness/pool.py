@@ -1,0 +1,281 @@
+"""Worker processes: spawned sandboxed, limited by killing, replaced after any fault.
+
+A time limit is enforced here and nowhere else: the parent waits on the reply pipe with a
+deadline and, when it passes, SIGKILLs the worker's whole process group (it runs in its
+own session). A worker that dies, floods its output, or breaks the protocol is likewise
+killed and replaced; its fault is reported as a `WorkerFault` naming the failure kind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from fitness import protocol
+from fitness.device import DeviceInfo
+
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+"""An environment variable whose name contains one of these never reaches a worker."""
+
+_POLL_S = 0.05
+
+
+class WorkerFault(Exception):
+    """A worker had to be killed or died; `kind` is the Evaluation failure kind."""
+
+    def __init__(self, kind: str, detail: str, output_tail: str = ""):
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.output_tail = output_tail
+
+
+class DeviceUnresponsive(RuntimeError):
+    """New workers cannot start or answer a trivial device probe: the device is gone."""
+
+
+def worker_env(device: DeviceInfo, workdir: str, cache_dir: str) -> dict[str, str]:
+    """Returns the environment of a worker: the parent's, minus secrets and engine state."""
+    env = {name: value for name, value in os.environ.items()
+           if not any(marker in name.upper() for marker in SECRET_MARKERS)
+           and not name.startswith("RAY_")}
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    env.update(HOME=workdir, TMPDIR=workdir, TRITON_CACHE_DIR=cache_dir,
+               PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)), PYTHONDONTWRITEBYTECODE="1",
+               PYTHONUNBUFFERED="1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    if device.backend == "interpreter":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+class WorkerProcess:
+    """One worker subprocess with its pipes, its output drain and its temporary directory."""
+
+    def __init__(self, role: str, device: DeviceInfo, root_dir: str, cache_dir: str,
+                 flood_limit_bytes: int, tail_bytes: int = 16 << 10):
+        self.role = role
+        self.workdir = tempfile.mkdtemp(prefix=f"{role}-", dir=root_dir)
+        self.uses = 0
+        self.retired = False
+        self.ready = False
+        self._flood_limit_bytes = flood_limit_bytes
+        self._tail_bytes = tail_bytes
+        self._tail = bytearray()
+        self._output_total = 0
+        self._flooded = False
+        request_read, self._request_fd = os.pipe()
+        self._reply_fd, reply_write = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fitness.worker", str(request_read), str(reply_write)],
+            cwd=self.workdir, env=worker_env(device, self.workdir, cache_dir),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            pass_fds=(request_read, reply_write), start_new_session=True)
+        os.close(request_read)
+        os.close(reply_write)
+        os.set_blocking(self._request_fd, False)
+        self._reader = protocol.ReplyReader(self._reply_fd)
+        self._drain = threading.Thread(target=self._drain_output, daemon=True)
+        self._drain.start()
+        self._send({"op": "init", "role": role, "device": device}, deadline=time.monotonic() + 10)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None and not self.retired
+
+    def _drain_output(self) -> None:
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self._output_total += len(chunk)
+            self._tail += chunk
+            del self._tail[:-self._tail_bytes]
+            if self._output_total > self._flood_limit_bytes and not self._flooded:
+                self._flooded = True
+                self._kill_group()
+
+    def output_tail(self, max_chars: int = 2000) -> str:
+        return bytes(self._tail).decode(errors="replace")[-max_chars:]
+
+    def _kill_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def _send(self, request: dict, deadline: float) -> None:
+        data = protocol.encode_request(request)
+        while data:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._fault("timeout", "the worker stopped reading requests")
+            _, writable, _ = select.select([], [self._request_fd], [], min(remaining, _POLL_S))
+            if writable:
+                try:
+                    data = data[os.write(self._request_fd, data):]
+                except BrokenPipeError:
+                    raise self._fault(*self._death_reason()) from None
+            elif self.proc.poll() is not None:
+                raise self._fault(*self._death_reason())
+
+    def request(self, request: dict, timeout_s: float) -> dict:
+        """Sends one stage request; returns the reply or raises WorkerFault (worker killed)."""
+        deadline = time.monotonic() + timeout_s
+        self._send(request, deadline)
+        return self._await_reply(deadline, f"the stage ran past its {timeout_s:g} s limit")
+
+    def wait_ready(self, timeout_s: float) -> dict:
+        """Waits for the start-up handshake (imports and a device probe)."""
+        reply = self._await_reply(time.monotonic() + timeout_s,
+                                  f"the worker did not start within {timeout_s:g} s")
+        self.ready = reply.get("ok", False)
+        if not self.ready:
+            self.kill()
+            raise WorkerFault("harness_error", reply.get("trace", "worker failed to start"))
+        return reply
+
+    def _await_reply(self, deadline: float, timeout_detail: str) -> dict:
+        while True:
+            try:
+                reply = self._reader.take()
+            except protocol.ProtocolError as error:
+                raise self._fault("worker_crash", f"protocol violation: {error}") from None
+            if reply is not None:
+                return reply
+            if self._flooded:
+                raise self._fault("output_flood", f"the candidate wrote more than "
+                                  f"{self._flood_limit_bytes >> 20} MiB to stdout/stderr")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._fault("timeout", timeout_detail)
+            readable, _, _ = select.select([self._reply_fd], [], [], min(remaining, _POLL_S))
+            if readable and not self._reader.feed():
+                self.proc.wait()
+                if self._flooded:
+                    continue
+                raise self._fault(*self._death_reason())
+
+    def _death_reason(self) -> tuple[str, str]:
+        code = self.proc.wait()
+        self._drain.join(timeout=1.0)
+        tail = self.output_tail(20000)
+        if "Fatal Python error" in tail and "triton" in tail.split("Fatal Python error")[-1]:
+            return "illegal_memory_access", "the worker crashed inside a Triton kernel launch"
+        if code < 0:
+            return "worker_crash", f"the worker was killed by {signal.Signals(-code).name}"
+        return "worker_crash", f"the worker exited with status {code}"
+
+    def _fault(self, kind: str, detail: str) -> WorkerFault:
+        self.kill()
+        return WorkerFault(kind, detail, self.output_tail())
+
+    def kill(self) -> None:
+        """Kills the worker's process group and removes its directory."""
+        self.retired = True
+        self._kill_group()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for fd in (self._request_fd, self._reply_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._request_fd = self._reply_fd = -1
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class WorkerPool:
+    """A fixed number of workers of one role; `lease()` lends one exclusively.
+
+    Replacement is immediate and non-blocking: a faulted worker is killed and a new process
+    starts importing at once; its readiness is awaited at the next lease. Consecutive
+    start-up failures mean the device itself is gone (`DeviceUnresponsive`).
+    """
+
+    def __init__(self, device: DeviceInfo, size: int, role: str, root_dir: str,
+                 ready_timeout_s: float = 120.0, flood_limit_bytes: int = 16 << 20,
+                 max_uses: int = 500, max_start_failures: int = 3):
+        if size < 1:
+            raise ValueError(f"a worker pool needs at least 1 worker, got {size}")
+        self.device = device
+        self.role = role
+        self._root_dir = root_dir
+        self._cache_dir = os.path.join(root_dir, "triton-cache")
+        os.makedirs(self._cache_dir, exist_ok=True)
+        self._ready_timeout_s = ready_timeout_s
+        self._flood_limit_bytes = flood_limit_bytes
+        self._max_uses = max_uses
+        self._max_start_failures = max_start_failures
+        self._idle: queue.Queue[WorkerProcess] = queue.Queue()
+        self._all: set[WorkerProcess] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.respawns = 0
+        for _ in range(size):
+            self._idle.put(self._spawn())
+
+    def _spawn(self) -> WorkerProcess:
+        worker = WorkerProcess(self.role, self.device, self._root_dir, self._cache_dir,
+                               self._flood_limit_bytes)
+        with self._lock:
+            self._all.add(worker)
+        return worker
+
+    def _replace(self, worker: WorkerProcess) -> None:
+        worker.kill()
+        with self._lock:
+            self._all.discard(worker)
+            if self._closed:
+                return
+            self.respawns += 1
+        self._idle.put(self._spawn())
+
+    def _ready_worker(self) -> WorkerProcess:
+        failures = []
+        while len(failures) < self._max_start_failures:
+            worker = self._idle.get()
+            if worker.ready and worker.alive:
+                return worker
+            try:
+                worker.wait_ready(self._ready_timeout_s)
+                return worker
+            except WorkerFault as fault:
+                failures.append(f"{fault} {fault.output_tail[-500:]}".strip())
+                self._replace(worker)
+        raise DeviceUnresponsive(f"{self.role} workers on {self.device.name} failed to start "
+                                 f"{len(failures)} times in a row; last: {failures[-1]}")
+
+    @contextlib.contextmanager
+    def lease(self):
+        """Yields a ready worker; it returns to the pool, or is replaced if it faulted."""
+        if self._closed:
+            raise RuntimeError("the worker pool is closed")
+        worker = self._ready_worker()
+        try:
+            yield worker
+        finally:
+            worker.uses += 1
+            if worker.alive and worker.uses < self._max_uses and not self._closed:
+                self._idle.put(worker)
+            else:
+                self._replace(worker)
+
+    def close(self) -> None:
+        """Kills every worker."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._all)
+        for worker in workers:
+            worker.kill()

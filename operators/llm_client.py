@@ -1,0 +1,300 @@
+"""The LLM client: Chat Completions over any OpenAI-compatible endpoint, or replay of a recording.
+
+The only module that imports `openai`. One call, `complete(role, messages, sample_index)`,
+returns an `LLMReply` and never raises for what an endpoint does wrong: a malformed or
+empty response, a non-retryable status, or an endpoint still unreachable after the retries
+is a failed reply with the reason, recorded like any other call. It raises only when the
+campaign must stop or was misconfigured: `BudgetExceeded` (the call was not sent) and
+`ReplayMissError` (replay was asked something never recorded).
+
+Retries are ours (the SDK's are switched off) so that each is counted and tested. The API
+key is read from the named environment variable when the SDK client is built and is held
+only by that SDK object, which is dropped on pickling and never shown in repr or rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import time
+from typing import Any, Mapping, Protocol, Sequence
+
+import openai
+
+from evo.records import LLMUsage
+from operators import retry
+from operators.replay import Recording, ReplayMissError
+
+__all__ = ["LLMClient", "LLMReply", "BudgetExceeded", "ReplayMissError", "request_hash", "DEFAULT_PRICES"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
+    # model: (USD per 1M prompt tokens, USD per 1M completion tokens); list prices when written.
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+}
+"""Used when the config gives no price table; a model missing from the table costs 0 (warned)."""
+
+MODES = ("llm", "replay")
+
+
+class BudgetExceeded(RuntimeError):
+    """The budget refused a call before it was sent: the campaign should stop asking."""
+
+
+class Budget(Protocol):
+    def reserve(self, estimated_usd: float, estimated_tokens: int) -> bool: ...
+
+    def settle(self, reserved_usd: float, reserved_tokens: int, actual_usd: float, actual_tokens: int) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class LLMReply:
+    """What one call returned. `success` False means `error` says why and `text` may be empty."""
+
+    text: str
+    usage: LLMUsage
+    success: bool
+    error: str = ""
+    request_hash: str = ""
+    attempts: int = 1
+
+
+def request_hash(model: str, messages: Sequence[Mapping[str, str]], sampling: Mapping[str, Any],
+                 sample_index: int) -> str:
+    """Returns sha256 over model, messages, sampling parameters and sample index: a call's identity."""
+    payload = json.dumps({"model": model, "messages": list(messages), "sampling": dict(sampling),
+                          "sample_index": sample_index}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class LLMClient:
+    """Chat Completions with retries, a concurrency limit, a budget, accounting and replay.
+
+    Attributes:
+      model: model name sent to the endpoint (and the price-table key).
+      base_url: the endpoint's OpenAI-compatible root, e.g. "http://127.0.0.1:8000/v1".
+      api_key_env: name of the environment variable holding the key ("" for endpoints that
+        need none, e.g. a local vLLM).
+      mode: "llm" (call the endpoint) or "replay" (answer from `recording`).
+      temperature: default sampling temperature (GEAK samples at 1.0).
+      max_tokens: completion cap per call; also the completion size a budget reserves.
+      timeout_s: limit on one HTTP attempt.
+      max_retries: further attempts after the first, on 429 / 5xx / timeout / connection error.
+      backoff_base_s, backoff_max_s: exponential backoff parameters (see `retry.backoff_s`).
+      max_concurrency: calls in flight at once from this client (per event loop).
+      prices: {model: (usd_per_1M_prompt, usd_per_1M_completion)}.
+      budget: object with reserve/settle (see `operators.budget.Budget`), or None for no cap.
+      recording: replay source: a `Recording`, a path (campaign folder, llm_calls/ folder or
+        Parquet file) or a list of row dicts.
+      stream: ask for server-sent events and assemble the text from the deltas.
+      seed: seeds the backoff jitter, so a test's waits are reproducible.
+    """
+
+    def __init__(self, *, model: str, base_url: str = "https://api.openai.com/v1",
+                 api_key_env: str = "OPENAI_API_KEY", mode: str = "llm", temperature: float = 1.0,
+                 max_tokens: int = 4096, timeout_s: float = 300.0, max_retries: int = 5,
+                 backoff_base_s: float = 1.0, backoff_max_s: float = 60.0, max_concurrency: int = 8,
+                 prices: Mapping[str, tuple[float, float]] | None = None, budget: Budget | None = None,
+                 recording: Recording | str | os.PathLike | Sequence[Mapping] | None = None,
+                 stream: bool = False, seed: int = 0):
+        if mode not in MODES:
+            raise ValueError(f"LLMClient mode must be one of {MODES}, got {mode!r}")
+        if max_concurrency < 1 or max_retries < 0 or max_tokens < 1 or timeout_s <= 0:
+            raise ValueError(f"bad LLMClient limits: max_concurrency={max_concurrency}, max_retries={max_retries}, "
+                             f"max_tokens={max_tokens}, timeout_s={timeout_s}")
+        if mode == "llm" and api_key_env and api_key_env not in os.environ:
+            raise ValueError(f"the API key variable {api_key_env} is not set in the environment "
+                             f"(set it, or set api_key_env = \"\" for an endpoint that needs no key)")
+        if mode == "replay" and recording is None:
+            raise ValueError("mode 'replay' needs a recording (a campaign folder, llm_calls/ or call rows)")
+        self.model, self.base_url, self.api_key_env, self.mode = model, base_url, api_key_env, mode
+        self.temperature, self.max_tokens, self.timeout_s = temperature, max_tokens, timeout_s
+        self.max_retries, self.backoff_base_s, self.backoff_max_s = max_retries, backoff_base_s, backoff_max_s
+        self.max_concurrency, self.stream, self.budget = max_concurrency, stream, budget
+        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+        if self.model not in self.prices and mode == "llm":
+            _log.warning("model %r has no price in the table; its calls are booked at $0", model)
+        self._recording = _as_recording(recording)
+        self._rng = random.Random(seed)
+        self._calls: list[dict] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sdk: openai.AsyncOpenAI | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def __repr__(self) -> str:
+        return (f"LLMClient(mode={self.mode!r}, model={self.model!r}, base_url={self.base_url!r}, "
+                f"api_key_env={self.api_key_env!r})")
+
+    def __getstate__(self) -> dict:
+        """Drops the SDK object (it holds the key) and the loop-bound state before pickling."""
+        state = dict(self.__dict__)
+        state.update(_loop=None, _sdk=None, _semaphore=None)
+        return state
+
+    async def aclose(self) -> None:
+        """Closes the HTTP connections of the running loop's SDK client (call before the loop ends)."""
+        if self._sdk is not None and self._loop is asyncio.get_running_loop():
+            await self._sdk.close()
+        self._loop = self._sdk = self._semaphore = None
+
+    def drain_calls(self) -> list[dict]:
+        """Returns the call-log rows since the last drain and forgets them (the engine writes them)."""
+        calls, self._calls = self._calls, []
+        return calls
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """Returns the price of a call from the table (0 for a model missing from it)."""
+        usd_in, usd_out = self.prices.get(self.model, (0.0, 0.0))
+        return (prompt_tokens * usd_in + completion_tokens * usd_out) / 1e6
+
+    async def complete(self, role: str, messages: Sequence[Mapping[str, str]], sample_index: int = 0,
+                       temperature: float | None = None) -> LLMReply:
+        """Returns the endpoint's (or the recording's) answer to `messages`; see the module docstring."""
+        _check_messages(messages)
+        sampling = {"temperature": self.temperature if temperature is None else temperature,
+                    "max_tokens": self.max_tokens}
+        key = request_hash(self.model, messages, sampling, sample_index)
+        estimated_tokens = _estimate_tokens(messages) + self.max_tokens
+        estimated_usd = self.cost_usd(estimated_tokens - self.max_tokens, self.max_tokens)
+        if self.budget is not None and not self.budget.reserve(estimated_usd, estimated_tokens):
+            raise BudgetExceeded(f"budget refused the {role} call {key[:12]} "
+                                 f"(estimated ${estimated_usd:.4f}, {estimated_tokens} tokens): {self.budget!r}")
+        reply = None
+        try:
+            if self.mode == "replay":
+                reply = _reply_from_row(self._recording.take(key, role), key)
+            else:
+                reply = await self._call(messages, sampling, key)
+        finally:
+            if self.budget is not None:
+                spent_usd = reply.usage.cost_usd if reply else 0.0
+                spent_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens if reply else 0
+                self.budget.settle(estimated_usd, estimated_tokens, spent_usd, spent_tokens)
+        self._calls.append(_row(role, sample_index, messages, reply))
+        return reply
+
+    async def _call(self, messages, sampling: dict, key: str) -> LLMReply:
+        sdk, semaphore = self._loop_state()
+        async with semaphore:
+            started = time.monotonic()
+            attempt, error = 0, ""
+            while True:
+                try:
+                    text, usage = await self._request(sdk, messages, sampling)
+                    break
+                except openai.APIStatusError as exc:
+                    error = f"HTTP {exc.status_code} from {self.base_url}: {exc.message}"
+                    wait = retry.retry_after_s(exc.response.headers)
+                    if not retry.is_retryable_status(exc.status_code) or attempt == self.max_retries:
+                        return self._failed(error, key, started, attempt + 1)
+                except openai.APIConnectionError as exc:  # includes APITimeoutError
+                    kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
+                    error = f"endpoint {self.base_url} {kind}: {exc} {exc.__cause__ or ''}".strip()
+                    wait = None
+                    if attempt == self.max_retries:
+                        return self._failed(f"{error} (after {attempt + 1} attempts)", key, started, attempt + 1)
+                except Exception as exc:  # noqa: BLE001 - a malformed response is a failed call
+                    return self._failed(f"malformed response from {self.base_url}: {type(exc).__name__}: {exc}",
+                                        key, started, attempt + 1)
+                await asyncio.sleep(retry.backoff_s(attempt, self.backoff_base_s, self.backoff_max_s,
+                                                    self._rng, wait))
+                attempt += 1
+            latency_s = time.monotonic() - started
+            prompt_tokens, completion_tokens = usage or (_estimate_tokens(messages), _estimate_text_tokens(text))
+            usage_record = LLMUsage(model=self.model, prompt_tokens=prompt_tokens,
+                                    completion_tokens=completion_tokens, latency_s=latency_s,
+                                    cost_usd=self.cost_usd(prompt_tokens, completion_tokens), request_hash=key)
+            if not text.strip():
+                return LLMReply("", usage_record, False, f"empty response from {self.base_url}", key, attempt + 1)
+            return LLMReply(text, usage_record, True, "", key, attempt + 1)
+
+    async def _request(self, sdk: openai.AsyncOpenAI, messages, sampling: dict) -> tuple[str, tuple | None]:
+        """One HTTP attempt. Returns (text, (prompt_tokens, completion_tokens) or None)."""
+        common = dict(model=self.model, messages=list(messages), timeout=self.timeout_s, **sampling)
+        if not self.stream:
+            completion = await sdk.chat.completions.create(**common)
+            if not completion.choices:
+                raise ValueError("the response has no choices")
+            return completion.choices[0].message.content or "", _usage(completion.usage)
+        pieces, usage = [], None
+        chunks = await sdk.chat.completions.create(stream=True, stream_options={"include_usage": True}, **common)
+        async for chunk in chunks:
+            if chunk.choices and chunk.choices[0].delta.content:
+                pieces.append(chunk.choices[0].delta.content)
+            usage = _usage(chunk.usage) or usage
+        return "".join(pieces), usage
+
+    def _failed(self, error: str, key: str, started: float, attempts: int) -> LLMReply:
+        usage = LLMUsage(model=self.model, latency_s=time.monotonic() - started, request_hash=key)
+        return LLMReply("", usage, False, error, key, attempts)
+
+    def _loop_state(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        """Returns the SDK client and semaphore of the running event loop (built on first use)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "no-key"
+            self._sdk = openai.AsyncOpenAI(base_url=self.base_url, api_key=api_key or "no-key",
+                                           timeout=self.timeout_s, max_retries=0)
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._loop = loop
+        return self._sdk, self._semaphore
+
+
+def _as_recording(recording) -> Recording | None:
+    if recording is None or isinstance(recording, Recording):
+        return recording
+    if isinstance(recording, (str, os.PathLike)):
+        return Recording.load(recording)
+    return Recording(recording)
+
+
+def _check_messages(messages) -> None:
+    if not messages or not all(isinstance(m, Mapping) and isinstance(m.get("role"), str)
+                               and isinstance(m.get("content"), str) for m in messages):
+        raise ValueError(f"messages must be a non-empty list of {{'role': str, 'content': str}}, got {messages!r:.200}")
+
+
+def _usage(usage) -> tuple[int, int] | None:
+    if usage is None:
+        return None
+    return int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
+
+
+def _estimate_text_tokens(text: str) -> int:
+    """Returns a rough token count (4 characters a token), used only when usage is missing."""
+    return math.ceil(len(text) / 4)
+
+
+def _estimate_tokens(messages) -> int:
+    return sum(_estimate_text_tokens(m["content"]) + 4 for m in messages)
+
+
+def _reply_from_row(row: Mapping, key: str) -> LLMReply:
+    usage = LLMUsage(model=row.get("model") or "", prompt_tokens=int(row.get("prompt_tokens") or 0),
+                     completion_tokens=int(row.get("completion_tokens") or 0),
+                     latency_s=float(row.get("latency_s") or 0.0), cost_usd=float(row.get("cost_usd") or 0.0),
+                     request_hash=key)
+    return LLMReply(row.get("response") or "", usage, bool(row["success"]), row.get("error") or "", key,
+                    int(row.get("attempts") or 1))
+
+
+def _row(role: str, sample_index: int, messages, reply: LLMReply) -> dict:
+    """Returns the call-log row of one call (the columns of results/<campaign>/llm_calls/)."""
+    usage = reply.usage
+    return {"role": role, "model": usage.model, "request_hash": reply.request_hash, "sample_index": sample_index,
+            "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+            "latency_s": usage.latency_s, "cost_usd": usage.cost_usd, "success": reply.success,
+            "error": reply.error, "response": reply.text, "attempts": reply.attempts,
+            "messages_json": json.dumps(list(messages), ensure_ascii=False)}

@@ -1,0 +1,29 @@
+"""The cheat-kernel library: candidates that game a naive harness; every one must be caught.
+
+Each file in `candidates/` starts with two header lines:
+
+    # task: vector_add
+    # caught-as: cheat_torch_compute
+
+Grow the library whenever a new cheat is seen: add a file, and the test picks it up.
+"""
+
+import pathlib
+
+CANDIDATES_DIR = pathlib.Path(__file__).parent / "candidates"
+
+
+def header(path: pathlib.Path) -> dict[str, str]:
+    """Returns the `# key: value` lines at the top of a candidate file."""
+    fields = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("# ") or ":" not in line:
+            break
+        key, value = line[2:].split(":", 1)
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def library() -> list[pathlib.Path]:
+    """Returns every cheat candidate file, sorted by name."""
+    return sorted(CANDIDATES_DIR.glob("*.py"))

@@ -1,0 +1,8 @@
+# task: vector_add
+# caught-as: no_triton_launch
+# Returns an uninitialised buffer, hoping the allocator hands back the reference's memory.
+import torch
+
+
+def vector_add(x, y):
+    return torch.empty_like(x)

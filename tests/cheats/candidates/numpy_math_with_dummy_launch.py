@@ -1,0 +1,18 @@
+# task: vector_add
+# caught-as: cheat_torch_compute
+# Does the math in NumPy on the host and launches a do-nothing kernel.
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _noop_kernel(out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+
+
+def vector_add(x, y):
+    total = torch.from_numpy(x.float().cpu().numpy() + y.float().cpu().numpy())
+    out = total.to(device=x.device, dtype=x.dtype)
+    _noop_kernel[(1,)](out, out.numel(), BLOCK_SIZE=16)
+    return out

@@ -1,0 +1,123 @@
+"""Running an external suite's own harness on candidates: real sandboxed subprocesses under
+the Triton interpreter, a separate checker process, failure kinds."""
+
+import pathlib
+import time
+
+import pytest
+
+from benchmarks import registry
+from evo.records import make_candidate
+from fitness import harness
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "external"
+CANDIDATES = FIXTURES / "candidates"
+
+
+@pytest.fixture(scope="module")
+def runner():
+    runner = harness.HarnessRunner("interpreter", limits=harness.Limits(run_s=240.0), input_seed=1234)
+    yield runner
+    runner.close()
+
+
+def _task(suite, folder, name):
+    return registry.load(suite, str(FIXTURES / folder)).get(name)
+
+
+def _evaluate(runner, task, source_or_file):
+    source = (CANDIDATES / source_or_file).read_text() if source_or_file.endswith(".py") else source_or_file
+    return runner.evaluate(task, make_candidate(task.name, source))
+
+
+@pytest.fixture(scope="module")
+def scale_shift():
+    return _task("tritonbench-revised", "tritonbench", "scale_shift")
+
+
+@pytest.mark.parametrize("suite, folder, name", [
+    ("tritonbench-revised", "tritonbench", "scale_shift"),
+    ("rocm", "rocm", "test_fx_add"),
+])
+def test_reference_kernel_passes_its_own_harness(runner, suite, folder, name):
+    task = _task(suite, folder, name)
+    evaluation = _evaluate(runner, task, task.baseline_source)
+    assert evaluation.failure_kind is None, evaluation.error_trace
+    assert evaluation.correct and evaluation.call_ok and evaluation.stage_reached == "correct"
+    assert len(evaluation.case_names) >= 2 and all(err == 0.0 for err in evaluation.max_abs_err)
+    assert evaluation.harness_version == harness.HARNESS_VERSION
+
+
+def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(runner, scale_shift, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_env_probe.py")
+    assert evaluation.correct, evaluation.error_trace
+    assert evaluation.case_names == ("test_case_1", "test_case_2", "test_case_3")
+
+
+def test_wrong_result_is_a_mismatch_found_by_the_checker(runner, scale_shift):
+    evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_wrong.py")
+    assert not evaluation.correct and evaluation.call_ok
+    assert evaluation.failure_kind == "mismatch"
+    assert "outside atol" in evaluation.error_trace
+
+
+def test_candidate_disabling_assert_close_is_still_caught(runner):
+    task = _task("rocm", "rocm", "test_fx_add")
+    evaluation = _evaluate(runner, task, "rocm_add_patches_checker.py")
+    assert not evaluation.correct
+    assert evaluation.failure_kind == "mismatch"
+    assert "outside atol" in evaluation.error_trace  # the separate checker's words, not pytest's
+
+
+@pytest.mark.parametrize("candidate, kind", [
+    ("tb_scale_shift_raises.py", "runtime_error"),
+    ("tb_scale_shift_crash.py", "worker_crash"),
+    ("tb_scale_shift_torch_only.py", "no_triton_launch"),
+])
+def test_broken_candidate_fails_with_its_kind(runner, scale_shift, candidate, kind):
+    evaluation = _evaluate(runner, scale_shift, candidate)
+    assert not evaluation.correct
+    assert evaluation.failure_kind == kind, evaluation.error_trace
+
+
+def test_checks_that_need_no_process(runner, scale_shift):
+    syntax = _evaluate(runner, scale_shift, "def scale_shift(x:\n")
+    assert (syntax.failure_kind, syntax.stage_reached) == ("syntax_error", "syntax")
+    missing = _evaluate(runner, scale_shift, "def other(x):\n    return x\n")
+    assert missing.failure_kind == "missing_entry_point" and "scale_shift" in missing.error_trace
+    amd_only = _task("rocm", "rocm", "test_fx_waves")
+    skipped = _evaluate(runner, amd_only, amd_only.baseline_source)
+    assert skipped.failure_kind == "unsupported_on_backend" and "waves_per_eu" in skipped.error_trace
+
+
+def test_hung_kernel_is_killed(scale_shift):
+    limit_s = 8.0
+    quick = harness.HarnessRunner("interpreter", limits=harness.Limits(run_s=limit_s), input_seed=1)
+    try:
+        start = time.monotonic()
+        evaluation = _evaluate(quick, scale_shift, "tb_scale_shift_hang.py")
+        elapsed_s = time.monotonic() - start
+    finally:
+        quick.close()
+    assert evaluation.failure_kind == "timeout"
+    assert elapsed_s < limit_s + 5.0
+
+
+def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_nothing(runner):
+    task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
+    evaluation = _evaluate(runner, task, "kb_scale_and_add_triton.py")
+    assert evaluation.correct, evaluation.error_trace
+    assert evaluation.case_names == ("trial 0", "trial 1")
+    baseline = _evaluate(runner, task, task.baseline_source)
+    assert baseline.failure_kind == "no_triton_launch"
+
+
+def test_broken_reference_is_a_harness_error_not_the_candidates(tmp_path, runner, scale_shift):
+    import dataclasses
+
+    broken = dataclasses.replace(scale_shift, name="scale_shift_broken_reference",
+                                 baseline_source=scale_shift.baseline_source + "\nraise RuntimeError('broken')\n")
+    evaluation = _evaluate(runner, broken, "tb_scale_shift_env_probe.py")
+    assert evaluation.failure_kind == "harness_error" and evaluation.call_ok
+    assert "reference of 'scale_shift_broken_reference' failed its own harness" in evaluation.error_trace

@@ -1,0 +1,113 @@
+"""`evo report`: tables, --json shape, figures on disk, sweep folders, clear errors."""
+
+import json
+
+import matplotlib.image
+import pytest
+from typer.testing import CliRunner
+
+from evo import cli
+from synthetic_results import evaluation, example_campaign, write_campaign
+
+FIGURES = ("accuracy_vs_generation.png", "pass_at_k.png", "best_speedup_by_generation.png",
+           "speedup_distribution.png", "accuracy_vs_spend.png")
+
+
+def _evo(*args):
+    return CliRunner().invoke(cli.app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    return example_campaign(tmp_path_factory.mktemp("report") / "c")
+
+
+@pytest.fixture(scope="module")
+def json_report(campaign):
+    result = _evo("report", campaign, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_json_report_has_the_documented_shape(json_report):
+    report = json_report
+    suite = report["suite"]
+    for key in ("call_accuracy", "exec_accuracy", "speedup_mean", "speedup_geomean", "fast_p",
+                "pass_at_k", "call_pass_at_k", "spend", "timing_meaningful"):
+        assert key in suite
+    assert suite["fast_p"] == pytest.approx({"0": 2 / 3, "1": 1 / 3, "1.5": 1 / 3, "2": 1 / 3})
+    assert suite["timing_meaningful"] is False
+    add = report["tasks"]["add"]
+    assert add["pass_at_k"] == pytest.approx({"1": 2 / 3, "2": 1.0, "3": 1.0})
+    assert add["call_pass_at_k"] == pytest.approx({"1": 2 / 3, "2": 1.0, "3": 1.0})
+    assert (add["best_speedup"], add["roofline_fraction"]) == (2.5, 0.8)
+    assert report["tasks"]["matmul"]["best_speedup"] is None
+    assert [g["generation"] for g in report["by_generation"]] == [0, 1, 2]
+    assert [r["k"] for r in report["by_runs"]] == [1, 2, 3]
+    assert report["best_speedup_by_generation"]["add"] == [None, 1.5, 2.5]
+    assert any("timing_meaningful=False" in note for note in report["notes"])
+
+
+def test_figures_are_written_and_not_blank(campaign, json_report):
+    assert json_report["figures"] == [str(campaign / "figures" / name) for name in FIGURES]
+    for name in FIGURES:
+        pixels = matplotlib.image.imread(campaign / "figures" / name)
+        assert pixels.shape[0] > 100 and pixels.shape[1] > 100, name
+        assert pixels[..., :3].std() > 0.05, f"{name} looks blank"
+
+
+def test_tables_name_tasks_and_say_timing_is_not_meaningful(campaign):
+    result = _evo("report", campaign)
+    assert result.exit_code == 0, result.output
+    for text in ("softmax", "2.50x", "0.50x*", "By generation", "By runs k", "fast_1.5",
+                 "not meaningful", "figures/pass_at_k.png"):
+        assert text in result.stdout, text
+
+
+def _cell(folder, name, rows, islands, overrides):
+    write_campaign(folder / name, rows, islands=islands, name=name)
+    (folder / name / "sweep_cell.json").write_text(json.dumps(
+        {"cell": name, "overrides": overrides, "status": "done"}))
+
+
+def test_sweep_folder_compares_cells_at_equal_compute(tmp_path):
+    # narrow: 1 island; gen 0 fails, gen 1 solves at 2.0x. 2 evaluations in all.
+    _cell(tmp_path, "islands-1", [evaluation("add", 0, 0, call_ok=False, operator="generator"),
+                                  evaluation("add", 0, 1, call_ok=True, correct=True, speedup=2.0)],
+          1, {"search.islands": 1})
+    # wide: 2 islands; gen 0 solves one run at 1.5x, gen 2 the other at 3.0x. 6 evaluations.
+    wide = [evaluation("add", 0, 0, call_ok=True, correct=True, speedup=1.5),
+            evaluation("add", 1, 0, call_ok=False)]
+    wide += [evaluation("add", i, 1, call_ok=False) for i in (0, 1)]
+    wide += [evaluation("add", 0, 2, call_ok=False),
+             evaluation("add", 1, 2, call_ok=True, correct=True, speedup=3.0)]
+    _cell(tmp_path, "islands-2", wide, 2, {"search.islands": 2})
+    (tmp_path / "not-started").mkdir()
+    (tmp_path / "not-started" / "campaign.json").write_text("{}")
+
+    result = _evo("report", tmp_path, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    cells = {c["cell"]: c for c in report["cells"]}
+    assert cells["islands-2"]["suite"]["pass_at_k"] == {"1": 1.0, "2": 1.0}
+    assert cells["islands-2"]["spend"]["evaluations"] == 6
+    assert report["skipped"][0]["cell"] == "not-started"
+    assert set(report["equal_compute"]) == {"evaluations", "gpu_s"}  # nobody spent tokens
+    at_two = report["equal_compute"]["evaluations"]
+    assert at_two["budget"] == 2
+    assert at_two["cells"]["islands-1"] == pytest.approx(
+        {"generation": 1, "spent": 2, "exec_accuracy": 1.0, "pass_at_1": 1.0, "speedup_geomean": 2.0})
+    assert at_two["cells"]["islands-2"] == pytest.approx(
+        {"generation": 0, "spent": 2, "exec_accuracy": 1.0, "pass_at_1": 0.5, "speedup_geomean": 1.5})
+    pixels = matplotlib.image.imread(tmp_path / "figures" / "sweep_accuracy_vs_spend.png")
+    assert pixels[..., :3].std() > 0.05
+
+    table = _evo("report", tmp_path)
+    assert "At equal compute: evaluations <= 2" in table.stdout and "islands-2" in table.stdout
+
+
+def test_missing_and_empty_folders_are_one_line_errors(tmp_path):
+    missing = _evo("report", tmp_path / "nope")
+    assert missing.exit_code == 2 and "error: no results folder" in missing.output
+    empty = _evo("report", tmp_path)
+    assert empty.exit_code == 2 and "holds no campaign" in empty.output
