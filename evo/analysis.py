@@ -67,7 +67,14 @@ class Results:
 
     @property
     def task_names(self) -> list[str]:
-        return sorted(self.evaluations["task"].unique())
+        """Returns every task of the campaign: those the config names, and those with rows.
+
+        A task whose every offspring failed before scoring has no evaluation row; it still
+        counts in the accuracy denominators.
+        """
+        named = _config_value(self.meta, "campaign", "tasks") or []
+        called = self.llm_calls["task"].dropna() if "task" in self.llm_calls else []
+        return sorted(set(named) | set(self.evaluations["task"]) | set(called))
 
     def islands_of(self, task: str) -> list[int]:
         """Returns a task's runs: the configured islands and any other island seen in rows."""

@@ -87,7 +87,7 @@ async def offline_mutate(breeding: Breeding, parents: Sequence) -> Child:
 
     (parent,) = parents
     return Child(offline.mutate(breeding.task, parent.candidate, breeding.rng,
-                                breeding.backend), "mutation")
+                                breeding.backend), "offline_mutation")
 
 
 async def offline_crossover(breeding: Breeding, parents: Sequence) -> Child:
@@ -95,7 +95,7 @@ async def offline_crossover(breeding: Breeding, parents: Sequence) -> Child:
 
     first, second = parents
     return Child(offline.crossover(breeding.task, first.candidate, second.candidate,
-                                   breeding.rng, breeding.backend), "crossover")
+                                   breeding.rng, breeding.backend), "offline_crossover")
 
 
 async def offline_generate(breeding: Breeding, parents: Sequence) -> Child:
@@ -105,4 +105,4 @@ async def offline_generate(breeding: Breeding, parents: Sequence) -> Child:
 
     baseline = make_candidate(breeding.task.name, breeding.task.baseline_source)
     return Child(offline.mutate(breeding.task, baseline, breeding.rng, breeding.backend),
-                 "mutation")
+                 "offline_mutation")
