@@ -67,6 +67,10 @@ class Population:
         self._abandoned: set[str] = set()
         self._failures: list[str] = []
 
+    def ready(self) -> bool:
+        """Returns True once the actor is up (the driver waits, so start-up is not engine time)."""
+        return True
+
     # -- breeding ---------------------------------------------------------------------------
 
     def seeds(self) -> list[Candidate]:

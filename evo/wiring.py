@@ -71,7 +71,8 @@ def start(config: Config, tasks: list[Task], state: CampaignState):
         started += islands.values()
         restoring = [islands[key].restore.remote(island_state)
                      for key, island_state in state.islands.items()]
-        ray.get(restoring, timeout=ACTOR_TIMEOUT_S)
+        ray.get(restoring + [island.ready.remote() for island in islands.values()],
+                timeout=ACTOR_TIMEOUT_S)
         yield Parts(tuple(tasks), {"backend": device.backend, "name": device.name},
                     device.backend, tuple(fitness), islands, ledger, _brood_timeout_s(config))
     finally:

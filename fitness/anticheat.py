@@ -23,6 +23,9 @@ ALLOWED_TORCH_OPS = frozenset({
 })
 """aten ops any candidate may call through torch: allocation, views, reshapes, copies, casts."""
 
+TAINTING_KINDS = frozenset({"cheat_patched_harness", "cheat_background_work"})
+"""Verdicts after which the worker process itself is suspect and is replaced."""
+
 PLAUSIBLE_ROOFLINE_FRACTION = 1.5
 """A measured time this many times faster than the roofline floor is not believed."""
 

@@ -147,6 +147,7 @@ class _Walk:
         self._rng = random.Random(f"{candidate.id}:{HARNESS_VERSION}")
         self._seeds_used: set[int] = set()
         self._paths: list[str] = []
+        self._launched_before = False
 
     def seed(self) -> int:
         """Returns a seed never used before in this evaluation."""
@@ -207,11 +208,21 @@ class _Walk:
         path = self._path()
         reply = self._request(worker, {"op": "call", "params": case.params, "seed": seed,
                                        "out_path": path}, limit_s)
-        verdict = anticheat.call_verdict(self.task, reply)
-        if verdict:
-            worker.retired = True  # a cheating candidate may have left the process altered
-            raise _Failed(self.stage, *verdict)
+        self._judge(worker, reply, self.stage)
         return path
+
+    def _judge(self, worker, observed: dict, stage: str) -> None:
+        """Raises _Failed when a call broke an anti-cheat rule."""
+        verdict = anticheat.call_verdict(self.task, observed)
+        if verdict is None:
+            self._launched_before = self._launched_before or observed.get("launches", 0) > 0
+            return
+        if verdict[0] in anticheat.TAINTING_KINDS:
+            worker.retired = True  # the process itself was altered: never reuse it
+        if verdict[0] == "no_triton_launch" and self._launched_before:
+            verdict = ("cheat_cached_result", "a call on new inputs launched no kernel although "
+                       "earlier calls did: the candidate replayed a stored result")
+        raise _Failed(stage, *verdict)
 
     def _check(self, case, calls: list[tuple[int, str]]) -> dict:
         with self.c.checkers.lease() as checker:
@@ -228,8 +239,7 @@ class _Walk:
                 loaded = self._request(worker, {"op": "load", "source": self.candidate.source},
                                        limits.import_s)
                 if loaded.get("patched"):
-                    worker.retired = True
-                    raise _Failed("import", *anticheat.call_verdict(self.task, loaded))
+                    self._judge(worker, loaded, "import")
                 self.stage = "compile"
                 first_seed = self.seed()
                 first_path = self._call(worker, self.cases[0], first_seed, limits.compile_s)
@@ -275,10 +285,7 @@ class _Walk:
             if stats is None:
                 self.c.baselines.put_first(key, result["baseline"])
                 stats = self.c.baselines.get(key)
-            verdict = anticheat.call_verdict(self.task, result["recheck"])
-            if verdict:
-                worker.retired = True
-                raise _Failed("timed", *verdict)
+            self._judge(worker, result["recheck"], "timed")
             with self.c.gate.shared():
                 checked = self._check(case, [(recheck_seed, path)])
             if checked["kind"] is not None:

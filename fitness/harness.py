@@ -189,7 +189,7 @@ class HarnessRunner:
         self.input_seed = random.SystemRandom().randrange(1, 2**30) if input_seed is None else input_seed
         self.require_triton_launch = require_triton_launch
         self._root = pathlib.Path(tempfile.mkdtemp(prefix="kevo-harness-"))
-        self._references: dict[str, bytes] = {}
+        self._references: dict[str, bytes | HarnessError] = {}  # a broken reference fails once
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
 
@@ -210,6 +210,10 @@ class HarnessRunner:
         if not has_entry:
             return Evaluation(stage_reached="import", failure_kind="missing_entry_point",
                               error_trace=f"the module does not define {task.entry_point!r}", **verdict)
+        try:
+            expected = self.reference_outputs(task)
+        except HarnessError as error:
+            return Evaluation(stage_reached="import", failure_kind="harness_error", error_trace=str(error), **verdict)
         workdir = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=self._root))
         try:
             run, report = self._run(task, candidate.source, "ModelNew", workdir, "candidates")
@@ -217,23 +221,18 @@ class HarnessRunner:
             if kind is not None:
                 return Evaluation(stage_reached=stage, failure_kind=kind, error_trace=trace[-6000:],
                                   check_s=run.wall_s, **verdict)
-            try:
-                expected = self.reference_outputs(task)
-            except HarnessError as error:
-                return Evaluation(stage_reached="run", failure_kind="harness_error", error_trace=str(error),
-                                  check_s=run.wall_s, **{**verdict, "call_ok": True})
             check = self._check(task, expected, workdir / "outputs.pt")
-            names = tuple(case["name"] for case in check.get("cases", []))
-            errors = tuple(float(case["max_abs_err"]) for case in check.get("cases", []))
             return Evaluation(stage_reached="correct" if check["ok"] else "run",
                               failure_kind=check["kind"], error_trace=check["message"],
-                              case_names=names, max_abs_err=errors, check_s=run.wall_s,
-                              **{**verdict, "call_ok": True, "correct": bool(check["ok"])})
+                              case_names=tuple(case["name"] for case in check["cases"]),
+                              max_abs_err=tuple(float(case["max_abs_err"]) for case in check["cases"]),
+                              check_s=run.wall_s, **{**verdict, "call_ok": True, "correct": bool(check["ok"])})
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def reference_outputs(self, task: Task) -> bytes:
-        """Returns the reference's saved outputs; raises HarnessError if the reference fails."""
+        """Returns the reference's saved outputs; raises HarnessError if the reference fails
+        (the reference passing its own harness is exactly this call succeeding)."""
         key = f"{task.suite}:{task.name}"
         with self._lock:
             task_lock = self._task_locks.setdefault(key, threading.Lock())
@@ -245,13 +244,15 @@ class HarnessRunner:
                     stage, kind, trace = classify_run(run, report, require_launch=False)
                     if kind is None and not (workdir / "outputs.pt").is_file():
                         stage, kind, trace = "run", "runtime_error", "no outputs saved"
-                    if kind is not None:
-                        raise HarnessError(f"the reference of {task.name!r} failed its own harness on "
-                                           f"{self.backend} ({kind} at stage {stage}):\n{trace[-4000:]}")
-                    self._references[key] = (workdir / "outputs.pt").read_bytes()
+                    self._references[key] = (workdir / "outputs.pt").read_bytes() if kind is None else HarnessError(
+                        f"the reference of {task.name!r} failed its own harness on {self.backend} "
+                        f"({kind} at stage {stage}):\n{trace[-4000:]}")
                 finally:
                     shutil.rmtree(workdir, ignore_errors=True)
-            return self._references[key]
+            outcome = self._references[key]
+        if isinstance(outcome, HarnessError):
+            raise outcome
+        return outcome
 
     def _run(self, task: Task, source: str, kernelbench_entry: str, workdir: pathlib.Path,
              cache: str) -> tuple[RunResult, dict | None]:

@@ -146,7 +146,7 @@ PLANTED_BUGS = [
     ("row_argmax", "better = chunk_value > best_value", "better = chunk_value >= best_value"),
     ("layernorm", "tl.sum(centred * centred, axis=0) / n_cols",
      "tl.sum(centred * centred, axis=0) / (n_cols - 1)"),
-    ("cumsum", "carry += tl.sum(x, axis=1)", "carry = tl.sum(x, axis=1)"),
+    ("cumsum", "tl.cumsum(x, axis=1) + carry[:, None]", "tl.cumsum(x, axis=1)"),
     ("cross_entropy", "running_sum * tl.exp(running_max - new_max)", "running_sum"),
     ("matmul", "acc = tl.dot(a, b, acc)", "acc = tl.dot(a, b)"),
     ("flip2d", "src_rows = M - 1 - rows", "src_rows = rows"),

@@ -1,6 +1,8 @@
 """Running an external suite's own harness on candidates: real sandboxed subprocesses under
 the Triton interpreter, a separate checker process, failure kinds."""
 
+import concurrent.futures
+import dataclasses
 import pathlib
 import time
 
@@ -35,16 +37,21 @@ def scale_shift():
     return _task("tritonbench-revised", "tritonbench", "scale_shift")
 
 
-@pytest.mark.parametrize("suite, folder, name", [
-    ("tritonbench-revised", "tritonbench", "scale_shift"),
-    ("rocm", "rocm", "test_fx_add"),
-])
-def test_reference_kernel_passes_its_own_harness(runner, suite, folder, name):
-    task = _task(suite, folder, name)
+def test_reference_kernels_pass_their_own_harness(runner):
+    tasks = [_task("tritonbench-revised", "tritonbench", "scale_shift"), _task("rocm", "rocm", "test_fx_add"),
+             _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")]
+    with concurrent.futures.ThreadPoolExecutor(len(tasks)) as pool:
+        outputs = list(pool.map(runner.reference_outputs, tasks))  # raises HarnessError on a failure
+    assert all(len(saved) > 0 for saved in outputs)
+
+
+def test_reference_as_candidate_matches_itself_through_the_checker(runner):
+    task = _task("tritonbench-revised", "tritonbench", "row_max")  # numpy arrays, a tuple, an int
     evaluation = _evaluate(runner, task, task.baseline_source)
     assert evaluation.failure_kind is None, evaluation.error_trace
     assert evaluation.correct and evaluation.call_ok and evaluation.stage_reached == "correct"
-    assert len(evaluation.case_names) >= 2 and all(err == 0.0 for err in evaluation.max_abs_err)
+    assert evaluation.case_names == ("test_case_1", "test_case_2")
+    assert evaluation.max_abs_err == (0.0, 0.0)
     assert evaluation.harness_version == harness.HARNESS_VERSION
 
 
@@ -70,15 +77,15 @@ def test_candidate_disabling_assert_close_is_still_caught(runner):
     assert "outside atol" in evaluation.error_trace  # the separate checker's words, not pytest's
 
 
-@pytest.mark.parametrize("candidate, kind", [
-    ("tb_scale_shift_raises.py", "runtime_error"),
-    ("tb_scale_shift_crash.py", "worker_crash"),
-    ("tb_scale_shift_torch_only.py", "no_triton_launch"),
-])
-def test_broken_candidate_fails_with_its_kind(runner, scale_shift, candidate, kind):
-    evaluation = _evaluate(runner, scale_shift, candidate)
-    assert not evaluation.correct
-    assert evaluation.failure_kind == kind, evaluation.error_trace
+def test_broken_candidates_fail_with_their_kinds(runner, scale_shift):
+    expected = {"tb_scale_shift_raises.py": "runtime_error", "tb_scale_shift_crash.py": "worker_crash",
+                "tb_scale_shift_torch_only.py": "no_triton_launch"}
+    with concurrent.futures.ThreadPoolExecutor(len(expected)) as pool:
+        evaluations = dict(zip(expected, pool.map(lambda name: _evaluate(runner, scale_shift, name), expected)))
+    for name, kind in expected.items():
+        assert not evaluations[name].correct
+        assert evaluations[name].failure_kind == kind, (name, evaluations[name].error_trace)
+    assert "_scale_shift_kernel" in evaluations["tb_scale_shift_raises.py"].error_trace
 
 
 def test_checks_that_need_no_process(runner, scale_shift):
@@ -113,9 +120,7 @@ def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_no
     assert baseline.failure_kind == "no_triton_launch"
 
 
-def test_broken_reference_is_a_harness_error_not_the_candidates(tmp_path, runner, scale_shift):
-    import dataclasses
-
+def test_broken_reference_is_a_harness_error_not_the_candidates(runner, scale_shift):
     broken = dataclasses.replace(scale_shift, name="scale_shift_broken_reference",
                                  baseline_source=scale_shift.baseline_source + "\nraise RuntimeError('broken')\n")
     evaluation = _evaluate(runner, broken, "tb_scale_shift_env_probe.py")

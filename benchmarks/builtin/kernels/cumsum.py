@@ -22,7 +22,10 @@ def _cumsum_kernel(x_ptr, out_ptr,
         scanned = tl.cumsum(x, axis=1) + carry[:, None]
         tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :],
                  scanned.to(out_ptr.dtype.element_ty), mask=mask)
-        carry += tl.sum(x, axis=1)
+        # The next carry is this chunk's last inclusive sum (full chunks only; the last
+        # chunk's carry is never read). Taken from `scanned` rather than `carry + sum(x)`:
+        # Triton 3.6's thread-locality pass asserts on that accumulate-a-reduction loop.
+        carry = tl.sum(tl.where(cols[None, :] == start + BLOCK_N - 1, scanned, 0.0), axis=1)
 
 
 def cumsum(x: torch.Tensor) -> torch.Tensor:

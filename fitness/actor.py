@@ -1,0 +1,79 @@
+"""The FitnessActor: a Ray actor that owns one device (num_gpus=1) and its Evaluator.
+
+Methods are `async`, so many evaluations are in flight at once: each runs in a thread that
+drives one worker process (compile and correctness in parallel across workers; timing
+takes the device alone through the Evaluator's gate). A thread never outlives its limit:
+the limits are enforced by killing worker processes, not by abandoning threads. A device
+that stops answering turns every evaluation into a quick `harness_error` and shows in
+`stats()["device_ok"]`, so callers are told instead of waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import Mapping, Sequence
+
+import ray
+
+from evo.records import Candidate, Evaluation, Task
+from fitness.device import DeviceError, DeviceInfo
+from fitness.evaluator import Evaluator
+
+
+class FitnessService:
+    """The actor's body; `FitnessActor` is this class under `ray.remote`."""
+
+    def __init__(self, device: str = "auto", workers: int = 2,
+                 timeouts: Mapping[str, float] | None = None):
+        self._evaluator = Evaluator(device, workers=workers, timeouts=timeouts)
+        self._threads = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="fitness")
+        self._in_flight = 0
+
+    async def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
+        """Returns the candidate's Evaluation; many calls may be awaited concurrently."""
+        loop = asyncio.get_running_loop()
+        self._in_flight += 1
+        try:
+            return await loop.run_in_executor(self._threads, self._evaluator.evaluate,
+                                              task, candidate)
+        finally:
+            self._in_flight -= 1
+
+    async def evaluate_batch(self, pairs: Sequence[tuple[Task, Candidate]]) -> list[Evaluation]:
+        """Returns the Evaluations of (task, candidate) pairs in completion order."""
+        pending = [asyncio.ensure_future(self.evaluate(task, candidate)) for task, candidate in pairs]
+        return [await finished for finished in asyncio.as_completed(pending)]
+
+    async def stats(self) -> dict:
+        """Returns the Evaluator's counters plus `in_flight` (evaluations not yet returned)."""
+        return {**self._evaluator.stats(), "in_flight": self._in_flight}
+
+    async def device(self) -> DeviceInfo:
+        return self._evaluator.device
+
+    async def shutdown(self) -> None:
+        """Kills the worker processes; call before `ray.kill` so none is left behind."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        self._evaluator.close()
+
+
+FitnessActor = ray.remote(FitnessService)
+
+
+def start_actors(device: str = "auto", workers: int = 2,
+                 timeouts: Mapping[str, float] | None = None) -> list:
+    """Returns one FitnessActor per GPU of the Ray cluster (one on a CPU-only cluster).
+
+    Each GPU actor holds `num_gpus=1`, so Ray sets its visible device and it scores on
+    "device 0" of its own view. With no GPU (or device="interpreter") a single actor runs
+    the Triton interpreter.
+    """
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    if device == "interpreter" or gpus == 0:
+        if device in ("cuda", "rocm"):
+            raise DeviceError(f"device {device!r} requested but the Ray cluster has no GPU")
+        return [FitnessActor.options(num_gpus=0).remote("interpreter", workers, timeouts)]
+    return [FitnessActor.options(num_gpus=1).remote(device, workers, timeouts)
+            for _ in range(gpus)]

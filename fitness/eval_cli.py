@@ -1,0 +1,84 @@
+"""`evo eval TASK FILE...`: score candidate files against a task, outside any campaign.
+
+Exit status is 0 whatever the verdicts (a failing candidate is a result, not an error);
+only usage errors (unknown task, missing file, unusable device) raise UsageError, which
+the CLI turns into a message and a non-zero status.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import os
+from typing import Sequence
+
+from evo.records import Evaluation, make_candidate
+
+_MAX_WORKERS = 4
+
+
+class UsageError(ValueError):
+    """The command line names something that does not exist; the message says what."""
+
+
+def _load_task(name: str, suite: str | None, path: str | None):
+    from benchmarks import registry
+
+    try:
+        return registry.load(suite, path).get(name)
+    except registry.UnknownTaskError as error:
+        raise UsageError(str(error)) from None
+    except (ValueError, FileNotFoundError, ImportError) as error:
+        raise UsageError(f"cannot load suite {suite!r}: {error}") from None
+
+
+def _read_sources(files: Sequence[str]) -> list[str]:
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        raise UsageError(f"no such candidate file: {', '.join(missing)}")
+    sources = []
+    for name in files:
+        with open(name, encoding="utf-8", errors="replace") as handle:
+            sources.append(handle.read())
+    return sources
+
+
+def _summary_line(path: str, evaluation: Evaluation) -> str:
+    if evaluation.correct:
+        note = "" if evaluation.timing_meaningful else " (interpreter: timing not meaningful)"
+        return (f"{path}: correct, speedup {evaluation.speedup:.3f}x (worst "
+                f"{evaluation.worst_speedup:.3f}x) over {len(evaluation.case_names)} cases{note}")
+    first_line = next((line for line in reversed(evaluation.error_trace.strip().splitlines())
+                       if line.strip()), "")
+    return (f"{path}: FAILED {evaluation.failure_kind} at stage {evaluation.stage_reached}: "
+            f"{first_line[:300]}")
+
+
+def main(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
+         timeout_s: float = 60.0, suite: str | None = None, path: str | None = None) -> list[Evaluation]:
+    """Evaluates each file against `task`; prints one line (or JSON object) per file, in order."""
+    from fitness.cascade import Limits
+    from fitness.device import DeviceError
+    from fitness.evaluator import Evaluator
+
+    if not files:
+        raise UsageError("give at least one candidate file")
+    if timeout_s <= 0:
+        raise UsageError(f"--timeout must be positive, got {timeout_s}")
+    the_task = _load_task(task, suite, path)
+    sources = _read_sources(files)
+    candidates = [make_candidate(the_task.name, source) for source in sources]
+    workers = max(1, min(len(files), _MAX_WORKERS))
+    try:
+        evaluator = Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s))
+    except DeviceError as error:
+        raise UsageError(str(error)) from None
+    with evaluator, concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        evaluations = list(pool.map(lambda c: evaluator.evaluate(the_task, c), candidates))
+    for file_path, evaluation in zip(files, evaluations):
+        if as_json:
+            print(json.dumps({**dataclasses.asdict(evaluation), "candidate": file_path}), flush=True)
+        else:
+            print(_summary_line(file_path, evaluation), flush=True)
+    return evaluations

@@ -1,0 +1,213 @@
+"""Every failure kind is produced and classified; faults never stop the pool."""
+
+import concurrent.futures
+import dataclasses
+import time
+
+import pytest
+
+from benchmarks.registry import builtin
+from conftest import FITNESS_TEST_LIMITS
+from evo.records import make_candidate
+
+VECTOR_ADD = builtin().get("vector_add")
+
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n\n"
+
+ADD_KERNEL = HEADER + '''
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offsets, (x SIGN y).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    _add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
+    PRE_RETURN
+    return out
+'''
+
+
+def add_source(sign="+", pre_return="pass"):
+    return ADD_KERNEL.replace("SIGN", sign).replace("PRE_RETURN", pre_return)
+
+
+SPIN_FOREVER = HEADER + '''
+@triton.jit
+def _spin_kernel(out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    count = tl.program_id(axis=0) * 0
+    while count < 1:
+        count = count * 1
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    _spin_kernel[(1,)](out, out.numel(), BLOCK_SIZE=16)
+    return out
+'''
+
+OUT_OF_BOUNDS = HEADER + '''
+@triton.jit
+def _oob_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.arange(0, BLOCK_SIZE) + 100_000_000
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets))
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    _oob_kernel[(1,)](x, out, x.numel(), BLOCK_SIZE=1024)
+    return out
+'''
+
+COMPILE_ERROR = HEADER + '''
+@triton.jit
+def _bad_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.arange(0, 1000)  # not a power of two: rejected by Triton
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets))
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    _bad_kernel[(1,)](x, out, x.numel(), BLOCK_SIZE=1024)
+    return out
+'''
+
+# name -> (source, failure kind, stage reached)
+CASES = {
+    "syntax": ("def vector_add(x, y)\n    return x\n", "syntax_error", "syntax"),
+    "import": ("import no_such_module_anywhere\n", "import_error", "import"),
+    "exit_at_import": ("import sys\nsys.exit(4)\n", "import_error", "import"),
+    "no_entry_point": ("def vector_sum(x, y):\n    return x\n", "missing_entry_point", "import"),
+    "signature": ("def vector_add(x):\n    return x\n", "signature_mismatch", "import"),
+    "compile": (COMPILE_ERROR, "compile_error", "compile"),
+    "raises": (add_source(pre_return="raise ValueError('boom in the wrapper')"),
+               "runtime_error", "compile"),
+    "sys_exit_in_call": (add_source(pre_return="import sys; sys.exit(2)"), "runtime_error", "compile"),
+    "out_of_bounds": (OUT_OF_BOUNDS, "illegal_memory_access", "compile"),
+    "wrong_math": (add_source(sign="-"), "mismatch", "correct"),
+    "returns_none": (add_source(pre_return="return None"), "wrong_type", "compile"),
+    "os_exit": (add_source(pre_return="import os; os._exit(7)"), "worker_crash", "compile"),
+    "segfault": (add_source(pre_return="import ctypes; ctypes.string_at(0)"), "worker_crash", "compile"),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(fitness_evaluator):
+    def evaluate(item):
+        source = item[1][0]
+        return fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", source))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(CASES, pool.map(evaluate, CASES.items())))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_failure_is_classified(name, verdicts):
+    _, kind, stage = CASES[name]
+    evaluation = verdicts[name]
+    assert (evaluation.failure_kind, evaluation.stage_reached) == (kind, stage), (
+        f"{name}: {evaluation.failure_kind} at {evaluation.stage_reached}: "
+        f"{evaluation.error_trace[-800:]}")
+    assert not evaluation.correct and evaluation.speedup is None
+    assert evaluation.error_trace.strip()
+
+
+def test_runtime_error_trace_names_the_candidate_file(verdicts):
+    trace = verdicts["raises"].error_trace
+    assert "boom in the wrapper" in trace and 'File "candidate.py"' in trace
+
+
+def test_segfault_names_the_signal(verdicts):
+    assert "SIGSEGV" in verdicts["segfault"].error_trace
+
+
+def test_correct_baseline_reaches_timed_with_every_field(fitness_evaluator):
+    evaluation = fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", add_source()))
+    cases = VECTOR_ADD.interpreter_cases
+    assert evaluation.correct and evaluation.call_ok and evaluation.failure_kind is None
+    assert evaluation.stage_reached == "timed"
+    assert evaluation.case_names == tuple(case.name for case in cases)
+    for per_case in (evaluation.max_abs_err, evaluation.rel_err, evaluation.latency_us,
+                     evaluation.ref_latency_us, evaluation.latency_p20_us, evaluation.latency_p80_us):
+        assert len(per_case) == len(cases)
+    assert all(p20 <= med <= p80 for p20, med, p80 in zip(
+        evaluation.latency_p20_us, evaluation.latency_us, evaluation.latency_p80_us))
+    assert evaluation.speedup > 0 and evaluation.worst_speedup <= evaluation.speedup * 1.000001
+    assert evaluation.timing_meaningful is False and evaluation.backend == "interpreter"
+    assert evaluation.compile_s > 0 and evaluation.check_s > 0 and evaluation.bench_s > 0
+
+
+def test_same_candidate_gets_the_same_inputs_again(fitness_evaluator):
+    candidate = make_candidate("vector_add", add_source(pre_return="out = out * 1"))
+    first = fitness_evaluator.evaluate(VECTOR_ADD, candidate)
+    second = fitness_evaluator.evaluate(VECTOR_ADD, candidate)
+    assert first.correct is False  # out * 1 is torch compute
+    assert (first.failure_kind, first.error_trace) == (second.failure_kind, second.error_trace)
+
+
+def test_hung_kernel_is_killed_and_next_candidate_is_scored(fitness_evaluator):
+    limit_s = FITNESS_TEST_LIMITS["compile_s"]
+    start = time.monotonic()
+    hung = fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", SPIN_FOREVER))
+    elapsed_s = time.monotonic() - start
+    assert hung.failure_kind == "timeout", hung.error_trace
+    assert limit_s <= elapsed_s < limit_s + 5.0
+    after = fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", add_source()))
+    assert after.correct, after.error_trace
+
+
+def test_output_flood_is_cut_off_and_next_candidate_is_scored(fitness_evaluator):
+    flood = add_source(pre_return="import sys\n    for _ in range(100):\n"
+                                  "        sys.stdout.write('x' * (1 << 20))")
+    start = time.monotonic()
+    evaluation = fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", flood))
+    assert evaluation.failure_kind == "output_flood", evaluation.error_trace
+    assert len(evaluation.error_trace) < 10_000
+    assert time.monotonic() - start < 30
+    after = fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", add_source()))
+    assert after.correct, after.error_trace
+
+
+def test_dying_workers_do_not_stop_the_pool(fitness_evaluator):
+    respawns_before = fitness_evaluator.stats()["respawns"]
+    for code in (11, 12, 13):
+        crash = add_source(pre_return=f"import os; os._exit({code})")
+        assert fitness_evaluator.evaluate(
+            VECTOR_ADD, make_candidate("vector_add", crash)).failure_kind == "worker_crash"
+    assert fitness_evaluator.stats()["respawns"] >= respawns_before + 3
+    after = fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", add_source()))
+    assert after.correct, after.error_trace
+
+
+def test_candidate_finds_no_secret_in_its_environment(fitness_evaluator, monkeypatch):
+    monkeypatch.setenv("FAKE_API_KEY", "sk-fake-do-not-leak")
+    monkeypatch.setenv("SOME_TOKEN", "tok-fake-do-not-leak")
+    for code in (21, 22):  # replace both workers: the new ones start with the secrets set here
+        fitness_evaluator.evaluate(VECTOR_ADD, make_candidate(
+            "vector_add", add_source(pre_return=f"import os; os._exit({code})")))
+    snoop = add_source(pre_return=(
+        "import os\n    leaked = sorted(k for k in os.environ if 'KEY' in k or 'TOKEN' in k)\n"
+        "    raise RuntimeError(f'visible={leaked} value={os.environ.get(\"FAKE_API_KEY\", \"absent\")}')"))
+    for _ in range(2):  # both workers
+        evaluation = fitness_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", snoop))
+        assert evaluation.failure_kind == "runtime_error"
+        assert "visible=[] value=absent" in evaluation.error_trace
+        assert "do-not-leak" not in evaluation.error_trace
+
+
+def test_task_not_runnable_on_backend_is_unsupported(fitness_evaluator):
+    gpu_only = dataclasses.replace(VECTOR_ADD, runnable_on=("cuda", "rocm"),
+                                   skip_reason="needs tensor cores")
+    evaluation = fitness_evaluator.evaluate(gpu_only, make_candidate("vector_add", add_source()))
+    assert evaluation.failure_kind == "unsupported_on_backend"
+    assert "needs tensor cores" in evaluation.error_trace
+
+
+def test_task_without_reference_is_a_harness_error(fitness_evaluator):
+    harness_only = dataclasses.replace(VECTOR_ADD, reference=None, harness="assert True")
+    evaluation = fitness_evaluator.evaluate(harness_only, make_candidate("vector_add", add_source()))
+    assert evaluation.failure_kind == "harness_error"
