@@ -71,7 +71,6 @@ class Campaign:
         rows, llm_calls = self._write(generation, outcome)
         self._migrate(generation)
         self._checkpoint(generation, outcome, time.monotonic() - started)
-        print("DEBUG step", generation, time.monotonic() - started, outcome.waiting_s)
         self.progress.generation_done(generation, rows, llm_calls)
 
     def _seeds(self) -> dict:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from evo import analysis, compare, plots
@@ -77,7 +78,7 @@ def _table(title: str, columns: list[str], rows: list[list[str]], caption: str =
     for column in columns:
         table.add_column(column, justify="left" if column in ("task", "cell") else "right")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(escape(cell) for cell in row))  # names are data, not rich markup
     return table
 
 
@@ -135,7 +136,8 @@ def print_sweep(report: dict[str, Any], console: Console) -> None:
                           + [f"{c['spend']['usd']:.4f}", _num(c["spend"]["gpu_s"])]
                           for c in report["cells"]]))
     for measure, comparison in report["equal_compute"].items():
-        console.print(_table(f"At equal compute: {measure} <= {_num(comparison['budget'])}",
+        console.print(_table(f"At equal compute: {measure} <= {_num(comparison['budget'])} "
+                             "(each cell at the last generation it finished within it)",
                              ["cell", "generation", "spent", "exec acc", "pass@1", "speedup geomean"],
                              [[cell, _num(m["generation"]), _num(m["spent"]),
                                _num(m["exec_accuracy"], "%"), _num(m["pass_at_1"], "%"),

@@ -20,26 +20,28 @@ import pyarrow.parquet as pq
 
 from evo.records import Candidate, Evaluation, Task
 
-_STRINGS = pa.list_(pa.string())
-_DOUBLES = pa.list_(pa.float64())
+_ARROW_TYPES = {
+    "str": pa.string(), "str | None": pa.string(), "bool": pa.bool_(), "int": pa.int64(),
+    "float": pa.float64(), "float | None": pa.float64(),
+    "tuple[str, ...]": pa.list_(pa.string()), "tuple[float, ...]": pa.list_(pa.float64()),
+}
+"""Arrow type of each annotation an Evaluation field may have (a new kind fails loudly)."""
 
-EVALUATION_SCHEMA = pa.schema([
-    ("campaign", pa.string()), ("task", pa.string()), ("suite", pa.string()),
-    ("difficulty", pa.int64()), ("island", pa.int64()), ("generation", pa.int64()),
-    ("candidate_id", pa.string()), ("parent_ids", _STRINGS), ("operator", pa.string()),
-    ("lineage_debug_count", pa.int64()), ("source", pa.string()), ("strategy", pa.string()),
-    ("stage_reached", pa.string()), ("call_ok", pa.bool_()), ("correct", pa.bool_()),
-    ("failure_kind", pa.string()), ("error_trace", pa.string()), ("case_names", _STRINGS),
-    ("latency_us", _DOUBLES), ("ref_latency_us", _DOUBLES), ("max_abs_err", _DOUBLES),
-    ("rel_err", _DOUBLES), ("speedup", pa.float64()), ("worst_speedup", pa.float64()),
-    ("roofline_fraction", pa.float64()), ("timing_meaningful", pa.bool_()),
-    ("backend", pa.string()), ("device", pa.string()), ("harness_version", pa.string()),
-    ("compile_s", pa.float64()), ("check_s", pa.float64()), ("bench_s", pa.float64()),
-    ("llm_model", pa.string()), ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()), ("cost_usd", pa.float64()),
-    ("llm_latency_s", pa.float64()), ("reused", pa.bool_()), ("seed", pa.int64()),
-])
-"""One row per evaluated offspring (docs/interfaces.md lists what readers rely on)."""
+_EVALUATION_FIELDS = [field.name for field in dataclasses.fields(Evaluation)]
+_LIST_FIELDS = [field.name for field in dataclasses.fields(Evaluation)
+                if field.type.startswith("tuple")]
+
+EVALUATION_SCHEMA = pa.schema(
+    [("campaign", pa.string()), ("task", pa.string()), ("suite", pa.string()),
+     ("difficulty", pa.int64()), ("island", pa.int64()), ("generation", pa.int64()),
+     ("parent_ids", pa.list_(pa.string())), ("operator", pa.string()),
+     ("lineage_debug_count", pa.int64()), ("source", pa.string()), ("strategy", pa.string())]
+    + [(field.name, _ARROW_TYPES[field.type]) for field in dataclasses.fields(Evaluation)]
+    + [("llm_model", pa.string()), ("prompt_tokens", pa.int64()),
+       ("completion_tokens", pa.int64()), ("cost_usd", pa.float64()),
+       ("llm_latency_s", pa.float64()), ("reused", pa.bool_()), ("seed", pa.int64())])
+"""One row per evaluated offspring: where it came from, every Evaluation field (so a row
+gives back its Evaluation), what its LLM call cost. docs/interfaces.md lists the columns."""
 
 LLM_CALL_SCHEMA = pa.schema([
     ("campaign", pa.string()), ("task", pa.string()), ("island", pa.int64()),
@@ -51,8 +53,6 @@ LLM_CALL_SCHEMA = pa.schema([
     ("messages_json", pa.string()),
 ])
 """One row per LLM call, as `LLMClient.drain_calls` hands them over plus where they came from."""
-
-_EVALUATION_FIELDS = [field.name for field in dataclasses.fields(Evaluation)]
 
 
 def evaluation_row(campaign: str, task: Task, candidate: Candidate, evaluation: Evaluation,
@@ -69,7 +69,7 @@ def evaluation_row(campaign: str, task: Task, candidate: Candidate, evaluation: 
         completion_tokens=llm.completion_tokens if llm else None,
         cost_usd=llm.cost_usd if llm else None, llm_latency_s=llm.latency_s if llm else None,
         reused=reused, seed=seed)
-    for field in ("case_names", "latency_us", "ref_latency_us", "max_abs_err", "rel_err"):
+    for field in _LIST_FIELDS:
         row[field] = list(row[field])
     return row
 
@@ -77,7 +77,7 @@ def evaluation_row(campaign: str, task: Task, candidate: Candidate, evaluation: 
 def evaluation_from_row(row: dict) -> Evaluation:
     """Returns the Evaluation a row was written from (used to redo a generation exactly)."""
     values = {field: row[field] for field in _EVALUATION_FIELDS}
-    for field in ("case_names", "latency_us", "ref_latency_us", "max_abs_err", "rel_err"):
+    for field in _LIST_FIELDS:
         values[field] = tuple(values[field] or ())
     return Evaluation(**values)
 

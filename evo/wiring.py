@@ -48,27 +48,31 @@ class Parts:
 def start(config: Config, tasks: list[Task], state: CampaignState):
     """Yields the started Parts, restored from `state`; stops them afterwards."""
     from fitness import actor as fitness_actor
-    from fitness.device import DeviceError, detect
+    from fitness.cascade import Limits
+    from fitness.device import DeviceError
 
     try:
-        device = detect(config.fitness.device)
-    except DeviceError as error:
-        raise ConfigError(f"fitness.device: {error}") from None
-    _check_runnable(tasks, device.backend)
-    started: list = []
+        Limits.from_mapping(config.fitness.timeouts)
+    except ValueError as error:
+        raise ConfigError(f"fitness.timeouts: {error}") from None
+    fitness, others = [], []
     try:
-        fitness = fitness_actor.start_actors(device.backend, config.fitness.workers,
-                                             dict(config.fitness.timeouts))
-        started += fitness
+        try:
+            fitness = fitness_actor.start_actors(config.fitness.device, config.fitness.workers,
+                                                 dict(config.fitness.timeouts))
+        except DeviceError as error:
+            raise ConfigError(f"fitness.device: {error}") from None
+        # The fitness actors sit where the GPUs are (maybe not this node): ask them.
+        device = ray.get(fitness[0].device.remote(), timeout=ACTOR_TIMEOUT_S)
+        _check_runnable(tasks, device.backend)
         ledger = _ledger(config, state)
-        if ledger is not None:
-            started.append(ledger)
+        others += [ledger] if ledger is not None else []
         client = _client(config, ledger)
         knowledge = _knowledge(config, device)
         islands = {(task.name, island): PopulationActor.remote(
             _without_callables(task), island, config, device.backend, client, knowledge)
             for task in tasks for island in range(config.search.islands)}
-        started += islands.values()
+        others += islands.values()
         restoring = [islands[key].restore.remote(island_state)
                      for key, island_state in state.islands.items()]
         ray.get(restoring + [island.ready.remote() for island in islands.values()],
@@ -76,8 +80,17 @@ def start(config: Config, tasks: list[Task], state: CampaignState):
         yield Parts(tuple(tasks), {"backend": device.backend, "name": device.name},
                     device.backend, tuple(fitness), islands, ledger, _brood_timeout_s(config))
     finally:
-        for handle in started:
-            ray.kill(handle, no_restart=True)
+        _stop(fitness, others)
+
+
+def _stop(fitness: list, others: list) -> None:
+    """Stops the fitness actors' worker processes, then every actor the campaign started."""
+    try:
+        ray.get([actor.shutdown.remote() for actor in fitness], timeout=ACTOR_TIMEOUT_S)
+    except (ray.exceptions.RayError, TimeoutError):
+        pass  # a dead or hung actor is killed below either way
+    for handle in [*fitness, *others]:
+        ray.kill(handle, no_restart=True)
 
 
 def _check_runnable(tasks: list[Task], backend: str) -> None:

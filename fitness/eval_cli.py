@@ -66,8 +66,8 @@ def main(task: str, files: Sequence[str], as_json: bool = False, device: str = "
         raise UsageError("give at least one candidate file")
     if timeout_s <= 0:
         raise UsageError(f"--timeout must be positive, got {timeout_s}")
-    the_task = _load_task(task, suite, path)
     sources = _read_sources(files)
+    the_task = _load_task(task, suite, path)
     candidates = [make_candidate(the_task.name, source) for source in sources]
     workers = max(1, min(len(files), _MAX_WORKERS))
     try:

@@ -43,12 +43,15 @@ _TAIL_BYTES = 16 << 10
 @dataclasses.dataclass(frozen=True)
 class Limits:
     """Attributes:
-      run_s: wall-clock limit of one harness run (candidate or reference), in seconds.
+      run_s: wall-clock limit of one candidate's harness run, in seconds.
+      reference_s: the same for the reference's run, which happens once per task and may
+        autotune every config.
       check_s: wall-clock limit of the output comparison, in seconds.
       output_bytes: stdout+stderr a run may print before it is killed as a flood.
     """
 
     run_s: float = 300.0
+    reference_s: float = 900.0
     check_s: float = 120.0
     output_bytes: int = 32 << 20
 
@@ -216,7 +219,7 @@ class HarnessRunner:
             return Evaluation(stage_reached="import", failure_kind="harness_error", error_trace=str(error), **verdict)
         workdir = pathlib.Path(tempfile.mkdtemp(prefix="run-", dir=self._root))
         try:
-            run, report = self._run(task, candidate.source, "ModelNew", workdir, "candidates")
+            run, report = self._run(task, candidate.source, "ModelNew", workdir, "candidates", self.limits.run_s)
             stage, kind, trace = classify_run(run, report, self.require_triton_launch)
             if kind is not None:
                 return Evaluation(stage_reached=stage, failure_kind=kind, error_trace=trace[-6000:],
@@ -240,7 +243,8 @@ class HarnessRunner:
             if key not in self._references:
                 workdir = pathlib.Path(tempfile.mkdtemp(prefix="ref-", dir=self._root))
                 try:
-                    run, report = self._run(task, task.baseline_source, "Model", workdir, "reference")
+                    run, report = self._run(task, task.baseline_source, "Model", workdir, "reference",
+                                            self.limits.reference_s)
                     stage, kind, trace = classify_run(run, report, require_launch=False)
                     if kind is None and not (workdir / "outputs.pt").is_file():
                         stage, kind, trace = "run", "runtime_error", "no outputs saved"
@@ -255,7 +259,7 @@ class HarnessRunner:
         return outcome
 
     def _run(self, task: Task, source: str, kernelbench_entry: str, workdir: pathlib.Path,
-             cache: str) -> tuple[RunResult, dict | None]:
+             cache: str, limit_s: float) -> tuple[RunResult, dict | None]:
         """Writes the module and harness into workdir and runs the harness on them."""
         module = "kernel" if task.suite != "rocm" else f"test_{task.name.replace('.', '_')}"
         if task.suite == "rocm":
@@ -274,7 +278,7 @@ class HarnessRunner:
         (workdir / "spec.json").write_text(json.dumps(spec))
         env = scrubbed_env(self.backend, workdir, self._root / f"triton-{cache}")
         run = run_sandboxed([sys.executable, "-I", str(_HERE / "harness_run.py"), str(workdir / "spec.json")],
-                            workdir, env, self.limits.run_s, self.limits.output_bytes)
+                            workdir, env, limit_s, self.limits.output_bytes)
         report_path = workdir / "report.json"
         try:
             report = json.loads(report_path.read_text()) if report_path.is_file() else None

@@ -55,6 +55,12 @@ class LaunchCounter:
 class OpRecorder(TorchDispatchMode):
     """Records the aten ops a candidate calls and fills its fresh allocations with poison."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch wraps __torch_dispatch__ to skip dynamo, importing torch._dynamo (and sympy)
+        # on the first op: seconds per worker start. Nothing here runs under dynamo.
+        return False
+
     def __init__(self, launches: LaunchCounter, poison: bool = True):
         super().__init__()
         self.launches = launches

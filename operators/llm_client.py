@@ -53,7 +53,9 @@ class BudgetExceeded(RuntimeError):
     """The budget refused a call before it was sent: the campaign should stop asking."""
 
 
-class Budget(Protocol):
+class BudgetSeam(Protocol):
+    """What the client needs of a budget (see `operators.budget.Budget`)."""
+
     def reserve(self, estimated_usd: float, estimated_tokens: int) -> bool: ...
 
     def settle(self, reserved_usd: float, reserved_tokens: int, actual_usd: float, actual_tokens: int) -> None: ...
@@ -106,7 +108,7 @@ class LLMClient:
                  api_key_env: str = "OPENAI_API_KEY", mode: str = "llm", temperature: float = 1.0,
                  max_tokens: int = 4096, timeout_s: float = 300.0, max_retries: int = 5,
                  backoff_base_s: float = 1.0, backoff_max_s: float = 60.0, max_concurrency: int = 8,
-                 prices: Mapping[str, tuple[float, float]] | None = None, budget: Budget | None = None,
+                 prices: Mapping[str, tuple[float, float]] | None = None, budget: BudgetSeam | None = None,
                  recording: Recording | str | os.PathLike | Sequence[Mapping] | None = None,
                  stream: bool = False, seed: int = 0):
         if mode not in MODES:
@@ -166,59 +168,69 @@ class LLMClient:
         sampling = {"temperature": self.temperature if temperature is None else temperature,
                     "max_tokens": self.max_tokens}
         key = request_hash(self.model, messages, sampling, sample_index)
+        if self.mode == "replay":
+            reply = await self._budgeted(role, key, messages, self._replay(key, role))
+        else:
+            sdk, semaphore = self._loop_state()
+            async with semaphore:  # reserve only once a slot is free: queued calls hold no budget
+                reply = await self._budgeted(role, key, messages, self._call(sdk, messages, sampling, key))
+        self._calls.append(_row(role, sample_index, messages, reply))
+        return reply
+
+    async def _budgeted(self, role: str, key: str, messages, call) -> LLMReply:
+        """Awaits `call` (a coroutine) inside a budget reservation; raises BudgetExceeded if refused."""
+        if self.budget is None:
+            return await call
         estimated_tokens = _estimate_tokens(messages) + self.max_tokens
         estimated_usd = self.cost_usd(estimated_tokens - self.max_tokens, self.max_tokens)
-        if self.budget is not None and not self.budget.reserve(estimated_usd, estimated_tokens):
+        if not self.budget.reserve(estimated_usd, estimated_tokens):
+            call.close()
             raise BudgetExceeded(f"budget refused the {role} call {key[:12]} "
                                  f"(estimated ${estimated_usd:.4f}, {estimated_tokens} tokens): {self.budget!r}")
         reply = None
         try:
-            if self.mode == "replay":
-                reply = _reply_from_row(self._recording.take(key, role), key)
-            else:
-                reply = await self._call(messages, sampling, key)
+            reply = await call
+            return reply
         finally:
-            if self.budget is not None:
-                spent_usd = reply.usage.cost_usd if reply else 0.0
-                spent_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens if reply else 0
-                self.budget.settle(estimated_usd, estimated_tokens, spent_usd, spent_tokens)
-        self._calls.append(_row(role, sample_index, messages, reply))
-        return reply
+            usage = reply.usage if reply else LLMUsage()
+            self.budget.settle(estimated_usd, estimated_tokens, usage.cost_usd,
+                               usage.prompt_tokens + usage.completion_tokens)
 
-    async def _call(self, messages, sampling: dict, key: str) -> LLMReply:
-        sdk, semaphore = self._loop_state()
-        async with semaphore:
-            started = time.monotonic()
-            attempt, error = 0, ""
-            while True:
-                try:
-                    text, usage = await self._request(sdk, messages, sampling)
-                    break
-                except openai.APIStatusError as exc:
-                    error = f"HTTP {exc.status_code} from {self.base_url}: {exc.message}"
-                    wait = retry.retry_after_s(exc.response.headers)
-                    if not retry.is_retryable_status(exc.status_code) or attempt == self.max_retries:
-                        return self._failed(error, key, started, attempt + 1)
-                except openai.APIConnectionError as exc:  # includes APITimeoutError
-                    kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
-                    error = f"endpoint {self.base_url} {kind}: {exc} {exc.__cause__ or ''}".strip()
-                    wait = None
-                    if attempt == self.max_retries:
-                        return self._failed(f"{error} (after {attempt + 1} attempts)", key, started, attempt + 1)
-                except Exception as exc:  # noqa: BLE001 - a malformed response is a failed call
-                    return self._failed(f"malformed response from {self.base_url}: {type(exc).__name__}: {exc}",
-                                        key, started, attempt + 1)
-                await asyncio.sleep(retry.backoff_s(attempt, self.backoff_base_s, self.backoff_max_s,
-                                                    self._rng, wait))
-                attempt += 1
-            latency_s = time.monotonic() - started
-            prompt_tokens, completion_tokens = usage or (_estimate_tokens(messages), _estimate_text_tokens(text))
-            usage_record = LLMUsage(model=self.model, prompt_tokens=prompt_tokens,
-                                    completion_tokens=completion_tokens, latency_s=latency_s,
-                                    cost_usd=self.cost_usd(prompt_tokens, completion_tokens), request_hash=key)
-            if not text.strip():
-                return LLMReply("", usage_record, False, f"empty response from {self.base_url}", key, attempt + 1)
-            return LLMReply(text, usage_record, True, "", key, attempt + 1)
+    async def _replay(self, key: str, role: str) -> LLMReply:
+        return _reply_from_row(self._recording.take(key, role), key)
+
+    async def _call(self, sdk: openai.AsyncOpenAI, messages, sampling: dict, key: str) -> LLMReply:
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                text, usage = await self._request(sdk, messages, sampling)
+                break
+            except openai.APIStatusError as exc:
+                error = f"HTTP {exc.status_code} from {self.base_url}: {exc.message}"
+                wait = retry.retry_after_s(exc.response.headers)
+                if not retry.is_retryable_status(exc.status_code) or attempt == self.max_retries:
+                    return self._failed(error, key, started, attempt + 1)
+            except openai.APIConnectionError as exc:  # includes APITimeoutError
+                kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
+                error = f"endpoint {self.base_url} {kind}: {exc} {exc.__cause__ or ''}".strip()
+                wait = None
+                if attempt == self.max_retries:
+                    return self._failed(f"{error} (after {attempt + 1} attempts)", key, started, attempt + 1)
+            except Exception as exc:  # noqa: BLE001 - a malformed response is a failed call
+                return self._failed(f"malformed response from {self.base_url}: {type(exc).__name__}: {exc}",
+                                    key, started, attempt + 1)
+            await asyncio.sleep(retry.backoff_s(attempt, self.backoff_base_s, self.backoff_max_s,
+                                                self._rng, wait))
+            attempt += 1
+        latency_s = time.monotonic() - started
+        prompt_tokens, completion_tokens = usage or (_estimate_tokens(messages), _estimate_text_tokens(text))
+        usage_record = LLMUsage(model=self.model, prompt_tokens=prompt_tokens,
+                                completion_tokens=completion_tokens, latency_s=latency_s,
+                                cost_usd=self.cost_usd(prompt_tokens, completion_tokens), request_hash=key)
+        if not text.strip():
+            return LLMReply("", usage_record, False, f"empty response from {self.base_url}", key, attempt + 1)
+        return LLMReply(text, usage_record, True, "", key, attempt + 1)
 
     async def _request(self, sdk: openai.AsyncOpenAI, messages, sampling: dict) -> tuple[str, tuple | None]:
         """One HTTP attempt. Returns (text, (prompt_tokens, completion_tokens) or None)."""

@@ -23,7 +23,8 @@ from evo.records import Task, normalize_source
 
 EXEMPLARS_DIR = pathlib.Path(__file__).parent / "exemplars"
 NEAR_IDENTICAL = 0.8
-"""difflib ratio of normalized sources at or above which an exemplar counts as the baseline."""
+"""difflib ratio of the normalized sources' identifier sequences at or above which an
+exemplar counts as the task's baseline."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -99,15 +100,17 @@ class ExemplarIndex:
 
     def ranked(self, task: Task) -> list[Exemplar]:
         """Returns the exemplars usable for `task`, most similar first (ties in name order)."""
-        query = task.baseline_source if task.baseline_source.strip() else task.instruction
-        scores = self._bm25.scores(code_tokens(query))
-        order = sorted(range(len(self.exemplars)), key=lambda i: (-scores[i], self.exemplars[i].name))
-        return [self.exemplars[i] for i in order if not is_task_baseline(self.exemplars[i], task)]
+        return [e for e in self._by_similarity(task) if not is_task_baseline(e, task)]
 
     def best(self, task: Task) -> Exemplar | None:
         """Returns the most similar usable exemplar, or None if every one is excluded."""
-        ranked = self.ranked(task)
-        return ranked[0] if ranked else None
+        return next((e for e in self._by_similarity(task) if not is_task_baseline(e, task)), None)
+
+    def _by_similarity(self, task: Task) -> list[Exemplar]:
+        query = task.baseline_source if task.baseline_source.strip() else task.instruction
+        scores = self._bm25.scores(code_tokens(query))
+        order = sorted(range(len(self.exemplars)), key=lambda i: (-scores[i], self.exemplars[i].name))
+        return [self.exemplars[i] for i in order]
 
 
 def is_task_baseline(exemplar: Exemplar, task: Task) -> bool:
@@ -116,7 +119,9 @@ def is_task_baseline(exemplar: Exemplar, task: Task) -> bool:
         return True
     if not task.baseline_source.strip():
         return False
-    a, b = normalize_source(exemplar.source), normalize_source(task.baseline_source)
+    # Compare token sequences of the normalized sources: comments and layout do not count.
+    a = _IDENTIFIER.findall(normalize_source(exemplar.source))
+    b = _IDENTIFIER.findall(normalize_source(task.baseline_source))
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     return matcher.quick_ratio() >= NEAR_IDENTICAL and matcher.ratio() >= NEAR_IDENTICAL
 

@@ -183,3 +183,14 @@ def test_request_hash_depends_on_sample_index_and_temperature():
     assert same.request_hash == again.request_hash
     assert len({same.request_hash, other_index.request_hash, other_temperature.request_hash}) == 3
     assert server.requests[3]["temperature"] == 0.2
+
+
+def test_calls_waiting_for_a_slot_hold_no_budget():
+    # One slot; each call reserves $117 and costs $20. Under a $140 cap both fit one after the
+    # other, which they could not if the queued call had reserved while the first was in flight.
+    prices = {"scripted-model": (1e6, 1e6)}
+    with ScriptedServer([Reply("a", prompt_tokens=10, completion_tokens=10)] * 2, latency_s=0.1) as server:
+        budget = Budget(max_usd=140.0)
+        client = make_client(server, prices=prices, max_tokens=100, budget=budget, max_concurrency=1)
+        replies = ask(client, ("generator", MESSAGES, 0), ("generator", MESSAGES, 1))
+    assert all(r.success for r in replies) and budget.spent_usd == 40.0 and budget.stopped_by is None

@@ -27,7 +27,7 @@ def is_valid(task, source):
 def test_mutations_are_valid_and_different(task, backend):
     parent = seeds(task)
     rng = random.Random(7)
-    for _ in range(15):
+    for _ in range(8):
         child = offline.mutate(task, parent, rng, backend)
         assert is_valid(task, child.source)
         assert child.id != parent.id and child.parents == (parent.id,)
@@ -40,7 +40,7 @@ def test_crossover_children_differ_from_both_parents(task):
     rng = random.Random(3)
     a = offline.mutate(task, seeds(task), rng, "cuda")
     b = offline.mutate(task, seeds(task), rng, "cuda")
-    for _ in range(8):
+    for _ in range(5):
         child = offline.crossover(task, a, b, rng, "cuda", OperatorContext(generation=9, island=3))
         assert is_valid(task, child.source)
         assert child.id not in (a.id, b.id) and child.parents == (a.id, b.id)

@@ -4,8 +4,6 @@ done, continued when given more generations, then compared by `evo report`."""
 import json
 
 import pyarrow.parquet as pq
-import pytest
-import ray
 
 from evo import report, sweep
 
@@ -30,13 +28,6 @@ workers = 1
 """
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False)
-    yield
-    ray.shutdown()
-
-
 def _run(tmp_path, generations, capsys):
     path = tmp_path / "tiny.toml"
     path.write_text(SWEEP.replace("GENERATIONS", str(generations)))
@@ -44,7 +35,7 @@ def _run(tmp_path, generations, capsys):
     return capsys.readouterr().out
 
 
-def test_sweep_runs_skips_and_continues_cells(tmp_path, capsys, local_ray):
+def test_sweep_runs_skips_and_continues_cells(tmp_path, capsys, shared_ray):
     first = _run(tmp_path, 1, capsys)
     out = tmp_path / "out"
     assert "islands-1: done" in first and "islands-2: done" in first

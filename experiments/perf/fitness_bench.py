@@ -1,0 +1,168 @@
+"""Fitness throughput: the pooled, sandboxed Evaluator vs one fresh process per candidate.
+
+A mixed batch (correct, wrong, crashing and hanging candidates over several built-in
+tasks) is scored twice: by `fitness.evaluator.Evaluator` (long-lived workers, the full
+cascade) and the naive way GEAK-eval uses (a fresh Python process per candidate that
+imports torch + triton, checks each case once in-process and times with the same timing
+code). Printed: candidates/min, the device's busy fraction, and timing repeatability (the
+same kernel evaluated twice: relative difference of the medians).
+
+    python experiments/perf/fitness_bench.py --device interpreter --tasks vector_add,row_sum
+    python experiments/perf/fitness_bench.py --device cuda            # all built-in tasks
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import datetime
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
+from benchmarks.registry import builtin  # noqa: E402
+from evo.records import Candidate, Task, make_candidate  # noqa: E402
+
+_NAIVE_SCRIPT = r'''
+import importlib.util, sys, torch
+from benchmarks.registry import builtin
+from fitness import device as device_lib, timing
+task = builtin().get(sys.argv[1])
+device = device_lib.detect(sys.argv[3])
+spec = importlib.util.spec_from_file_location("candidate", sys.argv[2])
+module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+entry = getattr(module, task.entry_point)
+for case in task.cases_for(device.backend):
+    inputs = task.make_inputs(case.params, 0, device.torch_device)
+    expected, actual = task.reference(*inputs), entry(*inputs)
+    atol, rtol = task.tolerance.get(str(expected.dtype).removeprefix("torch."), (1e-4, 1e-4))
+    if actual.shape != expected.shape or not torch.allclose(actual.float(), expected.float(), atol=atol, rtol=rtol):
+        print("wrong"); sys.exit(0)
+    timing.bench([lambda: entry(*inputs)], device)
+print("correct")
+'''
+
+
+def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Candidate, str]]:
+    """Returns (task, candidate, intent) triples: correct, wrong, crashing and hanging."""
+    batch = []
+    for task in tasks:
+        base, entry = task.baseline_source, task.entry_point
+        wrap = f"\n_original = {entry}\n\n\ndef {entry}(*args):\n    out = _original(*args)\n"
+        variants = [(f"{base}\n_VARIANT = {i}\n", "correct") for i in range(correct_per_task)]
+        variants += [(f"{base}{wrap}    return args[0]\n", "wrong"),
+                     (f"{base}{wrap}    import os\n    os._exit(1)\n", "crash"),
+                     (f"{base}{wrap}    while True:\n        pass\n", "hang")]
+        batch += [(task, make_candidate(task.name, source), intent) for source, intent in variants]
+    return batch
+
+
+def run_pooled(batch, device: str, workers: int, timeout_s: float):
+    from fitness.cascade import Limits
+    from fitness.evaluator import Evaluator
+
+    with Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s)) as evaluator:
+        warm_start = time.monotonic()
+        evaluator.evaluate(batch[0][0], batch[0][1])  # start-up is paid once per campaign
+        warmup_s = time.monotonic() - warm_start
+        start = time.monotonic()
+        busy_before = evaluator.stats()["busy_s"]
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            evaluations = list(pool.map(lambda item: evaluator.evaluate(item[0], item[1]), batch))
+        wall_s = time.monotonic() - start
+        busy_s = evaluator.stats()["busy_s"] - busy_before
+        repeat = repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
+    verdicts = collections.Counter(e.failure_kind or "correct" for e in evaluations)
+    return {"wall_s": wall_s, "busy": busy_s / wall_s, "verdicts": verdicts,
+            "warmup_s": warmup_s, "repeat": repeat,
+            "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
+
+
+def repeatability(evaluator, tasks) -> list[float]:
+    """Returns |a - b| / min(a, b) per case for each task's baseline timed twice."""
+    diffs = []
+    for task in tasks:
+        first, second = (evaluator.evaluate(task, make_candidate(
+            task.name, f"{task.baseline_source}\n_REPEAT = {i}\n")) for i in (1, 2))
+        if first.correct and second.correct:
+            diffs += [abs(a - b) / min(a, b) for a, b in zip(first.latency_us, second.latency_us)]
+    return diffs
+
+
+def run_naive(batch, device: str, workers: int, timeout_s: float):
+    """One fresh process per candidate (with the same parallelism), as GEAK-eval runs them."""
+    folder = tempfile.mkdtemp(prefix="naive-fitness-")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    if device == "interpreter":
+        env["TRITON_INTERPRET"] = "1"
+
+    def one(item):
+        task, candidate, _ = item
+        path = os.path.join(folder, f"{candidate.id}.py")
+        with open(path, "w") as handle:
+            handle.write(candidate.source)
+        try:
+            done = subprocess.run([sys.executable, "-c", _NAIVE_SCRIPT, task.name, path, device],
+                                  capture_output=True, text=True, timeout=timeout_s * 2, env=env)
+        except subprocess.TimeoutExpired:
+            return "timeout"
+        lines = done.stdout.split()
+        return lines[-1] if done.returncode == 0 and lines else "error"
+
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        verdicts = collections.Counter(pool.map(one, batch))
+    return {"wall_s": time.monotonic() - start, "verdicts": verdicts}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="auto", help="auto | cuda | rocm | interpreter")
+    parser.add_argument("--tasks", default="", help="comma-separated task names (default: all "
+                        "built-in on a GPU, vector_add,row_sum under the interpreter)")
+    parser.add_argument("--workers", type=int, default=4, help="candidate worker processes")
+    parser.add_argument("--correct-per-task", type=int, default=6)
+    parser.add_argument("--timeout", type=float, default=10.0, help="stage limit, seconds")
+    parser.add_argument("--skip-naive", action="store_true")
+    args = parser.parse_args()
+
+    from fitness.device import detect
+
+    device = detect(args.device)
+    registry = builtin()
+    default = "vector_add,row_sum" if device.backend == "interpreter" else ""
+    names = [n for n in (args.tasks or default).split(",") if n]
+    tasks = [registry.get(n) for n in names] if names else registry.tasks()
+    batch = mixed_batch(tasks, args.correct_per_task)
+    intents = collections.Counter(intent for _, _, intent in batch)
+    print(f"device: {device.name} ({device.backend}); date: {datetime.date.today()}; "
+          f"tasks: {len(tasks)}; batch: {len(batch)} candidates {dict(intents)}; "
+          f"workers: {args.workers}; stage limit: {args.timeout:g} s")
+
+    pooled = run_pooled(batch, device.backend, args.workers, args.timeout)
+    rows = [("pooled evaluator", pooled["wall_s"], f"{pooled['busy']:.0%}", pooled["verdicts"])]
+    if not args.skip_naive:
+        naive = run_naive(batch, device.backend, args.workers, args.timeout)
+        rows.append(("process per candidate", naive["wall_s"], "-", naive["verdicts"]))
+    print(f"\n{'way':<24}{'wall s':>9}{'cand/min':>10}{'busy':>7}  verdicts")
+    for name, wall_s, busy, verdicts in rows:
+        print(f"{name:<24}{wall_s:>9.1f}{len(batch) / wall_s * 60:>10.1f}{busy:>7}  "
+              f"{dict(sorted(verdicts.items()))}")
+    if len(rows) == 2:
+        print(f"\nspeed-up of the pool over process-per-candidate: "
+              f"{rows[1][1] / rows[0][1]:.1f}x")
+    diffs = pooled["repeat"]
+    if diffs:
+        note = "" if pooled["meaningful"] else " (interpreter: wall-clock, not meaningful)"
+        print(f"timing repeatability (same kernel twice, {len(diffs)} cases): median "
+              f"{sorted(diffs)[len(diffs) // 2]:.1%}, max {max(diffs):.1%}{note}")
+    print(f"pool start-up + first candidate (paid once): {pooled['warmup_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""`evo eval`: one JSON object per file, exit 0 whatever the verdicts, usage errors non-zero."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from benchmarks.registry import builtin
+
+EVO = [sys.executable, "-c", "from evo.cli import app; app()"]
+
+
+def run_evo(*args, cwd):
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run([*EVO, *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_eval_prints_one_json_object_per_file_in_order(tmp_path):
+    good = tmp_path / "good.py"
+    good.write_text(builtin().get("vector_add").baseline_source)
+    bad = tmp_path / "bad.py"
+    bad.write_text("def vector_add(x, y)\n")
+    result = run_evo("eval", "vector_add", "good.py", "bad.py", "--json",
+                     "--device", "interpreter", "--timeout", "30", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    assert [line["candidate"] for line in lines] == ["good.py", "bad.py"]
+    assert lines[0]["correct"] is True and lines[0]["stage_reached"] == "timed"
+    assert lines[0]["speedup"] > 0 and len(lines[0]["latency_us"]) == 3
+    assert lines[1]["correct"] is False and lines[1]["failure_kind"] == "syntax_error"
+    for field in ("candidate_id", "call_ok", "error_trace", "max_abs_err", "ref_latency_us",
+                  "roofline_fraction", "device", "backend", "harness_version", "compile_s",
+                  "check_s", "bench_s"):
+        assert field in lines[0]
+
+
+def test_eval_unknown_task_is_a_usage_error(tmp_path):
+    (tmp_path / "c.py").write_text("x = 1\n")
+    result = run_evo("eval", "no_such_task", "c.py", "--json", cwd=tmp_path)
+    assert result.returncode != 0
+    assert "unknown task 'no_such_task'" in result.stderr and "vector_add" in result.stderr
+
+
+def test_eval_missing_file_is_a_usage_error(tmp_path):
+    result = run_evo("eval", "vector_add", "missing.py", cwd=pathlib.Path(tmp_path))
+    assert result.returncode != 0
+    assert "no such candidate file: missing.py" in result.stderr

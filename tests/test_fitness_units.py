@@ -1,0 +1,129 @@
+"""The fitness room's rules, checked directly: comparison, anti-cheat, limits, device, gate."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+from benchmarks.registry import builtin
+from evo.records import make_candidate
+from fitness import anticheat, checking, timing
+from fitness.cascade import Cascade, Limits, amd_only_options
+from fitness.device import DeviceError, DeviceInfo, detect
+from fitness.gate import GpuGate
+from fitness.pool import worker_env
+
+TOLERANCE = {"float32": (1e-4, 1e-4), "bfloat16": (2e-2, 2e-2)}
+H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", 0, 3350.0,
+                  {"float32": 67.0, "bfloat16": 989.0}, 50 << 20)
+
+
+def test_nan_never_passes_even_where_tolerance_is_huge():
+    expected = torch.tensor([1.0, 2.0, 3.0])
+    actual = torch.tensor([1.0, float("nan"), 3.0])
+    assert checking.compare(expected, actual, {"float32": (1e9, 1e9)})["kind"] == "nan"
+
+
+def test_nan_where_the_reference_is_nan_passes():
+    expected = torch.tensor([1.0, float("nan")])
+    assert checking.compare(expected, expected.clone(), TOLERANCE)["kind"] is None
+
+
+def test_tolerance_scales_with_output_magnitude():
+    expected = torch.tensor([1000.0, 1.0])
+    close = expected + torch.tensor([0.05, 0.0])  # 0.05 < 1e-4 * 1000 + 1e-4 * 1000
+    far = expected + torch.tensor([0.0, 0.5])
+    assert checking.compare(expected, close, TOLERANCE)["kind"] is None
+    verdict = checking.compare(expected, far, TOLERANCE)
+    assert verdict["kind"] == "mismatch" and "flat index 1" in verdict["detail"]
+
+
+def test_shape_and_dtype_must_match_exactly():
+    expected = torch.zeros(4)
+    assert checking.compare(expected, torch.zeros(1, 4), TOLERANCE)["kind"] == "wrong_shape"
+    assert checking.compare(expected, torch.zeros(4, dtype=torch.float64),
+                            TOLERANCE)["kind"] == "wrong_dtype"
+
+
+def test_integer_outputs_compare_exactly():
+    expected = torch.tensor([1, 2, 3])
+    assert checking.compare(expected, torch.tensor([1, 2, 4]), TOLERANCE)["kind"] == "mismatch"
+
+
+def test_anticheat_allowlist_is_per_task():
+    task = builtin().get("vector_add")
+    observed = {"launches": 1, "ops": ["empty_like", "sum"]}
+    assert anticheat.call_verdict(task, observed)[0] == "cheat_torch_compute"
+    import dataclasses
+    lenient = dataclasses.replace(task, torch_allowlist=("sum",))
+    assert anticheat.call_verdict(lenient, observed) is None
+
+
+def test_faster_than_the_roofline_is_implausible():
+    params = {"N": 1 << 24, "dtype": "float32"}  # 201 MB moved: >= 60 us on an H100
+    task = builtin().get("vector_add")
+    honest = timing.case_roofline(H100, task.flops, task.bytes, params, 70.0)
+    cheat = timing.case_roofline(H100, task.flops, task.bytes, params, 5.0)
+    assert anticheat.implausible(honest, "big") is None
+    assert "roofline" in anticheat.implausible(cheat, "big")
+
+
+def test_interpreter_latency_has_no_roofline():
+    assert timing.roofline_fraction(DeviceInfo("interpreter", "cpu"), 1e9, 1e9, 1.0) is None
+
+
+def test_limits_reject_unknown_keys_and_accept_short_names():
+    assert Limits.from_mapping({"compile": 5, "bench_s": 7}).compile_s == 5.0
+    with pytest.raises(ValueError, match="unknown fitness timeout 'compil'"):
+        Limits.from_mapping({"compil": 5})
+    with pytest.raises(ValueError, match="positive"):
+        Limits.from_mapping({"check_s": -1})
+
+
+def test_device_detection_names_the_problem():
+    assert detect("interpreter").backend == "interpreter"
+    with pytest.raises(DeviceError, match="unknown device 'tpu'"):
+        detect("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceError, match="no GPU"):
+            detect("cuda")
+
+
+def test_worker_environment_has_no_secrets(monkeypatch):
+    for name in ("OPENAI_API_KEY", "GH_TOKEN", "DB_PASSWORD", "MY_SECRET", "RAY_ADDRESS"):
+        monkeypatch.setenv(name, "leak")
+    env = worker_env(DeviceInfo("interpreter", "cpu"), "/tmp/w", "/tmp/c")
+    assert "leak" not in env.values()
+    assert env["TRITON_INTERPRET"] == "1" and env["HOME"] == "/tmp/w"
+    assert "TRITON_INTERPRET" not in worker_env(H100, "/tmp/w", "/tmp/c")
+
+
+def test_amd_only_launch_options_fail_on_nvidia_with_a_reason():
+    source = builtin().get("vector_add").baseline_source.replace(
+        "num_warps=4", "num_warps=4, waves_per_eu=2")
+    assert amd_only_options(source) == ["waves_per_eu"]
+    cascade = Cascade(H100, None, None, GpuGate(), None, Limits(), "/tmp")
+    evaluation = cascade.evaluate(builtin().get("vector_add"), make_candidate("vector_add", source))
+    assert evaluation.failure_kind == "unsupported_on_backend"
+    assert "waves_per_eu" in evaluation.error_trace and "AMD" in evaluation.error_trace
+
+
+def test_timing_holds_the_device_alone():
+    gate = GpuGate(exclusive_timing=True)
+    events = []
+
+    def checker():
+        with gate.shared():
+            events.append("shared-start")
+            time.sleep(0.2)
+            events.append("shared-end")
+
+    thread = threading.Thread(target=checker)
+    thread.start()
+    time.sleep(0.05)
+    with gate.exclusive():
+        events.append("exclusive")
+    thread.join()
+    assert events == ["shared-start", "shared-end", "exclusive"]
+    assert gate.busy_s() >= 0.2

@@ -1,0 +1,118 @@
+"""Exact resume: a campaign killed at any moment continues to the rows of an uninterrupted run."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from evo import campaign, config as config_lib
+
+CONFIG_TOML = """
+[campaign]
+name = "resume"
+tasks = ["vector_add"]
+seed = 11
+[search]
+generations = 4
+population = 3
+offspring = 3
+islands = 2
+migration_interval = 2
+[operators]
+mode = "offline"
+[fitness]
+device = "interpreter"
+workers = 2
+"""
+
+MEASURED = ["latency_us", "ref_latency_us", "latency_p20_us", "latency_p80_us", "speedup", "worst_speedup", "roofline_fraction",
+            "compile_s", "check_s", "bench_s", "max_abs_err", "rel_err", "llm_latency_s"]
+"""Columns that measure time or fresh random inputs: they differ between any two runs."""
+
+
+def _rows(folder):
+    frame = pd.read_parquet(folder / "evaluations").drop(columns=MEASURED)
+    frame = frame.sort_values(["generation", "task", "island"], kind="stable")
+    return frame.reset_index(drop=True).map(lambda v: list(v) if hasattr(v, "tolist") else v)
+
+
+def _config_file(tmp_path):
+    path = tmp_path / "resume.toml"
+    path.write_text(CONFIG_TOML)
+    return path
+
+
+def _assert_same_rows(resumed, reference):
+    assert len(resumed) == len(reference)
+    pd.testing.assert_frame_equal(resumed, reference)
+
+
+@pytest.fixture(scope="module")
+def reference(shared_ray, tmp_path_factory):
+    """The uninterrupted run every resumed run must match."""
+    folder = tmp_path_factory.mktemp("reference") / "run"
+    path = _config_file(folder.parent)
+    summary = campaign.run_campaign(config_lib.load(path), folder)
+    assert summary.generations_done == 4
+    return folder
+
+
+def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_rows(reference, tmp_path):
+    config_path, out = _config_file(tmp_path), tmp_path / "killed"
+    command = [sys.executable, "-c", "from evo.cli import app; app()", "run", str(config_path),
+               "--out", str(out)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_ADDRESS")}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not (out / "evaluations" / "part-00002.parquet").exists():
+            assert process.poll() is None, process.stdout.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the campaign never reached generation 2"
+            time.sleep(0.02)
+        os.kill(process.pid, signal.SIGKILL)  # mid-run: right after a part lands
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.stdout.close()
+    assert process.returncode == -signal.SIGKILL
+    written_before = sorted(p.name for p in (out / "evaluations").iterdir())
+
+    summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True)
+
+    assert summary.generations_done == 4 and summary.stopped_by is None
+    assert set(written_before) <= {p.name for p in (out / "evaluations").iterdir()}
+    _assert_same_rows(_rows(out), _rows(reference))
+
+
+def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(reference, tmp_path):
+    config_path, out = _config_file(tmp_path), tmp_path / "torn"
+    campaign.run_campaign(config_lib.load(config_path, ["search.generations=3"]), out)
+    checkpoint_after_3 = (out / "checkpoint" / "state.pkl").read_bytes()
+    campaign.run_campaign(config_lib.load(config_path), out, resume=True)
+    part_4 = out / "evaluations" / "part-00004.parquet"
+    written = part_4.read_bytes(), part_4.stat().st_mtime_ns
+    # A kill after part 4 was written but before its checkpoint: the checkpoint says 3.
+    (out / "checkpoint" / "state.pkl").write_bytes(checkpoint_after_3)
+
+    summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True)
+
+    assert summary.generations_done == 4
+    assert (part_4.read_bytes(), part_4.stat().st_mtime_ns) == written  # kept, not rewritten
+    _assert_same_rows(_rows(out), _rows(reference))
+
+
+def test_resume_refuses_a_config_that_changes_the_search(reference, tmp_path):
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+    changed = config_lib.load(_config_file(tmp_path), ["search.population=5"])
+    with pytest.raises(config_lib.ConfigError, match=r"search\.population: 3 -> 5"):
+        campaign.run_campaign(changed, out, resume=True)
+    with pytest.raises(config_lib.ConfigError, match="already holds a campaign"):
+        campaign.run_campaign(config_lib.load(_config_file(tmp_path)), out)
