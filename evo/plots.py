@@ -47,7 +47,7 @@ def accuracy_vs_generation(by_generation: pd.DataFrame, path: Path) -> Path:
     axes.set(xlabel="generation", ylabel="fraction of tasks", ylim=(-0.02, 1.02),
              title="Accuracy vs generation (cumulative)")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.legend()
+    axes.legend(loc="lower right")  # rising curves leave that corner free
     return _save(figure, path)
 
 
@@ -61,7 +61,7 @@ def pass_at_k(by_runs: pd.DataFrame, task_curves: dict[str, dict[int, float]], p
     axes.set(xlabel="k (independent runs)", ylabel="probability", ylim=(-0.02, 1.02),
              title="pass@k vs k (grey: single tasks)")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.legend()
+    axes.legend(loc="lower right")  # rising curves leave that corner free
     return _save(figure, path)
 
 

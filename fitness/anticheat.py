@@ -52,6 +52,9 @@ def call_verdict(task, observed: dict) -> tuple[str, str] | None:
                 "may go through torch; do the math in Triton)")
     if observed.get("launches", 0) < 1:
         return ("no_triton_launch", "the call launched no Triton kernel")
+    if observed.get("inputs_modified"):
+        return ("inputs_modified", f"the call modified input(s) {observed['inputs_modified']} "
+                "in place; inputs must be left unchanged")
     return None
 
 

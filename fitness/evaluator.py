@@ -25,6 +25,20 @@ from fitness.pool import DeviceUnresponsive, WorkerPool
 from fitness.timing import TimingConfig
 
 
+_SHM_DIR = "/dev/shm"
+_SHM_MIN_FREE_BYTES = 8 << 30
+
+
+def _scratch_root() -> str:
+    """Returns a fresh directory for workers and exchanged outputs: in RAM when it has room.
+
+    Outputs of GPU-sized cases are hundreds of MB per call; /dev/shm makes handing them to
+    the checker a memory copy instead of a disk write.
+    """
+    in_ram = os.path.isdir(_SHM_DIR) and shutil.disk_usage(_SHM_DIR).free > _SHM_MIN_FREE_BYTES
+    return tempfile.mkdtemp(prefix="kernelevo-fitness-", dir=_SHM_DIR if in_ram else None)
+
+
 class Evaluator:
     """Scores candidates on one device with `workers` candidate processes and `checkers` checkers.
 
@@ -42,7 +56,7 @@ class Evaluator:
                  timing: TimingConfig | None = None):
         self.device = device if isinstance(device, DeviceInfo) else detect(device)
         self.limits = timeouts if isinstance(timeouts, Limits) else Limits.from_mapping(timeouts)
-        self._root = tempfile.mkdtemp(prefix="kernelevo-fitness-")
+        self._root = _scratch_root()
         exchange_dir = os.path.join(self._root, "exchange")
         os.makedirs(exchange_dir)
         self._candidates = WorkerPool(self.device, workers, "candidate", self._root,

@@ -39,9 +39,9 @@ class TimingConfig:
     """
 
     warmup_runs: int = 3
-    min_runs: int = 50
-    max_runs: int = 1000
-    target_s: float = 0.05
+    min_runs: int = 30
+    max_runs: int = 500
+    target_s: float = 0.03
     use_graphs: bool = True
 
 

@@ -122,22 +122,26 @@ class Worker:
         return task.make_inputs(params, seed, self.device.torch_device)
 
     def _observed_call(self, fn, inputs) -> tuple[object, dict]:
+        from fitness import checking
         from fitness.instrument import OpRecorder
 
         self.launches.count = 0
         self.threads.started = 0
         self.host_reads.count = 0
         self.tripwire.calls = 0
+        pristine = [t.clone() if isinstance(t, self.torch.Tensor) else None for t in inputs]
         recorder = OpRecorder(self.launches, poison=True)
         with recorder:
             out = fn(*inputs)
         self._synchronize()
-        return out, {"launches": self.launches.count, "ops": sorted(recorder.ops),
-                     "threads_started": self.threads.started, "host_reads": self.host_reads.count,
+        modified = [i for i, (before, after) in enumerate(zip(pristine, inputs))
+                    if before is not None and not checking.bitwise_equal(before, after)]
+        return out, {"inputs_modified": modified, "launches": self.launches.count,
+                     "ops": sorted(recorder.ops), "threads_started": self.threads.started, "host_reads": self.host_reads.count,
                      "reference_calls": self.tripwire.calls, "patched": self.snapshot.changed()}
 
-    def _save(self, out, inputs, path: str) -> dict | None:
-        """Saves plain CPU copies of outputs and inputs; returns a failure for odd outputs."""
+    def _save(self, out, path: str) -> dict | None:
+        """Saves plain CPU copies of the outputs; returns a failure for odd outputs."""
         torch = self.torch
         outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         for value in outputs:
@@ -145,9 +149,7 @@ class Worker:
                 return {"ok": False, "kind": "wrong_type",
                         "trace": f"the entry point returned a {type(value).__module__}."
                                  f"{type(value).__qualname__}; expected plain torch.Tensor outputs"}
-        saved_inputs = [t.detach().cpu() if type(t) is torch.Tensor else None for t in inputs]
-        torch.save({"outputs": [t.detach().cpu() for t in outputs], "inputs_after": saved_inputs,
-                    "structure": type(out).__name__}, path)
+        torch.save({"outputs": [t.detach().cpu() for t in outputs]}, path)
         return None
 
     def call(self, request: dict) -> dict:
@@ -161,7 +163,7 @@ class Worker:
         except BaseException as error:
             kind, fatal = _classify(error)
             return {"ok": False, "kind": kind, "fatal": fatal, "trace": _trace(error, self.module_path)}
-        failure = self._save(out, inputs, request["out_path"])
+        failure = self._save(out, request["out_path"])
         return failure or {"ok": True, "elapsed_s": _now() - start, **observed}
 
     def _baseline(self, task):
@@ -192,7 +194,7 @@ class Worker:
                 kind, fatal = _classify(error)
                 return {"ok": False, "kind": kind, "fatal": fatal,
                         "trace": _trace(error, self.module_path)}
-            failure = self._save(out, inputs, out_path)
+            failure = self._save(out, out_path)
             if failure:
                 return failure
             results.append({"latency": stats[0].__dict__,

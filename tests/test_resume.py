@@ -18,7 +18,7 @@ name = "resume"
 tasks = ["vector_add"]
 seed = 11
 [search]
-generations = 4
+generations = 3
 population = 3
 offspring = 3
 islands = 2
@@ -58,7 +58,7 @@ def reference(shared_ray, tmp_path_factory):
     folder = tmp_path_factory.mktemp("reference") / "run"
     path = _config_file(folder.parent)
     summary = campaign.run_campaign(config_lib.load(path), folder)
-    assert summary.generations_done == 4
+    assert summary.generations_done == 3
     return folder
 
 
@@ -86,25 +86,25 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_rows(reference, tmp_
 
     summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True)
 
-    assert summary.generations_done == 4 and summary.stopped_by is None
+    assert summary.generations_done == 3 and summary.stopped_by is None
     assert set(written_before) <= {p.name for p in (out / "evaluations").iterdir()}
     _assert_same_rows(_rows(out), _rows(reference))
 
 
 def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(reference, tmp_path):
     config_path, out = _config_file(tmp_path), tmp_path / "torn"
-    campaign.run_campaign(config_lib.load(config_path, ["search.generations=3"]), out)
-    checkpoint_after_3 = (out / "checkpoint" / "state.pkl").read_bytes()
+    campaign.run_campaign(config_lib.load(config_path, ["search.generations=2"]), out)
+    checkpoint_after_2 = (out / "checkpoint" / "state.pkl").read_bytes()
     campaign.run_campaign(config_lib.load(config_path), out, resume=True)
-    part_4 = out / "evaluations" / "part-00004.parquet"
-    written = part_4.read_bytes(), part_4.stat().st_mtime_ns
-    # A kill after part 4 was written but before its checkpoint: the checkpoint says 3.
-    (out / "checkpoint" / "state.pkl").write_bytes(checkpoint_after_3)
+    part_3 = out / "evaluations" / "part-00003.parquet"
+    written = part_3.read_bytes(), part_3.stat().st_mtime_ns
+    # A kill after part 3 was written but before its checkpoint: the checkpoint says 2.
+    (out / "checkpoint" / "state.pkl").write_bytes(checkpoint_after_2)
 
     summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True)
 
-    assert summary.generations_done == 4
-    assert (part_4.read_bytes(), part_4.stat().st_mtime_ns) == written  # kept, not rewritten
+    assert summary.generations_done == 3
+    assert (part_3.read_bytes(), part_3.stat().st_mtime_ns) == written  # kept, not rewritten
     _assert_same_rows(_rows(out), _rows(reference))
 
 

@@ -94,8 +94,12 @@ def repeatability(evaluator, tasks) -> list[float]:
     return diffs
 
 
-def run_naive(batch, device: str, workers: int, timeout_s: float):
-    """One fresh process per candidate (with the same parallelism), as GEAK-eval runs them."""
+def run_naive(batch, device: str, workers: int, timeout_s: float, startup_s: float):
+    """One fresh process per candidate (with the same parallelism), as GEAK-eval runs them.
+
+    Its limit is the stage limit plus `startup_s`: a fresh process cannot tell a slow
+    import from a hang, so it must allow for the import on every candidate.
+    """
     folder = tempfile.mkdtemp(prefix="naive-fitness-")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     if device == "interpreter":
@@ -108,7 +112,7 @@ def run_naive(batch, device: str, workers: int, timeout_s: float):
             handle.write(candidate.source)
         try:
             done = subprocess.run([sys.executable, "-c", _NAIVE_SCRIPT, task.name, path, device],
-                                  capture_output=True, text=True, timeout=timeout_s * 2, env=env)
+                                  capture_output=True, text=True, timeout=timeout_s + startup_s, env=env)
         except subprocess.TimeoutExpired:
             return "timeout"
         lines = done.stdout.split()
@@ -128,6 +132,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4, help="candidate worker processes")
     parser.add_argument("--correct-per-task", type=int, default=6)
     parser.add_argument("--timeout", type=float, default=10.0, help="stage limit, seconds")
+    parser.add_argument("--naive-startup", type=float, default=30.0,
+                        help="extra seconds a fresh process gets for importing torch + triton")
     parser.add_argument("--skip-naive", action="store_true")
     args = parser.parse_args()
 
@@ -147,7 +153,8 @@ def main() -> None:
     pooled = run_pooled(batch, device.backend, args.workers, args.timeout)
     rows = [("pooled evaluator", pooled["wall_s"], f"{pooled['busy']:.0%}", pooled["verdicts"])]
     if not args.skip_naive:
-        naive = run_naive(batch, device.backend, args.workers, args.timeout)
+        naive = run_naive(batch, device.backend, args.workers, args.timeout,
+                          args.naive_startup)
         rows.append(("process per candidate", naive["wall_s"], "-", naive["verdicts"]))
     print(f"\n{'way':<24}{'wall s':>9}{'cand/min':>10}{'busy':>7}  verdicts")
     for name, wall_s, busy, verdicts in rows:

@@ -1,0 +1,57 @@
+"""Budgets: the campaign stops cleanly at a cap and says which one."""
+
+import pandas as pd
+
+from benchmarks.builtin import common
+from evo import campaign, checkpoint, config as config_lib
+from operators.scripted_server import Reply, ScriptedServer
+
+BASELINE = common.baseline_source("vector_add")
+
+
+def _variant(request):
+    """Answers every call with the baseline at another block size, 100 completion tokens."""
+    block = 256 * (1 + len(request["messages"][-1]["content"]) % 4)
+    source = BASELINE.replace("BLOCK_SIZE=1024", f"BLOCK_SIZE={block}")
+    return Reply(f"Strategy: block {block}.\n```python\n{source}\n```", prompt_tokens=50,
+                 completion_tokens=100)
+
+
+def test_usd_cap_counts_calls_in_flight_and_stops_the_campaign(shared_ray, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCRIPTED_KEY", "not-a-secret")
+    with ScriptedServer(_variant) as server:
+        config = config_lib.from_dict({
+            "campaign": {"name": "usd", "tasks": ["vector_add"]},
+            "search": {"generations": 4, "population": 2, "offspring": 2, "islands": 1},
+            # A call reserves its prompt estimate + 100 completion tokens at $1000 per million
+            # completion tokens: about $0.10. Two fit under $0.25 at once; a third never does.
+            "operators": {"mode": "llm", "base_url": server.base_url, "model": "m",
+                          "api_key_env": "SCRIPTED_KEY", "max_completion_tokens": 100,
+                          "price_usd_per_mtok": {"m": [0.0, 1000.0]}},
+            "fitness": {"device": "interpreter", "workers": 1},
+            "budget": {"max_usd": 0.25}})
+        summary = campaign.run_campaign(config, tmp_path / "run")
+        sent = len(server.requests)
+
+    assert summary.stopped_by == "max_usd"
+    assert sent == 2 and summary.spend.usd <= 0.25
+    assert summary.generations_done == 2  # the generation whose calls were refused still ends
+    calls = pd.read_parquet(tmp_path / "run" / "llm_calls")
+    assert len(calls) == 2 and abs(calls.cost_usd.sum() - summary.spend.usd) < 1e-9
+    assert checkpoint.load(tmp_path / "run").generation_done == 2
+    assert "stopped by the max_usd cap" in summary.text()
+
+
+def test_gpu_seconds_cap_stops_before_the_next_generation(shared_ray, tmp_path):
+    config = config_lib.from_dict({
+        "campaign": {"name": "gpu", "tasks": ["vector_add"]},
+        "search": {"generations": 5, "population": 2, "offspring": 2},
+        "fitness": {"device": "interpreter", "workers": 1},
+        "budget": {"max_gpu_seconds": 0.01}})
+    summary = campaign.run_campaign(config, tmp_path / "run")
+
+    assert summary.stopped_by == "max_gpu_seconds"
+    assert summary.generations_done == 0  # the seeds alone spent the cap
+    assert summary.spend.gpu_seconds >= 0.01
+    assert not list((tmp_path / "run" / "evaluations").glob("part-*.parquet"))
+    assert checkpoint.load(tmp_path / "run").generation_done == 0
