@@ -152,14 +152,18 @@ class Campaign:
 
 
 def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
-                 address: str | None = None) -> Summary:
-    """Runs (or, with `resume`, continues) the campaign `config` into `out`; returns its Summary."""
+                 address: str | None = None, fitness_actors=None) -> Summary:
+    """Runs (or, with `resume`, continues) the campaign `config` into `out`; returns its Summary.
+
+    `fitness_actors`: FitnessActor handles to score on, shared with the caller (a sweep, a
+    test session) and left running; by default the campaign starts and stops its own.
+    """
     started = time.monotonic()
     out = Path(out)
     tasks = config_lib.resolve_tasks(config)
     state = _prepare_folder(config, out, resume)
     with ray_session(address):
-        with wiring.start(config, tasks, state) as parts:
+        with wiring.start(config, tasks, state, fitness_actors) as parts:
             if not (out / "campaign.json").exists():
                 provenance.write(out, config, parts.device)
             with Progress([task.name for task in tasks], config.search.generations) as progress:

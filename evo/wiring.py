@@ -45,8 +45,12 @@ class Parts:
 
 
 @contextlib.contextmanager
-def start(config: Config, tasks: list[Task], state: CampaignState):
-    """Yields the started Parts, restored from `state`; stops them afterwards."""
+def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actors=None):
+    """Yields the started Parts, restored from `state`; stops them afterwards.
+
+    `fitness_actors` (FitnessActor handles) are used instead of starting new ones and are
+    left running: a sweep or a test suite pays the workers' cold start once.
+    """
     from fitness import actor as fitness_actor
     from fitness.cascade import Limits
     from fitness.device import DeviceError
@@ -55,13 +59,14 @@ def start(config: Config, tasks: list[Task], state: CampaignState):
         Limits.from_mapping(config.fitness.timeouts)
     except ValueError as error:
         raise ConfigError(f"fitness.timeouts: {error}") from None
-    fitness, others = [], []
+    fitness, owned, others = list(fitness_actors or ()), [], []
     try:
-        try:
-            fitness = fitness_actor.start_actors(config.fitness.device, config.fitness.workers,
-                                                 dict(config.fitness.timeouts))
-        except DeviceError as error:
-            raise ConfigError(f"fitness.device: {error}") from None
+        if not fitness:
+            try:
+                fitness = owned = fitness_actor.start_actors(
+                    config.fitness.device, config.fitness.workers, dict(config.fitness.timeouts))
+            except DeviceError as error:
+                raise ConfigError(f"fitness.device: {error}") from None
         # The fitness actors sit where the GPUs are (maybe not this node): ask them.
         device = ray.get(fitness[0].device.remote(), timeout=ACTOR_TIMEOUT_S)
         _check_runnable(tasks, device.backend)
@@ -80,7 +85,7 @@ def start(config: Config, tasks: list[Task], state: CampaignState):
         yield Parts(tuple(tasks), {"backend": device.backend, "name": device.name},
                     device.backend, tuple(fitness), islands, ledger, _brood_timeout_s(config))
     finally:
-        _stop(fitness, others)
+        _stop(owned, others)
 
 
 def _stop(fitness: list, others: list) -> None:

@@ -188,7 +188,7 @@ class _Walk:
                           f"run on {self.c.device.backend}: {self.task.skip_reason}")
         if self.task.reference is None or self.task.make_inputs is None:
             raise _Failed("syntax", "harness_error", f"task {self.task.name!r} has no PyTorch "
-                          "reference; harness-only tasks are not scored by this cascade")
+                          "reference or no input generator: the cascade cannot check it")
         amd_only = amd_only_options(self.candidate.source)
         if amd_only and self.c.device.backend == "cuda":
             raise _Failed("compile", "unsupported_on_backend", f"launch option(s) "

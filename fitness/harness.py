@@ -196,13 +196,21 @@ class HarnessRunner:
         else:
             self.input_seed = random.SystemRandom().randrange(1, 2**30) if input_seed is None else input_seed
         self.require_triton_launch = require_triton_launch
-        self._root = pathlib.Path(tempfile.mkdtemp(prefix="kevo-harness-"))
+        self._root_dir: pathlib.Path | None = None  # made on first use: most Evaluators never need it
         self._references: dict[str, bytes | HarnessError] = {}  # a broken reference fails once
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
 
+    @property
+    def _root(self) -> pathlib.Path:
+        with self._lock:
+            if self._root_dir is None:
+                self._root_dir = pathlib.Path(tempfile.mkdtemp(prefix="kevo-harness-"))
+            return self._root_dir
+
     def close(self) -> None:
-        shutil.rmtree(self._root, ignore_errors=True)
+        if self._root_dir is not None:
+            shutil.rmtree(self._root_dir, ignore_errors=True)
 
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
         """Returns the verdict of the task's own harness on the candidate."""

@@ -34,3 +34,16 @@ def fitness_evaluator():
 
     with Evaluator("interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS) as evaluator:
         yield evaluator
+
+
+@pytest.fixture(scope="session")
+def interpreter_fitness(shared_ray):
+    """One interpreter FitnessActor (2 workers) shared by the campaign tests: its workers'
+    cold start is paid once per session, not once per campaign."""
+    from fitness import actor
+
+    actors = actor.start_actors("interpreter", 2, {})
+    yield actors
+    shared_ray.get([handle.shutdown.remote() for handle in actors], timeout=120)
+    for handle in actors:
+        shared_ray.kill(handle)

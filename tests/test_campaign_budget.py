@@ -17,7 +17,8 @@ def _variant(request):
                  completion_tokens=100)
 
 
-def test_usd_cap_counts_calls_in_flight_and_stops_the_campaign(shared_ray, tmp_path, monkeypatch):
+def test_usd_cap_counts_calls_in_flight_and_stops_the_campaign(interpreter_fitness, tmp_path,
+                                                               monkeypatch):
     monkeypatch.setenv("SCRIPTED_KEY", "not-a-secret")
     with ScriptedServer(_variant) as server:
         config = config_lib.from_dict({
@@ -30,7 +31,7 @@ def test_usd_cap_counts_calls_in_flight_and_stops_the_campaign(shared_ray, tmp_p
                           "price_usd_per_mtok": {"m": [0.0, 1000.0]}},
             "fitness": {"device": "interpreter", "workers": 1},
             "budget": {"max_usd": 0.25}})
-        summary = campaign.run_campaign(config, tmp_path / "run")
+        summary = campaign.run_campaign(config, tmp_path / "run", fitness_actors=interpreter_fitness)
         sent = len(server.requests)
 
     assert summary.stopped_by == "max_usd"
@@ -42,13 +43,13 @@ def test_usd_cap_counts_calls_in_flight_and_stops_the_campaign(shared_ray, tmp_p
     assert "stopped by the max_usd cap" in summary.text()
 
 
-def test_gpu_seconds_cap_stops_before_the_next_generation(shared_ray, tmp_path):
+def test_gpu_seconds_cap_stops_before_the_next_generation(interpreter_fitness, tmp_path):
     config = config_lib.from_dict({
         "campaign": {"name": "gpu", "tasks": ["vector_add"]},
         "search": {"generations": 5, "population": 2, "offspring": 2},
         "fitness": {"device": "interpreter", "workers": 1},
         "budget": {"max_gpu_seconds": 0.01}})
-    summary = campaign.run_campaign(config, tmp_path / "run")
+    summary = campaign.run_campaign(config, tmp_path / "run", fitness_actors=interpreter_fitness)
 
     assert summary.stopped_by == "max_gpu_seconds"
     assert summary.generations_done == 0  # the seeds alone spent the cap

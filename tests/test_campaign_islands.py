@@ -7,13 +7,14 @@ from evo.records import candidate_id
 from benchmarks.builtin import common
 
 
-def test_independent_islands_keep_their_own_population_and_generation(shared_ray, tmp_path):
+def test_independent_islands_keep_their_own_population_and_generation(interpreter_fitness,
+                                                                      tmp_path):
     config = config_lib.from_dict({
         "campaign": {"name": "islands", "tasks": ["vector_add"], "seed": 5},
         "search": {"generations": 2, "population": 3, "offspring": 3, "islands": 3,
                    "migration_interval": 0},
         "fitness": {"device": "interpreter", "workers": 2}})
-    summary = campaign.run_campaign(config, tmp_path / "run")
+    summary = campaign.run_campaign(config, tmp_path / "run", fitness_actors=interpreter_fitness)
     assert summary.generations_done == 2
 
     rows = pd.read_parquet(tmp_path / "run" / "evaluations")
@@ -32,7 +33,6 @@ def test_independent_islands_keep_their_own_population_and_generation(shared_ray
     for (task, island), saved in islands.items():
         assert saved["generation"] == 2
         assert len(saved["logbook"]) == 3  # generation 0 (seeds), 1 and 2
-        assert all(ind.candidate.island == island for ind in saved["population"]
-                   if ind.candidate.operator != "seed")
+        assert all(ind.candidate.island == island for ind in saved["population"])
     offspring_ids = [frozenset(rows[rows.island == i].candidate_id) for i in range(3)]
     assert len(set(offspring_ids)) == 3  # each island searched its own way

@@ -16,7 +16,7 @@ def _answer(source, note):
     return f"{note}\n\n```python\n{source}\n```\n"
 
 
-def test_reflector_fixes_a_broken_kernel_and_the_fix_records_its_parent(shared_ray, tmp_path,
+def test_reflector_fixes_a_broken_kernel_and_the_fix_records_its_parent(interpreter_fitness, tmp_path,
                                                                         monkeypatch):
     assert BROKEN != FIXED
     monkeypatch.setenv("SCRIPTED_KEY", "not-a-secret")
@@ -29,7 +29,7 @@ def test_reflector_fixes_a_broken_kernel_and_the_fix_records_its_parent(shared_r
                           "api_key_env": "SCRIPTED_KEY", "price_usd_per_mtok": {
                               "scripted-model": [1.0, 2.0]}},
             "fitness": {"device": "interpreter", "workers": 1}})
-        summary = campaign.run_campaign(config, tmp_path / "run")
+        summary = campaign.run_campaign(config, tmp_path / "run", fitness_actors=interpreter_fitness)
         requests = list(server.requests)
 
     rows = pd.read_parquet(tmp_path / "run" / "evaluations").sort_values("generation")

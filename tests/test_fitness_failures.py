@@ -207,7 +207,8 @@ def test_task_not_runnable_on_backend_is_unsupported(fitness_evaluator):
     assert "needs tensor cores" in evaluation.error_trace
 
 
-def test_task_without_reference_is_a_harness_error(fitness_evaluator):
-    harness_only = dataclasses.replace(VECTOR_ADD, reference=None, harness="assert True")
-    evaluation = fitness_evaluator.evaluate(harness_only, make_candidate("vector_add", add_source()))
+def test_task_without_input_generator_is_a_harness_error(fitness_evaluator):
+    broken = dataclasses.replace(VECTOR_ADD, make_inputs=None)
+    evaluation = fitness_evaluator.evaluate(broken, make_candidate("vector_add", add_source()))
     assert evaluation.failure_kind == "harness_error"
+    assert "vector_add" in evaluation.error_trace

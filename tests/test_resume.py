@@ -53,16 +53,18 @@ def _assert_same_rows(resumed, reference):
 
 
 @pytest.fixture(scope="module")
-def reference(shared_ray, tmp_path_factory):
+def reference(interpreter_fitness, tmp_path_factory):
     """The uninterrupted run every resumed run must match."""
     folder = tmp_path_factory.mktemp("reference") / "run"
     path = _config_file(folder.parent)
-    summary = campaign.run_campaign(config_lib.load(path), folder)
+    summary = campaign.run_campaign(config_lib.load(path), folder,
+                                    fitness_actors=interpreter_fitness)
     assert summary.generations_done == 3
     return folder
 
 
-def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_rows(reference, tmp_path):
+def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_rows(reference, interpreter_fitness,
+                                                                  tmp_path):
     config_path, out = _config_file(tmp_path), tmp_path / "killed"
     command = [sys.executable, "-c", "from evo.cli import app; app()", "run", str(config_path),
                "--out", str(out)]
@@ -84,35 +86,40 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_rows(reference, tmp_
     assert process.returncode == -signal.SIGKILL
     written_before = sorted(p.name for p in (out / "evaluations").iterdir())
 
-    summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True)
+    summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True,
+                                    fitness_actors=interpreter_fitness)
 
     assert summary.generations_done == 3 and summary.stopped_by is None
     assert set(written_before) <= {p.name for p in (out / "evaluations").iterdir()}
     _assert_same_rows(_rows(out), _rows(reference))
 
 
-def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(reference, tmp_path):
+def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(
+        reference, interpreter_fitness, tmp_path):
     config_path, out = _config_file(tmp_path), tmp_path / "torn"
-    campaign.run_campaign(config_lib.load(config_path, ["search.generations=2"]), out)
+    run = lambda config, **resume: campaign.run_campaign(  # noqa: E731
+        config, out, fitness_actors=interpreter_fitness, **resume)
+    run(config_lib.load(config_path, ["search.generations=2"]))
     checkpoint_after_2 = (out / "checkpoint" / "state.pkl").read_bytes()
-    campaign.run_campaign(config_lib.load(config_path), out, resume=True)
+    run(config_lib.load(config_path), resume=True)
     part_3 = out / "evaluations" / "part-00003.parquet"
     written = part_3.read_bytes(), part_3.stat().st_mtime_ns
     # A kill after part 3 was written but before its checkpoint: the checkpoint says 2.
     (out / "checkpoint" / "state.pkl").write_bytes(checkpoint_after_2)
 
-    summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True)
+    summary = run(config_lib.load(config_path), resume=True)
 
     assert summary.generations_done == 3
     assert (part_3.read_bytes(), part_3.stat().st_mtime_ns) == written  # kept, not rewritten
     _assert_same_rows(_rows(out), _rows(reference))
 
 
-def test_resume_refuses_a_config_that_changes_the_search(reference, tmp_path):
+def test_resume_refuses_a_config_that_changes_the_search(reference, interpreter_fitness, tmp_path):
     out = tmp_path / "copy"
     shutil.copytree(reference, out)
     changed = config_lib.load(_config_file(tmp_path), ["search.population=5"])
     with pytest.raises(config_lib.ConfigError, match=r"search\.population: 3 -> 5"):
-        campaign.run_campaign(changed, out, resume=True)
+        campaign.run_campaign(changed, out, resume=True, fitness_actors=interpreter_fitness)
     with pytest.raises(config_lib.ConfigError, match="already holds a campaign"):
-        campaign.run_campaign(config_lib.load(_config_file(tmp_path)), out)
+        campaign.run_campaign(config_lib.load(_config_file(tmp_path)), out,
+                              fitness_actors=interpreter_fitness)
