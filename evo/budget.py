@@ -48,8 +48,10 @@ class LedgerProxy:
 
     def settle(self, reserved_usd: float, reserved_tokens: int, actual_usd: float,
                actual_tokens: int) -> None:
-        # Fire and forget: the ledger applies calls in order; nobody waits on a settle.
-        self._ledger.settle.remote(reserved_usd, reserved_tokens, actual_usd, actual_tokens)
+        # Waited for, so a checkpoint taken after the island's breed returns includes it.
+        reference = self._ledger.settle.remote(reserved_usd, reserved_tokens, actual_usd,
+                                               actual_tokens)
+        ray.get(reference, timeout=LEDGER_TIMEOUT_S)
 
     def __repr__(self) -> str:
         return "the campaign's shared budget ledger"

@@ -25,6 +25,7 @@ from evo.checkpoint import CampaignState
 from evo.progress import Progress
 from evo.scoring import Outcome, Scorer
 from evo.summary import Summary, summarize
+from operators.replay import ReplayMissError
 
 ACTOR_TIMEOUT_S = wiring.ACTOR_TIMEOUT_S
 
@@ -213,6 +214,9 @@ def main(config_path, out=None, resume: bool = False, overrides=(), address=None
             raise config_lib.ConfigError("--resume needs --out DIR (the campaign to continue)")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         out = Path("results") / f"{config.campaign.name}-{stamp}"
-    summary = run_campaign(config, Path(out), resume=resume, address=address)
+    try:
+        summary = run_campaign(config, Path(out), resume=resume, address=address)
+    except ReplayMissError as error:  # the replayed campaign asked something never recorded
+        raise config_lib.ConfigError(f"operators.replay_from: {error}") from None
     print(summary.text())
     return summary

@@ -18,7 +18,7 @@ def due(generation: int, interval: int) -> bool:
 
 
 def ring(emigrants: Sequence[Sequence[T]]) -> list[list[T]]:
-    """Returns what each island receives: island i gets island i-1's emigrants (0 gets the last's)."""
+    """Returns what each island receives: island i gets island i-1's emigrants (a ring)."""
     count = len(emigrants)
     return [list(emigrants[(island - 1) % count]) for island in range(count)]
 

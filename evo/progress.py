@@ -32,10 +32,10 @@ class TaskProgress:
     usd: float = 0.0
     gpu_seconds: float = 0.0
 
-    def speedup_text(self) -> str:
+    def speedup_text(self, interpreted_mark: str = " (interpreter)") -> str:
         if self.best_speedup is None:
             return "-"
-        suffix = "" if self.timing_meaningful else " (interp.)"
+        suffix = "" if self.timing_meaningful else interpreted_mark
         return f"{self.best_speedup:.2f}x{suffix}"
 
 
@@ -95,18 +95,21 @@ class Progress:
     def _line(self, name: str, shown: TaskProgress) -> str:
         elapsed_s = time.monotonic() - self._started
         return (f"[{elapsed_s:7.1f} s] gen {shown.generation}/{self.generations} {name}: "
-                f"{shown.evaluations} offspring ({shown.scored} scored), {shown.correct} correct, best speedup "
-                f"{shown.speedup_text()}, LLM {shown.llm_calls} calls ${shown.usd:.4f}, "
-                f"GPU {shown.gpu_seconds:.1f} s")
+                f"{shown.evaluations} offspring ({shown.scored} scored), {shown.correct} correct, "
+                f"best speedup {shown.speedup_text()}, LLM {shown.llm_calls} calls "
+                f"${shown.usd:.4f}, GPU {shown.gpu_seconds:.1f} s")
 
     def _table(self) -> Table:
-        table = Table(title=f"KernelEvo ({time.monotonic() - self._started:.0f} s)")
-        for column in ("task", "generation", "scored", "offspring", "correct", "best speedup",
-                       "LLM calls", "spend", "GPU s"):
-            table.add_column(column, justify="left" if column == "task" else "right")
+        interpreted = any(not shown.timing_meaningful for shown in self.tasks.values())
+        table = Table(title=f"KernelEvo ({time.monotonic() - self._started:.0f} s)",
+                      caption="*: interpreter latency, not meaningful"
+                      if interpreted else None)
+        for column in ("task", "gen", "scored", "offspring", "correct", "best", "LLM", "USD",
+                       "GPU s"):
+            table.add_column(column, justify="left" if column == "task" else "right",
+                             no_wrap=True)
         for name, shown in self.tasks.items():
             table.add_row(name, f"{shown.generation}/{self.generations}", str(shown.scored),
-                          str(shown.evaluations),
-                          str(shown.correct), shown.speedup_text(), str(shown.llm_calls),
-                          f"${shown.usd:.4f}", f"{shown.gpu_seconds:.1f}")
+                          str(shown.evaluations), str(shown.correct), shown.speedup_text("*"),
+                          str(shown.llm_calls), f"{shown.usd:.2f}", f"{shown.gpu_seconds:.0f}")
         return table

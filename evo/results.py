@@ -62,8 +62,9 @@ def evaluation_row(campaign: str, task: Task, candidate: Candidate, evaluation: 
     row = {field: getattr(evaluation, field) for field in _EVALUATION_FIELDS}
     row.update(
         campaign=campaign, task=task.name, suite=task.suite, difficulty=task.difficulty,
-        island=candidate.island, generation=candidate.generation, parent_ids=list(candidate.parents),
-        operator=candidate.operator, lineage_debug_count=candidate.lineage_debug_count,
+        island=candidate.island, generation=candidate.generation,
+        parent_ids=list(candidate.parents), operator=candidate.operator,
+        lineage_debug_count=candidate.lineage_debug_count,
         source=candidate.source, strategy=candidate.strategy,
         llm_model=llm.model if llm else None, prompt_tokens=llm.prompt_tokens if llm else None,
         completion_tokens=llm.completion_tokens if llm else None,

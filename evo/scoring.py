@@ -69,6 +69,7 @@ class Scorer:
         self._brood_timeout_s = brood_timeout_s
         self._load = [0] * len(self._actors)
         self._dead: set[int] = set()
+        self._unanswered: set = set()  # this generation's (task, id) the actors never scored
 
     def score(self, broods: dict, known: dict, recorded: dict, breeding_is_waiting: bool,
               on_result: Callable[[str, Evaluation], None] = lambda task, ev: None) -> Outcome:
@@ -80,7 +81,7 @@ class Scorer:
           the fitness answer so a redone generation's rows come out identical.
         breeding_is_waiting: count time spent waiting on breeding as LLM time, not engine time.
         """
-        self._unanswered: set = set()
+        self._unanswered = set()
         pending = {ref: key for key, ref in broods.items()}
         deadline = {ref: time.monotonic() + self._brood_timeout_s for ref in pending}
         arrived: dict = {}

@@ -1,4 +1,4 @@
-"""Starting a campaign's Ray parts: fitness actors, the budget ledger, one island per (task, island).
+"""Starting a campaign's Ray parts: fitness actors, the budget ledger, an island per (task, island).
 
 `start` is a context manager: whatever it started is stopped when the campaign ends, even on
 an error, so a shared Ray (tests, a user's cluster) is left as it was found.

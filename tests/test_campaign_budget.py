@@ -1,6 +1,7 @@
 """Budgets: the campaign stops cleanly at a cap and says which one."""
 
 import pandas as pd
+import pytest
 
 from benchmarks.builtin import common
 from evo import campaign, checkpoint, config as config_lib
@@ -31,7 +32,8 @@ def test_usd_cap_counts_calls_in_flight_and_stops_the_campaign(interpreter_fitne
                           "price_usd_per_mtok": {"m": [0.0, 1000.0]}},
             "fitness": {"device": "interpreter", "workers": 1},
             "budget": {"max_usd": 0.25}})
-        summary = campaign.run_campaign(config, tmp_path / "run", fitness_actors=interpreter_fitness)
+        summary = campaign.run_campaign(config, tmp_path / "run",
+                                        fitness_actors=interpreter_fitness)
         sent = len(server.requests)
 
     assert summary.stopped_by == "max_usd"
@@ -43,16 +45,19 @@ def test_usd_cap_counts_calls_in_flight_and_stops_the_campaign(interpreter_fitne
     assert "stopped by the max_usd cap" in summary.text()
 
 
-def test_gpu_seconds_cap_stops_before_the_next_generation(interpreter_fitness, tmp_path):
+@pytest.mark.parametrize("cap", ["max_gpu_seconds", "max_wall_seconds"])
+def test_gpu_and_wall_caps_stop_before_the_next_generation(interpreter_fitness, tmp_path, cap):
     config = config_lib.from_dict({
-        "campaign": {"name": "gpu", "tasks": ["vector_add"]},
+        "campaign": {"name": "caps", "tasks": ["vector_add"]},
         "search": {"generations": 5, "population": 2, "offspring": 2},
         "fitness": {"device": "interpreter", "workers": 1},
-        "budget": {"max_gpu_seconds": 0.01}})
+        "budget": {cap: 0.01}})
     summary = campaign.run_campaign(config, tmp_path / "run", fitness_actors=interpreter_fitness)
 
-    assert summary.stopped_by == "max_gpu_seconds"
-    assert summary.generations_done == 0  # the seeds alone spent the cap
-    assert summary.spend.gpu_seconds >= 0.01
+    assert summary.stopped_by == cap
+    assert summary.generations_done == 0  # scoring the seeds alone took the cap
+    used = {"max_gpu_seconds": summary.spend.gpu_seconds,
+            "max_wall_seconds": summary.spend.wall_seconds}[cap]
+    assert used >= 0.01
     assert not list((tmp_path / "run" / "evaluations").glob("part-*.parquet"))
     assert checkpoint.load(tmp_path / "run").generation_done == 0

@@ -1,11 +1,13 @@
-"""A campaign against the scripted OpenAI-compatible server: generator -> broken -> reflector -> fix."""
+"""A campaign against the scripted OpenAI-compatible server: broken kernel -> reflector -> fix."""
 
 import json
 
 import pandas as pd
+import pytest
 
 from benchmarks.builtin import common
 from evo import campaign, config as config_lib
+from operators.replay import ReplayMissError
 from operators.scripted_server import ScriptedServer
 
 FIXED = common.baseline_source("vector_add")
@@ -16,8 +18,8 @@ def _answer(source, note):
     return f"{note}\n\n```python\n{source}\n```\n"
 
 
-def test_reflector_fixes_a_broken_kernel_and_the_fix_records_its_parent(interpreter_fitness, tmp_path,
-                                                                        monkeypatch):
+def test_reflector_fixes_a_broken_kernel_and_the_fix_records_its_parent(
+        interpreter_fitness, tmp_path, monkeypatch):
     assert BROKEN != FIXED
     monkeypatch.setenv("SCRIPTED_KEY", "not-a-secret")
     script = [_answer(BROKEN, "A first try."), _answer(FIXED, "The sign was wrong: add.")]
@@ -29,12 +31,14 @@ def test_reflector_fixes_a_broken_kernel_and_the_fix_records_its_parent(interpre
                           "api_key_env": "SCRIPTED_KEY", "price_usd_per_mtok": {
                               "scripted-model": [1.0, 2.0]}},
             "fitness": {"device": "interpreter", "workers": 1}})
-        summary = campaign.run_campaign(config, tmp_path / "run", fitness_actors=interpreter_fitness)
+        summary = campaign.run_campaign(config, tmp_path / "run",
+                                        fitness_actors=interpreter_fitness)
         requests = list(server.requests)
 
     rows = pd.read_parquet(tmp_path / "run" / "evaluations").sort_values("generation")
     broken, fixed = rows.iloc[0], rows.iloc[1]
-    assert (broken.operator, broken.correct, broken.failure_kind) == ("generator", False, "mismatch")
+    assert (broken.operator, broken.correct) == ("generator", False)
+    assert broken.failure_kind == "mismatch"
     assert (fixed.operator, fixed.correct) == ("reflector", True)
     assert list(fixed.parent_ids) == [broken.candidate_id]
     assert fixed.lineage_debug_count == 1 and fixed.generation == 2 and fixed.island == 0
@@ -50,3 +54,36 @@ def test_reflector_fixes_a_broken_kernel_and_the_fix_records_its_parent(interpre
     assert calls.success.all() and (calls.cost_usd > 0).all()
     assert summary.spend.usd > 0 and summary.stopped_by is None
     assert summary.tasks["vector_add"].correct == 1
+
+
+def test_replay_reproduces_a_recorded_campaigns_candidates_with_no_server(
+        interpreter_fitness, tmp_path, monkeypatch):
+    monkeypatch.setenv("SCRIPTED_KEY", "not-a-secret")
+    blocks = iter([256, 512, 128, 2048])
+    answer = lambda request: _answer(  # noqa: E731
+        FIXED.replace("BLOCK_SIZE=1024", f"BLOCK_SIZE={next(blocks)}"), "Strategy: blocks.")
+    search = {"generations": 1, "population": 2, "offspring": 2, "islands": 2}
+    with ScriptedServer(answer) as server:
+        recorded = config_lib.from_dict({
+            "campaign": {"name": "recorded", "tasks": ["vector_add"], "seed_with_baseline": False},
+            "search": search, "fitness": {"device": "interpreter"},
+            "operators": {"mode": "llm", "base_url": server.base_url, "model": "m",
+                          "api_key_env": "SCRIPTED_KEY"}})
+        campaign.run_campaign(recorded, tmp_path / "recorded", fitness_actors=interpreter_fitness)
+    replayed = config_lib.from_dict({
+        "campaign": {"name": "replayed", "tasks": ["vector_add"], "seed_with_baseline": False},
+        "search": search, "fitness": {"device": "interpreter"},
+        "operators": {"mode": "replay", "model": "m",
+                      "replay_from": str(tmp_path / "recorded")}})
+    campaign.run_campaign(replayed, tmp_path / "replayed", fitness_actors=interpreter_fitness)
+
+    columns = ["island", "generation", "candidate_id", "operator", "correct"]
+    first = pd.read_parquet(tmp_path / "recorded" / "evaluations")[columns]
+    second = pd.read_parquet(tmp_path / "replayed" / "evaluations")[columns]
+    assert first["candidate_id"].nunique() == 4
+    pd.testing.assert_frame_equal(first, second)
+
+    asks_more = replayed.model_copy(update={"search": replayed.search.model_copy(
+        update={"offspring": 3})})
+    with pytest.raises(ReplayMissError, match="never recorded"):
+        campaign.run_campaign(asks_more, tmp_path / "miss", fitness_actors=interpreter_fitness)

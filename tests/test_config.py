@@ -13,7 +13,8 @@ def _write(tmp_path, text):
 
 
 def test_minimal_config_gets_defaults(tmp_path):
-    config = config_lib.load(_write(tmp_path, '[campaign]\nname = "demo"\ntasks = ["vector_add"]\n'))
+    path = _write(tmp_path, '[campaign]\nname = "demo"\ntasks = ["vector_add"]\n')
+    config = config_lib.load(path)
     assert config.campaign.name == "demo"
     assert config.campaign.tasks == ("vector_add",)
     assert config.search.max_debug_attempts == 5

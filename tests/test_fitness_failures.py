@@ -85,13 +85,13 @@ CASES = {
     "signature": ("def vector_add(x):\n    return x\n", "signature_mismatch", "import"),
     "compile": (COMPILE_ERROR, "compile_error", "compile"),
     "raises": (add_source(pre_return="raise ValueError('boom in the wrapper')"),
-               "runtime_error", "compile"),
-    "sys_exit_in_call": (add_source(pre_return="import sys; sys.exit(2)"), "runtime_error", "compile"),
-    "out_of_bounds": (OUT_OF_BOUNDS, "illegal_memory_access", "compile"),
+               "runtime_error", "run"),
+    "sys_exit_in_call": (add_source(pre_return="import sys; sys.exit(2)"), "runtime_error", "run"),
+    "out_of_bounds": (OUT_OF_BOUNDS, "illegal_memory_access", "run"),
     "wrong_math": (add_source(sign="-"), "mismatch", "correct"),
-    "returns_none": (add_source(pre_return="return None"), "wrong_type", "compile"),
-    "os_exit": (add_source(pre_return="import os; os._exit(7)"), "worker_crash", "compile"),
-    "segfault": (add_source(pre_return="import ctypes; ctypes.string_at(0)"), "worker_crash", "compile"),
+    "returns_none": (add_source(pre_return="return None"), "wrong_type", "run"),
+    "os_exit": (add_source(pre_return="import os; os._exit(7)"), "worker_crash", "run"),
+    "segfault": (add_source(pre_return="import ctypes; ctypes.string_at(0)"), "worker_crash", "run"),
 }
 
 
@@ -212,3 +212,16 @@ def test_task_without_input_generator_is_a_harness_error(fitness_evaluator):
     evaluation = fitness_evaluator.evaluate(broken, make_candidate("vector_add", add_source()))
     assert evaluation.failure_kind == "harness_error"
     assert "vector_add" in evaluation.error_trace
+
+
+def test_device_that_stops_answering_is_reported_not_waited_on():
+    from fitness.evaluator import Evaluator
+
+    start = time.monotonic()
+    with Evaluator("interpreter", workers=1, timeouts={"ready_s": 0.01}) as evaluator:
+        evaluation = evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", add_source()))
+        stats = evaluator.stats()
+    assert evaluation.failure_kind == "harness_error"
+    assert "stopped answering" in evaluation.error_trace
+    assert stats["device_ok"] is False and "failed to start 3 times" in stats["device_error"]
+    assert time.monotonic() - start < 30

@@ -30,8 +30,9 @@ device = "interpreter"
 workers = 2
 """
 
-MEASURED = ["latency_us", "ref_latency_us", "latency_p20_us", "latency_p80_us", "speedup", "worst_speedup", "roofline_fraction",
-            "compile_s", "check_s", "bench_s", "max_abs_err", "rel_err", "llm_latency_s"]
+MEASURED = ["latency_us", "ref_latency_us", "latency_p20_us", "latency_p80_us", "speedup",
+            "worst_speedup", "roofline_fraction", "compile_s", "check_s", "bench_s", "max_abs_err",
+            "rel_err", "llm_latency_s"]
 """Columns that measure time or fresh random inputs: they differ between any two runs."""
 
 
