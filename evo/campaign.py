@@ -165,7 +165,9 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
     state = _prepare_folder(config, out, resume)
     with ray_session(address):
         with wiring.start(config, tasks, state, fitness_actors) as parts:
-            if not (out / "campaign.json").exists():
+            if (out / "campaign.json").exists():
+                provenance.check_device(out, parts.device)
+            else:
                 provenance.write(out, config, parts.device)
             with Progress([task.name for task in tasks], config.search.generations) as progress:
                 campaign = Campaign(config, parts, out, state, progress)

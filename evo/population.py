@@ -157,10 +157,7 @@ class Population:
         kept = [ind for ind in self.population if ind.id not in self._abandoned]
         self.population = self.toolbox.survive(kept + offspring, self.config.search.population,
                                                self.rng)
-        self.hall_of_fame.update(offspring)
-        for ind in offspring:
-            if ind.correct:
-                self.correct_seen.setdefault(ind.id, ind)
+        self._remember(offspring)
         record = {"gen": generation, "evaluated": len(offspring),
                   "correct": sum(ind.correct for ind in offspring),
                   "failed_offspring": len(self._failures), "abandoned": len(self._abandoned),
@@ -184,7 +181,14 @@ class Population:
         fresh = [ind for ind in migrants if ind.id not in present]
         self.population = self.toolbox.survive(self.population + fresh,
                                                self.config.search.population, self.rng)
-        self.hall_of_fame.update(fresh)
+        self._remember(fresh)
+
+    def _remember(self, arrivals: list[Individual]) -> None:
+        """Books new individuals in the hall of fame and, if correct, the optimizer's history."""
+        self.hall_of_fame.update(arrivals)
+        for ind in arrivals:
+            if ind.correct:
+                self.correct_seen.setdefault(ind.id, ind)
 
     # -- checkpoint -------------------------------------------------------------------------
 

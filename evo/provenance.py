@@ -45,6 +45,16 @@ def check_resumable(folder: Path, config: Config) -> None:
                           " may change):\n  " + "\n  ".join(changed))
 
 
+def check_device(folder: Path, device: dict) -> None:
+    """Raises ConfigError if a resumed campaign would score on another device than it began on
+    (its rows, and the scores it reuses, would mix two devices)."""
+    recorded = json.loads((folder / "campaign.json").read_text())["device"]
+    if recorded != device:
+        raise ConfigError(f"--resume: {folder} was scored on {recorded}, this run would score "
+                          f"on {device}; start a new campaign (replay its LLM calls with "
+                          f"operators.mode = \"replay\" to re-score them here)")
+
+
 def _flatten(config: dict) -> dict:
     return {f"{section}.{key}": value for section, body in config.items()
             for key, value in body.items()}

@@ -45,6 +45,8 @@ def _read_sources(files: Sequence[str]) -> list[str]:
 
 
 def _summary_line(path: str, evaluation: Evaluation) -> str:
+    if evaluation.correct and evaluation.speedup is None:  # harness tasks are not timed
+        return f"{path}: correct (not timed) over {len(evaluation.case_names)} cases"
     if evaluation.correct:
         note = "" if evaluation.timing_meaningful else " (interpreter: timing not meaningful)"
         return (f"{path}: correct, speedup {evaluation.speedup:.3f}x (worst "

@@ -82,10 +82,10 @@ def compiled(fn, mode: str):
     return torch.compile(fn, mode=None if mode == "default" else mode, dynamic=False)
 
 
-def bench_task(task, device, ceilings, modes, seed: int = 1234) -> list[dict]:
+def bench_task(task, device, ceilings, modes, max_cases: int, seed: int = 1234) -> list[dict]:
     baseline = load_baseline(task)
     rows = []
-    for case in task.cases:
+    for case in task.cases[:max_cases]:
         args = task.make_inputs(case.params, seed, device.torch_device)
         contenders = {"baseline": baseline}
         torch_fn = NATIVE.get(task.name, task.reference)
@@ -134,6 +134,8 @@ def main(argv=None) -> int:
                         help="comma list of eager, default, max-autotune")
     parser.add_argument("--tasks", default="", help="comma list (default: whole suite)")
     parser.add_argument("--json", default="", help="write rows and ceilings here")
+    parser.add_argument("--max-cases", type=int, default=100,
+                        help="the first N GPU cases of each task (max-autotune compiles are slow)")
     args = parser.parse_args(argv)
     device = device_lib.detect("auto")
     if device.backend == "interpreter":
@@ -155,7 +157,7 @@ def main(argv=None) -> int:
     rows = []
     for task in tasks:
         try:
-            rows.extend(bench_task(task, device, ceilings, modes))
+            rows.extend(bench_task(task, device, ceilings, modes, args.max_cases))
         except Exception as error:  # one task's failure must not lose the others' numbers
             print(f"| {task.name} | FAILED: {type(error).__name__}: {str(error)[:200]} |")
     for mode in modes:

@@ -1,0 +1,157 @@
+"""A whole campaign as a benchmark: throughput, GPU busy fraction and scaling over GPUs.
+
+What it answers (issue 8, items 2-4): inside a real campaign (Ray islands, FitnessActors,
+Parquet rows), how many candidates per minute are scored, what fraction of the wall time
+each GPU is busy, how the throughput scales from one GPU to several, and what the engine
+itself costs per candidate.
+
+`--mode llm` puts a scripted OpenAI-compatible server on loopback in front of the real
+client, answering every request after `--latency-s` seconds (5 s: a slow hosted model) with
+a launch-config variant of the task's baseline, so the LLM path's waiting is real while the
+kernels stay valid. `--mode offline` uses the offline operators.
+
+    python experiments/perf/campaign_bench.py --mode llm --latency-s 5 --gpus 1 \
+        --tasks all --generations 3 --islands 2 --offspring 6 --out /tmp/bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import ray  # noqa: E402
+
+from benchmarks import registry  # noqa: E402
+from evo import campaign, config as config_lib  # noqa: E402
+from evo.records import make_candidate  # noqa: E402
+from fitness import actor as fitness_actor  # noqa: E402
+from operators import offline  # noqa: E402
+from operators.scripted_server import Reply, ScriptedServer  # noqa: E402
+
+
+class VariantAnswers:
+    """Answers each chat request with a fresh launch-config variant of its task's baseline.
+
+    The task is recognised by its entry point's call signature in the prompt
+    ("`softmax(x)"); variants come from the offline mutation operator with a seeded RNG.
+    """
+
+    def __init__(self, tasks, backend: str, seed: int = 0):
+        self.tasks = {task.entry_point: task for task in tasks}
+        self.backend = backend
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.pattern = re.compile(r"`(" + "|".join(map(re.escape, self.tasks)) + r")\(")
+
+    def __call__(self, request: dict) -> Reply:
+        prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
+        found = self.pattern.search(prompt)
+        if not found:
+            return Reply("I cannot tell which task this is.")
+        task = self.tasks[found.group(1)]
+        with self.lock:
+            parent = make_candidate(task.name, task.baseline_source)
+            child = offline.mutate(task, parent, self.rng, self.backend)
+        return Reply(f"Strategy: retune the launch configuration.\n\n```python\n"
+                     f"{child.source}\n```\n")
+
+
+def build_config(args, base_url: str | None) -> config_lib.Config:
+    tasks = ([t.name for t in registry.builtin().tasks()] if args.tasks == "all"
+             else args.tasks.split(","))
+    operators = {"mode": args.mode}
+    if args.mode == "llm":
+        operators.update(base_url=base_url, model="scripted", api_key_env="KERNELEVO_BENCH_KEY",
+                         max_concurrent_requests=args.offspring)
+    return config_lib.from_dict({
+        "campaign": {"name": f"bench-{args.mode}-{args.gpus}gpu", "tasks": tasks,
+                     "seed": args.seed, "seed_with_baseline": True},
+        "search": {"generations": args.generations, "population": args.population,
+                   "offspring": args.offspring, "islands": args.islands,
+                   "migration_interval": 0},
+        "operators": operators,
+        "fitness": {"device": args.device, "workers": args.workers,
+                    "max_in_flight_per_actor": args.in_flight},
+    })
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("offline", "llm"), default="offline")
+    parser.add_argument("--latency-s", type=float, default=5.0)
+    parser.add_argument("--gpus", type=int, default=1, help="FitnessActors (one per GPU)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--tasks", default="all")
+    parser.add_argument("--generations", type=int, default=3)
+    parser.add_argument("--population", type=int, default=4)
+    parser.add_argument("--offspring", type=int, default=6)
+    parser.add_argument("--islands", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--in-flight", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--json", default="")
+    args = parser.parse_args(argv)
+    os.environ["KERNELEVO_BENCH_KEY"] = "not-a-real-key"
+
+    ray.init(include_dashboard=False, log_to_driver=False,
+             num_gpus=None if args.device != "interpreter" else 0)
+    gpus_seen = int(ray.cluster_resources().get("GPU", 0))
+    actors = fitness_actor.start_actors(args.device, args.workers, None)[: max(args.gpus, 1)]
+    device = ray.get(actors[0].device.remote(), timeout=300)
+    started_stats = ray.get([a.stats.remote() for a in actors], timeout=300)
+    server = ScriptedServer(VariantAnswers(registry.builtin().tasks(), device.backend, args.seed),
+                            latency_s=args.latency_s) if args.mode == "llm" else None
+    try:
+        if server:
+            server.__enter__()
+        config = build_config(args, server.base_url if server else None)
+        started = time.monotonic()
+        summary = campaign.run_campaign(config, Path(args.out), fitness_actors=actors)
+        wall_s = time.monotonic() - started
+    finally:
+        if server:
+            server.close()
+    stats = ray.get([a.stats.remote() for a in actors], timeout=300)
+    evaluated = sum(s["evaluated"] - s0["evaluated"] for s, s0 in zip(stats, started_stats))
+    busy = [(s["busy_s"] - s0["busy_s"]) / wall_s for s, s0 in zip(stats, started_stats)]
+    result = {
+        "device": device.name, "gpus_in_cluster": gpus_seen, "fitness_actors": len(actors),
+        "mode": args.mode, "latency_s": args.latency_s if server else 0.0,
+        "tasks": len(config.campaign.tasks), "generations": args.generations,
+        "islands": args.islands, "offspring": args.offspring, "wall_s": wall_s,
+        "candidates": summary.candidates, "evaluated_by_fitness": evaluated,
+        "candidates_per_min": 60.0 * evaluated / wall_s,
+        "gpu_busy_fraction": busy,
+        "engine_overhead_ms_per_candidate": summary.engine_overhead_ms_per_candidate,
+        "llm_requests": len(server.requests) if server else 0,
+        "best_speedup": {name: r.best_speedup for name, r in summary.tasks.items()},
+    }
+    print(summary.text())
+    print("| device | actors | mode | LLM latency s | candidates | wall s | candidates/min | "
+          "GPU busy | engine ms/cand |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| {device.name} | {len(actors)} | {args.mode} | {result['latency_s']:.0f} | "
+          f"{evaluated} | {wall_s:.1f} | {result['candidates_per_min']:.0f} | "
+          f"{', '.join(f'{100 * b:.0f}%' for b in busy)} | "
+          f"{summary.engine_overhead_ms_per_candidate:.1f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    for handle in actors:
+        ray.get(handle.shutdown.remote(), timeout=120)
+    ray.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
