@@ -74,12 +74,12 @@ def summarize(config: Config, out: Path, state: CampaignState, stopped_by: str |
             columns=["task", "correct", "speedup", "timing_meaningful"])
         for row in table.to_pylist():
             result = tasks.get(row["task"], TaskResult(0, 0, None, True))
-            best = result.best_speedup
+            best, meaningful = result.best_speedup, result.timing_meaningful
             if row["correct"] and row["speedup"] is not None:
                 best = row["speedup"] if best is None else max(best, row["speedup"])
-            tasks[row["task"]] = TaskResult(
-                result.evaluations + 1, result.correct + bool(row["correct"]), best,
-                result.timing_meaningful and bool(row["timing_meaningful"] or not row["correct"]))
+                meaningful = meaningful and bool(row["timing_meaningful"])
+            tasks[row["task"]] = TaskResult(result.evaluations + 1,
+                                            result.correct + bool(row["correct"]), best, meaningful)
     overhead_ms = 1000.0 * state.engine_overhead_s / max(state.candidates, 1)
     return Summary(out, state.generation_done, stopped_by, tasks, state.spend, wall_s,
                    state.candidates, overhead_ms)

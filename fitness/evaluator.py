@@ -47,12 +47,14 @@ class Evaluator:
       workers: candidate worker processes (compile and correctness run in parallel).
       timeouts: stage limits in seconds, keys of `fitness.cascade.Limits` ("import_s",
         "compile_s", "check_s", "bench_s", "ready_s"; the "_s" may be left off).
-      checkers: processes that run references and compare outputs.
+      checkers: processes that run references and compare outputs; default one per
+        candidate worker on a GPU (a single checker was the bottleneck there: it loads every
+        saved output and recomputes every reference), one under the interpreter.
       timing: runs per timing (defaults per backend).
     """
 
     def __init__(self, device: str | DeviceInfo = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | Limits | None = None, checkers: int = 1,
+                 timeouts: Mapping[str, float] | Limits | None = None, checkers: int | None = None,
                  timing: TimingConfig | None = None):
         self.device = device if isinstance(device, DeviceInfo) else detect(device)
         self.limits = timeouts if isinstance(timeouts, Limits) else Limits.from_mapping(timeouts)
@@ -61,6 +63,8 @@ class Evaluator:
         os.makedirs(exchange_dir)
         self._candidates = WorkerPool(self.device, workers, "candidate", self._root,
                                       ready_timeout_s=self.limits.ready_s)
+        if checkers is None:
+            checkers = 1 if self.device.backend == "interpreter" else workers
         self._checkers = WorkerPool(self.device, checkers, "checker", self._root,
                                     ready_timeout_s=self.limits.ready_s)
         self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)

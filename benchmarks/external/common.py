@@ -31,8 +31,10 @@ AMD_ONLY_FEATURES = (
 """(marker in the source, what it is): features Triton offers only on AMD GPUs."""
 
 _HARD_CODED_CUDA = re.compile(
-    r"""device\s*=\s*["']cuda|\.cuda\(|\.to\(\s*["']cuda|torch\.device\(\s*["']cuda(:\d+)?["']\s*\)""")
-"""Tensors placed on 'cuda' by name: such a harness cannot run on the CPU interpreter."""
+    r"""device\s*=\s*["']cuda|\.cuda\(|\.to\(\s*["']cuda|torch\.device\(\s*["']cuda(:\d+)?["']\s*\)"""
+    r"""|torch\.cuda\.current_device\(""")
+"""Tensors placed on 'cuda' by name (or on `torch.cuda.current_device()`): such a harness
+cannot run on the CPU interpreter."""
 
 _DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int8", "int32", "int64",
                 "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
@@ -68,11 +70,15 @@ def find_folder(path: str | None, suite: str, subpaths: Iterable[str],
                            + ", ".join(tried))
 
 
+def _is_separator(line: str) -> bool:
+    return line.strip() == SEPARATOR
+
+
 def split_geak_file(text: str, where: str) -> tuple[str, str]:
     """Returns (kernel code, test code) of a GEAK file; raises ValueError without a separator."""
     lines = text.splitlines(keepends=True)
     for index, line in enumerate(lines):
-        if line.strip() == SEPARATOR:
+        if _is_separator(line):
             kernel, tests = "".join(lines[:index]), "".join(lines[index + 1:])
             if not tests.strip():
                 raise ValueError(f"{where}: nothing after the separator line")
@@ -127,6 +133,17 @@ def harness_tests(tests: str, skip: Iterable[str] = ()) -> list[str]:
             if f.name.startswith("test_") and f.name not in skipped]
 
 
+def _outside_hip_functions(source: str) -> str:
+    """Returns `source` without its top-level functions named for HIP (`get_hip_autotune_config`):
+    GEAK files pick those only when the backend is HIP, so what they use is no AMD-only need."""
+    try:
+        hip = [(f.lineno, f.end_lineno) for f in top_level_functions(source) if "hip" in f.name.lower()]
+    except SyntaxError:
+        return source
+    return "".join(line for number, line in enumerate(source.splitlines(keepends=True), 1)
+                   if not any(first <= number <= last for first, last in hip))
+
+
 def platform_limits(*sources: str) -> tuple[tuple[str, ...], str]:
     """Returns (runnable_on, skip_reason) for a task made of these sources.
 
@@ -134,7 +151,8 @@ def platform_limits(*sources: str) -> tuple[tuple[str, ...], str]:
     needs a GPU, so it cannot run under the CPU interpreter.
     """
     text = "\n".join(sources)
-    amd = [what for marker, what in AMD_ONLY_FEATURES if marker in text]
+    portable = "\n".join(map(_outside_hip_functions, sources))
+    amd = [what for marker, what in AMD_ONLY_FEATURES if marker in portable]
     if amd:
         return ("rocm",), f"needs AMD: uses {', '.join(amd)} (not runnable on cuda or interpreter)"
     if _HARD_CODED_CUDA.search(text):
@@ -185,14 +203,15 @@ def default_instruction(stem: str, kernel: str, tests: str, how_tests_run: str) 
 
 def geak_files(folder: pathlib.Path, suite: str, listed: Iterable[str] = ()) -> list[pathlib.Path]:
     """Returns the kernel files of a GEAK folder: those `listed` (which must all exist), else
-    every file holding a separator line, in file-name order."""
+    every file holding a separator line, in file-name order. A line of some other number of
+    '#' (GEAK-eval's ROCm folder keeps a helper `check.py` with 148) does not make a task."""
     listed = sorted(listed)
     missing = [name for name in listed if not (folder / name).is_file()]
     if missing:
         raise FileNotFoundError(f"suite {suite!r}: the instruction file lists files absent "
                                 f"from {folder}: {', '.join(missing)}")
     files = [folder / name for name in listed] or sorted(
-        p for p in folder.glob("*.py") if SEPARATOR in p.read_text())
+        p for p in folder.glob("*.py") if any(map(_is_separator, p.read_text().splitlines())))
     if not files:
         raise SuiteLayoutError(f"suite {suite!r}: {folder} has no kernel file with a "
                                f"146-'#' separator line")

@@ -72,8 +72,14 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float):
         warmup_s = time.monotonic() - warm_start
         start = time.monotonic()
         busy_before = evaluator.stats()["busy_s"]
+        evaluations = []
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            evaluations = list(pool.map(lambda item: evaluator.evaluate(item[0], item[1]), batch))
+            futures = [pool.submit(evaluator.evaluate, task, candidate) for task, candidate, _ in batch]
+            for future in concurrent.futures.as_completed(futures):
+                evaluations.append(future.result())
+                if len(evaluations) % 20 == 0:  # partial numbers survive a cut-off run
+                    print(f"  {len(evaluations)}/{len(batch)} scored in "
+                          f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}", flush=True)
         wall_s = time.monotonic() - start
         busy_s = evaluator.stats()["busy_s"] - busy_before
         repeat = repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
@@ -81,6 +87,13 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float):
     return {"wall_s": wall_s, "busy": busy_s / wall_s, "verdicts": verdicts,
             "warmup_s": warmup_s, "repeat": repeat,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
+
+
+def stage_means(evaluations) -> str:
+    """Returns the mean seconds per stage, to show where the time goes."""
+    count = max(len(evaluations), 1)
+    return ", ".join(f"{name} {sum(getattr(e, name) for e in evaluations) / count:.2f} s"
+                     for name in ("compile_s", "check_s", "bench_s"))
 
 
 def repeatability(evaluator, tasks) -> list[float]:
