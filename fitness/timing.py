@@ -41,7 +41,7 @@ class TimingConfig:
     warmup_runs: int = 3
     min_runs: int = 30
     max_runs: int = 500
-    target_s: float = 0.03
+    target_s: float = 0.02
     use_graphs: bool = True
 
 

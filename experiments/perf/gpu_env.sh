@@ -3,7 +3,7 @@
 # installs ray, deap, openai (+ deps) from a wheelhouse built by shared/tools/device_wheelhouse.sh
 # into the python3 that holds torch, and puts this checkout on PYTHONPATH (`python3 -m evo`).
 wheelhouse=${1:-.wheelhouse}
-python3 -m pip install -q --no-index --find-links "$wheelhouse" ray deap openai pydantic 2>&1 | grep -v -i warning
+python3 -m pip install -q --no-index --find-links "$wheelhouse" ray deap openai pydantic pytest 2>&1 | grep -v -i warning
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0 PYTHONUNBUFFERED=1
 python3 -c "import torch, triton, ray; print('torch', torch.__version__, 'triton', triton.__version__, 'ray', ray.__version__, 'gpus', torch.cuda.device_count(), torch.cuda.get_device_name(0))"
