@@ -207,8 +207,9 @@ class _Walk:
 
     def _call(self, worker, case, seed: int, limit_s: float) -> str:
         path = self._path()
-        reply = self._request(worker, {"op": "call", "params": case.params, "seed": seed,
-                                       "out_path": path}, limit_s)
+        with self.c.gate.shared():
+            reply = self._request(worker, {"op": "call", "params": case.params, "seed": seed,
+                                           "out_path": path}, limit_s)
         self._judge(worker, reply, self.stage)
         return path
 
@@ -226,30 +227,33 @@ class _Walk:
         raise _Failed(stage, *verdict)
 
     def _check(self, case, calls: list[tuple[int, str]]) -> dict:
-        with self.c.checkers.lease() as checker:
+        with self.c.checkers.lease() as checker, self.c.gate.shared():
             return self._request(checker, {"op": "check", "params": case.params, "calls": calls},
                                  self.c.limits.check_s)
 
     def run(self) -> None:
         limits = self.c.limits
         self._static_checks()
+        # The device is held shared one request at a time, never across a whole walk: a
+        # walk waiting to time (exclusive) then waits for one call, not for other walks'
+        # entire compile + correctness phases (which serialised an 8-worker pool on a GPU).
         with self.c.candidates.lease() as worker:
+            self.stage = "import"
+            start = time.monotonic()
             with self.c.gate.shared():
-                self.stage = "import"
-                start = time.monotonic()
                 loaded = self._request(worker, {"op": "load", "source": self.candidate.source},
                                        limits.import_s)
-                if loaded.get("patched"):
-                    self._judge(worker, loaded, "import")
-                self.stage = "run"  # the first call compiles, then launches
-                first_seed = self.seed()
-                first_path = self._call(worker, self.cases[0], first_seed, limits.compile_s)
-                self.compile_s = time.monotonic() - start
-                self.fields["call_ok"] = True
-                self.stage = "correct"
-                start = time.monotonic()
-                self._correctness(worker, first_seed, first_path)
-                self.check_s = time.monotonic() - start
+            if loaded.get("patched"):
+                self._judge(worker, loaded, "import")
+            self.stage = "run"  # the first call compiles, then launches
+            first_seed = self.seed()
+            first_path = self._call(worker, self.cases[0], first_seed, limits.compile_s)
+            self.compile_s = time.monotonic() - start
+            self.fields["call_ok"] = True
+            self.stage = "correct"
+            start = time.monotonic()
+            self._correctness(worker, first_seed, first_path)
+            self.check_s = time.monotonic() - start
             self.stage = "timed"
             self._latency(worker)
         self.fields["correct"] = True
@@ -297,10 +301,9 @@ class _Walk:
                 self.c.baselines.put_first(key, result["baseline"])
                 stats = self.c.baselines.get(key)
             self._judge(worker, observed, "timed")
-            with self.c.gate.shared():
-                start = time.monotonic()
-                checked = self._check(case, [(recheck_seed, path)])
-                self.bench_s += time.monotonic() - start
+            start = time.monotonic()
+            checked = self._check(case, [(recheck_seed, path)])
+            self.bench_s += time.monotonic() - start
             if checked["kind"] is not None:
                 kind = "cheat_cached_result" if checked["kind"] == "mismatch" else checked["kind"]
                 raise _Failed("timed", kind, f"re-check after timing, case {case.name!r}, inputs "

@@ -23,8 +23,7 @@ def shared_ray():
     ray.shutdown()
 
 
-FITNESS_TEST_LIMITS = {"import_s": 10.0, "compile_s": 10.0, "check_s": 10.0, "bench_s": 30.0}
-"""Stage limits of the shared fitness evaluator: tiny interpreter cases finish far below."""
+from fitness_limits import FITNESS_TEST_LIMITS  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from benchmarks.registry import builtin
-from conftest import FITNESS_TEST_LIMITS
+from fitness_limits import FITNESS_TEST_LIMITS
 from evo.records import make_candidate
 
 VECTOR_ADD = builtin().get("vector_add")
