@@ -69,7 +69,7 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
                 raise ConfigError(f"fitness.device: {error}") from None
         # The fitness actors sit where the GPUs are (maybe not this node): ask them.
         device = ray.get(fitness[0].device.remote(), timeout=ACTOR_TIMEOUT_S)
-        _check_runnable(tasks, device.backend)
+        tasks = _runnable(tasks, device.backend, named=bool(config.campaign.tasks))
         ledger = _ledger(config, state)
         others += [ledger] if ledger is not None else []
         client = _client(config, ledger)
@@ -98,12 +98,22 @@ def _stop(fitness: list, others: list) -> None:
         ray.kill(handle, no_restart=True)
 
 
-def _check_runnable(tasks: list[Task], backend: str) -> None:
-    blocked = [f"{task.name} ({task.skip_reason or 'not runnable there'})"
-               for task in tasks if backend not in task.runnable_on]
-    if blocked:
+def _runnable(tasks: list[Task], backend: str, named: bool) -> list[Task]:
+    """Returns the tasks that can run on `backend`.
+
+    Tasks the user named must all run (an error names those that cannot). A whole suite
+    may hold tasks for other hardware (a ROCm checkout on an NVIDIA box has AMD-only
+    kernels): those are skipped with their reasons printed, not counted as failures.
+    """
+    blocked = [task for task in tasks if backend not in task.runnable_on]
+    reasons = ", ".join(f"{t.name} ({t.skip_reason or 'not runnable there'})" for t in blocked)
+    if blocked and (named or len(blocked) == len(tasks)):
         raise ConfigError(f"campaign.tasks: these tasks cannot run on the {backend} backend: "
-                          + ", ".join(blocked))
+                          + reasons)
+    if blocked:
+        print(f"skipping {len(blocked)} of {len(tasks)} tasks that cannot run on the {backend} "
+              f"backend: {reasons}", flush=True)
+    return [task for task in tasks if backend in task.runnable_on]
 
 
 def _without_callables(task: Task) -> Task:
