@@ -84,6 +84,11 @@ class Operators(_Section):
       base_url, model: the endpoint and model name (llm mode).
       api_key_env: name of the environment variable holding the API key (never stored).
       replay_from: results folder of the recorded campaign (replay mode).
+      replay_match: "exact" answers a request only by its hash (model, messages, sampling,
+        sample index); "position" answers a request whose hash was not recorded by its place
+        in the recorded campaign, (task, island, generation, role, sample index), so a replay
+        on other hardware, whose reflector and optimizer prompts carry other measurements,
+        gets the same answers in the same places (a place with no recording still stops it).
       knowledge, one_shot, optimizer, reflector, crossover: module switches for ablations
         (GEAK Table 9); a role switched off is replaced by the generator.
       price_usd_per_mtok: model -> [input, output] USD per million tokens.
@@ -97,6 +102,7 @@ class Operators(_Section):
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
     replay_from: Optional[str] = None
+    replay_match: Literal["exact", "position"] = "exact"
     knowledge: bool = True
     one_shot: bool = True
     optimizer: bool = True

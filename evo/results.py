@@ -50,7 +50,7 @@ LLM_CALL_SCHEMA = pa.schema([
     ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
     ("latency_s", pa.float64()), ("cost_usd", pa.float64()), ("success", pa.bool_()),
     ("error", pa.string()), ("response", pa.string()), ("attempts", pa.int64()),
-    ("messages_json", pa.string()),
+    ("messages_json", pa.string()), ("replay_matched", pa.string()),
 ])
 """One row per LLM call, as `LLMClient.drain_calls` hands them over plus where they came from."""
 

@@ -144,6 +144,7 @@ def _client(config: Config, ledger):
                          max_concurrency=ops.max_concurrent_requests,
                          prices=dict(ops.price_usd_per_mtok) or None,
                          budget=LedgerProxy(ledger), recording=ops.replay_from,
+                         replay_match=ops.replay_match,
                          seed=config.campaign.seed)
     except (ValueError, FileNotFoundError) as error:
         raise ConfigError(f"[operators]: {error}") from None

@@ -45,8 +45,9 @@ def _read_sources(files: Sequence[str]) -> list[str]:
 
 
 def _summary_line(path: str, evaluation: Evaluation) -> str:
-    if evaluation.correct and evaluation.speedup is None:  # harness tasks are not timed
-        return f"{path}: correct (not timed) over {len(evaluation.case_names)} cases"
+    if evaluation.correct and evaluation.speedup is None:  # a harness task with no timing harness
+        return (f"{path}: correct over {len(evaluation.case_names)} cases, "
+                f"{evaluation.error_trace or 'not timed'}")
     if evaluation.correct:
         note = "" if evaluation.timing_meaningful else " (interpreter: timing not meaningful)"
         return (f"{path}: correct, speedup {evaluation.speedup:.3f}x (worst "

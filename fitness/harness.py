@@ -11,12 +11,20 @@ Three processes per verdict, so no candidate can touch the judgement:
 Every seed the harness sets is salted with this runner's `input_seed` (drawn at random
 unless given), so candidates meet inputs no published expected output covers.
 
-Timing is not measured here: a correct candidate ends at stage "correct" with no speedup.
+A candidate whose outputs pass gets a fourth process, the timing pass (`harness_run.py`
+again, mode "time"), where the suite gives a way to call the kernel: the ROCm benchmark's
+`test_performance` op_callables and KernelBench's `Model`/`ModelNew` on `get_inputs()`.
+It times through `fitness.timing`, the reference interleaved with the candidate whenever the
+reference's latency of a case is not cached yet (per task, case, device, harness version),
+and is the only run that holds the GPU exclusively. TritonBench-revised has no timing
+harness: its correct candidates end at stage "correct", untimed, with the reason as
+`error_trace`.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,11 +36,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+import math
 import time
 
 from evo.records import Candidate, Evaluation, Task
+from fitness.cascade import BaselineCache
 
-HARNESS_VERSION = "external-harness-1"
+HARNESS_VERSION = "external-harness-2"
 _HERE = pathlib.Path(__file__).resolve().parent
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 _ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "ROCM_PATH", "OMP_NUM_THREADS")
@@ -47,12 +57,14 @@ class Limits:
       reference_s: the same for the reference's run, which happens once per task and may
         autotune every config.
       check_s: wall-clock limit of the output comparison, in seconds.
+      time_s: wall-clock limit of a correct candidate's timing pass, in seconds.
       output_bytes: stdout+stderr a run may print before it is killed as a flood.
     """
 
     run_s: float = 300.0
     reference_s: float = 900.0
     check_s: float = 120.0
+    time_s: float = 300.0
     output_bytes: int = 32 << 20
 
 
@@ -175,6 +187,29 @@ def classify_run(run: RunResult, report: dict | None, require_launch: bool) -> t
     return "run", None, ""
 
 
+def untimed_reason(task: Task) -> str:
+    """Returns why a harness task cannot be timed, or "" when its suite gives a way to call
+    the kernel (ROCm: a `test_performance` test; KernelBench: always)."""
+    if task.suite == "kernelbench":
+        return ""
+    if task.suite == "rocm":
+        if defines(task.harness, "test_performance"):
+            return ""
+        return f"not timed: the ROCm benchmark file of {task.name!r} has no test_performance"
+    return f"not timed: suite {task.suite!r} has no timing harness (correctness only)"
+
+
+def speedup_fields(latency: list[dict], reference: list[dict], backend: str) -> dict:
+    """Returns the Evaluation's timing fields from per-case candidate and reference stats."""
+    ratios = [ref["median_us"] / max(lat["median_us"], 1e-9) for lat, ref in zip(latency, reference)]
+    return dict(latency_us=tuple(s["median_us"] for s in latency),
+                latency_p20_us=tuple(s["p20_us"] for s in latency),
+                latency_p80_us=tuple(s["p80_us"] for s in latency),
+                ref_latency_us=tuple(s["median_us"] for s in reference),
+                speedup=math.exp(sum(map(math.log, ratios)) / len(ratios)), worst_speedup=min(ratios),
+                timing_meaningful=backend != "interpreter")
+
+
 class HarnessRunner:
     """Scores candidates of harness tasks on one backend; thread-safe.
 
@@ -200,6 +235,9 @@ class HarnessRunner:
         self._references: dict[str, bytes | HarnessError] = {}  # a broken reference fails once
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
+        self._baselines = BaselineCache()
+        self._timed_cases: dict[str, tuple[str, ...]] = {}  # task key -> its timed case names
+        self._device_lock = threading.Lock()  # timing passes hold the GPU one at a time
 
     @property
     def _root(self) -> pathlib.Path:
@@ -238,13 +276,59 @@ class HarnessRunner:
                 return Evaluation(stage_reached=stage, failure_kind=kind, error_trace=trace[-6000:],
                                   check_s=run.wall_s, **verdict)
             check = self._check(task, expected, workdir / "outputs.pt")
-            return Evaluation(stage_reached="correct",  # entered; `correct` says whether it passed
-                              failure_kind=check["kind"], error_trace=check["message"],
-                              case_names=tuple(case["name"] for case in check["cases"]),
-                              max_abs_err=tuple(float(case["max_abs_err"]) for case in check["cases"]),
-                              check_s=run.wall_s, **{**verdict, "call_ok": True, "correct": bool(check["ok"])})
+            checked = dict(stage_reached="correct",  # entered; `correct` says whether it passed
+                           failure_kind=check["kind"], error_trace=check["message"],
+                           case_names=tuple(case["name"] for case in check["cases"]),
+                           max_abs_err=tuple(float(case["max_abs_err"]) for case in check["cases"]),
+                           check_s=run.wall_s, **{**verdict, "call_ok": True, "correct": bool(check["ok"])})
+            if check["ok"]:
+                checked.update(self._time(task, candidate.source))
+            return Evaluation(**checked)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    def _time(self, task: Task, source: str) -> dict:
+        """Returns the Evaluation fields of a correct candidate's timing pass: latencies and
+        speedup at stage "timed", a failure at stage "timed", or the reason it is untimed."""
+        reason = untimed_reason(task)
+        if reason:
+            return {"error_trace": reason}
+        key = f"{task.suite}:{task.name}"
+        cache_keys = lambda names: [(key, name, self.device_name, HARNESS_VERSION) for name in names]
+        known = self._timed_cases.get(key)
+        cached = [self._baselines.get(k) for k in cache_keys(known)] if known else [None]
+        time_reference = any(stats is None for stats in cached)
+        workdir = pathlib.Path(tempfile.mkdtemp(prefix="time-", dir=self._root))
+        try:
+            lock = self._device_lock if self.backend != "interpreter" else contextlib.nullcontext()
+            with lock:
+                run, report = self._run(task, source, "ModelNew", workdir, "candidates", self.limits.time_s,
+                                        mode="time", time_reference=time_reference)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        _, kind, trace = classify_run(run, report, self.require_triton_launch)
+        if kind is None and any(test["outcome"] == "failed" and test.get("file", "").startswith("ref_")
+                                for test in report.get("tests", [])):
+            kind, trace = "harness_error", "the reference's test_performance failed"
+        timings = (report or {}).get("timings") or {}
+        if kind is None and not timings:
+            kind, trace = "harness_error", "the timing pass timed no case"
+        if kind is not None:
+            return dict(stage_reached="timed", failure_kind=kind, correct=False, bench_s=run.wall_s,
+                        error_trace=f"timing pass: {trace}"[-6000:])
+        names = tuple(timings)
+        if time_reference:
+            self._timed_cases.setdefault(key, names)
+            for cache_key, name in zip(cache_keys(names), names):
+                if len(timings[name]) > 1:
+                    self._baselines.put_first(cache_key, timings[name][1])
+        reference = [self._baselines.get(k) for k in cache_keys(names)]
+        if any(stats is None for stats in reference):
+            return dict(stage_reached="timed", failure_kind="harness_error", correct=False, bench_s=run.wall_s,
+                        error_trace=f"timing pass: cases {list(names)} differ from the reference's "
+                                    f"{list(self._timed_cases[key])}")
+        return dict(stage_reached="timed", bench_s=run.wall_s, **speedup_fields(
+            [timings[name][0] for name in names], reference, self.backend))
 
     def reference_outputs(self, task: Task) -> bytes:
         """Returns the reference's saved outputs; raises HarnessError if the reference fails
@@ -272,11 +356,17 @@ class HarnessRunner:
         return outcome
 
     def _run(self, task: Task, source: str, kernelbench_entry: str, workdir: pathlib.Path,
-             cache: str, limit_s: float) -> tuple[RunResult, dict | None]:
-        """Writes the module and harness into workdir and runs the harness on them."""
+             cache: str, limit_s: float, mode: str = "outputs",
+             time_reference: bool = False) -> tuple[RunResult, dict | None]:
+        """Writes the module and harness into workdir and runs the harness on them (mode
+        "time": the timing pass, with the reference beside the candidate when asked)."""
         module = "kernel" if task.suite != "rocm" else f"test_{task.name.replace('.', '_')}"
+        reference_module = f"ref_{module}" if time_reference else None
         if task.suite == "rocm":
             (workdir / f"{module}.py").write_text(f"{source.rstrip()}\n\n\n{'#' * 146}\n\n{task.harness}")
+            if reference_module:
+                (workdir / f"{reference_module}.py").write_text(
+                    f"{task.baseline_source.rstrip()}\n\n\n{'#' * 146}\n\n{task.harness}")
         elif task.suite == "kernelbench":
             (workdir / "problem.py").write_text(task.harness)
             (workdir / f"{module}.py").write_text(source)
@@ -287,7 +377,9 @@ class HarnessRunner:
                 "entry": kernelbench_entry if task.suite == "kernelbench" else task.entry_point,
                 "trials": len(task.cases_for(self.backend)),
                 "device": "cpu" if self.backend == "interpreter" else "cuda",
-                "outputs": str(workdir / "outputs.pt"), "report": str(workdir / "report.json")}
+                "outputs": str(workdir / "outputs.pt"), "report": str(workdir / "report.json"),
+                "mode": mode, "backend": self.backend, "reference_module": reference_module,
+                "engine_root": str(_HERE.parent)}
         (workdir / "spec.json").write_text(json.dumps(spec))
         env = scrubbed_env(self.backend, workdir, self._root / f"triton-{cache}")
         run = run_sandboxed([sys.executable, "-I", str(_HERE / "harness_run.py"), str(workdir / "spec.json")],

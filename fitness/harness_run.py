@@ -1,7 +1,7 @@
 """Runs an external suite's own harness on one kernel module: the process the candidate runs in.
 
 Started by `fitness.harness` as `python -I harness_run.py SPEC.json` in a fresh directory with
-a scrubbed environment; imports nothing from the engine (it must work as a lone file). It
+a scrubbed environment; its outputs pass imports nothing from the engine. It
 never judges correctness: it saves the harness's outputs (`torch.save`, plain containers of
 CPU tensors and numbers) for a checker process the candidate never touches, and writes a
 JSON report of how far it got (phase, error, Triton launch count, pytest outcomes).
@@ -10,6 +10,14 @@ SPEC keys: suite (tritonbench-revised | rocm | kernelbench), module (file stem o
 module in the working directory), entry (class KernelBench builds: Model or ModelNew), seed
 (None keeps the harness's own seeds; an int salts every seed the harness sets, so a run sees
 inputs no earlier run saw), trials (KernelBench), device (torch device), outputs, report.
+
+With mode "time" (the timing pass, run only for a candidate whose outputs passed) nothing
+is saved: the candidate is timed through `fitness.timing` (imported from engine_root before
+any kernel module, the one exception to "imports nothing from the engine") on `backend`, and
+the report's `timings` maps each case to [candidate stats, reference stats]; the reference
+(ROCm: module `reference_module` beside the candidate's; KernelBench: `Model`) is timed
+interleaved with the candidate only when `reference_module` is set (its cache missed).
+ROCm cases are the `test_performance` parametrizations, KernelBench cases the trials.
 """
 
 from __future__ import annotations
@@ -25,11 +33,8 @@ _REPORT: dict = {"phase": "start", "error": None, "launches": 0, "tests": []}
 _TRACE_CHARS = 6000
 
 _GEAK_PERF_SHIM = '''"""Stand-in for geak_eval.perf.ROCm.performance_utils_pytest, written by KernelEvo's harness:
-times op_callable with triton.testing.do_bench and keeps the results in RESULTS."""
-import json, os
-import triton
-
-RESULTS = []
+hands op_callable to TIMER, which the timing pass sets to fitness.timing (never do_bench)."""
+TIMER = None
 
 
 def do_bench_config(warm_up=25, repetition=100, **_):
@@ -38,19 +43,16 @@ def do_bench_config(warm_up=25, repetition=100, **_):
 
 class PytestBenchmarker:
     def __init__(self, op_callable, op_name, config=None, **_):
-        self.op_callable, self.op_name, self.config = op_callable, op_name, config or do_bench_config()
+        self.op_callable, self.op_name = op_callable, op_name
 
     def run_benchmark(self, current_params_dict=None, gbps_calculator=None, tflops_calculator=None, **_):
-        ms = triton.testing.do_bench(self.op_callable, warmup=self.config["warmup"], rep=self.config["rep"])
-        RESULTS.append({"op": self.op_name, "params": {k: str(v) for k, v in (current_params_dict or {}).items()},
-                        "ms": ms})
-        return ms
+        if TIMER is None:
+            raise RuntimeError("performance tests run only in KernelEvo's timing pass")
+        return TIMER(self.op_callable)
 
 
 def save_all_benchmark_results(output_directory):
-    os.makedirs(output_directory, exist_ok=True)
-    with open(os.path.join(output_directory, "benchmarks.json"), "w") as f:
-        json.dump(RESULTS, f)
+    pass
 '''
 
 
@@ -175,7 +177,7 @@ class _PytestRecorder:
         outcome = "passed" if call.excinfo is None else (
             "skipped" if call.excinfo.typename == "Skipped" else "failed")
         if call.when == "call" or outcome == "failed":
-            entry = {"name": item.name, "when": call.when, "outcome": outcome}
+            entry = {"name": item.name, "file": item.path.name, "when": call.when, "outcome": outcome}
             if outcome == "failed":
                 entry["error"] = _error_info(call.excinfo.value, str(call.excinfo.getrepr(style="short")))
             _REPORT["tests"].append(entry)
@@ -188,21 +190,33 @@ class _PytestRecorder:
                 return
 
 
-def _run_rocm(spec: dict, workdir: pathlib.Path):
+def _geak_shim(workdir: pathlib.Path):
+    """Writes the geak_eval stand-in into the working directory and returns it imported."""
+    shim = workdir / "geak_eval" / "perf" / "ROCm"
+    if not shim.is_dir():
+        shim.mkdir(parents=True)
+        for folder in (workdir / "geak_eval", workdir / "geak_eval" / "perf", shim):
+            (folder / "__init__.py").write_text("")
+        (shim / "performance_utils_pytest.py").write_text(_GEAK_PERF_SHIM)
+        (workdir / "pytest.ini").write_text("[pytest]\n")
+    return importlib.import_module("geak_eval.perf.ROCm.performance_utils_pytest")
+
+
+def _pytest(workdir: pathlib.Path, files: list[str], selection: str, plugins: list) -> None:
+    """Runs pytest on `files` of the working directory beside the geak_eval stand-in."""
     import pytest
 
-    shim = workdir / "geak_eval" / "perf" / "ROCm"
-    shim.mkdir(parents=True, exist_ok=True)
-    for folder in (workdir / "geak_eval", workdir / "geak_eval" / "perf", shim):
-        (folder / "__init__.py").write_text("")
-    (shim / "performance_utils_pytest.py").write_text(_GEAK_PERF_SHIM)
-    (workdir / "pytest.ini").write_text("[pytest]\n")
+    _geak_shim(workdir)
+    pytest.main([str(workdir / name) for name in files] + [
+        "-q", "-x", "-p", "no:cacheprovider", f"--confcutdir={workdir}", f"--rootdir={workdir}",
+        "-k", selection], plugins=plugins)
+
+
+def _run_rocm(spec: dict, workdir: pathlib.Path):
     recorder = _PytestRecorder(seed=42)
     _REPORT["phase"] = "run"
-    pytest.main([str(workdir / f"{spec['module']}.py"), "-q", "-x", "-p", "no:cacheprovider",
-                 f"--confcutdir={workdir}", f"--rootdir={workdir}",
-                 "-k", "not test_performance and not test_save_performance_results"],
-                plugins=[recorder])
+    _pytest(workdir, [f"{spec['module']}.py"], "not test_performance and not test_save_performance_results",
+            [recorder])
     if "collect_error" in _REPORT:
         _REPORT["phase"] = "import"
     result = dict(recorder.result_gold or {})
@@ -233,6 +247,87 @@ def _run_kernelbench(spec: dict, workdir: pathlib.Path):
 _SUITES = {"tritonbench-revised": _run_tritonbench, "rocm": _run_rocm, "kernelbench": _run_kernelbench}
 
 
+class _PerfTimer:
+    """Pytest plugin of the ROCm timing pass: runs each `test_performance` case of the
+    reference module right before the candidate's, and times the two op_callables
+    interleaved when the candidate's arrives (the candidate's alone when no reference runs)."""
+
+    def __init__(self, bench, reference_file: str | None):
+        self.bench, self.reference_file = bench, reference_file
+        self.current = None
+        self.pending: dict = {}
+        self.cases: dict = {}
+
+    def pytest_collection_modifyitems(self, items):
+        first = {}
+        for index, item in enumerate(items):
+            first.setdefault(item.name, index)
+        items.sort(key=lambda item: (first[item.name], item.path.name != self.reference_file))
+
+    def pytest_runtest_setup(self, item):
+        self.current = item
+
+    def time(self, op_callable) -> float:
+        """Returns the op's median in ms (the shim's contract); records the case's stats."""
+        name = self.current.name
+        if self.current.path.name == self.reference_file:
+            self.pending[name] = op_callable
+            return 0.0
+        reference = self.pending.pop(name, None)
+        stats = self.bench([op_callable] + ([reference] if reference is not None else []))
+        self.cases[name] = [vars(item) for item in stats]
+        return stats[0].median_us / 1e3
+
+
+def _time_rocm(spec: dict, workdir: pathlib.Path, bench) -> dict:
+    timer = _PerfTimer(bench, f"{spec['reference_module']}.py" if spec.get("reference_module") else None)
+    _geak_shim(workdir).TIMER = timer.time
+    files = [f"{spec['module']}.py"] + ([timer.reference_file] if timer.reference_file else [])
+    _REPORT["phase"] = "time"
+    _pytest(workdir, files, "test_performance and not test_save_performance_results",
+            [_PytestRecorder(seed=42), timer])
+    return timer.cases
+
+
+def _time_kernelbench(spec: dict, workdir: pathlib.Path, bench) -> dict:
+    """Times ModelNew (and Model when asked, interleaved) on each trial's inputs."""
+    import torch
+
+    problem = _import_file(workdir / "problem.py", "problem")
+    classes = [getattr(_import_file(workdir / f"{spec['module']}.py", spec["module"]), spec["entry"])]
+    if spec.get("reference_module"):
+        classes.append(problem.Model)
+    _REPORT["phase"] = "time"
+    _seed(42)
+    init_inputs = problem.get_init_inputs()
+    models = []
+    for model_class in classes:
+        _seed(42)
+        models.append(model_class(*init_inputs).to(spec["device"]))
+    cases = {}
+    with torch.no_grad():
+        for trial in range(spec["trials"]):
+            _seed(1000 + trial)
+            inputs = [x.to(spec["device"]) if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+            stats = bench([lambda model=model: model(*inputs) for model in models])
+            cases[f"trial {trial}"] = [vars(item) for item in stats]
+    return cases
+
+
+_TIMERS = {"rocm": _time_rocm, "kernelbench": _time_kernelbench}
+
+
+def _timing_bench(spec: dict):
+    """Returns bench(fns) -> [LatencyStats] from fitness.timing, the engine's one timer:
+    imported (clocks bound) before any kernel module, like the cascade's workers do."""
+    sys.path.append(spec["engine_root"])
+    from fitness import device, timing
+
+    timing.bind_clocks()
+    info = device.detect(spec["backend"])
+    return lambda fns: timing.bench(fns, info)
+
+
 def main(spec_path: str) -> int:
     spec = json.loads(pathlib.Path(spec_path).read_text())
     workdir = pathlib.Path(spec_path).parent
@@ -241,12 +336,15 @@ def main(spec_path: str) -> int:
     try:
         import torch
 
+        bench = _timing_bench(spec) if spec.get("mode") == "time" else None
         _salt_seeds(spec.get("seed"))
         _count_launches()
         _REPORT["phase"] = "import"
         _save_report(spec)
-        outputs = _SUITES[spec["suite"]](spec, workdir)
-        torch.save(_plain(outputs), spec["outputs"])
+        if bench is None:
+            torch.save(_plain(_SUITES[spec["suite"]](spec, workdir)), spec["outputs"])
+        else:
+            _REPORT["timings"] = _TIMERS[spec["suite"]](spec, workdir, bench)
         _REPORT["phase"] = "done"
     except BaseException as error:  # the report must say what happened, whatever it was
         _REPORT["error"] = _error_info(error)

@@ -1,11 +1,16 @@
 """The LLM client: Chat Completions over any OpenAI-compatible endpoint, or replay of a recording.
 
-The only module that imports `openai`. One call, `complete(role, messages, sample_index)`,
+The only module that imports `openai`. One call, `complete(role, messages, sample_index, position)`,
 returns an `LLMReply` and never raises for what an endpoint does wrong: a malformed or
 empty response, a non-retryable status, or an endpoint still unreachable after the retries
 is a failed reply with the reason, recorded like any other call. It raises only when the
 campaign must stop or was misconfigured: `BudgetExceeded` (the call was not sent) and
 `ReplayMissError` (replay was asked something never recorded).
+
+Replay matches a request by its hash; with `replay_match="position"` a request whose hash
+was not recorded (its prompt carries measurements taken on other hardware) is answered by
+its position, the answer recorded at the same (task, island, generation, role, sample
+index). The call's row says which policy matched it (`replay_matched`).
 
 Retries are ours (the SDK's are switched off) so that each is counted and tested. The API
 key is read from the named environment variable when the SDK client is built and is held
@@ -29,7 +34,7 @@ import openai
 
 from evo.records import LLMUsage
 from operators import retry
-from operators.replay import Recording, ReplayMissError
+from operators.replay import MATCHES, Position, Recording, ReplayMissError
 
 __all__ = ["LLMClient", "LLMReply", "BudgetExceeded", "ReplayMissError", "request_hash", "DEFAULT_PRICES"]
 
@@ -71,6 +76,7 @@ class LLMReply:
     error: str = ""
     request_hash: str = ""
     attempts: int = 1
+    replay_matched: str = ""
 
 
 def request_hash(model: str, messages: Sequence[Mapping[str, str]], sampling: Mapping[str, Any],
@@ -100,6 +106,8 @@ class LLMClient:
       budget: object with reserve/settle (see `operators.budget.Budget`), or None for no cap.
       recording: replay source: a `Recording`, a path (campaign folder, llm_calls/ folder or
         Parquet file) or a list of row dicts.
+      replay_match: "exact" (by request hash only) or "position" (by the call's position
+        when its hash was not recorded); see `operators.replay`.
       stream: ask for server-sent events and assemble the text from the deltas.
       seed: seeds the backoff jitter, so a test's waits are reproducible.
     """
@@ -110,9 +118,11 @@ class LLMClient:
                  backoff_base_s: float = 1.0, backoff_max_s: float = 60.0, max_concurrency: int = 8,
                  prices: Mapping[str, tuple[float, float]] | None = None, budget: BudgetSeam | None = None,
                  recording: Recording | str | os.PathLike | Sequence[Mapping] | None = None,
-                 stream: bool = False, seed: int = 0):
+                 replay_match: str = "exact", stream: bool = False, seed: int = 0):
         if mode not in MODES:
             raise ValueError(f"LLMClient mode must be one of {MODES}, got {mode!r}")
+        if replay_match not in MATCHES:
+            raise ValueError(f"LLMClient replay_match must be one of {MATCHES}, got {replay_match!r}")
         if max_concurrency < 1 or max_retries < 0 or max_tokens < 1 or timeout_s <= 0:
             raise ValueError(f"bad LLMClient limits: max_concurrency={max_concurrency}, max_retries={max_retries}, "
                              f"max_tokens={max_tokens}, timeout_s={timeout_s}")
@@ -129,6 +139,11 @@ class LLMClient:
         if self.model not in self.prices and mode == "llm":
             _log.warning("model %r has no price in the table; its calls are booked at $0", model)
         self._recording = _as_recording(recording)
+        self.replay_match = replay_match
+        if mode == "replay" and replay_match == "position" and not self._recording.has_positions:
+            raise ValueError(f"replay_match 'position' needs recorded rows with the columns task, island, "
+                             f"generation and sample_index (a campaign's llm_calls/); "
+                             f"{self._recording.source} lacks them")
         self._rng = random.Random(seed)
         self._calls: list[dict] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -162,14 +177,20 @@ class LLMClient:
         return (prompt_tokens * usd_in + completion_tokens * usd_out) / 1e6
 
     async def complete(self, role: str, messages: Sequence[Mapping[str, str]], sample_index: int = 0,
-                       temperature: float | None = None) -> LLMReply:
-        """Returns the endpoint's (or the recording's) answer to `messages`; see the module docstring."""
+                       temperature: float | None = None, position: Position | None = None) -> LLMReply:
+        """Returns the endpoint's (or the recording's) answer to `messages`; see the module docstring.
+
+        `position` (where in the campaign the call is made) is needed by replay's "position" policy.
+        """
         _check_messages(messages)
+        if self.mode == "replay" and self.replay_match == "position" and position is None:
+            raise ValueError(f"replay_match 'position' needs the position of the {role} call")
         sampling = {"temperature": self.temperature if temperature is None else temperature,
                     "max_tokens": self.max_tokens}
         key = request_hash(self.model, messages, sampling, sample_index)
         if self.mode == "replay":
-            reply = await self._budgeted(role, key, messages, self._replay(key, role))
+            at = position if self.replay_match == "position" else None
+            reply = await self._budgeted(role, key, messages, self._replay(key, role, sample_index, at))
         else:
             sdk, semaphore = self._loop_state()
             async with semaphore:  # reserve only once a slot is free: queued calls hold no budget
@@ -196,8 +217,9 @@ class LLMClient:
             self.budget.settle(estimated_usd, estimated_tokens, usage.cost_usd,
                                usage.prompt_tokens + usage.completion_tokens)
 
-    async def _replay(self, key: str, role: str) -> LLMReply:
-        return _reply_from_row(self._recording.take(key, role), key)
+    async def _replay(self, key: str, role: str, sample_index: int, position: Position | None) -> LLMReply:
+        row, matched = self._recording.take(key, role, sample_index, position)
+        return dataclasses.replace(_reply_from_row(row, key), replay_matched=matched)
 
     async def _call(self, sdk: openai.AsyncOpenAI, messages, sampling: dict, key: str) -> LLMReply:
         started = time.monotonic()
@@ -309,4 +331,5 @@ def _row(role: str, sample_index: int, messages, reply: LLMReply) -> dict:
             "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "latency_s": usage.latency_s, "cost_usd": usage.cost_usd, "success": reply.success,
             "error": reply.error, "response": reply.text, "attempts": reply.attempts,
-            "messages_json": json.dumps(list(messages), ensure_ascii=False)}
+            "messages_json": json.dumps(list(messages), ensure_ascii=False),
+            "replay_matched": reply.replay_matched or None}

@@ -9,6 +9,7 @@ from evo.records import Candidate, Task, make_candidate
 from operators import parsing, prompting
 from operators.context import OperatorContext
 from operators.llm_client import LLMClient, LLMReply
+from operators.replay import Position
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,7 +28,9 @@ class Offspring:
 async def ask(role: str, task: Task, prompt: str, client: LLMClient, context: OperatorContext,
               sample_index: int, parents: Sequence[Candidate], lineage_debug_count: int = 0) -> Offspring:
     """Sends `prompt` for `role` and returns the child the answer defines, or why there is none."""
-    reply = await client.complete(role, prompting.messages(prompt), sample_index, temperature=context.temperature)
+    position = Position(task.name, context.island, context.generation)  # replay may match by it
+    reply = await client.complete(role, prompting.messages(prompt), sample_index,
+                                  temperature=context.temperature, position=position)
     if not reply.success:
         return Offspring(None, f"llm_error: {reply.error}", reply)
     parsed = parsing.extract(reply.text, task.entry_point)

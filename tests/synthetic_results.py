@@ -11,32 +11,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-EVALUATION_SCHEMA = pa.schema([
-    ("campaign", pa.string()), ("task", pa.string()), ("suite", pa.string()),
-    ("difficulty", pa.int64()), ("island", pa.int64()), ("generation", pa.int64()),
-    ("candidate_id", pa.string()), ("parent_ids", pa.list_(pa.string())),
-    ("operator", pa.string()), ("source", pa.string()), ("strategy", pa.string()),
-    ("stage_reached", pa.string()), ("call_ok", pa.bool_()), ("correct", pa.bool_()),
-    ("failure_kind", pa.string()), ("error_trace", pa.string()),
-    ("case_names", pa.list_(pa.string())), ("latency_us", pa.list_(pa.float64())),
-    ("ref_latency_us", pa.list_(pa.float64())), ("max_abs_err", pa.list_(pa.float64())),
-    ("speedup", pa.float64()), ("worst_speedup", pa.float64()),
-    ("roofline_fraction", pa.float64()), ("timing_meaningful", pa.bool_()),
-    ("backend", pa.string()), ("device", pa.string()), ("harness_version", pa.string()),
-    ("compile_s", pa.float64()), ("check_s", pa.float64()), ("bench_s", pa.float64()),
-    ("llm_model", pa.string()), ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
-    ("cost_usd", pa.float64()), ("llm_latency_s", pa.float64()), ("reused", pa.bool_()),
-    ("seed", pa.int64()),
-])
-
-LLM_CALL_SCHEMA = pa.schema([
-    ("campaign", pa.string()), ("task", pa.string()), ("island", pa.int64()),
-    ("generation", pa.int64()), ("role", pa.string()), ("model", pa.string()),
-    ("request_hash", pa.string()), ("sample_index", pa.int64()), ("prompt_tokens", pa.int64()),
-    ("completion_tokens", pa.int64()), ("latency_s", pa.float64()), ("cost_usd", pa.float64()),
-    ("success", pa.bool_()), ("error", pa.string()), ("response", pa.string()),
-    ("messages_json", pa.string()),
-])
+# The engine's own schemas: a synthetic folder can never drift from what campaigns write.
+# Columns a row leaves out are written as nulls.
+from evo.results import EVALUATION_SCHEMA, LLM_CALL_SCHEMA  # noqa: E402
 
 
 def evaluation(task: str, island: int, generation: int, *, call_ok: bool, correct: bool = False,

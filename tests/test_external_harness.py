@@ -3,6 +3,7 @@ the Triton interpreter, a separate checker process, failure kinds."""
 
 import concurrent.futures
 import dataclasses
+import math
 import pathlib
 import time
 
@@ -60,6 +61,10 @@ def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(runner,
     evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_env_probe.py")
     assert evaluation.correct, evaluation.error_trace
     assert evaluation.case_names == ("test_case_1", "test_case_2", "test_case_3")
+    # TritonBench-revised has no timing harness: correct, untimed, and it says why
+    assert evaluation.stage_reached == "correct" and evaluation.failure_kind is None
+    assert evaluation.speedup is None and evaluation.latency_us == ()
+    assert "no timing harness" in evaluation.error_trace
 
 
 def test_wrong_result_is_a_mismatch_found_by_the_checker(runner, scale_shift):
@@ -117,6 +122,7 @@ def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_no
     evaluation = _evaluate(runner, task, "kb_scale_and_add_triton.py")
     assert evaluation.correct, evaluation.error_trace
     assert evaluation.case_names == ("trial 0", "trial 1")
+    _assert_timed(evaluation, cases=2)
     baseline = _evaluate(runner, task, task.baseline_source)
     assert baseline.failure_kind == "no_triton_launch"
 
@@ -127,3 +133,38 @@ def test_broken_reference_is_a_harness_error_not_the_candidates(runner, scale_sh
     evaluation = _evaluate(runner, broken, "tb_scale_shift_env_probe.py")
     assert evaluation.failure_kind == "harness_error" and not evaluation.correct
     assert "reference of 'scale_shift_broken_reference' failed its own harness" in evaluation.error_trace
+
+
+def _assert_timed(evaluation, cases):
+    """A timed verdict: per-case latencies of candidate and reference, and their speedup."""
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace
+    assert evaluation.correct and not evaluation.timing_meaningful  # interpreter: wall clock
+    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == cases
+    assert all(latency > 0 for latency in evaluation.latency_us + evaluation.ref_latency_us)
+    ratios = [ref / lat for ref, lat in zip(evaluation.ref_latency_us, evaluation.latency_us)]
+    assert evaluation.worst_speedup == pytest.approx(min(ratios))
+    assert evaluation.speedup == pytest.approx(math.prod(ratios) ** (1 / cases))
+    assert evaluation.bench_s > 0
+
+
+def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference_is_cached(runner):
+    task = _task("rocm", "rocm", "test_fx_add")
+    first = _evaluate(runner, task, task.baseline_source)
+    _assert_timed(first, cases=2)  # the two test_performance parametrizations
+    second = _evaluate(runner, task, task.baseline_source + "\n# same kernel, another id\n")
+    _assert_timed(second, cases=2)
+    assert second.ref_latency_us == first.ref_latency_us  # cached per (task, case, device, version)
+    assert "has no test_performance" in harness.untimed_reason(_task("rocm", "rocm", "test_fx_rowsum"))
+
+
+def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout():
+    limit_s = 8.0
+    task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
+    quick = harness.HarnessRunner("interpreter", limits=harness.Limits(time_s=limit_s), input_seed=1)
+    try:
+        evaluation = _evaluate(quick, task, "kb_scale_and_add_hangs_when_timed.py")
+    finally:
+        quick.close()
+    assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "timed"), evaluation.error_trace
+    assert not evaluation.correct and evaluation.max_abs_err  # its outputs had passed
+    assert limit_s <= evaluation.bench_s < limit_s + 5.0
