@@ -127,3 +127,35 @@ def test_timing_holds_the_device_alone():
     thread.join()
     assert events == ["shared-start", "shared-end", "exclusive"]
     assert gate.busy_s() >= 0.2
+
+
+def test_timing_does_not_wait_out_a_hung_shared_holder():
+    # A candidate spinning until its stage limit holds the device shared; timing must not
+    # stall the whole pool for that limit, and new shared holders must still wait for it.
+    gate = GpuGate(exclusive_timing=True, straggler_wait_s=0.2)
+    events = []
+
+    def hung_candidate():
+        with gate.shared():
+            events.append("hung-start")
+            time.sleep(1.5)
+        events.append("hung-end")
+
+    def late_checker():
+        with gate.shared():
+            events.append("late-shared")
+
+    hung = threading.Thread(target=hung_candidate)
+    hung.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    with gate.exclusive():
+        waited_s = time.monotonic() - started
+        late = threading.Thread(target=late_checker)
+        late.start()
+        time.sleep(0.1)
+        events.append("exclusive")
+    late.join()
+    hung.join()
+    assert 0.15 <= waited_s < 1.0
+    assert events.index("exclusive") < events.index("late-shared") < events.index("hung-end")
