@@ -63,12 +63,12 @@ FitnessActor = ray.remote(FitnessService)
 
 
 def start_actors(device: str = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | None = None) -> list:
+                 timeouts: Mapping[str, float] | None = None, max_gpus: int | None = None) -> list:
     """Returns one FitnessActor per GPU of the Ray cluster (one on a CPU-only cluster).
 
     Each GPU actor holds `num_gpus=1`, so Ray sets its visible device and it scores on
     "device 0" of its own view. With no GPU (or device="interpreter") a single actor runs
-    the Triton interpreter.
+    the Triton interpreter. `max_gpus` caps how many GPUs get an actor (scaling studies).
     """
     gpus = int(ray.cluster_resources().get("GPU", 0))
     if device == "interpreter" or gpus == 0:
@@ -76,4 +76,4 @@ def start_actors(device: str = "auto", workers: int = 2,
             raise DeviceError(f"device {device!r} requested but the Ray cluster has no GPU")
         return [FitnessActor.options(num_gpus=0).remote("interpreter", workers, timeouts)]
     return [FitnessActor.options(num_gpus=1).remote(device, workers, timeouts)
-            for _ in range(gpus)]
+            for _ in range(gpus if max_gpus is None else min(gpus, max_gpus))]

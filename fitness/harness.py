@@ -31,7 +31,6 @@ import os
 import pathlib
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,10 +40,10 @@ import time
 
 from evo.records import Candidate, Evaluation, Task
 from fitness.cascade import BaselineCache
+from fitness.pool import SECRET_MARKERS, kill_group
 
 HARNESS_VERSION = "external-harness-2"
 _HERE = pathlib.Path(__file__).resolve().parent
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
 _ENV_KEPT = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "ROCM_PATH", "OMP_NUM_THREADS")
 _ENV_KEPT_PREFIXES = ("CUDA_VISIBLE", "HIP_VISIBLE", "ROCR_VISIBLE", "HSA_", "NVIDIA_")
 _TAIL_BYTES = 16 << 10
@@ -87,7 +86,7 @@ def scrubbed_env(backend: str, home: pathlib.Path, triton_cache: pathlib.Path) -
     """Returns the environment of a sandboxed run: what torch and Triton need, no secrets."""
     env = {name: value for name, value in os.environ.items()
            if (name in _ENV_KEPT or name.startswith(_ENV_KEPT_PREFIXES))
-           and not any(marker in name.upper() for marker in _SECRET_MARKERS)}
+           and not any(marker in name.upper() for marker in SECRET_MARKERS)}
     env.update(HOME=str(home), TMPDIR=str(home), TRITON_CACHE_DIR=str(triton_cache),
                PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
     if backend == "interpreter":
@@ -110,7 +109,7 @@ def run_sandboxed(argv: list[str], cwd: pathlib.Path, env: dict[str, str], limit
             del tail[:-_TAIL_BYTES]
             if total[0] > output_bytes and not flooded.is_set():
                 flooded.set()
-                _kill_group(process)
+                kill_group(process.pid)
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
@@ -119,18 +118,11 @@ def run_sandboxed(argv: list[str], cwd: pathlib.Path, env: dict[str, str], limit
         timed_out = False
     except subprocess.TimeoutExpired:
         timed_out = True
-    _kill_group(process)  # also reaps anything the run left behind in its group
+    kill_group(process.pid)  # also reaps anything the run left behind in its group
     process.wait()
     reader.join(timeout=5.0)
     return RunResult(process.returncode, timed_out, flooded.is_set(),
                      tail.decode(errors="replace"), time.monotonic() - start)
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def defines(source: str, name: str) -> bool:

@@ -43,6 +43,12 @@ class DeviceUnresponsive(RuntimeError):
     """New workers cannot start or answer a trivial device probe: the device is gone."""
 
 
+def kill_group(pid: int) -> None:
+    """SIGKILLs the process group led by `pid` (sandboxed runs start their own session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 def worker_env(device: DeviceInfo, workdir: str, cache_dir: str) -> dict[str, str]:
     """Returns the environment of a worker: the parent's, minus secrets and engine state."""
     env = {name: value for name, value in os.environ.items()
@@ -114,8 +120,7 @@ class WorkerProcess:
         return bytes(self._tail).decode(errors="replace")[-max_chars:]
 
     def _kill_group(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+        kill_group(self.proc.pid)
 
     def _send(self, request: dict, deadline: float) -> None:
         data = protocol.encode_request(request)

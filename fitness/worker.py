@@ -159,11 +159,7 @@ class Worker:
         task = request["task"]
         inputs = self._inputs(task, request["params"], request["seed"])
         start = _now()
-        try:
-            out, observed = self._observed_call(self.entry, inputs)
-        except BaseException as error:
-            kind, fatal = _classify(error)
-            return {"ok": False, "kind": kind, "fatal": fatal, "trace": _trace(error, self.module_path)}
+        out, observed = self._observed_call(self.entry, inputs)  # errors: _serve classifies
         failure = self._save(out, request["out_path"])
         return failure or {"ok": True, "elapsed_s": _now() - start, **observed}
 
@@ -189,12 +185,7 @@ class Worker:
             fns = [lambda: self.entry(*inputs)]
             if baseline is not None:
                 fns.append(lambda: baseline(*inputs))
-            try:
-                stats = timing.bench(fns, self.device, request.get("timing"))
-            except BaseException as error:
-                kind, fatal = _classify(error)
-                return {"ok": False, "kind": kind, "fatal": fatal,
-                        "trace": _trace(error, self.module_path)}
+            stats = timing.bench(fns, self.device, request.get("timing"))
             self.timed_inputs.append(inputs)
             results.append({"latency": stats[0].__dict__,
                             "baseline": stats[1].__dict__ if baseline is not None else None})
@@ -211,12 +202,7 @@ class Worker:
             for old, new in zip(inputs, fresh):
                 if isinstance(old, self.torch.Tensor):
                     old.copy_(new)
-            try:
-                out, observed = self._observed_call(self.entry, inputs)
-            except BaseException as error:
-                kind, fatal = _classify(error)
-                return {"ok": False, "kind": kind, "fatal": fatal,
-                        "trace": _trace(error, self.module_path)}
+            out, observed = self._observed_call(self.entry, inputs)
             failure = self._save(out, out_path)
             if failure:
                 return failure
@@ -275,7 +261,8 @@ def _serve(request_fd: int, reply_fd: int) -> None:
             return  # the parent closed the pipe: shut down
         try:
             reply = handlers[request["op"]](request)
-        except BaseException as error:  # a stage must always answer
+        except BaseException as error:  # a stage must always answer; every op's errors,
+            # candidate exceptions and sys.exit included, are classified here and only here
             kind, fatal = _classify(error)
             reply = {"ok": False, "kind": kind, "fatal": fatal,
                      "trace": _trace(error, worker.module_path)}

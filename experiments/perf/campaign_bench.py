@@ -17,6 +17,7 @@ kernels stay valid. `--mode offline` uses the offline operators.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -107,21 +108,16 @@ def main(argv=None) -> int:
     ray.init(include_dashboard=False, log_to_driver=False,
              num_gpus=None if args.device != "interpreter" else 0)
     gpus_seen = int(ray.cluster_resources().get("GPU", 0))
-    actors = fitness_actor.start_actors(args.device, args.workers, None)[: max(args.gpus, 1)]
+    actors = fitness_actor.start_actors(args.device, args.workers, None, max_gpus=args.gpus)
     device = ray.get(actors[0].device.remote(), timeout=300)
     started_stats = ray.get([a.stats.remote() for a in actors], timeout=300)
-    server = ScriptedServer(VariantAnswers(registry.builtin().tasks(), device.backend, args.seed),
-                            latency_s=args.latency_s) if args.mode == "llm" else None
-    try:
-        if server:
-            server.__enter__()
+    answers = VariantAnswers(registry.builtin().tasks(), device.backend, args.seed)
+    with (ScriptedServer(answers, latency_s=args.latency_s) if args.mode == "llm"
+          else contextlib.nullcontext()) as server:
         config = build_config(args, server.base_url if server else None)
         started = time.monotonic()
         summary = campaign.run_campaign(config, Path(args.out), fitness_actors=actors)
         wall_s = time.monotonic() - started
-    finally:
-        if server:
-            server.close()
     stats = ray.get([a.stats.remote() for a in actors], timeout=300)
     evaluated = sum(s["evaluated"] - s0["evaluated"] for s, s0 in zip(stats, started_stats))
     busy = [(s["busy_s"] - s0["busy_s"]) / wall_s for s, s0 in zip(stats, started_stats)]

@@ -24,9 +24,10 @@ import random
 import sys
 import time
 
-import pyarrow.dataset as ds
+import pandas as pd
 
 from benchmarks import registry
+from evo import analysis
 from evo.records import make_candidate
 from fitness.evaluator import Evaluator
 from operators import offline
@@ -63,18 +64,18 @@ def sweep_task(evaluator: Evaluator, task, backend: str, max_configs: int, worke
 
 def campaign_best(campaign_dir: str) -> dict[str, dict]:
     """Returns per task: best speedup and the evaluations made when it was first reached."""
-    table = ds.dataset(f"{campaign_dir}/evaluations", format="parquet").to_table(
-        columns=["task", "generation", "island", "candidate_id", "correct", "speedup", "reused"])
-    rows = sorted(table.to_pylist(), key=lambda r: (r["task"], r["generation"], r["island"]))
+    rows = analysis.load(campaign_dir).search_rows.sort_values(["task", "generation", "island"],
+                                                               kind="stable")
     best: dict[str, dict] = {}
-    for row in rows:
-        entry = best.setdefault(row["task"], {"evaluations": 0, "best_speedup": None,
-                                              "evaluations_to_best": 0})
-        if not row.get("reused"):
+    for row in rows.itertuples():
+        entry = best.setdefault(row.task, {"evaluations": 0, "best_speedup": None,
+                                           "evaluations_to_best": 0})
+        if not row.reused:
             entry["evaluations"] += 1
-        if row["correct"] and row["speedup"] and (entry["best_speedup"] is None
-                                                  or row["speedup"] > entry["best_speedup"]):
-            entry["best_speedup"] = row["speedup"]
+        speedup = None if pd.isna(row.speedup) else row.speedup
+        if row.correct and speedup and (entry["best_speedup"] is None
+                                        or speedup > entry["best_speedup"]):
+            entry["best_speedup"] = speedup
             entry["evaluations_to_best"] = entry["evaluations"]
     return best
 
