@@ -42,6 +42,10 @@ FAILURE_KINDS = (
     "wrong_type",
     "cheat_background_work",
     "cheat_patched_harness",
+    "policy_violation",
+    "cheat_forged_timing",
+    "nondeterministic",
+    "sandbox_error",
 )
 """Every value `Evaluation.failure_kind` may take (None means no failure)."""
 
@@ -75,7 +79,10 @@ class Task:
         Deterministic in `seed`; values are random, never all zeros.
       cases: GPU-sized cases (big enough to fill an H100).
       interpreter_cases: small cases for the Triton CPU interpreter (few program instances).
-      tolerance: dtype name ("float32", "float16", "bfloat16", "int64"...) -> (atol, rtol).
+      tolerance: dtype name ("float32", "float16", "bfloat16", "int64"...) -> (atol, rtol),
+        checked per element as |out - ref| <= atol + rtol * |ref|. A dtype left out gets
+        torch.testing's default; an entry looser than that needs `tolerance_reason`.
+      tolerance_reason: why this task's tolerance is wider than torch.testing's defaults.
       flops: `flops(params) -> float`, arithmetic operations of one call.
       bytes: `bytes(params) -> float`, compulsory DRAM traffic of one call (reads + writes).
       difficulty: 1 (elementwise) .. 5 (attention).
@@ -106,6 +113,7 @@ class Task:
     tags: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
     torch_allowlist: tuple[str, ...] = ()
+    tolerance_reason: str = ""
     harness: str | None = None
     runnable_on: tuple[str, ...] = ("cuda", "rocm", "interpreter")
     skip_reason: str = ""
@@ -154,6 +162,8 @@ class Evaluation:
 
     Per-case lists are aligned with the case set the backend used (`case_names`).
     `speedup` is the geometric mean over cases of ref_latency/latency; None unless timed.
+    `sandboxed` is False only when the user turned the OS sandbox off (`[fitness] sandbox
+    = "off"`): such a verdict was made on code that could reach the judge.
     """
 
     candidate_id: str
@@ -173,6 +183,7 @@ class Evaluation:
     worst_speedup: float | None = None
     roofline_fraction: float | None = None
     timing_meaningful: bool = False
+    sandboxed: bool = True
     device: str = ""
     backend: str = ""
     harness_version: str = ""

@@ -52,7 +52,7 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
     left running: a sweep or a test suite pays the workers' cold start once.
     """
     from fitness import actor as fitness_actor
-    from fitness.cascade import Limits
+    from fitness.judge.cascade import Limits
     from fitness.device import DeviceError
 
     try:

@@ -61,7 +61,7 @@ def _summary_line(path: str, evaluation: Evaluation) -> str:
 def main(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
          timeout_s: float = 60.0, suite: str | None = None, path: str | None = None) -> list[Evaluation]:
     """Evaluates each file against `task`; prints one line (or JSON object) per file, in order."""
-    from fitness.cascade import Limits
+    from fitness.judge.cascade import Limits
     from fitness.device import DeviceError
     from fitness.evaluator import Evaluator
 

@@ -9,6 +9,7 @@ it), every later evaluation returns at once with `harness_error` and `stats()` s
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -17,12 +18,14 @@ import time
 from typing import Mapping
 
 from evo.records import Candidate, Evaluation, Task
-from fitness import HARNESS_VERSION, harness
-from fitness.cascade import BaselineCache, Cascade, Limits
+from fitness import HARNESS_VERSION, harness, jail
 from fitness.device import DeviceInfo, detect
 from fitness.gate import GpuGate
-from fitness.pool import DeviceUnresponsive, WorkerPool
+from fitness.judge.cascade import BaselineCache, Cascade, Limits
+from fitness.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
 from fitness.timing import TimingConfig
+
+SANDBOX_MODES = ("bwrap", "off")
 
 
 _SHM_DIR = "/dev/shm"
@@ -51,25 +54,35 @@ class Evaluator:
         candidate worker on a GPU (a single checker was the bottleneck there: it loads every
         saved output and recomputes every reference), one under the interpreter.
       timing: runs per timing (defaults per backend).
+      sandbox: "bwrap" (the default: candidates run in the OS sandbox, `fitness.jail`) or
+        "off" (scored without one: only for machines where bubblewrap cannot run, and then
+        every Evaluation says `sandboxed=False`). With "bwrap" and no working bubblewrap,
+        construction raises `jail.SandboxUnavailable` instead of scoring untrusted code.
+
+    Each evaluation leases one sandboxed candidate worker and one trusted checker for its
+    whole walk, so there are as many checkers as workers.
     """
 
     def __init__(self, device: str | DeviceInfo = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | Limits | None = None, checkers: int | None = None,
-                 timing: TimingConfig | None = None):
+                 timeouts: Mapping[str, float] | Limits | None = None,
+                 timing: TimingConfig | None = None, sandbox: str = "bwrap",
+                 sandbox_limits: jail.Limits | None = None):
+        if sandbox not in SANDBOX_MODES:
+            raise ValueError(f"unknown sandbox mode {sandbox!r}; expected one of {SANDBOX_MODES}")
         self.device = device if isinstance(device, DeviceInfo) else detect(device)
         self.limits = timeouts if isinstance(timeouts, Limits) else Limits.from_mapping(timeouts)
+        self.sandboxed = sandbox == "bwrap"
+        if self.sandboxed:
+            jail.verify(self.device.backend)
+        settings = SandboxSettings(self.sandboxed, sandbox_limits or jail.Limits())
         self._root = _scratch_root()
-        exchange_dir = os.path.join(self._root, "exchange")
-        os.makedirs(exchange_dir)
-        self._candidates = WorkerPool(self.device, workers, "candidate", self._root,
+        self._candidates = WorkerPool(self.device, workers, "candidate", self._root, settings,
                                       ready_timeout_s=self.limits.ready_s)
-        if checkers is None:
-            checkers = 1 if self.device.backend == "interpreter" else workers
-        self._checkers = WorkerPool(self.device, checkers, "checker", self._root,
+        self._checkers = WorkerPool(self.device, workers, "checker", self._root, settings,
                                     ready_timeout_s=self.limits.ready_s)
         self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
-                                BaselineCache(), self.limits, exchange_dir, timing)
+                                BaselineCache(), self.limits, timing)
         # External-suite tasks (issue 7) run their own harness, not the cascade: fitness.harness.
         self._harness = harness.HarnessRunner(self.device.backend, self.device.name, harness.Limits(
             run_s=self.limits.import_s + self.limits.compile_s + self.limits.check_s,
@@ -94,6 +107,8 @@ class Evaluator:
             with self._lock:
                 self._unresponsive = str(error)
             return self._device_down(candidate)
+        if not self.sandboxed:
+            evaluation = dataclasses.replace(evaluation, sandboxed=False)
         with self._lock:
             self._evaluated += 1
             self._failures[evaluation.failure_kind or "none"] += 1
@@ -106,7 +121,7 @@ class Evaluator:
                           error_trace=f"device {self.device.name} stopped answering: "
                                       f"{self._unresponsive}",
                           device=self.device.name, backend=self.device.backend,
-                          harness_version=HARNESS_VERSION)
+                          harness_version=HARNESS_VERSION, sandboxed=self.sandboxed)
 
     def stats(self) -> dict:
         """Returns counters: evaluated, busy_s (device held), gpu_s (sum over candidates), ..."""
@@ -116,7 +131,8 @@ class Evaluator:
                     "failures": dict(self._failures), "device": self.device.name,
                     "backend": self.device.backend, "device_ok": not self._unresponsive,
                     "device_error": self._unresponsive,
-                    "respawns": self._candidates.respawns + self._checkers.respawns}
+                    "respawns": self._candidates.respawns + self._checkers.respawns,
+                    "retries": self._cascade.retries, "sandboxed": self.sandboxed}
 
     def close(self) -> None:
         """Kills every worker and removes the temporary directories."""

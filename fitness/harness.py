@@ -39,7 +39,7 @@ import math
 import time
 
 from evo.records import Candidate, Evaluation, Task
-from fitness.cascade import BaselineCache
+from fitness.judge.cascade import BaselineCache
 from fitness.pool import SECRET_MARKERS, kill_group
 
 HARNESS_VERSION = "external-harness-2"

@@ -9,7 +9,9 @@ killed and replaced; its fault is reported as a `WorkerFault` naming the failure
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import resource
 import queue
 import select
 import shutil
@@ -20,13 +22,16 @@ import tempfile
 import threading
 import time
 
-from fitness import protocol
+from fitness import jail, protocol
 from fitness.device import DeviceInfo
 
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
-"""An environment variable whose name contains one of these never reaches a worker."""
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "CREDENTIAL", "AUTH",
+                  "DATABASE_URL", "PAT")
+"""Trusted checkers get the engine's environment minus names containing these (they run
+no candidate code; sandboxed workers get `fitness.jail.ENV_ALLOWLIST` only)."""
 
 _POLL_S = 0.05
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class WorkerFault(Exception):
@@ -44,18 +49,18 @@ class DeviceUnresponsive(RuntimeError):
 
 
 def kill_group(pid: int) -> None:
-    """SIGKILLs the process group led by `pid` (sandboxed runs start their own session)."""
+    """SIGKILLs the process group led by `pid` (every worker starts its own session)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
 
-def worker_env(device: DeviceInfo, workdir: str, cache_dir: str) -> dict[str, str]:
-    """Returns the environment of a worker: the parent's, minus secrets and engine state."""
+def checker_env(device: DeviceInfo, workdir: str) -> dict[str, str]:
+    """Returns the environment of a trusted checker: the engine's, minus secrets and Ray state."""
     env = {name: value for name, value in os.environ.items()
            if not any(marker in name.upper() for marker in SECRET_MARKERS)
            and not name.startswith("RAY_")}
     paths = [p for p in sys.path if p and os.path.isdir(p)]
-    env.update(HOME=workdir, TMPDIR=workdir, TRITON_CACHE_DIR=cache_dir,
+    env.update(HOME=workdir, TMPDIR=workdir, TRITON_CACHE_DIR=os.path.join(workdir, "triton-cache"),
                PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)), PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1")
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -66,13 +71,52 @@ def worker_env(device: DeviceInfo, workdir: str, cache_dir: str) -> dict[str, st
     return env
 
 
-class WorkerProcess:
-    """One worker subprocess with its pipes, its output drain and its temporary directory."""
+@dataclasses.dataclass(frozen=True)
+class SandboxSettings:
+    """How candidate workers are walled in (see `fitness.jail`).
 
-    def __init__(self, role: str, device: DeviceInfo, root_dir: str, cache_dir: str,
-                 flood_limit_bytes: int, tail_bytes: int = 16 << 10):
+    Attributes:
+      enabled: False only when the user set `[fitness] sandbox = "off"`.
+      limits: the hard resource limits of every sandboxed process.
+    """
+
+    enabled: bool = True
+    limits: jail.Limits = jail.Limits()
+
+
+def _descendant(pid: int) -> int:
+    """Returns the innermost single-child descendant of `pid` (the sandboxed Python)."""
+    while True:
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as handle:
+                children = handle.read().split()
+        except OSError:
+            return pid
+        if len(children) != 1:
+            return pid
+        pid = int(children[0])
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+class WorkerProcess:
+    """One worker subprocess with its pipes, its output drain and its directories.
+
+    A "candidate" worker runs sandboxed (`fitness.jail`): its private directory is its
+    /tmp, and `input_dir` (written by the trusted checker) is mounted read-only as /inputs.
+    A "checker" runs unsandboxed: it never loads a candidate.
+    """
+
+    def __init__(self, role: str, device: DeviceInfo, root_dir: str, flood_limit_bytes: int,
+                 sandbox: SandboxSettings, tail_bytes: int = 16 << 10):
         self.role = role
+        self.sandboxed = role == "candidate"
         self.workdir = tempfile.mkdtemp(prefix=f"{role}-", dir=root_dir)
+        self.input_dir = tempfile.mkdtemp(prefix=f"{role}-inputs-", dir=root_dir)
         self.uses = 0
         self.retired = False
         self.ready = False
@@ -81,20 +125,48 @@ class WorkerProcess:
         self._tail = bytearray()
         self._output_total = 0
         self._flooded = False
+        self._inner_pid: int | None = None
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
+        fds = [str(request_read), str(reply_write)]
+        if self.sandboxed:
+            jail.prepare_workdir(self.workdir)
+            os.chmod(self.input_dir, 0o755)
+            argv, env = jail.command("fitness.sandbox.worker", fds, workdir=self.workdir,
+                                     backend=device.backend, limits=sandbox.limits,
+                                     use_bwrap=sandbox.enabled,
+                                     ro_dirs={self.input_dir: "/inputs"})
+            if not sandbox.enabled:  # no mount namespace: the worker finds its files by path
+                env.update(HOME=self.workdir, TMPDIR=self.workdir,
+                           TRITON_CACHE_DIR=os.path.join(self.workdir, "triton-cache"),
+                           KERNELEVO_INPUTS=self.input_dir)
+        else:
+            argv = [sys.executable, "-m", "fitness.judge.checker", *fds]
+            env = checker_env(device, self.workdir)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "fitness.worker", str(request_read), str(reply_write)],
-            cwd=self.workdir, env=worker_env(device, self.workdir, cache_dir),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=(request_read, reply_write), start_new_session=True)
+            argv, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, pass_fds=(request_read, reply_write), start_new_session=True)
         os.close(request_read)
         os.close(reply_write)
         os.set_blocking(self._request_fd, False)
         self._reader = protocol.ReplyReader(self._reply_fd)
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
         self._drain.start()
-        self._send({"op": "init", "role": role, "device": device}, deadline=time.monotonic() + 10)
+        init = ({"op": "init", "device": dataclasses.asdict(device)} if self.sandboxed
+                else {"op": "init", "device": device})
+        self._send(init, deadline=time.monotonic() + 10)
+
+    def limit_cpu(self, seconds: float) -> None:
+        """Lowers the sandboxed process's CPU limit to (CPU used so far + seconds): the kernel
+        then kills a spinning candidate at its limit even if this engine is stopped."""
+        if not self.sandboxed:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            if self._inner_pid is None:
+                self._inner_pid = _descendant(self.proc.pid)
+            soft = int(_cpu_seconds(self._inner_pid) + seconds) + 1
+            _, hard = resource.prlimit(self._inner_pid, resource.RLIMIT_CPU)
+            resource.prlimit(self._inner_pid, resource.RLIMIT_CPU, (min(soft, hard), hard))
 
     @property
     def alive(self) -> bool:
@@ -123,7 +195,7 @@ class WorkerProcess:
         kill_group(self.proc.pid)
 
     def _send(self, request: dict, deadline: float) -> None:
-        data = protocol.encode_request(request)
+        data = protocol.encode_request(request, pickled=not self.sandboxed)
         while data:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -140,8 +212,12 @@ class WorkerProcess:
     def request(self, request: dict, timeout_s: float) -> dict:
         """Sends one stage request; returns the reply or raises WorkerFault (worker killed)."""
         deadline = time.monotonic() + timeout_s
+        self.limit_cpu(timeout_s)
         self._send(request, deadline)
-        return self._await_reply(deadline, f"the stage ran past its {timeout_s:g} s limit")
+        reply = self._await_reply(deadline, f"the stage ran past its {timeout_s:g} s limit")
+        if reply.get("fatal"):
+            self.retired = True  # it is exiting: never lend it again
+        return reply
 
     def wait_ready(self, timeout_s: float) -> dict:
         """Waits for the start-up handshake (imports and a device probe)."""
@@ -180,8 +256,12 @@ class WorkerProcess:
         tail = self.output_tail(20000)
         if "Fatal Python error" in tail and "triton" in tail.split("Fatal Python error")[-1]:
             return "illegal_memory_access", "the worker crashed inside a Triton kernel launch"
-        if code < 0:
-            return "worker_crash", f"the worker was killed by {signal.Signals(-code).name}"
+        # bwrap reports a child killed by signal N as exit status 128 + N.
+        signum = -code if code < 0 else code - 128 if self.sandboxed and 128 < code < 160 else 0
+        if signum == signal.SIGXCPU:
+            return "timeout", "the worker ran past its CPU-time limit (killed by the kernel)"
+        if signum:
+            return "worker_crash", f"the worker was killed by {signal.Signals(signum).name}"
         return "worker_crash", f"the worker exited with status {code}"
 
     def _fault(self, kind: str, detail: str) -> WorkerFault:
@@ -199,6 +279,7 @@ class WorkerProcess:
                 os.close(fd)
         self._request_fd = self._reply_fd = -1
         shutil.rmtree(self.workdir, ignore_errors=True)
+        shutil.rmtree(self.input_dir, ignore_errors=True)
 
 
 class WorkerPool:
@@ -210,15 +291,15 @@ class WorkerPool:
     """
 
     def __init__(self, device: DeviceInfo, size: int, role: str, root_dir: str,
-                 ready_timeout_s: float = 120.0, flood_limit_bytes: int = 16 << 20,
-                 max_uses: int = 500, max_start_failures: int = 3):
+                 sandbox: SandboxSettings = SandboxSettings(), ready_timeout_s: float = 120.0,
+                 flood_limit_bytes: int = 16 << 20, max_uses: int = 50,
+                 max_start_failures: int = 3):
         if size < 1:
             raise ValueError(f"a worker pool needs at least 1 worker, got {size}")
         self.device = device
         self.role = role
         self._root_dir = root_dir
-        self._cache_dir = os.path.join(root_dir, "triton-cache")
-        os.makedirs(self._cache_dir, exist_ok=True)
+        self._sandbox = sandbox
         self._ready_timeout_s = ready_timeout_s
         self._flood_limit_bytes = flood_limit_bytes
         self._max_uses = max_uses
@@ -232,8 +313,8 @@ class WorkerPool:
             self._idle.put(self._spawn())
 
     def _spawn(self) -> WorkerProcess:
-        worker = WorkerProcess(self.role, self.device, self._root_dir, self._cache_dir,
-                               self._flood_limit_bytes)
+        worker = WorkerProcess(self.role, self.device, self._root_dir, self._flood_limit_bytes,
+                               self._sandbox)
         with self._lock:
             self._all.add(worker)
         return worker

@@ -1,10 +1,21 @@
-"""Framing between the evaluator and its worker processes.
+"""The one seam between the trusted judge and the sandboxed side, and why it looks like this.
 
-Requests (parent -> worker) are pickled: the parent is trusted and requests carry Tasks
-whose callables pickle by reference. Replies (worker -> parent) are JSON, never pickle: a
-worker runs untrusted code, and unpickling its bytes in the parent would let a candidate
-run code in the engine. Tensors travel separately, as `torch.save` files that the checker
-reads with `weights_only=True`.
+Two kinds of process talk to the engine over pipes:
+  - sandboxed workers (`fitness.sandbox.worker`), which import and run candidates. Both
+    directions are JSON. Replies are JSON because the worker is untrusted: unpickling its
+    bytes would run its code in the engine. Requests are JSON too, because a worker needs
+    no trusted object at all: it never sees a Task, a reference or an input generator,
+    only a source text, an entry point name and tensors the judge made.
+  - checkers (`fitness.judge.checker`), trusted processes that never load a candidate: they
+    make inputs, run references, compare and time baselines. Requests to them are pickled
+    (a Task's callables pickle by reference, and both ends are trusted); their replies are
+    JSON like every reply.
+
+Tensors never travel through a pipe or a pickle. The judge writes inputs as raw bytes into
+a directory the sandbox sees read-only; the worker writes its outputs as raw bytes into its
+own directory; each file is described by a small JSON spec (dtype, shape, stride). Raw
+bytes read as numbers cannot run code, and `read_tensor` refuses links, odd sizes and
+unknown dtypes, so whatever a candidate puts there is at worst a wrong answer.
 """
 
 from __future__ import annotations
@@ -12,15 +23,20 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import stat
 import struct
 
 _HEADER = struct.Struct("!I")
 MAX_REPLY_BYTES = 8 << 20
 """A reply larger than this is a protocol violation (a flooding or forged reply)."""
 
+DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32",
+          "int64", "bool")
+"""The dtypes a tensor file may hold."""
+
 
 class ProtocolError(RuntimeError):
-    """The other side closed the pipe or sent a malformed frame."""
+    """The other side closed the pipe or sent a malformed frame or file."""
 
 
 def _read_exact(fd: int, size: int) -> bytes:
@@ -39,14 +55,17 @@ def frame(payload: bytes) -> bytes:
     return _HEADER.pack(len(payload)) + payload
 
 
-def encode_request(request: dict) -> bytes:
-    """Returns a framed request (the parent writes it with its own deadline)."""
-    return frame(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+def encode_request(request: dict, pickled: bool = False) -> bytes:
+    """Returns a framed request: JSON for a sandboxed worker, pickle for a trusted checker."""
+    if pickled:
+        return frame(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+    return frame(json.dumps(request).encode())
 
 
-def recv_request(fd: int) -> dict:
+def recv_request(fd: int, pickled: bool = False) -> dict:
     (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
-    return pickle.loads(_read_exact(fd, size))
+    payload = _read_exact(fd, size)
+    return pickle.loads(payload) if pickled else json.loads(payload)
 
 
 def send_reply(fd: int, reply: dict) -> None:
@@ -86,3 +105,103 @@ class ReplyReader:
         if not isinstance(reply, dict):
             raise ProtocolError(f"reply is a {type(reply).__name__}, not an object")
         return reply
+
+
+# --- tensors as raw files -----------------------------------------------------------------
+
+def _extent(shape, stride, offset: int) -> int:
+    """Returns how many storage elements a strided view spans from element 0."""
+    if any(size == 0 for size in shape):
+        return 0
+    return offset + sum((size - 1) * step for size, step in zip(shape, stride)) + 1
+
+
+def write_values(directory: str, prefix: str, values) -> list[dict]:
+    """Writes each tensor of `values` as `<prefix>-<i>.bin`; returns one JSON spec per value.
+
+    A tensor's spec is {"file", "dtype", "shape", "stride", "offset"} (its storage span, so
+    strided views keep their strides); anything else must be a JSON scalar: {"value": v}.
+    """
+    import torch
+
+    specs = []
+    for index, value in enumerate(values):
+        if not isinstance(value, torch.Tensor):
+            if not (value is None or isinstance(value, (bool, int, float, str))):
+                raise TypeError(f"argument {index} is a {type(value).__name__}; only tensors "
+                                "and JSON scalars cross the sandbox boundary")
+            specs.append({"value": value})
+            continue
+        name = f"{prefix}-{index}.bin"
+        span = _extent(value.shape, value.stride(), value.storage_offset())
+        base = torch.as_strided(value.detach(), (span,), (1,), 0).cpu().contiguous()
+        with open(os.path.join(directory, name), "wb") as handle:
+            handle.write(base.view(torch.uint8).numpy().tobytes() if span else b"")
+        specs.append({"file": name, "dtype": str(value.dtype).removeprefix("torch."),
+                      "shape": list(value.shape), "stride": list(value.stride()),
+                      "offset": value.storage_offset()})
+    return specs
+
+
+def read_values(directory: str, specs: list, device: str, max_bytes: int = 16 << 30) -> list:
+    """Returns the values `specs` describe, tensors on `device`.
+
+    Used on both sides; on the trusted side the specs and files come from a candidate, so
+    every field is validated and any inconsistency is a ProtocolError.
+    """
+    import torch
+
+    if not isinstance(specs, list):
+        raise ProtocolError(f"expected a list of value specs, got {type(specs).__name__}")
+    values = []
+    for spec in specs:
+        if not isinstance(spec, dict):
+            raise ProtocolError(f"malformed value spec {spec!r}")
+        if "file" not in spec:
+            values.append(spec.get("value"))
+            continue
+        dtype_name, shape = spec.get("dtype"), spec.get("shape")
+        stride, offset = spec.get("stride"), spec.get("offset", 0)
+        name = spec["file"]
+        if (dtype_name not in DTYPES or not _int_list(shape) or not _int_list(stride)
+                or len(stride) != len(shape) or not isinstance(offset, int) or offset < 0
+                or not isinstance(name, str) or "/" in name or name.startswith(".")):
+            raise ProtocolError(f"malformed tensor spec {json.dumps(spec)[:200]}")
+        dtype = getattr(torch, dtype_name)
+        span = _extent(shape, stride, offset)
+        data = _read_regular(os.path.join(directory, name), span * dtype.itemsize, max_bytes)
+        base = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+        tensor = torch.as_strided(base.view(dtype), shape, stride, offset)
+        values.append(tensor.to(device) if device != "cpu" else tensor)
+    return values
+
+
+def _int_list(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, int) and v >= 0 for v in value)
+
+
+def _read_regular(path: str, expected_bytes: int, max_bytes: int) -> bytes:
+    """Reads a regular file of exactly `expected_bytes`, refusing symlinks and devices."""
+    if expected_bytes > max_bytes:
+        raise ProtocolError(f"{os.path.basename(path)}: {expected_bytes} bytes exceed {max_bytes}")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        raise ProtocolError(f"cannot open {os.path.basename(path)}: {error.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ProtocolError(f"{os.path.basename(path)} is not a regular file")
+        if info.st_size != expected_bytes:
+            raise ProtocolError(f"{os.path.basename(path)} holds {info.st_size} bytes, its spec "
+                                f"says {expected_bytes}")
+        chunks, remaining = [], expected_bytes
+        while remaining:
+            chunk = os.read(fd, min(remaining, 64 << 20))
+            if not chunk:
+                raise ProtocolError(f"{os.path.basename(path)} shrank while being read")
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -69,21 +69,49 @@ def _summarize(samples_us: Sequence[float], method: str) -> LatencyStats:
                         len(ordered), method)
 
 
+def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], None]:
+    """Returns a callable that copies the next input set into `buffers`, in place.
+
+    Called before every timed run (outside the timed interval): the callable under test
+    meets the same pointers with different values each time, so a result cached by
+    pointer, by shape or by sampled values is never valid, and timing measures real work.
+    """
+    import torch
+
+    state = {"next": 0}
+
+    def refill() -> None:
+        variant = variants[state["next"] % len(variants)]
+        state["next"] += 1
+        for buffer, value in zip(buffers, variant):
+            if isinstance(buffer, torch.Tensor):
+                buffer.copy_(value)
+
+    return refill
+
+
 def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
-          config: TimingConfig | None = None) -> list[LatencyStats]:
-    """Returns the latency of each callable, timed interleaved on `device`."""
+          config: TimingConfig | None = None,
+          refill: Callable[[], None] | None = None) -> list[LatencyStats]:
+    """Returns the latency of each callable, timed interleaved on `device`.
+
+    `refill`, when given, runs before every call (warm-up and timed), untimed.
+    """
+    refill = refill or (lambda: None)
     if device.backend == "interpreter":
-        return _bench_wall(fns, config or INTERPRETER_TIMING)
-    return _bench_events(fns, device, config or TimingConfig())
+        return _bench_wall(fns, config or INTERPRETER_TIMING, refill)
+    return _bench_events(fns, device, config or TimingConfig(), refill)
 
 
-def _bench_wall(fns, config: TimingConfig) -> list[LatencyStats]:
+def _bench_wall(fns, config: TimingConfig, refill) -> list[LatencyStats]:
     for fn in fns:
         for _ in range(config.warmup_runs):
+            refill()
             fn()
     samples: list[list[float]] = [[] for _ in fns]
     for _ in range(config.min_runs):
         for fn, bucket in zip(fns, samples):
+            refill()
             start = _perf_counter()
             fn()
             bucket.append((_perf_counter() - start) * 1e6)
@@ -139,7 +167,7 @@ def _as_graph(fn, gpu: _Gpu):
         return fn, False
 
 
-def _bench_events(fns, device: DeviceInfo, config: TimingConfig) -> list[LatencyStats]:
+def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill) -> list[LatencyStats]:
     gpu = _gpu()
     torch = gpu.torch
     flush = torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=torch.int8,
@@ -147,6 +175,7 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig) -> list[Latency
 
     def timed_once(fn) -> float:
         start, end = gpu.event(enable_timing=True), gpu.event(enable_timing=True)
+        refill()
         flush.zero_()
         gpu.record(start)
         fn()
@@ -157,6 +186,7 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig) -> list[Latency
     runnables, methods = [], []
     for fn in fns:
         for _ in range(config.warmup_runs):
+            refill()
             fn()
         estimate_us = min(timed_once(fn) for _ in range(3))
         if config.use_graphs:
@@ -173,6 +203,7 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig) -> list[Latency
     for rep in range(runs):
         for index, (fn, _) in enumerate(runnables):
             start, end = pairs[rep * len(runnables) + index]
+            refill()
             flush.zero_()
             gpu.record(start)
             fn()

@@ -9,7 +9,7 @@ import torch
 from benchmarks.registry import builtin
 from evo.records import make_candidate
 from fitness import anticheat, checking, timing
-from fitness.cascade import Cascade, Limits, amd_only_options
+from fitness.judge.cascade import Cascade, Limits, amd_only_options
 from fitness.device import DeviceError, DeviceInfo, detect
 from fitness.gate import GpuGate
 from fitness.pool import worker_env

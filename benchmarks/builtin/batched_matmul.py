@@ -50,7 +50,9 @@ TASK = common.builtin_task(
         Case("3x65x33x40 fp16", {"B": 3, "M": 65, "N": 33, "K": 40, "dtype": "float16"}),
         Case("2x129x17x100 fp16", {"B": 2, "M": 129, "N": 17, "K": 100, "dtype": "float16"}),
     ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    tolerance=common.widened_tolerance(1e-2, 1e-3, "float16"),
+    tolerance_reason=(
+        "fp32 accumulation over K in another order than cuBLAS's: absolute differences grow like sqrt(K) and show on outputs near zero"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=4,

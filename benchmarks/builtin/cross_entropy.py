@@ -53,7 +53,10 @@ TASK = common.builtin_task(
         Case("3x777 bf16", {"M": 3, "V": 777, "dtype": "bfloat16"}),
     ),
     # The loss is float32 whatever the logits' dtype, so every case is held to fp32's bar.
-    tolerance={name: common.DEFAULT_TOLERANCE["float32"] for name in ("float32", "float16", "bfloat16")},
+    tolerance=common.widened_tolerance(1e-4, 1e-5, "float32"),
+    tolerance_reason=(
+        "the loss is a log-sum-exp over up to 128256 logits, summed in another order than "
+        "PyTorch's; the fp32 loss is compared whatever the logits' dtype"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=3,

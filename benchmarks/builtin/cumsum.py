@@ -42,7 +42,9 @@ TASK = common.builtin_task(
         Case("5x257 fp32", {"M": 5, "N": 257, "dtype": "float32"}),
         Case("7x600 fp16", {"M": 7, "N": 600, "dtype": "float16"}),
     ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    tolerance=common.widened_tolerance(1e-2, 1e-5, "float32", "float16"),
+    tolerance_reason=(
+        "prefix sums over up to 65537 elements: a parallel scan adds in another order than the sequential reference, and absolute differences grow like sqrt(N) around zero crossings"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=3,

@@ -55,7 +55,9 @@ TASK = common.builtin_task(
         Case("B=1 H=2 S=65 fp16", {"B": 1, "H": 2, "S": 65, "D": 64, "dtype": "float16"}),
         Case("B=2 H=1 S=130 fp16", {"B": 2, "H": 1, "S": 130, "D": 64, "dtype": "float16"}),
     ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    tolerance=common.widened_tolerance(2e-3, 1e-2, "float16"),
+    tolerance_reason=(
+        "the probabilities are rounded to fp16 before P @ V (as in every flash kernel) and the online softmax rescales in another order than the reference's"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=5,

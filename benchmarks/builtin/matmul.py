@@ -48,7 +48,9 @@ TASK = common.builtin_task(
         Case("65x129x70 fp16", {"M": 65, "N": 129, "K": 70, "dtype": "float16"}),
         Case("100x50x200 fp16", {"M": 100, "N": 50, "K": 200, "dtype": "float16"}),
     ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    tolerance=common.widened_tolerance(1e-2, 1e-3, "float16"),
+    tolerance_reason=(
+        "fp32 accumulation over K up to 8192 in another order than cuBLAS's: absolute differences grow like sqrt(K) and show on outputs near zero"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=4,

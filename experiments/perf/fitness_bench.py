@@ -63,7 +63,7 @@ def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Ca
 
 
 def run_pooled(batch, device: str, workers: int, timeout_s: float):
-    from fitness.cascade import Limits
+    from fitness.judge.cascade import Limits
     from fitness.evaluator import Evaluator
 
     with Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s)) as evaluator:

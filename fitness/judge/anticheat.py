@@ -1,8 +1,10 @@
-"""Cheat verdicts, decided in the parent from what the worker observed.
+"""Cheat verdicts from what the sandboxed worker observed: the second layer.
 
-The worker reports facts (Triton launches, aten ops, threads started, reference calls,
-harness functions that changed); the rules live here, in a process the candidate never
-runs in. A speed beyond the device's roofline for the case's bytes and flops is
+The worker reports facts (Triton launches, aten ops, threads started, host reads, harness
+functions that changed); the rules live here, in a process the candidate never runs in.
+These reports come from the candidate's own process, so they explain a failure well but
+never make a pass: a candidate that silences them still faces the static gate before it
+runs and the trusted checker's comparison after. A speed beyond the device's roofline for the case's bytes and flops is
 `cheat_implausible`: nothing honest beats physics.
 """
 
@@ -35,9 +37,6 @@ def call_verdict(task, observed: dict) -> tuple[str, str] | None:
     if observed.get("patched"):
         return ("cheat_patched_harness", "the candidate replaced harness functions: "
                 + ", ".join(observed["patched"][:8]))
-    if observed.get("reference_calls"):
-        return ("cheat_calls_reference", f"the candidate called the task's reference "
-                f"{observed['reference_calls']} time(s)")
     if observed.get("threads_started"):
         return ("cheat_background_work", f"the candidate started {observed['threads_started']} "
                 "thread(s) during the call; do all work in Triton kernels on the calling thread")
@@ -52,9 +51,6 @@ def call_verdict(task, observed: dict) -> tuple[str, str] | None:
                 "may go through torch; do the math in Triton)")
     if observed.get("launches", 0) < 1:
         return ("no_triton_launch", "the call launched no Triton kernel")
-    if observed.get("inputs_modified"):
-        return ("inputs_modified", f"the call modified input(s) {observed['inputs_modified']} "
-                "in place; inputs must be left unchanged")
     return None
 
 

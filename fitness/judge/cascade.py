@@ -1,0 +1,401 @@
+"""The fitness cascade: syntax -> static gate -> import -> compile + first launch ->
+correctness -> latency -> re-check. This is the judge; it runs in the engine's process.
+
+One candidate walks the stages on one leased sandboxed worker and one leased trusted
+checker; the first failure ends the walk and names its kind. Every judgement is made on
+the trusted side: the static gate here, inputs and reference outputs in the checker (from
+seeds drawn from the operating system's RNG, so no candidate can predict them), the
+comparison in the checker, baseline timings in the checker, and the decision here. What the
+worker reports (its observations, its timings) is evidence: observations explain a failure,
+timings are cross-checked against the wall time this process saw and against the roofline.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+import inspect
+import random
+import threading
+import time
+from typing import Mapping
+
+from evo.records import Candidate, Evaluation, Task
+from fitness import HARNESS_VERSION, timing
+from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
+from fitness.judge import anticheat, policy
+from fitness.pool import WorkerFault
+
+TIMING_VARIANTS = 2
+"""Input sets per case that the timed buffers cycle through (see `timing.refiller`)."""
+
+RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
+"""A worker or checker death of these kinds may be a neighbour's fault or a pool restart:
+the candidate is walked once more on fresh processes before it is blamed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """Time limit of each stage, in seconds; a stage past its limit is killed.
+
+    Attributes:
+      import_s: writing and importing the candidate module.
+      compile_s: the first call (Triton compilation and first launch).
+      check_s: each further correctness call, and each comparison in the checker.
+      bench_s: timing every case plus the re-check call.
+      ready_s: a new worker's start-up (charged to no candidate).
+    """
+
+    import_s: float = 60.0
+    compile_s: float = 180.0
+    check_s: float = 60.0
+    bench_s: float = 300.0
+    ready_s: float = 120.0
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, float] | None) -> "Limits":
+        """Returns Limits from {"import_s": 30, "compile": 60, ...}; unknown keys raise."""
+        names = {field.name for field in dataclasses.fields(cls)}
+        chosen = {}
+        for key, value in (values or {}).items():
+            name = key if key.endswith("_s") else f"{key}_s"
+            if name not in names:
+                raise ValueError(f"unknown fitness timeout {key!r}; known: {sorted(names)}")
+            if not (isinstance(value, (int, float)) and value > 0):
+                raise ValueError(f"fitness timeout {key!r} must be a positive number, got {value!r}")
+            chosen[name] = float(value)
+        return cls(**chosen)
+
+    @classmethod
+    def uniform(cls, seconds: float) -> "Limits":
+        """Returns the same limit for every candidate stage (start-up keeps its default)."""
+        return cls(import_s=seconds, compile_s=seconds, check_s=seconds, bench_s=seconds)
+
+
+class BaselineCache:
+    """Baseline latency stats keyed by (task, case, device, harness version)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._stats: dict[tuple[str, str, str, str], dict] = {}
+
+    def get(self, key) -> dict | None:
+        with self._lock:
+            return self._stats.get(key)
+
+    def put_first(self, key, stats: dict) -> None:
+        with self._lock:
+            self._stats.setdefault(key, stats)
+
+
+class _Failed(Exception):
+    """Ends the walk: the candidate failed `kind` at `stage`."""
+
+    def __init__(self, stage: str, kind: str, detail: str):
+        super().__init__(detail)
+        self.stage, self.kind, self.detail = stage, kind, detail
+
+
+def amd_only_options(source: str) -> list[str]:
+    """Returns the AMD-only launch options a module passes (keyword arguments or config keys)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.keyword) and node.arg in AMD_ONLY_LAUNCH_OPTIONS:
+            found.add(node.arg)
+        elif isinstance(node, ast.Constant) and node.value in AMD_ONLY_LAUNCH_OPTIONS:
+            found.add(node.value)
+    return sorted(found)
+
+
+class Cascade:
+    """Walks candidates through the stages using the given pools, device lock and caches."""
+
+    def __init__(self, device: DeviceInfo, candidates, checkers, device_lock,
+                 baselines: BaselineCache, limits: Limits,
+                 timing_config: timing.TimingConfig | None = None):
+        self.device = device
+        self.candidates = candidates
+        self.checkers = checkers
+        self.device_lock = device_lock
+        self.baselines = baselines
+        self.limits = limits
+        self.timing_config = timing_config
+        self.retries = 0
+        self._retries_lock = threading.Lock()
+        self._seeds = random.SystemRandom()
+
+    def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
+        """Returns the candidate's Evaluation; never raises for anything the candidate does."""
+        walk = _Walk(self, task, candidate)
+        try:
+            walk.static_checks()
+        except _Failed as failed:
+            walk.fail(failed.stage, failed.kind, failed.detail)
+            return walk.evaluation()
+        for attempt in range(2):
+            walk = _Walk(self, task, candidate)
+            try:
+                walk.run()
+            except _Failed as failed:
+                walk.fail(failed.stage, failed.kind, failed.detail)
+            except WorkerFault as fault:
+                tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
+                walk.fail(walk.stage, fault.kind, fault.detail + tail)
+                if fault.kind in RETRIED_FAULTS and attempt == 0:
+                    with self._retries_lock:
+                        self.retries += 1
+                    continue
+            break
+        return walk.evaluation()
+
+    def seed(self) -> int:
+        return self._seeds.getrandbits(62)
+
+
+def _arity(reference) -> int:
+    """Returns how many positional arguments the reference takes (the candidate must too)."""
+    parameters = inspect.signature(reference).parameters.values()
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+
+
+class _Walk:
+    """One candidate's walk through the cascade; accumulates the Evaluation's fields."""
+
+    def __init__(self, cascade: Cascade, task: Task, candidate: Candidate):
+        self.c = cascade
+        self.task = task
+        self.candidate = candidate
+        self.cases = task.cases_for(cascade.device.backend)
+        self.stage = "syntax"
+        self.fields: dict = {"call_ok": False, "correct": False}
+        self.compile_s = self.check_s = self.bench_s = 0.0
+        self._calls = 0
+        self._launched_before = False
+
+    def fail(self, stage: str, kind: str, detail: str) -> None:
+        self.stage = stage
+        self.fields.update(failure_kind=kind, error_trace=detail[-6000:], correct=False)
+
+    def evaluation(self) -> Evaluation:
+        device = self.c.device
+        return Evaluation(candidate_id=self.candidate.id, stage_reached=self.stage,
+                          device=device.name, backend=device.backend,
+                          harness_version=HARNESS_VERSION,
+                          timing_meaningful=device.timing_meaningful and self.stage == "timed",
+                          compile_s=self.compile_s, check_s=self.check_s, bench_s=self.bench_s,
+                          **self.fields)
+
+    def static_checks(self) -> None:
+        """Syntax, the static gate, and what the task and device allow; no process involved."""
+        try:
+            ast.parse(self.candidate.source)
+        except (SyntaxError, ValueError) as error:
+            raise _Failed("syntax", "syntax_error", f"{type(error).__name__}: {error}") from None
+        if self.c.device.backend not in self.task.runnable_on:
+            raise _Failed("syntax", "unsupported_on_backend", f"task {self.task.name!r} does not "
+                          f"run on {self.c.device.backend}: {self.task.skip_reason}")
+        if self.task.reference is None or self.task.make_inputs is None:
+            raise _Failed("syntax", "harness_error", f"task {self.task.name!r} has no PyTorch "
+                          "reference or no input generator: the cascade cannot check it")
+        violation = policy.check(self.candidate.source, self.task)
+        if violation is not None:
+            raise _Failed("syntax", "policy_violation", str(violation))
+        amd_only = amd_only_options(self.candidate.source)
+        if amd_only and self.c.device.backend == "cuda":
+            raise _Failed("compile", "unsupported_on_backend", f"launch option(s) "
+                          f"{', '.join(amd_only)} exist only on AMD GPUs; Triton rejects them on "
+                          f"NVIDIA ({self.c.device.name}). Remove them for this device.")
+
+    def _request(self, process, request: dict, limit_s: float, stage: str | None = None) -> dict:
+        reply = process.request({"task": self.task, **request} if not process.sandboxed
+                                else request, limit_s)
+        if not reply.get("ok"):
+            kind = reply.get("kind", "harness_error")
+            if not process.sandboxed:
+                kind = "harness_error"  # a checker failing is the task's or the harness's fault
+            stage = "compile" if kind in ("compile_error", "unsupported_on_backend") else (stage or self.stage)
+            raise _Failed(stage, kind, str(reply.get("trace", "")))
+        return reply
+
+    def _prepare(self, checker, worker, case, seed: int, expect: bool = True) -> tuple[str, list]:
+        self._calls += 1
+        token = f"c{self._calls}"
+        prepared = self._request(checker, {"op": "prepare", "params": case.params, "seed": seed,
+                                           "dir": worker.input_dir, "prefix": token,
+                                           "token": token, "expect": expect},
+                                 self.c.limits.check_s)
+        return token, prepared["specs"]
+
+    def _call(self, worker, checker, case, seed: int, limit_s: float) -> dict:
+        """One call of the candidate on fresh inputs, judged; returns the checker's verdict."""
+        token, specs = self._prepare(checker, worker, case, seed)
+        with self.c.device_lock.shared():
+            reply = self._request(worker, {"op": "call", "inputs": {"specs": specs},
+                                           "prefix": token}, limit_s)
+        self._judge(worker, reply.get("observed", {}), self.stage)
+        return self._compare(checker, worker, token, reply, case)
+
+    def _compare(self, checker, worker, token: str, reply: dict, case) -> dict:
+        with self.c.device_lock.shared():
+            verdict = self._request(checker, {"op": "compare", "token": token,
+                                              "dir": worker.workdir,
+                                              "outputs": reply.get("outputs", []),
+                                              "inputs_after": reply.get("inputs_after", [])},
+                                    self.c.limits.check_s)
+        if verdict["kind"] is not None:
+            raise _Failed(self.stage, verdict["kind"], f"case {case.name!r}: {verdict['detail']}")
+        return verdict
+
+    def _judge(self, worker, observed: dict, stage: str) -> None:
+        """Raises _Failed when a call's observations break an anti-cheat rule."""
+        verdict = anticheat.call_verdict(self.task, observed if isinstance(observed, dict) else {})
+        if verdict is None:
+            self._launched_before = self._launched_before or observed.get("launches", 0) > 0
+            return
+        if verdict[0] in anticheat.TAINTING_KINDS:
+            worker.retired = True  # the process itself was altered: never reuse it
+        if verdict[0] == "no_triton_launch" and self._launched_before:
+            verdict = ("cheat_cached_result", "a call on new inputs launched no kernel although "
+                       "earlier calls did: the candidate replayed a stored result")
+        raise _Failed(stage, *verdict)
+
+    def run(self) -> None:
+        limits = self.c.limits
+        with self.c.candidates.lease() as worker, self.c.checkers.lease() as checker:
+            self._request(checker, {"op": "reset"}, limits.check_s)
+            self.stage = "import"
+            start = time.monotonic()
+            with self.c.device_lock.shared():
+                loaded = self._request(worker, {"op": "load", "source": self.candidate.source,
+                                                "entry_point": self.task.entry_point,
+                                                "arity": _arity(self.task.reference)},
+                                       limits.import_s)
+            if loaded.get("patched"):
+                self._judge(worker, loaded, "import")
+            self.stage = "run"  # the first call compiles, then launches
+            first_seed = self.c.seed()
+            first = self._call(worker, checker, self.cases[0], first_seed, limits.compile_s)
+            self.compile_s = time.monotonic() - start
+            self.fields["call_ok"] = True
+            self.stage = "correct"
+            start = time.monotonic()
+            self._correctness(worker, checker, first_seed, first)
+            self.check_s = time.monotonic() - start
+            self.stage = "timed"
+            self._latency(worker, checker)
+        self.fields["correct"] = True
+
+    def _correctness(self, worker, checker, first_seed: int, first: dict) -> None:
+        """Every case on new inputs; the first case twice more: once on new inputs (a replayed
+        result is caught at once) and once on the first call's inputs (determinism)."""
+        limit_s = self.c.limits.check_s
+        verdicts = [first]
+        self._call(worker, checker, self.cases[0], self.c.seed(), limit_s)
+        self._call(worker, checker, self.cases[0], first_seed, limit_s)
+        for case in self.cases[1:]:
+            verdicts.append(self._call(worker, checker, case, self.c.seed(), limit_s))
+        self.fields.update(case_names=tuple(c.name for c in self.cases),
+                           max_abs_err=tuple(v["max_abs_err"] for v in verdicts),
+                           rel_err=tuple(v["rel_err"] for v in verdicts))
+
+    def _baseline_stats(self, checker) -> list[dict]:
+        """Returns the baseline's latency per case, timed by the trusted checker once per
+        (task, case, device, harness version) and cached in this process."""
+        keys = [(self.task.name, case.name, self.c.device.name, HARNESS_VERSION)
+                for case in self.cases]
+        missing = [(case, key) for case, key in zip(self.cases, keys) if self.c.baselines.get(key) is None]
+        if missing:
+            with self.c.device_lock.exclusive():
+                reply = self._request(checker, {"op": "time_baseline", "timing": self.c.timing_config,
+                                                "cases": [(case.params, [self.c.seed() for _ in range(TIMING_VARIANTS)])
+                                                          for case, _ in missing]},
+                                      self.c.limits.bench_s)
+            for (_, key), stats in zip(missing, reply["cases"]):
+                self.c.baselines.put_first(key, stats)
+        return [self.c.baselines.get(key) for key in keys]
+
+    def _latency(self, worker, checker) -> None:
+        device = self.c.device
+        baseline = self._baseline_stats(checker)
+        variants = [[self._prepare(checker, worker, case, self.c.seed(), expect=False)
+                     for _ in range(TIMING_VARIANTS)] for case in self.cases]
+        timing_config = self.c.timing_config
+        request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
+                   "cases": [{"variants": [{"specs": specs} for _, specs in case_variants]}
+                             for case_variants in variants]}
+        with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
+            start = time.monotonic()
+            try:
+                reply = self._request(worker, request, self.c.limits.bench_s)
+            finally:
+                wall_s = time.monotonic() - start
+                self.bench_s += wall_s
+                self._request(checker, {"op": "discard", "tokens": [t for v in variants for t, _ in v]},
+                              self.c.limits.check_s)
+        stats = [_timing_stats(case, result) for case, result in zip(self.cases, reply.get("cases", []))]
+        if len(stats) != len(self.cases):
+            raise _Failed("timed", "cheat_forged_timing", f"the worker reported timings for "
+                          f"{len(stats)} of {len(self.cases)} cases")
+        claimed_s = sum(s["runs"] * s["p20_us"] for s in stats) * 1e-6
+        if claimed_s > wall_s:
+            raise _Failed("timed", "cheat_forged_timing", f"the worker reported {claimed_s:.3f} s of "
+                          f"timed runs inside a request that took {wall_s:.3f} s of wall time")
+        self._recheck(worker, checker)
+        self._record_speed(stats, baseline)
+
+    def _recheck(self, worker, checker) -> None:
+        """Calls the candidate again on the buffers it was timed on, refilled with fresh values."""
+        prepared = [self._prepare(checker, worker, case, self.c.seed()) for case in self.cases]
+        with self.c.device_lock.shared():
+            start = time.monotonic()
+            rechecked = self._request(worker, {"op": "recheck", "cases": [
+                {"inputs": {"specs": specs}, "prefix": f"{token}r"} for token, specs in prepared]},
+                self.c.limits.bench_s)
+            self.bench_s += time.monotonic() - start
+        for case, (token, _), result in zip(self.cases, prepared, rechecked.get("cases", [])):
+            self._judge(worker, result.get("observed", {}), "timed")
+            try:
+                self._compare(checker, worker, token, result, case)
+            except _Failed as failed:
+                kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
+                raise _Failed("timed", kind, f"re-check after timing, inputs refreshed in place: "
+                              f"{failed.detail}") from None
+
+    def _record_speed(self, stats: list[dict], baseline: list[dict]) -> None:
+        device = self.c.device
+        latency, p20, p80, reference, roofline = [], [], [], [], []
+        for case, measured, base in zip(self.cases, stats, baseline):
+            fraction = timing.case_roofline(device, self.task.flops, self.task.bytes,
+                                            case.params, measured["median_us"])
+            reason = anticheat.implausible(fraction, case.name)
+            if reason:
+                raise _Failed("timed", "cheat_implausible", reason)
+            latency.append(measured["median_us"])
+            p20.append(measured["p20_us"])
+            p80.append(measured["p80_us"])
+            reference.append(base["median_us"])
+            roofline.append(fraction)
+        ratios = [ref / max(lat, 1e-9) for ref, lat in zip(reference, latency)]
+        known = [f for f in roofline if f]
+        self.fields.update(
+            latency_us=tuple(latency), latency_p20_us=tuple(p20), latency_p80_us=tuple(p80),
+            ref_latency_us=tuple(reference), worst_speedup=min(ratios),
+            speedup=math.exp(sum(math.log(r) for r in ratios) / len(ratios)),
+            roofline_fraction=(math.exp(sum(math.log(f) for f in known) / len(known))
+                               if known else None))
+
+
+def _timing_stats(case, result) -> dict:
+    """Returns a worker's timing report for a case if it is well formed, else raises."""
+    try:
+        stats = {key: float(result[key]) for key in ("median_us", "p20_us", "p80_us")}
+        stats["runs"] = int(result["runs"])
+    except (KeyError, TypeError, ValueError):
+        raise _Failed("timed", "cheat_forged_timing", f"case {case.name!r}: malformed timing "
+                      f"report {str(result)[:200]}") from None
+    if not (stats["runs"] >= 1 and all(math.isfinite(v) and v > 0 for v in stats.values())
+            and stats["p20_us"] <= stats["median_us"] <= stats["p80_us"]):
+        raise _Failed("timed", "cheat_forged_timing", f"case {case.name!r}: inconsistent timing "
+                      f"report {stats}")
+    return stats

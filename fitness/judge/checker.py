@@ -1,0 +1,171 @@
+"""The checker: a trusted process that makes inputs, runs references, compares, times baselines.
+
+Started by `fitness.pool` (unsandboxed: it never imports a candidate) as
+`python -m fitness.judge.checker REQ REPLY`. One walk of the cascade leases one checker for
+its whole duration: `prepare` makes a case's inputs from a seed the candidate has not seen,
+writes them as raw files into the worker's read-only input directory and keeps the
+reference's outputs and a pristine copy of the inputs here; `compare` reads what the worker
+wrote (raw bytes only, every spec validated) and returns the verdict. Baselines are timed
+here too, with the same timing code the worker uses, so a candidate can neither see nor
+slow nor cache the number it is compared against.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from fitness import protocol
+from fitness.judge import checking
+
+
+class Checker:
+    """Per-walk state: prepared calls (token -> pristine inputs, expected outputs, seed)."""
+
+    def __init__(self, request: dict):
+        import torch
+
+        from fitness import timing
+
+        timing.bind_clocks()
+        self.torch = torch
+        self.device = request["device"]
+        self.prepared: dict[str, tuple] = {}
+        self.outputs_by_seed: dict[int, list] = {}
+        self.previous_outputs: list[list] = []
+        self.baselines: dict[str, object] = {}
+
+    def reset(self, request: dict) -> dict:
+        """Forgets the last walk (a new candidate starts)."""
+        self.prepared.clear()
+        self.outputs_by_seed.clear()
+        self.previous_outputs.clear()
+        return {"ok": True}
+
+    def prepare(self, request: dict) -> dict:
+        task, seed = request["task"], request["seed"]
+        inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
+        specs = protocol.write_values(request["dir"], request["prefix"], inputs)
+        pristine = expected = None
+        if request.get("expect", True):  # timing variants are only discarded, never compared
+            pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
+            expected = checking.as_list(task.reference(*inputs))
+        self.prepared[request["token"]] = (pristine, expected, seed, specs, request["dir"])
+        return {"ok": True, "specs": specs}
+
+    def compare(self, request: dict) -> dict:
+        """Judges one call: outputs vs reference, inputs unchanged, determinism, replay."""
+        task = request["task"]
+        pristine, expected, seed, input_specs, input_dir = self.prepared.pop(request["token"])
+        _remove(input_dir, input_specs)
+        where = request["dir"]
+        try:
+            actual = protocol.read_values(where, request["outputs"], "cpu")
+            after = protocol.read_values(where, request["inputs_after"], "cpu")
+        except protocol.ProtocolError as error:
+            return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
+        finally:
+            _remove(where, request["outputs"])
+            _remove(where, request["inputs_after"])
+        verdict = checking.compare_outputs(expected, actual, task.tolerance)
+        if verdict["kind"] is None:
+            modified = [i for i, (before, now) in enumerate(zip(pristine, after))
+                        if isinstance(before, self.torch.Tensor)
+                        and not checking.bitwise_equal(before, now)]
+            if len(after) != len(pristine):
+                modified = list(range(len(pristine)))
+            if modified:
+                verdict = {"kind": "inputs_modified", "detail": f"the call modified input(s) "
+                           f"{modified} in place; inputs must be left unchanged"}
+        if verdict["kind"] is None and seed in self.outputs_by_seed:
+            reason = checking.disagreement(self.outputs_by_seed[seed], actual, expected,
+                                           task.tolerance)
+            if reason:
+                verdict = {"kind": "nondeterministic", "detail": reason}
+        if verdict["kind"] == "mismatch" and any(
+                len(p) == len(actual) and all(checking.bitwise_equal(a, b) for a, b in zip(p, actual))
+                for p in self.previous_outputs):
+            verdict = {**verdict, "kind": "cheat_cached_result",
+                       "detail": "a call on new inputs returned an earlier call's output "
+                                 "unchanged; " + verdict.get("detail", "")}
+        self.outputs_by_seed.setdefault(seed, actual)
+        self.previous_outputs.append(actual)
+        return {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0, "detail": "", **verdict}
+
+    def discard(self, request: dict) -> dict:
+        """Drops prepared inputs that were never compared (timing variants)."""
+        for token in request["tokens"]:
+            entry = self.prepared.pop(token, None)
+            if entry is not None:
+                _remove(entry[4], entry[3])
+        return {"ok": True}
+
+    def _baseline(self, task):
+        if task.name not in self.baselines:
+            import importlib.util
+
+            spec = importlib.util.spec_from_loader(f"baseline_{task.name}", loader=None)
+            module = importlib.util.module_from_spec(spec)
+            exec(compile(task.baseline_source, f"<baseline {task.name}>", "exec"), module.__dict__)
+            self.baselines[task.name] = module.__dict__[task.entry_point]
+        return self.baselines[task.name]
+
+    def time_baseline(self, request: dict) -> dict:
+        """Times the task's trusted baseline on each case with the candidates' protocol."""
+        from fitness import timing
+
+        task = request["task"]
+        baseline = self._baseline(task)
+        results = []
+        for params, seeds in request["cases"]:
+            variants = [task.make_inputs(params, seed, self.device.torch_device) for seed in seeds]
+            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in variants[0]]
+            refill = timing.refiller(buffers, variants)
+            stats = timing.bench([lambda: baseline(*buffers)], self.device, request.get("timing"),
+                                 refill)
+            results.append(stats[0].__dict__)
+        return {"ok": True, "cases": results}
+
+
+def _remove(directory: str, specs) -> None:
+    for spec in specs if isinstance(specs, list) else []:
+        name = spec.get("file") if isinstance(spec, dict) else None
+        if isinstance(name, str) and "/" not in name and not name.startswith("."):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+
+
+def _serve(request_fd: int, reply_fd: int) -> None:
+    init = protocol.recv_request(request_fd, pickled=True)
+    try:
+        checker = Checker(init)
+    except BaseException as error:
+        protocol.send_reply(reply_fd, {"ok": False, "kind": "harness_error",
+                                       "trace": "".join(traceback.format_exception(error))[-4000:]})
+        return
+    protocol.send_reply(reply_fd, {"ok": True})
+    handlers = {"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
+                "discard": checker.discard, "time_baseline": checker.time_baseline}
+    while True:
+        try:
+            request = protocol.recv_request(request_fd, pickled=True)
+        except protocol.ProtocolError:
+            return
+        try:
+            reply = handlers[request["op"]](request)
+        except BaseException as error:  # a broken task or reference is a harness error
+            reply = {"ok": False, "kind": "harness_error",
+                     "trace": "".join(traceback.format_exception(error))[-4000:]}
+        protocol.send_reply(reply_fd, reply)
+
+
+def main() -> None:
+    _serve(int(sys.argv[1]), int(sys.argv[2]))
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

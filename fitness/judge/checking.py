@@ -1,0 +1,121 @@
+"""Output comparison, made in a trusted checker process that never imported a candidate.
+
+The rule is per element, as torch.testing's: |out - ref| <= atol + rtol * |ref|. No scaling
+of atol by the output's magnitude: outputs far below 1 (a softmax over 3000 columns is
+~3e-4 per element) must be right to their own precision, not to 1% of the largest value.
+Per-dtype defaults are torch.testing's; a task may widen them only with a stated reason
+(`Task.tolerance_reason`). NaN where the reference is finite never passes; shape and dtype
+must match exactly; integer outputs match exactly.
+
+Determinism: the same inputs twice must give outputs that agree within
+`DETERMINISM_FRACTION` of that tolerance (atomics may reorder a sum; noise added to pass a
+loose check may not).
+"""
+
+from __future__ import annotations
+
+import torch
+
+DEFAULT_TOLERANCE = {
+    "float64": (1e-7, 1e-7),
+    "float32": (1e-5, 1.3e-6),
+    "float16": (1e-5, 1e-3),
+    "bfloat16": (1e-5, 1.6e-2),
+}
+"""torch.testing.assert_close's defaults: dtype name -> (atol, rtol)."""
+
+DETERMINISM_FRACTION = 0.1
+"""Two calls on the same inputs may differ by at most this fraction of the tolerance."""
+
+
+def as_list(value) -> list:
+    if isinstance(value, (tuple, list)):
+        return [v if isinstance(v, torch.Tensor) else torch.tensor(v) for v in value]
+    return [value if isinstance(value, torch.Tensor) else torch.tensor(value)]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def tolerance_for(task_tolerance, dtype: torch.dtype) -> tuple[float, float]:
+    """Returns (atol, rtol): the task's entry for the dtype, else torch.testing's default."""
+    name = dtype_name(dtype)
+    if name in task_tolerance:
+        return tuple(task_tolerance[name])
+    return DEFAULT_TOLERANCE.get(name, (0.0, 0.0))
+
+
+def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float) -> dict:
+    """Returns {"kind": None | failure kind, "max_abs_err", "rel_err", "detail"}."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return {"kind": "wrong_shape", "detail": f"output shape {tuple(actual.shape)}, "
+                f"expected {tuple(expected.shape)}"}
+    if actual.dtype != expected.dtype:
+        return {"kind": "wrong_dtype", "detail": f"output dtype {dtype_name(actual.dtype)}, "
+                f"expected {dtype_name(expected.dtype)}"}
+    actual = actual.to(expected.device)
+    if not (expected.is_floating_point() or expected.is_complex()):
+        wrong = int((actual != expected).sum())
+        return {"kind": "mismatch" if wrong else None, "max_abs_err": float(wrong),
+                "rel_err": float(wrong), "detail": f"{wrong} of {expected.numel()} elements differ"}
+    exp, act = expected.double(), actual.double()
+    exp_nan, act_nan = exp.isnan(), act.isnan()
+    bad_nan = act_nan & ~exp_nan
+    if bool(bad_nan.any()):
+        index = int(bad_nan.flatten().nonzero()[0])
+        return {"kind": "nan", "detail": f"{int(bad_nan.sum())} of {exp.numel()} outputs are NaN "
+                f"where the reference is not (first at flat index {index})"}
+    finite = exp.isfinite() & act.isfinite()
+    inf_wrong = ~finite & ~exp_nan & (act != exp)
+    error = torch.where(finite, (act - exp).abs(), torch.zeros_like(exp))
+    allowed = atol + rtol * exp.abs()
+    over = (error > allowed) | inf_wrong | (exp_nan & ~act_nan)
+    max_abs_err = float(error.max()) if error.numel() else 0.0
+    relative = torch.where(finite, error / exp.abs().clamp_min(1e-30), torch.zeros_like(exp))
+    result = {"kind": None, "max_abs_err": max_abs_err,
+              "rel_err": float(relative.max()) if relative.numel() else 0.0}
+    if bool(over.any()):
+        index = int(over.flatten().nonzero()[0])
+        result.update(kind="mismatch", detail=(
+            f"{int(over.sum())} of {exp.numel()} outputs outside |out - ref| <= atol + rtol*|ref| "
+            f"(atol={atol:g}, rtol={rtol:g}); first at flat index {index}: "
+            f"got {float(act.flatten()[index])!r}, expected {float(exp.flatten()[index])!r}"))
+    return result
+
+
+def compare_outputs(expected: list, actual: list, task_tolerance) -> dict:
+    """Compares every output; returns the first failure or the worst errors."""
+    if len(actual) != len(expected):
+        return {"kind": "wrong_type", "detail": f"returned {len(actual)} outputs, "
+                f"expected {len(expected)}"}
+    worst = {"kind": None, "max_abs_err": 0.0, "rel_err": 0.0}
+    for position, (exp, act) in enumerate(zip(expected, actual)):
+        verdict = compare(exp, act, *tolerance_for(task_tolerance, exp.dtype))
+        if verdict["kind"] is not None:
+            if len(expected) > 1:
+                verdict["detail"] = f"output {position}: {verdict['detail']}"
+            return verdict
+        worst["max_abs_err"] = max(worst["max_abs_err"], verdict["max_abs_err"])
+        worst["rel_err"] = max(worst["rel_err"], verdict["rel_err"])
+    return worst
+
+
+def disagreement(first: list, second: list, expected: list, task_tolerance) -> str | None:
+    """Returns why two outputs of the same inputs disagree beyond noise, or None."""
+    for position, (a, b, exp) in enumerate(zip(first, second, expected)):
+        atol, rtol = tolerance_for(task_tolerance, exp.dtype)
+        verdict = compare(a.to(b.device), b, DETERMINISM_FRACTION * atol, DETERMINISM_FRACTION * rtol)
+        if verdict["kind"] is not None:
+            return (f"output {position}: two calls on the same inputs disagree beyond "
+                    f"{DETERMINISM_FRACTION:g} of the tolerance: {verdict.get('detail', '')}")
+    return None
+
+
+def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    b = b.to(a.device)
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return torch.equal(a, b)

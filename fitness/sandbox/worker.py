@@ -1,0 +1,231 @@
+"""The sandboxed worker: loads one candidate at a time, runs it on the judge's inputs, times it.
+
+Started inside the sandbox (`fitness.jail`) as `python -m fitness.sandbox.worker REQ REPLY`.
+Requests and replies are JSON (`fitness.protocol`). The worker never sees a Task: it gets a
+source text, an entry point name, and input tensors the trusted judge wrote as raw files
+under /inputs (read-only here); it writes outputs, and the inputs as they were after the
+call, as raw files into its own /tmp. It makes no judgement: what it reports (launch counts,
+torch ops, timings) is evidence, cross-checked by the judge.
+
+Stages, one request each: load (import + entry point + arity), call (one input set; outputs
+written), bench (time every case on input sets that change between runs, keep the buffers),
+recheck (refill the timed buffers in place with fresh inputs, call, write outputs).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+
+from fitness import protocol
+
+_TRACE_CHARS = 4000
+_FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
+                  "hsa_status_error", "unspecified launch failure", "illegal instruction")
+_INPUTS_DIR = os.environ.get("KERNELEVO_INPUTS", "/inputs")  # set only with the sandbox off
+
+
+def _trace(error: BaseException, module_path: str | None = None) -> str:
+    text = "".join(traceback.format_exception(error))
+    if module_path:
+        text = text.replace(module_path, "candidate.py")
+    return text[-_TRACE_CHARS:]
+
+
+def _classify(error: BaseException) -> tuple[str, bool]:
+    """Returns (failure kind, whether the device context is now unusable)."""
+    from fitness.device import AMD_ONLY_LAUNCH_OPTIONS
+
+    text = f"{type(error).__name__}: {error}".lower()
+    names = {cls.__name__ for cls in type(error).__mro__}
+    if any(marker in text for marker in _FATAL_MARKERS):
+        return "illegal_memory_access", True
+    if "cuda error" in text or "hip error" in text or "acceleratorerror" in text.replace(" ", ""):
+        return "runtime_error", True
+    if any(option in text for option in AMD_ONLY_LAUNCH_OPTIONS):
+        return "unsupported_on_backend", False
+    # The interpreter reports what a GPU build rejects at compile time as InterpreterError.
+    if names & {"CompilationError", "CompileTimeAssertionFailure", "InterpreterError"}:
+        return "compile_error", False
+    return "runtime_error", False
+
+
+class Worker:
+    """State of one worker process: its device, instruments and the loaded candidate."""
+
+    def __init__(self, request: dict):
+        import torch
+
+        from fitness import timing
+        from fitness.device import DeviceInfo
+        from fitness.sandbox import instrument, probe
+
+        self.device = DeviceInfo(**request["device"])
+        self.torch = torch
+        self.launches = instrument.LaunchCounter()
+        self.launches.install()
+        self.threads = instrument.ThreadWatch(self.launches)
+        self.threads.install()
+        self.host_reads = instrument.HostReadWatch(self.launches)
+        self.host_reads.install()
+        timing.bind_clocks()
+        self.snapshot = instrument.HarnessSnapshot()
+        self.entry = None
+        self.module_path = None
+        self.timed: list[list] = []  # per case: the buffers the candidate was timed on
+        self._loaded = 0
+        with instrument.OpRecorder(self.launches):  # the first dispatch mode pays imports
+            probe.run(self.device.torch_device)
+
+    def _synchronize(self) -> None:
+        if self.device.backend != "interpreter":
+            self.torch.cuda.synchronize()
+
+    def load(self, request: dict) -> dict:
+        self.entry = None
+        self._loaded += 1
+        name = f"candidate_{self._loaded}"
+        self.module_path = os.path.abspath(f"{name}.py")
+        with open(self.module_path, "w") as handle:
+            handle.write(request["source"])
+        try:
+            spec = importlib.util.spec_from_file_location(name, self.module_path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        except SyntaxError as error:
+            return {"ok": False, "kind": "syntax_error", "trace": _trace(error, self.module_path)}
+        except BaseException as error:  # the candidate's import may raise anything, SystemExit included
+            return {"ok": False, "kind": "import_error", "trace": _trace(error, self.module_path)}
+        entry_point = request["entry_point"]
+        entry = module.__dict__.get(entry_point)
+        if not callable(entry):
+            return {"ok": False, "kind": "missing_entry_point",
+                    "trace": f"the module defines no function {entry_point!r}"}
+        mismatch = _arity_mismatch(entry, request["arity"], entry_point)
+        if mismatch:
+            return {"ok": False, "kind": "signature_mismatch", "trace": mismatch}
+        self.entry = entry
+        return {"ok": True, "patched": self.snapshot.changed()}
+
+    def _inputs(self, where: dict) -> list:
+        return protocol.read_values(_INPUTS_DIR, where["specs"], self.device.torch_device)
+
+    def _observed_call(self, inputs) -> tuple[object, dict]:
+        from fitness.sandbox.instrument import OpRecorder
+
+        self.launches.count = 0
+        self.threads.started = 0
+        self.host_reads.count = 0
+        recorder = OpRecorder(self.launches, poison=True)
+        with recorder:
+            out = self.entry(*inputs)
+        self._synchronize()
+        return out, {"launches": self.launches.count, "ops": sorted(recorder.ops),
+                     "threads_started": self.threads.started, "host_reads": self.host_reads.count,
+                     "patched": self.snapshot.changed()}
+
+    def _write(self, out, inputs, prefix: str) -> dict:
+        """Writes outputs and post-call inputs as raw files; returns their specs."""
+        torch = self.torch
+        outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+        for value in outputs:
+            if type(value) is not torch.Tensor:
+                return {"ok": False, "kind": "wrong_type",
+                        "trace": f"the entry point returned a {type(value).__module__}."
+                                 f"{type(value).__qualname__}; expected plain torch.Tensor outputs"}
+        return {"ok": True, "outputs": protocol.write_values(".", f"{prefix}-out", outputs),
+                "inputs_after": protocol.write_values(".", f"{prefix}-in", inputs)}
+
+    def call(self, request: dict) -> dict:
+        if self.entry is None:
+            return {"ok": False, "kind": "harness_error", "trace": "call before a successful load"}
+        inputs = self._inputs(request["inputs"])
+        out, observed = self._observed_call(inputs)  # errors: _serve classifies
+        written = self._write(out, inputs, request["prefix"])
+        return {**written, "observed": observed} if written["ok"] else written
+
+    def bench(self, request: dict) -> dict:
+        """Times the candidate on each case; its input buffers are refilled before every run
+        from input sets with different values, so nothing computed once can be replayed."""
+        from fitness import timing
+
+        config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
+        results, self.timed = [], []
+        for case in request["cases"]:
+            variants = [self._inputs(where) for where in case["variants"]]
+            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in variants[0]]
+            refill = timing.refiller(buffers, variants)
+            stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill)
+            self.timed.append(buffers)
+            results.append(stats[0].__dict__)
+        return {"ok": True, "cases": results}
+
+    def recheck(self, request: dict) -> dict:
+        """Refills the timed buffers in place (same pointers) with fresh inputs, calls the
+        candidate and writes its outputs: a result cached during timing is caught."""
+        results = []
+        for buffers, case in zip(self.timed, request["cases"]):
+            fresh = self._inputs(case["inputs"])
+            for old, new in zip(buffers, fresh):
+                if isinstance(old, self.torch.Tensor):
+                    old.copy_(new)
+            out, observed = self._observed_call(buffers)
+            written = self._write(out, buffers, case["prefix"])
+            if not written["ok"]:
+                return written
+            results.append({**written, "observed": observed})
+        self.timed = []
+        return {"ok": True, "cases": results}
+
+
+def _arity_mismatch(entry, arity: int, name: str) -> str:
+    """Returns why `entry` cannot take `arity` positional arguments, or "" when it can."""
+    try:
+        signature = inspect.signature(entry)
+        signature.bind(*[None] * arity)
+    except (TypeError, ValueError) as error:
+        return f"{name} cannot be called with the task's {arity} positional argument(s): {error}"
+    return ""
+
+
+def _serve(request_fd: int, reply_fd: int) -> None:
+    init = protocol.recv_request(request_fd)
+    try:
+        worker = Worker(init)
+    except BaseException as error:
+        protocol.send_reply(reply_fd, {"ok": False, "kind": "harness_error", "trace": _trace(error)})
+        return
+    protocol.send_reply(reply_fd, {"ok": True})
+    handlers = {"load": worker.load, "call": worker.call, "bench": worker.bench,
+                "recheck": worker.recheck}
+    while True:
+        try:
+            request = protocol.recv_request(request_fd)
+        except protocol.ProtocolError:
+            return  # the parent closed the pipe: shut down
+        try:
+            reply = handlers[request["op"]](request)
+        except BaseException as error:  # a stage must always answer; every op's errors,
+            # candidate exceptions and sys.exit included, are classified here and only here
+            kind, fatal = _classify(error)
+            reply = {"ok": False, "kind": kind, "fatal": fatal,
+                     "trace": _trace(error, worker.module_path)}
+        protocol.send_reply(reply_fd, reply)
+        if reply.get("fatal"):
+            os._exit(3)  # the device context is poisoned; the parent respawns
+
+
+def main() -> None:
+    request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    _serve(request_fd, reply_fd)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
