@@ -8,9 +8,21 @@ TORCH_SPEC ?= torch==2.13.0
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER = 0
 export RAY_USAGE_STATS_ENABLED = 0
 
-.PHONY: setup run test clean
+.PHONY: setup sandbox run test clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed sandbox
+
+# Candidate kernels are scored only inside a bubblewrap sandbox (fitness/jail.py).
+sandbox:
+	@if ! command -v bwrap >/dev/null 2>&1 && [ -z "$$KERNELEVO_BWRAP" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing bubblewrap (the candidate sandbox)"; \
+			apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+		else \
+			echo "bubblewrap is missing: install it (sudo apt-get install bubblewrap; dnf install bubblewrap; \
+pacman -S bubblewrap) or point KERNELEVO_BWRAP at a bwrap binary"; exit 1; \
+		fi; \
+	fi
 
 $(VENV)/.installed: pyproject.toml
 	@if $(PYTHON) -c "import torch" 2>/dev/null; then \

@@ -58,6 +58,7 @@ class Evaluator:
         "off" (scored without one: only for machines where bubblewrap cannot run, and then
         every Evaluation says `sandboxed=False`). With "bwrap" and no working bubblewrap,
         construction raises `jail.SandboxUnavailable` instead of scoring untrusted code.
+      static_gate: False only to test what the later layers catch on their own.
 
     Each evaluation leases one sandboxed candidate worker and one trusted checker for its
     whole walk, so there are as many checkers as workers.
@@ -66,7 +67,7 @@ class Evaluator:
     def __init__(self, device: str | DeviceInfo = "auto", workers: int = 2,
                  timeouts: Mapping[str, float] | Limits | None = None,
                  timing: TimingConfig | None = None, sandbox: str = "bwrap",
-                 sandbox_limits: jail.Limits | None = None):
+                 sandbox_limits: jail.Limits | None = None, static_gate: bool = True):
         if sandbox not in SANDBOX_MODES:
             raise ValueError(f"unknown sandbox mode {sandbox!r}; expected one of {SANDBOX_MODES}")
         self.device = device if isinstance(device, DeviceInfo) else detect(device)
@@ -82,7 +83,7 @@ class Evaluator:
                                     ready_timeout_s=self.limits.ready_s)
         self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
-                                BaselineCache(), self.limits, timing)
+                                BaselineCache(), self.limits, timing, static_gate)
         # External-suite tasks (issue 7) run their own harness, not the cascade: fitness.harness.
         self._harness = harness.HarnessRunner(self.device.backend, self.device.name, harness.Limits(
             run_s=self.limits.import_s + self.limits.compile_s + self.limits.check_s,

@@ -8,22 +8,40 @@ import cheats
 from benchmarks.registry import builtin
 from cheats.tasks import ROW_SOFTMAX
 from evo.records import FAILURE_KINDS, make_candidate
+from fitness_limits import FITNESS_TEST_LIMITS
 
-TASKS = {"vector_add": builtin().get("vector_add"), "row_softmax": ROW_SOFTMAX}
+TASKS = {"vector_add": builtin().get("vector_add"), "softmax": builtin().get("softmax"),
+         "row_softmax": ROW_SOFTMAX}
 LIBRARY = cheats.library()
+
+
+def _evaluate_all(evaluator, paths) -> dict:
+    """Evaluates the given cheats (two at a time); file name -> Evaluation."""
+
+    def evaluate(path):
+        task = TASKS[cheats.header(path)["task"]]
+        return evaluator.evaluate(task, make_candidate(task.name, path.read_text()))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip((p.name for p in paths), pool.map(evaluate, paths)))
 
 
 @pytest.fixture(scope="module")
 def verdicts(fitness_evaluator):
-    """Evaluates the whole library at once (two workers in parallel); file name -> Evaluation."""
+    return _evaluate_all(fitness_evaluator, LIBRARY)
 
-    def evaluate(path):
-        fields = cheats.header(path)
-        task = TASKS[fields["task"]]
-        return fitness_evaluator.evaluate(task, make_candidate(task.name, path.read_text()))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip((p.name for p in LIBRARY), pool.map(evaluate, LIBRARY)))
+SECOND_LAYER = [p for p in LIBRARY if "second-layer" in cheats.header(p)]
+
+
+@pytest.fixture(scope="module")
+def ungated_verdicts():
+    """The cheats the static gate stops, scored with the gate off: the later layers alone."""
+    from fitness.evaluator import Evaluator
+
+    with Evaluator("interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS,
+                   static_gate=False) as evaluator:
+        yield _evaluate_all(evaluator, SECOND_LAYER)
 
 
 def test_library_has_at_least_twelve_kinds_of_cheat():
@@ -44,3 +62,13 @@ def test_cheat_is_caught(path, verdicts):
         f"{path.name}: expected {expected}, got {evaluation.failure_kind} at "
         f"{evaluation.stage_reached}: {evaluation.error_trace[-800:]}")
     assert evaluation.error_trace.strip(), "a caught cheat must say why"
+
+
+@pytest.mark.parametrize("path", SECOND_LAYER, ids=lambda p: p.stem)
+def test_cheat_is_caught_without_the_static_gate(path, ungated_verdicts):
+    evaluation = ungated_verdicts[path.name]
+    expected = cheats.header(path)["second-layer"]
+    assert not evaluation.correct
+    assert evaluation.failure_kind == expected, (
+        f"{path.name}: expected {expected} with the gate off, got {evaluation.failure_kind} "
+        f"at {evaluation.stage_reached}: {evaluation.error_trace[-800:]}")

@@ -49,24 +49,33 @@ print("correct")
 
 
 def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Candidate, str]]:
-    """Returns (task, candidate, intent) triples: correct, wrong, crashing and hanging."""
+    """Returns (task, candidate, intent) triples: correct, wrong, crashing and hanging.
+
+    The crashing one stores far out of bounds (an illegal memory access on a GPU, a
+    segmentation fault under the interpreter): the worker dies, and the correct candidates
+    queued behind it must not be blamed for that death.
+    """
     batch = []
     for task in tasks:
         base, entry = task.baseline_source, task.entry_point
         wrap = f"\n_original = {entry}\n\n\ndef {entry}(*args):\n    out = _original(*args)\n"
+        out_of_bounds = ("\n\n@triton.jit\ndef _out_of_bounds_kernel(x_ptr):\n"
+                         "    tl.store(x_ptr + 1099511627776, tl.load(x_ptr))\n")
         variants = [(f"{base}\n_VARIANT = {i}\n", "correct") for i in range(correct_per_task)]
         variants += [(f"{base}{wrap}    return args[0]\n", "wrong"),
-                     (f"{base}{wrap}    import os\n    os._exit(1)\n", "crash"),
+                     (f"{base}{out_of_bounds}{wrap}    _out_of_bounds_kernel[(1,)](out)\n"
+                      "    return out\n", "crash"),
                      (f"{base}{wrap}    while True:\n        pass\n", "hang")]
         batch += [(task, make_candidate(task.name, source), intent) for source, intent in variants]
     return batch
 
 
-def run_pooled(batch, device: str, workers: int, timeout_s: float):
-    from fitness.judge.cascade import Limits
+def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str):
     from fitness.evaluator import Evaluator
+    from fitness.judge.cascade import Limits
 
-    with Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s)) as evaluator:
+    with Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s),
+                   sandbox=sandbox) as evaluator:
         warm_start = time.monotonic()
         evaluator.evaluate(batch[0][0], batch[0][1])  # start-up is paid once per campaign
         warmup_s = time.monotonic() - warm_start
@@ -83,9 +92,16 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float):
         wall_s = time.monotonic() - start
         busy_s = evaluator.stats()["busy_s"] - busy_before
         repeat = repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
+        retries = evaluator.stats()["retries"]
     verdicts = collections.Counter(e.failure_kind or "correct" for e in evaluations)
+    intent = {candidate.id: why for _, candidate, why in batch}
+    false_failures = [e for e in evaluations if intent[e.candidate_id] == "correct" and not e.correct]
+    for e in false_failures:
+        print(f"  FALSE FAILURE {e.candidate_id}: {e.failure_kind} at {e.stage_reached}: "
+              f"{e.error_trace[-300:]}", flush=True)
     return {"wall_s": wall_s, "busy": busy_s / wall_s, "verdicts": verdicts,
-            "warmup_s": warmup_s, "repeat": repeat,
+            "warmup_s": warmup_s, "repeat": repeat, "false_failures": len(false_failures),
+            "retries": retries,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
 
 
@@ -148,6 +164,8 @@ def main() -> None:
     parser.add_argument("--naive-startup", type=float, default=30.0,
                         help="extra seconds a fresh process gets for importing torch + triton")
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--sandbox", default="bwrap", choices=("bwrap", "off", "both"),
+                        help="score in the OS sandbox, without it, or both (its cost)")
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
@@ -166,8 +184,12 @@ def main() -> None:
           f"tasks: {len(tasks)}; batch: {len(batch)} candidates {dict(intents)}; "
           f"workers: {args.workers}; stage limit: {args.timeout:g} s")
 
-    pooled = run_pooled(batch, device.backend, args.workers, args.timeout)
-    rows = [("pooled evaluator", pooled["wall_s"], f"{pooled['busy']:.0%}", pooled["verdicts"])]
+    modes = ("bwrap", "off") if args.sandbox == "both" else (args.sandbox,)
+    runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode)
+            for mode in modes}
+    pooled = runs[modes[0]]
+    rows = [(f"pooled, sandbox {mode}", run["wall_s"], f"{run['busy']:.0%}", run["verdicts"])
+            for mode, run in runs.items()]
     if not args.skip_naive:
         sample = batch[::args.naive_sample] if args.naive_sample > 1 else batch
         naive = run_naive(sample, device.backend, args.workers, args.timeout,
@@ -179,9 +201,16 @@ def main() -> None:
     for name, wall_s, busy, verdicts in rows:
         print(f"{name:<24}{wall_s:>9.1f}{len(batch) / wall_s * 60:>10.1f}{busy:>7}  "
               f"{dict(sorted(verdicts.items()))}")
-    if len(rows) == 2:
+    for mode, run in runs.items():
+        print(f"sandbox {mode}: false failures of correct candidates: {run['false_failures']}, "
+              f"walks retried after a worker death: {run['retries']}")
+    if len(runs) == 2:
+        print(f"sandbox cost: {runs['bwrap']['wall_s'] / runs['off']['wall_s'] - 1:+.1%} wall time "
+              f"({len(batch) / runs['bwrap']['wall_s'] * 60:.1f} vs "
+              f"{len(batch) / runs['off']['wall_s'] * 60:.1f} candidates/min)")
+    if not args.skip_naive:
         print(f"\nspeed-up of the pool over process-per-candidate: "
-              f"{rows[1][1] / rows[0][1]:.1f}x")
+              f"{rows[-1][1] / rows[0][1]:.1f}x")
     diffs = pooled["repeat"]
     if diffs:
         note = "" if pooled["meaningful"] else " (interpreter: wall-clock, not meaningful)"

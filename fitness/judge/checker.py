@@ -102,13 +102,20 @@ class Checker:
         return {"ok": True}
 
     def _baseline(self, task):
+        """Returns the task's baseline entry point, imported from a file in this process's
+        own directory (Triton's @jit reads its kernels' source from the file)."""
         if task.name not in self.baselines:
             import importlib.util
 
-            spec = importlib.util.spec_from_loader(f"baseline_{task.name}", loader=None)
+            name = f"baseline_{task.name}"
+            path = os.path.abspath(f"{name}.py")
+            with open(path, "w") as handle:
+                handle.write(task.baseline_source)
+            spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)
-            exec(compile(task.baseline_source, f"<baseline {task.name}>", "exec"), module.__dict__)
-            self.baselines[task.name] = module.__dict__[task.entry_point]
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            self.baselines[task.name] = getattr(module, task.entry_point)
         return self.baselines[task.name]
 
     def time_baseline(self, request: dict) -> dict:

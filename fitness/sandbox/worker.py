@@ -77,6 +77,7 @@ class Worker:
         self.entry = None
         self.module_path = None
         self.timed: list[list] = []  # per case: the buffers the candidate was timed on
+        self.previous_inputs: list = []
         self._loaded = 0
         with instrument.OpRecorder(self.launches):  # the first dispatch mode pays imports
             probe.run(self.device.torch_device)
@@ -147,6 +148,9 @@ class Worker:
         inputs = self._inputs(request["inputs"])
         out, observed = self._observed_call(inputs)  # errors: _serve classifies
         written = self._write(out, inputs, request["prefix"])
+        # Kept until the next call, so two calls never share input addresses: a result
+        # that depends on where the inputs live shows as nondeterminism.
+        self.previous_inputs = inputs
         return {**written, "observed": observed} if written["ok"] else written
 
     def bench(self, request: dict) -> dict:

@@ -1,9 +1,14 @@
 """The cheat-kernel library: candidates that game a naive harness; every one must be caught.
 
-Each file in `candidates/` starts with two header lines:
+Each file in `candidates/` starts with header lines:
 
     # task: vector_add
-    # caught-as: cheat_torch_compute
+    # caught-as: policy_violation
+    # second-layer: cheat_torch_compute
+
+`caught-as` is the verdict of the whole cascade. `second-layer`, where present, is the
+verdict with the static gate switched off: what the sandboxed run and the trusted checker
+catch on their own, so no cheat depends on a single layer.
 
 Grow the library whenever a new cheat is seen: add a file, and the test picks it up.
 """

@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: cheat_cached_result
+# caught-as: policy_violation
+# second-layer: cheat_cached_result
 # A real kernel, but results are cached by input pointers: fast in a timing loop, stale
 # when the same buffers hold new values.
 import torch

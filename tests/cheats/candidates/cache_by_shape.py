@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: cheat_cached_result
+# caught-as: policy_violation
+# second-layer: cheat_cached_result
 # Computes once per shape and replays that answer for any later inputs of the same shape.
 import torch
 import triton

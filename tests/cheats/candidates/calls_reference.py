@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: cheat_calls_reference
+# caught-as: policy_violation
+# second-layer: import_error
 # Imports the task's own reference and calls it.
 import torch
 import triton

@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: wrong_type
+# caught-as: policy_violation
+# second-layer: wrong_type
 # Returns a tensor subclass whose math would run when the harness touches it.
 import torch
 import triton

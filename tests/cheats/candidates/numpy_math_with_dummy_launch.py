@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: cheat_torch_compute
+# caught-as: policy_violation
+# second-layer: cheat_torch_compute
 # Does the math in NumPy on the host and launches a do-nothing kernel.
 import torch
 import triton

@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: cheat_torch_compute
+# caught-as: policy_violation
+# second-layer: cheat_torch_compute
 # Does the math in torch and launches a do-nothing kernel to look like Triton.
 import torch
 import triton

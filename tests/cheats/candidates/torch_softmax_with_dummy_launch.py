@@ -1,5 +1,6 @@
 # task: row_softmax
-# caught-as: cheat_torch_compute
+# caught-as: policy_violation
+# second-layer: cheat_torch_compute
 # Calls torch.softmax and launches a do-nothing kernel.
 import torch
 import triton

@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: wrong_dtype
+# caught-as: policy_violation
+# second-layer: wrong_dtype
 # Right values, returned in float64.
 import torch
 import triton
