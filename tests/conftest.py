@@ -36,6 +36,17 @@ def fitness_evaluator():
 
 
 @pytest.fixture(scope="session")
+def ungated_evaluator():
+    """An interpreter Evaluator with the static gate off: for tests of what the sandbox,
+    the worker and the checker catch on their own (code the gate would stop first)."""
+    from fitness.evaluator import Evaluator
+
+    with Evaluator("interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS,
+                   static_gate=False) as evaluator:
+        yield evaluator
+
+
+@pytest.fixture(scope="session")
 def interpreter_fitness(shared_ray):
     """One interpreter FitnessActor (2 workers) shared by the campaign tests: its workers'
     cold start is paid once per session, not once per campaign."""

@@ -8,7 +8,6 @@ import cheats
 from benchmarks.registry import builtin
 from cheats.tasks import ROW_SOFTMAX
 from evo.records import FAILURE_KINDS, make_candidate
-from fitness_limits import FITNESS_TEST_LIMITS
 
 TASKS = {"vector_add": builtin().get("vector_add"), "softmax": builtin().get("softmax"),
          "row_softmax": ROW_SOFTMAX}
@@ -35,13 +34,9 @@ SECOND_LAYER = [p for p in LIBRARY if "second-layer" in cheats.header(p)]
 
 
 @pytest.fixture(scope="module")
-def ungated_verdicts():
+def ungated_verdicts(ungated_evaluator):
     """The cheats the static gate stops, scored with the gate off: the later layers alone."""
-    from fitness.evaluator import Evaluator
-
-    with Evaluator("interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS,
-                   static_gate=False) as evaluator:
-        yield _evaluate_all(evaluator, SECOND_LAYER)
+    return _evaluate_all(ungated_evaluator, SECOND_LAYER)
 
 
 def test_library_has_at_least_twelve_kinds_of_cheat():

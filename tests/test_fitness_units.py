@@ -8,13 +8,13 @@ import torch
 
 from benchmarks.registry import builtin
 from evo.records import make_candidate
-from fitness import anticheat, checking, timing
-from fitness.judge.cascade import Cascade, Limits, amd_only_options
+from fitness import jail, timing
 from fitness.device import DeviceError, DeviceInfo, detect
 from fitness.gate import GpuGate
-from fitness.pool import worker_env
+from fitness.judge import anticheat, checking
+from fitness.judge.cascade import Cascade, Limits, amd_only_options
+from fitness.pool import checker_env
 
-TOLERANCE = {"float32": (1e-4, 1e-4), "bfloat16": (2e-2, 2e-2)}
 H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", 0, 3350.0,
                   {"float32": 67.0, "bfloat16": 989.0}, 50 << 20)
 
@@ -22,33 +22,56 @@ H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", 0, 3350.0,
 def test_nan_never_passes_even_where_tolerance_is_huge():
     expected = torch.tensor([1.0, 2.0, 3.0])
     actual = torch.tensor([1.0, float("nan"), 3.0])
-    assert checking.compare(expected, actual, {"float32": (1e9, 1e9)})["kind"] == "nan"
+    assert checking.compare(expected, actual, 1e9, 1e9)["kind"] == "nan"
 
 
 def test_nan_where_the_reference_is_nan_passes():
     expected = torch.tensor([1.0, float("nan")])
-    assert checking.compare(expected, expected.clone(), TOLERANCE)["kind"] is None
+    assert checking.compare(expected, expected.clone(), 1e-5, 1.3e-6)["kind"] is None
 
 
-def test_tolerance_scales_with_output_magnitude():
-    expected = torch.tensor([1000.0, 1.0])
-    close = expected + torch.tensor([0.05, 0.0])  # 0.05 < 1e-4 * 1000 + 1e-4 * 1000
-    far = expected + torch.tensor([0.0, 0.5])
-    assert checking.compare(expected, close, TOLERANCE)["kind"] is None
-    verdict = checking.compare(expected, far, TOLERANCE)
+def test_tolerance_is_per_element_not_scaled_by_the_largest_output():
+    expected = torch.tensor([1000.0, 1e-3])
+    close = expected + torch.tensor([1e-3, 0.0])  # 1e-3 <= 1e-5 + 1.3e-6 * 1000
+    far = expected + torch.tensor([0.0, 1e-3])  # small outputs must be right to their size
+    assert checking.compare(expected, close, 1e-5, 1.3e-6)["kind"] is None
+    verdict = checking.compare(expected, far, 1e-5, 1.3e-6)
     assert verdict["kind"] == "mismatch" and "flat index 1" in verdict["detail"]
+
+
+def test_default_tolerances_are_no_looser_than_torch_testing():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        atol, rtol = checking.tolerance_for({}, dtype)
+        reference = torch.ones(1, dtype=dtype)
+        torch.testing.assert_close(reference + (atol + rtol) * 0.99, reference)  # inside ours: inside theirs
+
+
+def test_builtin_tolerances_wider_than_torch_testing_say_why():
+    for task in builtin().tasks():
+        for dtype_name, (atol, rtol) in task.tolerance.items():
+            default = checking.DEFAULT_TOLERANCE.get(dtype_name, (0.0, 0.0))
+            if atol > default[0] or rtol > default[1]:
+                assert task.tolerance_reason, f"{task.name} widens {dtype_name} without a reason"
+
+
+def test_same_inputs_twice_must_agree_within_a_fraction_of_the_tolerance():
+    expected = [torch.ones(1000)]
+    first = [torch.ones(1000)]
+    jitter = [torch.ones(1000) + 5e-6]  # inside the tolerance, far beyond rounding
+    assert checking.disagreement(first, [first[0].clone()], expected, {}) is None
+    assert "disagree" in checking.disagreement(first, jitter, expected, {})
 
 
 def test_shape_and_dtype_must_match_exactly():
     expected = torch.zeros(4)
-    assert checking.compare(expected, torch.zeros(1, 4), TOLERANCE)["kind"] == "wrong_shape"
+    assert checking.compare(expected, torch.zeros(1, 4), 1e-5, 1e-5)["kind"] == "wrong_shape"
     assert checking.compare(expected, torch.zeros(4, dtype=torch.float64),
-                            TOLERANCE)["kind"] == "wrong_dtype"
+                            1e-5, 1e-5)["kind"] == "wrong_dtype"
 
 
 def test_integer_outputs_compare_exactly():
     expected = torch.tensor([1, 2, 3])
-    assert checking.compare(expected, torch.tensor([1, 2, 4]), TOLERANCE)["kind"] == "mismatch"
+    assert checking.compare(expected, torch.tensor([1, 2, 4]), 0.0, 0.0)["kind"] == "mismatch"
 
 
 def test_anticheat_allowlist_is_per_task():
@@ -90,20 +113,31 @@ def test_device_detection_names_the_problem():
             detect("cuda")
 
 
-def test_worker_environment_has_no_secrets(monkeypatch):
+def test_sandbox_environment_is_an_allowlist(monkeypatch):
+    for name in ("OPENAI_API_KEY", "MYSQL_PWD", "DATABASE_URL", "GITHUB_PAT", "ANY_NAME"):
+        monkeypatch.setenv(name, "leak")
+    env = jail.sandbox_env("interpreter")
+    assert "leak" not in env.values()
+    assert set(env) - set(jail.ENV_ALLOWLIST) <= {
+        "PATH", "HOME", "TMPDIR", "TRITON_CACHE_DIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED", "PYTHONNOUSERSITE", "OMP_NUM_THREADS", "TRITON_INTERPRET"}
+    assert "TRITON_INTERPRET" not in jail.sandbox_env("cuda")
+
+
+def test_checker_environment_has_no_secrets(monkeypatch):
     for name in ("OPENAI_API_KEY", "GH_TOKEN", "DB_PASSWORD", "MY_SECRET", "RAY_ADDRESS"):
         monkeypatch.setenv(name, "leak")
-    env = worker_env(DeviceInfo("interpreter", "cpu"), "/tmp/w", "/tmp/c")
+    env = checker_env(DeviceInfo("interpreter", "cpu"), "/tmp/w")
     assert "leak" not in env.values()
     assert env["TRITON_INTERPRET"] == "1" and env["HOME"] == "/tmp/w"
-    assert "TRITON_INTERPRET" not in worker_env(H100, "/tmp/w", "/tmp/c")
+    assert "TRITON_INTERPRET" not in checker_env(H100, "/tmp/w")
 
 
 def test_amd_only_launch_options_fail_on_nvidia_with_a_reason():
     source = builtin().get("vector_add").baseline_source.replace(
         "num_warps=4", "num_warps=4, waves_per_eu=2")
     assert amd_only_options(source) == ["waves_per_eu"]
-    cascade = Cascade(H100, None, None, GpuGate(), None, Limits(), "/tmp")
+    cascade = Cascade(H100, None, None, GpuGate(), None, Limits())
     evaluation = cascade.evaluate(builtin().get("vector_add"), make_candidate("vector_add", source))
     assert evaluation.failure_kind == "unsupported_on_backend"
     assert "waves_per_eu" in evaluation.error_trace and "AMD" in evaluation.error_trace

@@ -244,8 +244,10 @@ class _Walk:
                                               "outputs": reply.get("outputs", []),
                                               "inputs_after": reply.get("inputs_after", [])},
                                     self.c.limits.check_s)
+        self.fields["call_ok"] = True  # it ran and returned outputs; now they are judged
         if verdict["kind"] is not None:
-            raise _Failed(self.stage, verdict["kind"], f"case {case.name!r}: {verdict['detail']}")
+            stage = "timed" if self.stage == "timed" else "correct"
+            raise _Failed(stage, verdict["kind"], f"case {case.name!r}: {verdict['detail']}")
         return verdict
 
     def _judge(self, worker, observed: dict, stage: str) -> None:
