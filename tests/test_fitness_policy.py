@@ -1,5 +1,9 @@
-"""The static gate (fitness.judge.policy): honest modules pass, each cheat in tests/cheats/gate is
-refused by its rule at its line, before anything is imported."""
+"""The static gate (fitness.judge.policy): honest modules pass, each cheat is refused by its rule.
+
+tests/cheats/gate/ holds one small module per cheating mechanism, headed by the task it
+targets and where the gate must stop it (`# task: vector_add`, `# rule: launch-hook`,
+`# line: 19`). Grow it whenever a model finds a new way around the gate: add a file.
+"""
 
 import dataclasses
 import pathlib

@@ -122,7 +122,15 @@ Rules for every answer:
 - The wrapper checks its inputs, allocates the output, launches at least one Triton kernel and returns the result. Compute in Triton, not in PyTorch, and never call a reference implementation.
 - Mask every load and store at the edges (sizes are not always powers of two); give a masked load the identity of the reduction that consumes it as `other=`.
 - Compute in float32 inside the kernel: load, `.to(tl.float32)`, compute, and cast on the store with `.to(out_ptr.dtype.element_ty)`.
-- No prints, no file or network access, no global state that survives a call.
+
+The contract (a static check refuses any module that breaks it, before it runs):
+- Import only torch, triton, triton.language (with its libdevice), math and typing.
+- Host code (outside @triton.jit) only checks inputs, reads shapes, strides, dtypes and devices, allocates outputs (torch.empty, torch.empty_like, torch.zeros), makes views (view, reshape, unsqueeze, expand) and launches kernels. All math happens in Triton kernels: no torch math, copies or casts on the host (x + y, x.sum(), torch.softmax, .clone(), .contiguous(), .to()), and no reads of tensor values (.item(), .tolist(), .cpu(), .numpy(), int(x)).
+- Kernel bodies use only tl.* (and libdevice), other @triton.jit functions, range, tl.static_range, min and max. A launch grid is a tuple, or a lambda built from sizes, meta["BLOCK"], triton.cdiv, triton.next_power_of_2, min and max.
+- Decorators: only @triton.jit, @triton.autotune and @triton.heuristics, without hooks (pre_hook, post_hook, prune_configs_by, perf_model).
+- Nothing survives a call: no caches, no `global`, no module-level dict or list written from a function (a read-only table of constants is fine).
+- No introspection: no dunder names or attributes (so no `if __name__ == "__main__":` block), no getattr, setattr, eval, exec, open, type, vars or globals, no torch internals (torch._C, torch.ops, torch.library, torch.utils, torch.compile, torch.cuda streams).
+- No prints, no tests, no file or network access.
 """
 
 EXPECTED_CROSSOVER = """\

@@ -1,0 +1,221 @@
+"""The static gate's rules for expressions: calls, subscripts, operators, lambdas and grids.
+
+On the host, a call may allocate, make a view or query a shape, and nothing else that
+touches a tensor: a method outside the task's tensor allowlist (x.sum(), x.copy_()) is torch
+compute, `x.item()` / `int(x)` / `sum(x)` read values, `x + y` and `x[idx]` compute, and an
+in-place method or a subscript store on a name the call does not own is state that outlives
+it. Inside a @triton.jit body only triton.language, other kernels and a few builtins may be
+called. A lambda, or a function passed as `kernel[grid]`, runs inside Triton's launch, so it
+may only do arithmetic on sizes.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import string
+
+from fitness.judge import policy_facts as facts_lib
+from fitness.judge import policy_rules as rules
+from fitness.judge.policy_facts import Scope, code, dunder, is_docstring
+
+
+class ExpressionRules:
+    """Mixin of the gate (see `policy._Gate`): the rules for calls, subscripts, operators, grids."""
+
+    def visit_Call(self, node: ast.Call, scope: Scope) -> None:
+        for keyword in node.keywords:
+            if keyword.arg in rules.LAUNCH_HOOK_KEYWORDS:
+                self.flag(keyword.value, "launch-hook", f"`{keyword.arg}=` runs Python inside Triton's "
+                          "launch or autotuning; pass only configs, keys and launch options")
+        func = node.func
+        callee = func  # what is left to visit once this call is judged
+        if scope.kind == "kernel":
+            self.kernel_call(node, scope)
+        elif self.reads_values(node, scope):
+            self.flag_host_read(node)
+            is_path = facts_lib.path_of(func, self.facts.aliases) is not None
+            callee = None if is_path else func.value if isinstance(func, ast.Attribute) else func
+        elif isinstance(func, ast.Attribute) and self.method_call(node, func, scope):
+            callee = None
+            self.visit_Name(func.value, scope, True)
+        names_ok = isinstance(func, ast.Name) and func.id in rules.READ_BUILTINS
+        for arg in node.args:
+            self.visit_Name(arg, scope, True) if names_ok and isinstance(arg, ast.Name) else self.visit(arg, scope)
+        for keyword in node.keywords:
+            self.visit(keyword.value, scope)
+        if callee is not None:
+            self.visit(callee, scope)
+
+    def reads_values(self, node: ast.Call, scope: Scope) -> bool:
+        """Returns True for `x.item()`, `torch.from_numpy(a)`, `int(x)`, `sum(x)` on a tensor..."""
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return func.attr in rules.HOST_READS
+        return isinstance(func, ast.Name) and func.id in rules.PYTHON_BUILTINS and \
+            func.id not in rules.TENSOR_SAFE_BUILTINS and func.id not in scope.local and \
+            func.id not in self.facts.module_kinds and any(self.tensor(a, scope) for a in node.args)
+
+    def method_call(self, node: ast.Call, func: ast.Attribute, scope: Scope) -> bool:
+        """Checks a host-side `obj.method(...)`; returns True if `obj` is only read."""
+        method = func.attr
+        if facts_lib.path_of(func, self.facts.aliases) is not None or dunder(method) \
+                or method in rules.LAUNCH_HOOK_ATTRIBUTES:
+            return False  # a module path, or refused by visit_Attribute
+        root = facts_lib.root_name(func.value)
+        mutates = method in rules.MUTATING_METHODS or method.endswith("_")  # x.copy_(...) is in place
+        if scope.kind == "host" and mutates and root is not None and (
+                root not in scope.local or (root == scope.self_name and not scope.in_init)):
+            self.flag(node, "global-state", f"`{code(node)}` mutates `{root}`, which outlives the call; "
+                      "keep state local to the call")
+        elif method == "to" and any(_names_cpu(a) for a in node.args + [k.value for k in node.keywords]):
+            self.flag(node, "host-read", f"`{code(node)}` copies a tensor to the host; compute in a Triton kernel")
+        elif method == "format":
+            if not (isinstance(func.value, ast.Constant) and _plain_format(func.value.value)):
+                self.flag(node, "dunder", f"`{code(node)}`: format fields may not read attributes or items; "
+                          "use an f-string")
+        elif not (method in self.policy.tensor_methods or method in rules.PYTHON_METHODS
+                  or (root == scope.self_name and method in self.facts.methods and
+                      isinstance(func.value, ast.Name))):
+            self.flag(node, "host-torch", f"`{code(node)}` is not allowed on the host: host code may only "
+                      f"{rules.HOST_TORCH_HINT}")
+        return isinstance(func.value, ast.Name) and method in rules.READ_METHODS
+
+    def kernel_call(self, node: ast.Call, scope: Scope) -> None:
+        """Flags a call in a @triton.jit body to anything but triton.language, kernels, KERNEL_BUILTINS."""
+        func = node.func
+        if isinstance(func, ast.Name):
+            path = self.facts.aliases.get(func.id, "")
+            ok = func.id in self.facts.kernels or func.id in rules.KERNEL_BUILTINS or \
+                path.startswith("triton.language")
+        elif isinstance(func, ast.Attribute):  # a method of a kernel value, or a path check_path sees
+            root = facts_lib.root_name(func)
+            ok = root is None or root in self.facts.aliases or root not in self.facts.module_kinds
+        else:
+            ok = False
+        if not ok:
+            self.flag(node, "kernel-body", f"`{code(node)}` in @triton.jit function `{scope.function}` "
+                      "calls plain Python; kernels call only tl.*, other @triton.jit functions, "
+                      "range/tl.static_range and min/max")
+
+    def visit_Subscript(self, node: ast.Subscript, scope: Scope) -> None:
+        value = node.value
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "host":
+            root = facts_lib.root_name(node)
+            if self.tensor(value, scope):
+                self.flag(node, "host-torch", f"`{code(node)}` writes a tensor on the host; "
+                          "write outputs from a Triton kernel")
+            elif root is not None and (root not in scope.local or
+                                       (root == scope.self_name and not scope.in_init)):
+                self.flag(node, "global-state", f"`{code(node)}` stores into `{root}`, which outlives "
+                          "the call; keep state local to the call")
+        if isinstance(value, ast.Name) and value.id in self.facts.kernels:
+            grid = node.slice
+            if isinstance(grid, ast.Call):
+                self.flag(grid, "grid-callable", f"`{code(grid)}`: a launch grid is a tuple, a "
+                          "lambda, or a grid function of this module")
+            elif isinstance(grid, ast.Name) and grid.id in self.defs and grid.id not in self.facts.grids:
+                self.check_grid_function(self.defs[grid.id])  # a launch at module level
+        index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if isinstance(node.ctx, ast.Load) and self.tensor(value, scope) and \
+                any(self.tensor(i, scope) for i in index):
+            self.flag(node, "host-torch", f"`{code(node)}` indexes a tensor with a tensor (a gather "
+                      "on the host); gather in a Triton kernel")
+        if isinstance(value, ast.Name) and isinstance(node.ctx, ast.Load):
+            self.visit_Name(value, scope, True)
+        else:
+            self.visit(value, scope)
+        self.visit(node.slice, scope)
+
+    def visit_Lambda(self, node: ast.Lambda, scope: Scope) -> None:
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.flag(default, "global-state", f"`{code(default)}`: a lambda default outlives the call")
+        bad = _grid_violation(node.body, self.facts.aliases)
+        if bad is not None:
+            self.flag(bad, "grid-callable", f"`{code(bad)}` in `{code(node)}`: a lambda (a launch grid or "
+                      "heuristic) may use only names, constants, arithmetic, meta[...] subscripts, "
+                      "triton.cdiv, triton.next_power_of_2, min, max and shape queries")
+        names = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+        self.visit(node.body, dataclasses.replace(scope, local=scope.local | names))
+
+    def check_grid_function(self, node: ast.FunctionDef) -> None:
+        """Flags what a function launched as `kernel[node]` does beyond computing sizes."""
+        for statement in node.body:
+            if is_docstring(statement):
+                continue
+            value = statement.value if isinstance(statement, (ast.Return, ast.Assign)) else None
+            bad = statement if value is None else _grid_violation(value, self.facts.aliases)
+            if bad is not None:
+                self.flag(bad, "grid-callable", f"`{code(bad)}` in grid function `{node.name}`: a launch "
+                          "grid may only compute sizes (names, constants, arithmetic, meta[...], "
+                          "triton.cdiv, triton.next_power_of_2, min, max)")
+
+    def visit_AugAssign(self, node: ast.AugAssign, scope: Scope) -> None:
+        if isinstance(node.target, ast.Name) and self.tensor(node.target, scope):
+            self.flag(node, "host-torch", f"`{code(node)}` is tensor arithmetic on the host; "
+                      "compute in a Triton kernel")
+        self.visit(node.target, scope)
+        self.visit(node.value, scope)
+
+    def visit_BinOp(self, node: ast.AST, scope: Scope) -> None:
+        operands = [getattr(node, f) for f in ("left", "right", "operand") if hasattr(node, f)]
+        if any(self.tensor(o, scope) for o in operands):
+            self.flag(node, "host-torch", f"`{code(node)}` is tensor arithmetic on the host; "
+                      "compute in a Triton kernel")
+        for child in facts_lib.children(node):
+            self.visit(child, scope)
+
+    visit_UnaryOp = visit_BinOp
+
+    def visit_Compare(self, node: ast.Compare, scope: Scope) -> None:
+        plain = all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops)
+        if not plain and any(self.tensor(o, scope) for o in [node.left, *node.comparators]):
+            self.flag(node, "host-torch", f"`{code(node)}` compares tensors on the host; "
+                      "compute in a Triton kernel")
+        self.visit(node.left, scope)
+        for op, operand in zip(node.ops, node.comparators):
+            membership = isinstance(op, (ast.In, ast.NotIn)) and isinstance(operand, ast.Name)
+            self.visit_Name(operand, scope, True) if membership else self.visit(operand, scope)
+
+    def visit_FormattedValue(self, node: ast.FormattedValue, scope: Scope) -> None:
+        if self.tensor(node.value, scope):
+            self.flag(node.value, "host-read", f"`{code(node.value)}` in an f-string prints tensor "
+                      "values on the host; show shapes and dtypes instead")
+        for child in facts_lib.children(node):
+            self.visit(child, scope)
+
+
+def _names_cpu(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith("cpu")
+               for n in ast.walk(node))
+
+
+def _plain_format(template: object) -> bool:
+    """Returns True for a str.format template whose fields name no attribute or item."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f] if isinstance(template, str) else None
+    except ValueError:
+        return False
+    return fields is not None and not any("." in f or "[" in f for f in fields)
+
+
+def _grid_violation(expr: ast.AST, aliases: dict[str, str]) -> ast.AST | None:
+    """Returns the first node of a grid expression that is more than arithmetic on sizes."""
+    if isinstance(expr, (ast.Name, ast.Constant)):
+        return expr if isinstance(expr, ast.Name) and expr.id in aliases else None
+    if isinstance(expr, ast.Call):
+        path = facts_lib.path_of(expr.func, aliases) or getattr(expr.func, "id", None)
+        method = isinstance(expr.func, ast.Attribute) and path is None and expr.func.attr in rules.GRID_METHODS
+        if expr.keywords or not (path in rules.GRID_CALLS or method):
+            return expr
+        parts = expr.args if path else [expr.func.value, *expr.args]
+    elif isinstance(expr, ast.Attribute):
+        if expr.attr not in ("shape", "ndim"):
+            return expr
+        parts = [expr.value]
+    elif isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Tuple,
+                           ast.List, ast.Subscript, ast.Slice, ast.Starred)):
+        parts = [c for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr)]
+    else:
+        return expr
+    return next((bad for p in parts if (bad := _grid_violation(p, aliases)) is not None), None)

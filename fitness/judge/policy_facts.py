@@ -1,0 +1,299 @@
+"""What the static gate learns about a module before judging its lines.
+
+A first pass, over the module's top level and its host functions only (kernel bodies are
+walked once, by the gate itself), finds what the rules need: which names are imported
+modules and their dotted paths, which functions are @triton.jit kernels, what each
+module-level name holds (an immutable value, a read-only table of constants, or an object
+the gate cannot see into), the names each host function binds, and which of them hold
+tensors. The last is a small flow-insensitive inference: tensor-annotated parameters (and,
+for built-in tasks, the entry point's parameters) are tensors, so are torch allocations and
+views of tensors, and a helper called with a tensor gets a tensor parameter. It is what
+lets the gate refuse `x + y` on the host.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+
+from fitness.judge import policy_rules as rules
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NOT_TENSOR_CALLS = ("torch.device", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.Size",
+                     "torch.is_tensor", "torch.cuda", "torch.version", "torch.nn", "torch.no_grad")
+_RANK = {"def": 0, "value": 1, "table": 2, "opaque": 3}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """Returns the child nodes that can hold code (not names, contexts or operators)."""
+    fields = _CODE_FIELDS.get(type(node))
+    if fields is None:
+        fields = _CODE_FIELDS[type(node)] = tuple(f for f in node._fields if f not in _LEAF_FIELDS)
+    found = []
+    for field in fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            found.extend(v for v in value if isinstance(v, ast.AST))
+        elif value is not None and isinstance(value, ast.AST):
+            found.append(value)
+    return found
+
+
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "kind", "type_comment", "module",
+                          "level", "conversion", "simple", "is_async"})
+_CODE_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}
+
+
+@dataclasses.dataclass
+class Facts:
+    """Module-wide names; see the module docstring."""
+
+    aliases: dict[str, str] = dataclasses.field(default_factory=dict)   # "tl" -> "triton.language"
+    modules: set[str] = dataclasses.field(default_factory=set)          # names bound to a module
+    kernels: set[str] = dataclasses.field(default_factory=set)          # @triton.jit names
+    kernel_defs: set[ast.AST] = dataclasses.field(default_factory=set)
+    defs: dict[str, ast.AST] = dataclasses.field(default_factory=dict)   # module-level functions
+    module_kinds: dict[str, str] = dataclasses.field(default_factory=dict)  # "def"/"value"/"table"/"opaque"
+    grids: set[str] = dataclasses.field(default_factory=set)            # names launched as kernel[name]
+    classes: set[str] = dataclasses.field(default_factory=set)
+    methods: set[str] = dataclasses.field(default_factory=set)
+    local: dict[ast.AST, frozenset[str]] = dataclasses.field(default_factory=dict)  # host function -> names
+    tensors: dict[ast.AST, set[str]] = dataclasses.field(default_factory=dict)      # host function -> tensors
+
+    def add_import(self, node: ast.AST, policy: rules.Policy) -> None:
+        """Records the names an `import` or `from ... import` binds."""
+        for alias in node.names:
+            if isinstance(node, ast.Import):
+                local = alias.asname or alias.name.split(".")[0]
+                self.aliases[local] = alias.name if alias.asname else local
+                self.modules.add(local)
+            elif node.module and not node.level:
+                path = f"{node.module}.{alias.name}"
+                self.aliases[alias.asname or alias.name] = path
+                if path in policy.modules:
+                    self.modules.add(alias.asname or alias.name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """Where a node sits: module level, a host function, or a @triton.jit body."""
+
+    kind: str                               # "module", "host" or "kernel"
+    local: frozenset[str] = frozenset()     # names the function binds
+    outer: frozenset[str] = frozenset()     # enclosing functions' names, readable from closures
+    tensors: frozenset[str] = frozenset()   # local names holding tensors
+    self_name: str | None = None            # a method's first parameter
+    in_init: bool = False
+    function: str = ""
+
+
+def code(node: ast.AST) -> str:
+    """Returns the source of `node` on one line, cut to 60 characters, for a violation's detail."""
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
+
+
+def is_docstring(node: ast.AST) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def path_of(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """Returns the dotted path of `tl.load` / `torch.cuda.Event`-like chains, None for others."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in aliases:
+        return ".".join([aliases[node.id], *reversed(parts)])
+    return None
+
+
+def root_name(node: ast.AST) -> str | None:
+    """Returns `a` for `a.b[c].d`, None when the chain starts at a call or a literal."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def gather(tree: ast.Module, policy: rules.Policy, entry_point: str) -> Facts:
+    """Returns the facts of a parsed candidate module under `policy`."""
+    facts = Facts()
+    top = _top_level(tree.body)
+    for node in top:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            facts.add_import(node, policy)
+    for node in top:
+        if isinstance(node, _FUNCTIONS):
+            facts.defs[node.name] = node
+            facts.module_kinds[node.name] = "def"
+            if any(path_of(d.func if isinstance(d, ast.Call) else d, facts.aliases) == "triton.jit"
+                   for d in node.decorator_list):
+                facts.kernels.add(node.name)
+                facts.kernel_defs.add(node)
+        elif isinstance(node, ast.ClassDef):
+            facts.classes.add(node.name)
+            facts.module_kinds[node.name] = "def"
+            facts.methods |= {f.name for f in node.body if isinstance(f, _FUNCTIONS)}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            _classify(node, facts)
+    hosts = {}
+    for node in top:
+        functions = [f for f in node.body if isinstance(f, _FUNCTIONS)] if isinstance(node, ast.ClassDef) \
+            else [node] if isinstance(node, _FUNCTIONS) and node not in facts.kernel_defs else []
+        for function in functions:
+            _scan(function, hosts, facts)
+    facts.local = {f: frozenset(scan[0]) for f, scan in hosts.items()}
+    facts.tensors = _infer_tensors(hosts, facts, policy, entry_point)
+    return facts
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Returns module-level statements, looking inside top-level if/try/with blocks."""
+    found = []
+    for node in body:
+        found.append(node)
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            for block in ("body", "orelse", "finalbody"):
+                found.extend(_top_level(getattr(node, block, [])))
+            for handler in getattr(node, "handlers", []):
+                found.extend(_top_level(handler.body))
+    return found
+
+
+def _classify(node: ast.AST, facts: Facts) -> None:
+    """Records what a module-level assignment binds: a value, a table, or an opaque object."""
+    value = node.value
+    call = path_of(value.func, facts.aliases) if isinstance(value, ast.Call) else None
+    if call == "triton.jit" and value.args and getattr(value.args[0], "id", None) in facts.defs:
+        kind = "def"
+        facts.kernel_defs.add(facts.defs[value.args[0].id])
+    elif isinstance(value, ast.Lambda) or _frozen(value, facts):
+        kind = "value"
+    elif isinstance(value, ast.Dict) and None not in value.keys:
+        kind = "table" if all(_frozen(v, facts) for v in value.keys + value.values) else "opaque"
+    elif isinstance(value, (ast.List, ast.Set)):
+        kind = "table" if all(_frozen(v, facts) for v in value.elts) else "opaque"
+    else:
+        kind = "opaque"
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+        facts.module_kinds[name] = max(facts.module_kinds.get(name, "def"), kind, key=_RANK.get)
+        if kind == "def":
+            facts.kernels.add(name)
+
+
+def _frozen(node: ast.AST, facts: Facts) -> bool:
+    """Returns True for an expression whose value no one can mutate (constants, tuples of them)."""
+    if isinstance(node, (ast.Constant, ast.JoinedStr)):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_frozen(e, facts) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _frozen(node.operand, facts)
+    if isinstance(node, ast.BinOp):
+        return _frozen(node.left, facts) and _frozen(node.right, facts)
+    if isinstance(node, ast.Name):
+        return node.id in facts.aliases or facts.module_kinds.get(node.id) in ("def", "value")
+    if isinstance(node, ast.Attribute):
+        return path_of(node, facts.aliases) is not None
+    if isinstance(node, ast.Call):
+        return path_of(node.func, facts.aliases) in rules.FROZEN_CALLS and \
+            all(_frozen(a, facts) for a in node.args + [k.value for k in node.keywords])
+    return False
+
+
+def _scan(function: ast.AST, hosts: dict, facts: Facts) -> None:
+    """Records (bound names, assignments, calls by name) of a host function and its inner ones,
+    and the names its launches use as grids.
+
+    Imports are left out of the bound names: an imported name is an alias wherever it is
+    bound, so the path rules apply to it.
+    """
+    args = function.args
+    bound = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    bound |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    assigns, calls = [], []
+    hosts[function] = (bound, assigns, calls)
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
+            bound.add(node.name)
+            if isinstance(node, _FUNCTIONS):
+                _scan(node, hosts, facts)
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            assigns.append(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.append(node)
+        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in facts.kernels \
+                and isinstance(node.slice, ast.Name):
+            facts.grids.add(node.slice.id)
+        if not isinstance(node, ast.Lambda):
+            stack.extend(children(node))
+
+
+def is_tensor(node: ast.AST, tensors: set[str], aliases: dict[str, str]) -> bool:
+    """Returns True if `node` evaluates to a tensor, as far as the inference can tell."""
+    if isinstance(node, ast.Name):
+        return node.id in tensors
+    if isinstance(node, (ast.Subscript, ast.Starred)):
+        return is_tensor(node.value, tensors, aliases)
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("T", "mT", "H", "mH", "data") and is_tensor(node.value, tensors, aliases)
+    if isinstance(node, ast.BinOp):
+        return is_tensor(node.left, tensors, aliases) or is_tensor(node.right, tensors, aliases)
+    if isinstance(node, ast.UnaryOp):
+        return is_tensor(node.operand, tensors, aliases)
+    if isinstance(node, ast.IfExp):
+        return is_tensor(node.body, tensors, aliases) or is_tensor(node.orelse, tensors, aliases)
+    if isinstance(node, ast.Call):
+        path = path_of(node.func, aliases)
+        if path is not None:
+            return path.startswith("torch.") and not path.startswith(_NOT_TENSOR_CALLS) \
+                and path.rsplit(".", 1)[-1] not in rules.HOST_READS
+        return isinstance(node.func, ast.Attribute) and node.func.attr not in rules.SHAPE_QUERIES \
+            and node.func.attr not in rules.HOST_READS and is_tensor(node.func.value, tensors, aliases)
+    return False
+
+
+def _infer_tensors(hosts: dict, facts: Facts, policy: rules.Policy, entry_point: str) -> dict:
+    """Returns {host function: tensor names}, iterated to a fixed point across helper calls."""
+    entry = facts.defs.get(entry_point)
+    tensors = {f: set() for f in hosts}
+    for f in hosts:
+        positional = f.args.posonlyargs + f.args.args
+        required = len(positional) - len(f.args.defaults)
+        for i, a in enumerate(positional + f.args.kwonlyargs):
+            if a.annotation is not None and path_of(a.annotation, facts.aliases) == "torch.Tensor":
+                tensors[f].add(a.arg)
+            elif policy.entry_params_are_tensors and f is entry and a.annotation is None and i < required:
+                tensors[f].add(a.arg)
+    total = -1
+    while total != sum(map(len, tensors.values())):
+        total = sum(map(len, tensors.values()))
+        for f, (_, assigns, calls) in hosts.items():
+            mine = tensors[f]
+            for node in assigns:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
+                             and isinstance(node.value, ast.Tuple) else [(target, node.value)])
+                    mine |= {t.id for t, v in pairs if isinstance(t, ast.Name) and v is not None
+                             and is_tensor(v, mine, facts.aliases)}
+            for call in calls:
+                callee = facts.defs.get(call.func.id)
+                if callee in tensors:
+                    params = [a.arg for a in callee.args.posonlyargs + callee.args.args]
+                    tensors[callee] |= {p for p, a in zip(params, call.args) if is_tensor(a, mine, facts.aliases)}
+                    tensors[callee] |= {k.arg for k in call.keywords
+                                        if k.arg and is_tensor(k.value, mine, facts.aliases)}
+    return tensors

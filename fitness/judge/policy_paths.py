@@ -1,0 +1,145 @@
+"""The static gate's rules for names: imports, module paths, attributes and attribute stores.
+
+What a module can reach is decided here. Imports come from a short allowlist; every dotted
+path into torch or triton (`torch.cuda.Stream`, `triton.runtime...`) is checked against the
+task's policy wherever it appears, so an allowed module cannot become a door to a forbidden
+one; a module may not be used as a value (`t = torch; t.ops`), since that would hide the
+path. Dunder names and attributes, frame attributes and the introspective builtins (getattr,
+vars, eval...) are refused outright: no kernel needs them, and every patch of the harness
+does. Attribute stores are refused except `self.x = ...` in `__init__` of a module class.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from fitness.judge import policy_facts as facts_lib
+from fitness.judge import policy_rules as rules
+from fitness.judge.policy_facts import Scope, code, dunder
+
+class PathRules:
+    """Mixin of the gate (see `policy._Gate`): the rules for imports, names and attributes."""
+
+    def visit_Import(self, node: ast.Import, scope: Scope) -> None:
+        for alias in node.names:
+            self.check_module(alias.name, node, scope)
+        self.facts.add_import(node, self.policy)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom, scope: Scope) -> None:
+        if node.level or any(a.name == "*" for a in node.names):
+            return self.flag(node, "import", f"`{code(node)}`: import by name, from {self.importable()}")
+        if self.check_module(node.module, node, scope):
+            for alias in node.names:
+                path = f"{node.module}.{alias.name}"
+                if path not in self.policy.modules:
+                    self.check_path(path, node, scope)
+        self.facts.add_import(node, self.policy)
+
+    def check_module(self, module: str, node: ast.AST, scope: Scope) -> bool:
+        """Flags an import of `module` the policy does not allow; returns True if allowed.
+
+        Within torch and triton the path rules decide, so `import torch.library` is named
+        as torch internals and `from triton.runtime import ...` as a launch hook.
+        """
+        if module in self.policy.modules:
+            return True
+        if module.split(".")[0] in ("torch", "triton"):
+            before = len(self.found)
+            self.check_path(module, node, scope)
+            return len(self.found) == before
+        self.flag(node, "import", f"`{code(node)}` imports `{module}`; a kernel module may import "
+                  f"only {self.importable()}")
+        return False
+
+    def importable(self) -> str:
+        return ", ".join(sorted(m for m in self.policy.modules if m.count(".") < 2))
+
+    def check_path(self, path: str, node: ast.AST, scope: Scope) -> None:
+        """Flags a use of `torch.x`, `triton.x`, `math.x`... that the policy does not allow."""
+        parts = path.split(".")
+        if scope.kind == "kernel" and parts[0] == "triton" and parts[1:2] == ["language"]:
+            return
+        if scope.kind == "kernel":
+            return self.flag(node, "kernel-body", f"`{code(node)}` in @triton.jit function `{scope.function}` "
+                             "is not triton.language; kernels use only tl.*, other @triton.jit "
+                             "functions, range/tl.static_range and min/max (no torch in a kernel)")
+        if parts[-1] in rules.HOST_READS:
+            return self.flag_host_read(node)
+        if parts[0] == "torch":
+            internal = any(p.startswith("_") for p in parts) or path.startswith(rules.TORCH_INTERNALS)
+            nn_class = (self.policy.name == "external" and len(parts) == 3 and parts[1] == "nn"
+                        and parts[2][:1].isupper())
+            if path in self.policy.torch_names or nn_class:
+                return
+            if internal:
+                return self.flag(node, "torch-internals", f"`{code(node)}` reaches torch internals; on the host "
+                                 f"use only torch allocation, dtypes and read-only device queries")
+            return self.flag(node, "host-torch", f"`{code(node)}` is torch outside the allowlist; host code may "
+                             f"only {rules.HOST_TORCH_HINT}")
+        if parts[0] == "triton" and path not in rules.TRITON_NAMES and \
+                not (parts[1:2] == ["language"] and not any(p.startswith("_") for p in parts)):
+            return self.flag(node, "launch-hook", f"`{code(node)}` reaches Triton's runtime; use triton.jit, "
+                             "autotune, heuristics, Config, cdiv, next_power_of_2 and triton.language only")
+        if any(p.startswith("_") for p in parts[1:]) or (parts[0] == "typing" and len(parts) > 1
+                                                         and not parts[1][:1].isupper()):
+            self.flag(node, "import", f"`{code(node)}` is not a plain constant or type of `{parts[0]}`")
+
+    def visit_Name(self, node: ast.Name, scope: Scope, readonly: bool = False) -> None:
+        name = node.id
+        if dunder(name):
+            return self.flag(node, "dunder", f"`{name}` is a dunder name; no introspection in a kernel "
+                             "module (and no `if __name__ == ...` block: the harness imports the module)")
+        if name in rules.FORBIDDEN_BUILTINS and name not in self.facts.module_kinds:
+            return self.flag(node, "builtin", f"`{name}` is not allowed (no getattr/setattr/eval/exec/"
+                             "compile/open/type/vars/globals); refer to names directly")
+        if name in self.facts.aliases and name not in scope.local:
+            if name in self.facts.modules:
+                return self.flag(node, "import", f"`{name}` uses a module as a value; "
+                                 "refer to its allowed attributes directly")
+            return self.check_path(self.facts.aliases[name], node, scope)
+        kind = self.facts.module_kinds.get(name, "opaque" if name not in rules.PYTHON_BUILTINS else None)
+        if scope.kind == "host" and name not in scope.local and name not in scope.outer and (
+                kind == "opaque" or (kind == "table" and not readonly)):
+            self.flag(node, "global-state", f"`{name}` is module-level state used from a function; "
+                      "functions may only read module-level tables of constants (no caches, no "
+                      "objects kept between calls)")
+
+    def visit_Attribute(self, node: ast.Attribute, scope: Scope) -> None:
+        attr = node.attr
+        path = facts_lib.path_of(node, self.facts.aliases)
+        root = facts_lib.root_name(node)
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self.store_attribute(node, scope)
+        if attr in rules.HOST_READS and scope.kind != "kernel":
+            return self.flag_host_read(node)
+        if (dunder(attr) and not (attr == "__init__" and _is_super(node.value))) \
+                or attr in rules.FRAME_ATTRIBUTES:
+            return self.flag(node, "dunder", f"`{code(node)}` is introspection (dunders, frames); "
+                             "a kernel module names what it uses directly")
+        if attr in rules.LAUNCH_HOOK_ATTRIBUTES or (
+                isinstance(node.value, ast.Name) and node.value.id in self.facts.kernels):
+            return self.flag(node, "launch-hook", f"`{code(node)}` reaches into a kernel object or Triton's "
+                             "launch machinery; launch kernels only as kernel[grid](...)")
+        if path is not None and (root not in scope.local or root in self.facts.modules):
+            return self.check_path(path, node, scope)
+        if scope.kind == "host" and attr in self.policy.tensor_attributes and root != scope.self_name:
+            self.flag(node, "host-torch", f"`{code(node)}` makes a transposed or aliased tensor on the host; "
+                      f"host code may only {rules.HOST_TORCH_HINT}")
+        self.visit(node.value, scope)
+
+    def flag_host_read(self, node: ast.AST) -> None:
+        self.flag(node, "host-read", f"`{code(node)}` reads tensor values on the host; compute in a Triton kernel")
+
+    def store_attribute(self, node: ast.Attribute, scope: Scope) -> None:
+        on_self = isinstance(node.value, ast.Name) and node.value.id == scope.self_name
+        if on_self and scope.in_init:
+            return
+        if on_self:
+            return self.flag(node, "global-state", f"`{code(node)}` keeps state on the instance between "
+                             "calls; set attributes only in __init__")
+        self.flag(node, "module-attribute-store", f"`{code(node)}` assigns an attribute the module does "
+                  "not own; only `self.x = ...` in __init__ of a class defined here may")
+
+
+def _is_super(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
