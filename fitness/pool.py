@@ -25,10 +25,8 @@ import time
 from fitness import jail, protocol
 from fitness.device import DeviceInfo
 
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PWD", "CREDENTIAL", "AUTH",
-                  "DATABASE_URL", "PAT")
-"""Trusted checkers get the engine's environment minus names containing these (they run
-no candidate code; sandboxed workers get `fitness.jail.ENV_ALLOWLIST` only)."""
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+"""Names the external-suite runner still scrubs (until it moves onto the sandboxed workers)."""
 
 _POLL_S = 0.05
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -54,16 +52,21 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+_CHECKER_ENV = jail.ENV_ALLOWLIST + ("PATH", "CC", "CXX", "TRITON_INTERPRET")
+"""A checker's environment, by exact name: what torch, Triton and a C compiler need."""
+
+
 def checker_env(device: DeviceInfo, workdir: str) -> dict[str, str]:
-    """Returns the environment of a trusted checker: the engine's, minus secrets and Ray state."""
-    env = {name: value for name, value in os.environ.items()
-           if not any(marker in name.upper() for marker in SECRET_MARKERS)
-           and not name.startswith("RAY_")}
-    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    """Returns the environment of a trusted checker: an allowlist, like a sandbox's.
+
+    A checker runs no candidate code, but it needs no secret either; an allowlist cannot
+    miss one the way a list of suspicious names can.
+    """
+    env = {name: os.environ[name] for name in _CHECKER_ENV if name in os.environ}
+    paths = [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
     env.update(HOME=workdir, TMPDIR=workdir, TRITON_CACHE_DIR=os.path.join(workdir, "triton-cache"),
                PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)), PYTHONDONTWRITEBYTECODE="1",
-               PYTHONUNBUFFERED="1")
-    env.setdefault("OMP_NUM_THREADS", "1")
+               PYTHONUNBUFFERED="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     if device.backend == "interpreter":
         env["TRITON_INTERPRET"] = "1"
     else:

@@ -136,7 +136,7 @@ def write_values(directory: str, prefix: str, values) -> list[dict]:
         span = _extent(value.shape, value.stride(), value.storage_offset())
         base = torch.as_strided(value.detach(), (span,), (1,), 0).cpu().contiguous()
         with open(os.path.join(directory, name), "wb") as handle:
-            handle.write(base.view(torch.uint8).numpy().tobytes() if span else b"")
+            handle.write(memoryview(base.view(torch.uint8).numpy()))
         specs.append({"file": name, "dtype": str(value.dtype).removeprefix("torch."),
                       "shape": list(value.shape), "stride": list(value.stride()),
                       "offset": value.storage_offset()})
@@ -169,8 +169,8 @@ def read_values(directory: str, specs: list, device: str, max_bytes: int = 16 <<
             raise ProtocolError(f"malformed tensor spec {json.dumps(spec)[:200]}")
         dtype = getattr(torch, dtype_name)
         span = _extent(shape, stride, offset)
-        data = _read_regular(os.path.join(directory, name), span * dtype.itemsize, max_bytes)
-        base = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+        base = torch.empty(span * dtype.itemsize, dtype=torch.uint8)
+        _read_regular(os.path.join(directory, name), memoryview(base.numpy()), max_bytes)
         tensor = torch.as_strided(base.view(dtype), shape, stride, offset)
         values.append(tensor.to(device) if device != "cpu" else tensor)
     return values
@@ -180,8 +180,9 @@ def _int_list(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, int) and v >= 0 for v in value)
 
 
-def _read_regular(path: str, expected_bytes: int, max_bytes: int) -> bytes:
-    """Reads a regular file of exactly `expected_bytes`, refusing symlinks and devices."""
+def _read_regular(path: str, into: memoryview, max_bytes: int) -> None:
+    """Fills `into` from a regular file of exactly its size, refusing symlinks and devices."""
+    expected_bytes = len(into)
     if expected_bytes > max_bytes:
         raise ProtocolError(f"{os.path.basename(path)}: {expected_bytes} bytes exceed {max_bytes}")
     try:
@@ -195,13 +196,11 @@ def _read_regular(path: str, expected_bytes: int, max_bytes: int) -> bytes:
         if info.st_size != expected_bytes:
             raise ProtocolError(f"{os.path.basename(path)} holds {info.st_size} bytes, its spec "
                                 f"says {expected_bytes}")
-        chunks, remaining = [], expected_bytes
-        while remaining:
-            chunk = os.read(fd, min(remaining, 64 << 20))
-            if not chunk:
+        done = 0
+        while done < expected_bytes:
+            count = os.readv(fd, [into[done:]])
+            if not count:
                 raise ProtocolError(f"{os.path.basename(path)} shrank while being read")
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
+            done += count
     finally:
         os.close(fd)

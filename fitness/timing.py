@@ -69,6 +69,20 @@ def _summarize(samples_us: Sequence[float], method: str) -> LatencyStats:
                         len(ordered), method)
 
 
+def variants(inputs: Sequence, count: int = 2) -> list[list]:
+    """Returns `count` input sets: `inputs`, then copies with every tensor's elements
+    rotated by a different amount. Rotating keeps every value valid (indices stay in range,
+    distributions stay the same) while no element stays where it was."""
+    import torch
+
+    sets = [list(inputs)]
+    for shift in range(1, count):
+        sets.append([torch.roll(value.flatten(), shift * 7919 % max(value.numel(), 1)).view_as(value)
+                     if isinstance(value, torch.Tensor) and value.numel() > 1 else value
+                     for value in inputs])
+    return sets
+
+
 def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], None]:
     """Returns a callable that copies the next input set into `buffers`, in place.
 

@@ -1,5 +1,6 @@
 """The fitness room's rules, checked directly: comparison, anti-cheat, limits, device, gate."""
 
+import os
 import threading
 import time
 
@@ -125,9 +126,10 @@ def test_sandbox_environment_is_an_allowlist(monkeypatch):
 
 
 def test_checker_environment_has_no_secrets(monkeypatch):
-    for name in ("OPENAI_API_KEY", "GH_TOKEN", "DB_PASSWORD", "MY_SECRET", "RAY_ADDRESS"):
+    for name in ("OPENAI_API_KEY", "GH_TOKEN", "MYSQL_PWD", "DATABASE_URL", "RAY_ADDRESS"):
         monkeypatch.setenv(name, "leak")
     env = checker_env(DeviceInfo("interpreter", "cpu"), "/tmp/w")
+    assert env["PATH"] == os.environ["PATH"]  # a compiler must still be found
     assert "leak" not in env.values()
     assert env["TRITON_INTERPRET"] == "1" and env["HOME"] == "/tmp/w"
     assert "TRITON_INTERPRET" not in checker_env(H100, "/tmp/w")

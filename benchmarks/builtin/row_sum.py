@@ -41,7 +41,10 @@ TASK = common.builtin_task(
         Case("5x513 fp16", {"M": 5, "N": 513, "dtype": "float16"}),
         Case("9x1000 fp32", {"M": 9, "N": 1000, "dtype": "float32"}),
     ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    tolerance=common.widened_tolerance(1e-4, 1.3e-6, "float32"),
+    tolerance_reason=(
+        "fp32 sums of up to 65537 elements in another order than PyTorch's: absolute "
+        "differences of ~2e-5 measured on an H200 for rows of 4096"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=2,

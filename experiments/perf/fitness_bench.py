@@ -70,7 +70,8 @@ def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Ca
     return batch
 
 
-def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str):
+def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
+               repeat: bool = True):
     from fitness.evaluator import Evaluator
     from fitness.judge.cascade import Limits
 
@@ -91,7 +92,9 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str)
                           f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}", flush=True)
         wall_s = time.monotonic() - start
         busy_s = evaluator.stats()["busy_s"] - busy_before
-        repeat = repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
+        print(f"  sandbox {sandbox}: {stage_means(evaluations)} per candidate", flush=True)
+        repeat = (repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
+                  if repeat else [])
         retries = evaluator.stats()["retries"]
     verdicts = collections.Counter(e.failure_kind or "correct" for e in evaluations)
     intent = {candidate.id: why for _, candidate, why in batch}
@@ -164,6 +167,8 @@ def main() -> None:
     parser.add_argument("--naive-startup", type=float, default=30.0,
                         help="extra seconds a fresh process gets for importing torch + triton")
     parser.add_argument("--skip-naive", action="store_true")
+    parser.add_argument("--no-repeat", action="store_true",
+                        help="skip the timing-repeatability pass (each baseline scored twice)")
     parser.add_argument("--sandbox", default="bwrap", choices=("bwrap", "off", "both"),
                         help="score in the OS sandbox, without it, or both (its cost)")
     parser.add_argument("--naive-sample", type=int, default=0,
@@ -185,8 +190,8 @@ def main() -> None:
           f"workers: {args.workers}; stage limit: {args.timeout:g} s")
 
     modes = ("bwrap", "off") if args.sandbox == "both" else (args.sandbox,)
-    runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode)
-            for mode in modes}
+    runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode,
+                             not args.no_repeat) for mode in modes}
     pooled = runs[modes[0]]
     rows = [(f"pooled, sandbox {mode}", run["wall_s"], f"{run['busy']:.0%}", run["verdicts"])
             for mode, run in runs.items()]

@@ -27,9 +27,6 @@ from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
 from fitness.judge import anticheat, policy
 from fitness.pool import WorkerFault
 
-TIMING_VARIANTS = 2
-"""Input sets per case that the timed buffers cycle through (see `timing.refiller`)."""
-
 RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
 """A worker or checker death of these kinds may be a neighbour's fault or a pool restart:
 the candidate is walked once more on fresh processes before it is blamed."""
@@ -228,12 +225,15 @@ class _Walk:
                                  self.c.limits.check_s)
         return token, prepared["specs"]
 
-    def _call(self, worker, checker, case, seed: int, limit_s: float) -> dict:
-        """One call of the candidate on fresh inputs, judged; returns the checker's verdict."""
+    def _call(self, worker, checker, case, seed: int, limit_s: float,
+              check_inputs: bool = True) -> dict:
+        """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
+        `check_inputs`: also verify the call left its inputs unchanged (once per case)."""
         token, specs = self._prepare(checker, worker, case, seed)
         with self.c.device_lock.shared():
             reply = self._request(worker, {"op": "call", "inputs": {"specs": specs},
-                                           "prefix": token}, limit_s)
+                                           "prefix": token, "with_inputs": check_inputs},
+                                  limit_s)
         self._judge(worker, reply.get("observed", {}), self.stage)
         return self._compare(checker, worker, token, reply, case)
 
@@ -294,13 +294,13 @@ class _Walk:
         (the same inputs twice must give the same outputs: determinism)."""
         limit_s = self.c.limits.check_s
         verdicts = [first]
-        self._call(worker, checker, self.cases[0], self.c.seed(), limit_s)
+        self._call(worker, checker, self.cases[0], self.c.seed(), limit_s, check_inputs=False)
         seed = None
         for case in self.cases[1:]:
             seed = self.c.seed()
             verdicts.append(self._call(worker, checker, case, seed, limit_s))
         if seed is not None:
-            self._call(worker, checker, self.cases[-1], seed, limit_s)
+            self._call(worker, checker, self.cases[-1], seed, limit_s, check_inputs=False)
         self.fields.update(case_names=tuple(c.name for c in self.cases),
                            max_abs_err=tuple(v["max_abs_err"] for v in verdicts),
                            rel_err=tuple(v["rel_err"] for v in verdicts))
@@ -314,7 +314,7 @@ class _Walk:
         if missing:
             with self.c.device_lock.exclusive():
                 reply = self._request(checker, {"op": "time_baseline", "timing": self.c.timing_config,
-                                                "cases": [(case.params, [self.c.seed() for _ in range(TIMING_VARIANTS)])
+                                                "cases": [(case.params, self.c.seed())
                                                           for case, _ in missing]},
                                       self.c.limits.bench_s)
             for (_, key), stats in zip(missing, reply["cases"]):
@@ -324,12 +324,11 @@ class _Walk:
     def _latency(self, worker, checker) -> None:
         device = self.c.device
         baseline = self._baseline_stats(checker)
-        variants = [[self._prepare(checker, worker, case, self.c.seed(), expect=False)
-                     for _ in range(TIMING_VARIANTS)] for case in self.cases]
+        timed_inputs = [self._prepare(checker, worker, case, self.c.seed(), expect=False)
+                        for case in self.cases]
         timing_config = self.c.timing_config
         request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
-                   "cases": [{"variants": [{"specs": specs} for _, specs in case_variants]}
-                             for case_variants in variants]}
+                   "cases": [{"inputs": {"specs": specs}} for _, specs in timed_inputs]}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()
             try:
@@ -337,7 +336,7 @@ class _Walk:
             finally:
                 wall_s = time.monotonic() - start
                 self.bench_s += wall_s
-                self._request(checker, {"op": "discard", "tokens": [t for v in variants for t, _ in v]},
+                self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
         stats = [_timing_stats(case, result) for case, result in zip(self.cases, reply.get("cases", []))]
         if len(stats) != len(self.cases):

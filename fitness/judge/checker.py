@@ -69,7 +69,7 @@ class Checker:
             _remove(where, request["outputs"])
             _remove(where, request["inputs_after"])
         verdict = checking.compare_outputs(expected, actual, task.tolerance)
-        if verdict["kind"] is None:
+        if verdict["kind"] is None and request["inputs_after"]:
             modified = [i for i, (before, now) in enumerate(zip(pristine, after))
                         if isinstance(before, self.torch.Tensor)
                         and not checking.bitwise_equal(before, now)]
@@ -125,10 +125,10 @@ class Checker:
         task = request["task"]
         baseline = self._baseline(task)
         results = []
-        for params, seeds in request["cases"]:
-            variants = [task.make_inputs(params, seed, self.device.torch_device) for seed in seeds]
-            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in variants[0]]
-            refill = timing.refiller(buffers, variants)
+        for params, seed in request["cases"]:
+            inputs = task.make_inputs(params, seed, self.device.torch_device)
+            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
+            refill = timing.refiller(buffers, timing.variants(inputs))
             stats = timing.bench([lambda: baseline(*buffers)], self.device, request.get("timing"),
                                  refill)
             results.append(stats[0].__dict__)
