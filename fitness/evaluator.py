@@ -18,9 +18,10 @@ import time
 from typing import Mapping
 
 from evo.records import Candidate, Evaluation, Task
-from fitness import HARNESS_VERSION, harness, jail
+from fitness import HARNESS_VERSION, jail
 from fitness.device import DeviceInfo, detect
 from fitness.gate import GpuGate
+from fitness.judge import harness
 from fitness.judge.cascade import BaselineCache, Cascade, Limits
 from fitness.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
 from fitness.timing import TimingConfig
@@ -84,10 +85,10 @@ class Evaluator:
         self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
                                 BaselineCache(), self.limits, timing, static_gate)
-        # External-suite tasks (issue 7) run their own harness, not the cascade: fitness.harness.
-        self._harness = harness.HarnessRunner(self.device.backend, self.device.name, harness.Limits(
+        # External-suite tasks (issue 7) run their own harness on the same pool and gate.
+        self._harness = harness.HarnessRunner(self.device, self._candidates, self.gate, harness.Limits(
             run_s=self.limits.import_s + self.limits.compile_s + self.limits.check_s,
-            check_s=self.limits.check_s))
+            time_s=self.limits.bench_s), timing=timing, static_gate=static_gate)
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._evaluated = 0
@@ -139,7 +140,6 @@ class Evaluator:
         """Kills every worker and removes the temporary directories."""
         self._candidates.close()
         self._checkers.close()
-        self._harness.close()  # issue 7
         shutil.rmtree(self._root, ignore_errors=True)
 
     def __enter__(self) -> "Evaluator":

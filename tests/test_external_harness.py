@@ -1,5 +1,5 @@
-"""Running an external suite's own harness on candidates: real sandboxed subprocesses under
-the Triton interpreter, a separate checker process, failure kinds."""
+"""Running an external suite's own harness on candidates: sandboxed workers leased from a
+candidate pool under the Triton interpreter, the trusted comparison, failure kinds."""
 
 import concurrent.futures
 import dataclasses
@@ -11,17 +11,44 @@ import pytest
 
 from benchmarks import registry
 from evo.records import make_candidate
-from fitness import harness
+from fitness.device import detect
+from fitness.gate import GpuGate
+from fitness.judge import harness
+from fitness.pool import WorkerPool
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "external"
 CANDIDATES = FIXTURES / "candidates"
 
 
 @pytest.fixture(scope="module")
-def runner():
-    runner = harness.HarnessRunner("interpreter", limits=harness.Limits(run_s=240.0), input_seed=1234)
-    yield runner
-    runner.close()
+def seam(tmp_path_factory):
+    """The sandboxed candidate pool and the device gate, as an Evaluator wires them."""
+    device = detect("interpreter")
+    pool = WorkerPool(device, 3, "candidate", str(tmp_path_factory.mktemp("workers")))
+    yield dict(device=device, workers=pool, gate=GpuGate(exclusive_timing=device.timing_meaningful))
+    pool.close()
+
+
+@pytest.fixture(scope="module")
+def threads(seam):
+    """Threads that live as long as the pool: a sandboxed worker dies with the thread that
+    spawned it (bwrap --die-with-parent), and a leased worker's replacement is spawned by
+    the thread that returns it."""
+    with concurrent.futures.ThreadPoolExecutor(3) as threads:
+        yield threads
+
+
+@pytest.fixture(scope="module")
+def runner(seam):
+    return harness.HarnessRunner(**seam, limits=harness.Limits(run_s=240.0), input_seed=1234)
+
+
+@pytest.fixture(scope="module")
+def ungated(seam):
+    """A runner with the static gate off: for what the sandbox and the comparison catch on
+    their own (candidates the gate stops first)."""
+    return harness.HarnessRunner(**seam, limits=harness.Limits(run_s=240.0), input_seed=1234,
+                                 static_gate=False)
 
 
 def _task(suite, folder, name):
@@ -38,12 +65,11 @@ def scale_shift():
     return _task("tritonbench-revised", "tritonbench", "scale_shift")
 
 
-def test_reference_kernels_pass_their_own_harness(runner):
+def test_reference_kernels_pass_their_own_harness(runner, threads):
     tasks = [_task("tritonbench-revised", "tritonbench", "scale_shift"), _task("rocm", "rocm", "test_fx_add"),
              _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")]
-    with concurrent.futures.ThreadPoolExecutor(len(tasks)) as pool:
-        outputs = list(pool.map(runner.reference_outputs, tasks))  # raises HarnessError on a failure
-    assert all(len(saved) > 0 for saved in outputs)
+    outputs = list(threads.map(runner.reference_outputs, tasks))  # raises HarnessError on a failure
+    assert all(len(saved.structure) > 0 and saved.values for saved in outputs)
 
 
 def test_reference_as_candidate_matches_itself_through_the_checker(runner):
@@ -56,9 +82,9 @@ def test_reference_as_candidate_matches_itself_through_the_checker(runner):
     assert evaluation.harness_version == harness.HARNESS_VERSION
 
 
-def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(runner, scale_shift, monkeypatch):
+def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(ungated, scale_shift, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
-    evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_env_probe.py")
+    evaluation = _evaluate(ungated, scale_shift, "tb_scale_shift_env_probe.py")
     assert evaluation.correct, evaluation.error_trace
     assert evaluation.case_names == ("test_case_1", "test_case_2", "test_case_3")
     # TritonBench-revised has no timing harness: correct, untimed, and it says why
@@ -67,26 +93,49 @@ def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(runner,
     assert "no timing harness" in evaluation.error_trace
 
 
+_TRUSTED_RULE = "outside |out - ref| <= atol + rtol*|ref|"  # fitness.judge.checking's words
+
+
 def test_wrong_result_is_a_mismatch_found_by_the_checker(runner, scale_shift):
     evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_wrong.py")
     assert not evaluation.correct and evaluation.call_ok
     assert evaluation.failure_kind == "mismatch"
-    assert "outside atol" in evaluation.error_trace
+    assert _TRUSTED_RULE in evaluation.error_trace
 
 
-def test_candidate_disabling_assert_close_is_still_caught(runner):
+def test_candidate_disabling_assert_close_is_still_caught(runner, ungated):
     task = _task("rocm", "rocm", "test_fx_add")
-    evaluation = _evaluate(runner, task, "rocm_add_patches_checker.py")
+    gated = _evaluate(runner, task, "rocm_add_patches_checker.py")
+    assert (gated.failure_kind, gated.stage_reached) == ("policy_violation", "syntax")
+    evaluation = _evaluate(ungated, task, "rocm_add_patches_checker.py")
     assert not evaluation.correct
     assert evaluation.failure_kind == "mismatch"
-    assert "outside atol" in evaluation.error_trace  # the separate checker's words, not pytest's
+    assert _TRUSTED_RULE in evaluation.error_trace  # the trusted comparison's words, not pytest's
 
 
-def test_broken_candidates_fail_with_their_kinds(runner, scale_shift):
+def test_static_gate_runs_before_any_process(runner, scale_shift, seam):
+    kernelbench = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
+    respawns = seam["workers"].respawns
+    for task, source in ((scale_shift, "tb_scale_shift_env_probe.py"), (scale_shift, "tb_scale_shift_crash.py"),
+                         (kernelbench, kernelbench.baseline_source)):
+        evaluation = _evaluate(runner, task, source)
+        assert (evaluation.failure_kind, evaluation.stage_reached) == ("policy_violation", "syntax")
+        assert evaluation.error_trace.startswith("line ")
+    assert seam["workers"].respawns == respawns  # no worker ran, so none was retired
+
+
+def test_a_worker_that_ran_a_harness_is_retired(runner, scale_shift, seam):
+    runner.reference_outputs(scale_shift)
+    respawns = seam["workers"].respawns
+    evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_torch_only.py")
+    assert evaluation.failure_kind == "no_triton_launch"
+    assert seam["workers"].respawns == respawns + 1
+
+
+def test_broken_candidates_fail_with_their_kinds(ungated, scale_shift, threads):
     expected = {"tb_scale_shift_raises.py": "runtime_error", "tb_scale_shift_crash.py": "worker_crash",
                 "tb_scale_shift_torch_only.py": "no_triton_launch"}
-    with concurrent.futures.ThreadPoolExecutor(len(expected)) as pool:
-        evaluations = dict(zip(expected, pool.map(lambda name: _evaluate(runner, scale_shift, name), expected)))
+    evaluations = dict(zip(expected, threads.map(lambda name: _evaluate(ungated, scale_shift, name), expected)))
     for name, kind in expected.items():
         assert not evaluations[name].correct
         assert evaluations[name].failure_kind == kind, (name, evaluations[name].error_trace)
@@ -103,34 +152,31 @@ def test_checks_that_need_no_process(runner, scale_shift):
     assert skipped.failure_kind == "unsupported_on_backend" and "waves_per_eu" in skipped.error_trace
 
 
-def test_hung_kernel_is_killed(scale_shift):
+def test_hung_kernel_is_killed(seam, scale_shift):
     limit_s = 8.0
-    quick = harness.HarnessRunner("interpreter", limits=harness.Limits(run_s=limit_s), input_seed=1)
-    try:
-        quick.reference_outputs(scale_shift)  # outside the timed window: references get their own limit
-        start = time.monotonic()
-        evaluation = _evaluate(quick, scale_shift, "tb_scale_shift_hang.py")
-        elapsed_s = time.monotonic() - start
-    finally:
-        quick.close()
+    quick = harness.HarnessRunner(**seam, limits=harness.Limits(run_s=limit_s), input_seed=1)
+    quick.reference_outputs(scale_shift)  # outside the timed window: references get their own limit
+    start = time.monotonic()
+    evaluation = _evaluate(quick, scale_shift, "tb_scale_shift_hang.py")
+    elapsed_s = time.monotonic() - start
     assert evaluation.failure_kind == "timeout"
     assert elapsed_s < limit_s + 5.0
 
 
-def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_nothing(runner):
+def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_nothing(runner, ungated):
     task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
     evaluation = _evaluate(runner, task, "kb_scale_and_add_triton.py")
     assert evaluation.correct, evaluation.error_trace
     assert evaluation.case_names == ("trial 0", "trial 1")
     _assert_timed(evaluation, cases=2)
-    baseline = _evaluate(runner, task, task.baseline_source)
+    baseline = _evaluate(ungated, task, task.baseline_source)  # the gate stops it first
     assert baseline.failure_kind == "no_triton_launch"
 
 
-def test_broken_reference_is_a_harness_error_not_the_candidates(runner, scale_shift):
+def test_broken_reference_is_a_harness_error_not_the_candidates(ungated, scale_shift):
     broken = dataclasses.replace(scale_shift, name="scale_shift_broken_reference",
                                  baseline_source=scale_shift.baseline_source + "\nraise RuntimeError('broken')\n")
-    evaluation = _evaluate(runner, broken, "tb_scale_shift_env_probe.py")
+    evaluation = _evaluate(ungated, broken, "tb_scale_shift_env_probe.py")
     assert evaluation.failure_kind == "harness_error" and not evaluation.correct
     assert "reference of 'scale_shift_broken_reference' failed its own harness" in evaluation.error_trace
 
@@ -157,14 +203,11 @@ def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference
     assert "has no test_performance" in harness.untimed_reason(_task("rocm", "rocm", "test_fx_rowsum"))
 
 
-def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout():
+def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout(seam):
     limit_s = 8.0
     task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
-    quick = harness.HarnessRunner("interpreter", limits=harness.Limits(time_s=limit_s), input_seed=1)
-    try:
-        evaluation = _evaluate(quick, task, "kb_scale_and_add_hangs_when_timed.py")
-    finally:
-        quick.close()
+    quick = harness.HarnessRunner(**seam, limits=harness.Limits(time_s=limit_s), input_seed=1, static_gate=False)
+    evaluation = _evaluate(quick, task, "kb_scale_and_add_hangs_when_timed.py")
     assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "timed"), evaluation.error_trace
     assert not evaluation.correct and evaluation.max_abs_err  # its outputs had passed
     assert limit_s <= evaluation.bench_s < limit_s + 5.0

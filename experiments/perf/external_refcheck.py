@@ -2,8 +2,8 @@
 own harness on this device (issue 7's closing numbers).
 
 "Reference passes" means the task's reference (GEAK: the kernel file's own kernel code;
-KernelBench: the PyTorch Model) runs the suite's harness in a sandboxed process without
-error (pytest's in-harness asserts included for ROCm) and saves outputs, which is what
+KernelBench: the PyTorch Model) runs the suite's harness in a sandboxed worker without
+error (pytest's in-harness asserts included for ROCm) and hands back outputs, which is what
 every candidate of the task is then compared with.
 
 Run on the GPU machine from the repository root, e.g.
@@ -19,20 +19,24 @@ import concurrent.futures
 import json
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import external  # noqa: E402
-from fitness import device as device_lib, harness  # noqa: E402
+from fitness import device as device_lib, jail  # noqa: E402
+from fitness.gate import GpuGate  # noqa: E402
+from fitness.judge import harness  # noqa: E402
+from fitness.pool import WorkerPool  # noqa: E402
 
 
 def check_suite(suite: str, path: str, runner: harness.HarnessRunner, sample: int | None,
                 jobs: int) -> dict:
     """Returns the counts and failures of one suite on the runner's backend."""
     tasks = external.load_suite(suite, path)
-    runnable = [task for task in tasks if runner.backend in task.runnable_on]
+    runnable = [task for task in tasks if runner.device.backend in task.runnable_on]
     chosen = sorted(random.Random(0).sample(runnable, sample), key=lambda t: t.name) \
         if sample and sample < len(runnable) else runnable
     failures, start = {}, time.monotonic()
@@ -69,15 +73,19 @@ def main() -> None:
     if not any(paths.values()):
         parser.error("give at least one suite path (--tritonbench, --rocm, --kernelbench)")
     info = device_lib.detect(args.device)
-    runner = harness.HarnessRunner(info.backend, info.name, harness.Limits(reference_s=args.timeout),
-                                   salt_seeds=not args.suite_seeds)
+    jail.verify(info.backend)
     results = []
-    try:
-        for suite, path in paths.items():
-            if path:
-                results.append(check_suite(suite, path, runner, args.sample, args.jobs))
-    finally:
-        runner.close()
+    with tempfile.TemporaryDirectory(prefix="kernelevo-refcheck-") as root:
+        workers = WorkerPool(info, args.jobs, "candidate", root)
+        runner = harness.HarnessRunner(info, workers, GpuGate(info.timing_meaningful),
+                                       harness.Limits(reference_s=args.timeout),
+                                       salt_seeds=not args.suite_seeds)
+        try:
+            for suite, path in paths.items():
+                if path:
+                    results.append(check_suite(suite, path, runner, args.sample, args.jobs))
+        finally:
+            workers.close()
     print(f"device: {info.name} ({info.backend}), {time.strftime('%Y-%m-%d')}")
     print(f"{'suite':22} {'loaded':>6} {'runnable':>8} {'checked':>7} {'ref passes':>10} {'wall s':>7}")
     for row in results:

@@ -9,7 +9,8 @@ torch ops, timings) is evidence, cross-checked by the judge.
 
 Stages, one request each: load (import + entry point + arity), call (one input set; outputs
 written), bench (time every case on input sets that change between runs, keep the buffers),
-recheck (refill the timed buffers in place with fresh inputs, call, write outputs).
+recheck (refill the timed buffers in place with fresh inputs, call, write outputs), harness
+(an external suite's own harness on a module; see `fitness.sandbox.harness_run`).
 """
 
 from __future__ import annotations
@@ -186,6 +187,13 @@ class Worker:
         self.timed = []
         return {"ok": True, "cases": results}
 
+    def harness(self, request: dict) -> dict:
+        """Runs an external suite's own harness (`fitness.sandbox.harness_run`); the engine
+        retires this process afterwards."""
+        from fitness.sandbox import harness_run
+
+        return harness_run.run(request, self.device, self.launches)
+
 
 def _arity_mismatch(entry, arity: int, name: str) -> str:
     """Returns why `entry` cannot take `arity` positional arguments, or "" when it can."""
@@ -206,7 +214,7 @@ def _serve(request_fd: int, reply_fd: int) -> None:
         return
     protocol.send_reply(reply_fd, {"ok": True})
     handlers = {"load": worker.load, "call": worker.call, "bench": worker.bench,
-                "recheck": worker.recheck}
+                "recheck": worker.recheck, "harness": worker.harness}
     while True:
         try:
             request = protocol.recv_request(request_fd)
