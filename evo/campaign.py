@@ -1,28 +1,28 @@
 """The campaign driver: every task's islands evolve at once on Ray, rows land in Parquet.
 
-`run_campaign` wires the rooms together (tasks, fitness actors, population actors, the
-budget ledger) and runs `Campaign.run`, the generation loop of DESIGN.md; `main` is what
-`evo run` calls.
+`run_campaign` checks the LLM endpoint (`evo.preflight`), wires the rooms together (tasks,
+fitness actors, population actors, the budget ledger) and runs `Campaign.run`, the
+generation loop of DESIGN.md; `main` is what `evo run` calls.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime
-import logging
-import os
+import shlex
 import time
 from pathlib import Path
 
 import ray
 
-from evo import checkpoint, migration, provenance, results
+from evo import breaker, checkpoint, migration, preflight, provenance, results
 from evo import config as config_lib
 from evo import wiring
+from evo.breaker import Breaker
 from evo.budget import Spend, cap_reached
 from evo.checkpoint import CampaignState
 from evo.progress import Progress
+from evo.ray_session import session as ray_session
 from evo.scoring import Outcome, Scorer
 from evo.summary import Summary, summarize
 from operators.replay import ReplayMissError
@@ -42,27 +42,34 @@ class Campaign:
                              config.fitness.answer_timeout_s, parts.brood_timeout_s)
         self._session_started = time.monotonic()
         self._wall_before_s = state.spend.wall_seconds  # spent by earlier runs of this campaign
+        self.breaker = Breaker(config.operators.max_consecutive_failures)
+        self.trip: breaker.Trip | None = None
         self.stopped_by: str | None = None
 
     def run(self) -> CampaignState:
-        """Runs generations until the last one or a budget cap; returns the final state.
+        """Runs generations until the last one, a budget cap or the LLM breaker; returns the
+        final state.
 
             if nothing is scored yet: score each island's seed population (generation 0)
-            for g in done+1 .. generations, while no budget cap is reached:
+            for g in done+1 .. generations, while no cap is reached and the breaker holds:
                 broods = every island selects parents and breeds offspring   (async: LLM)
                 scored = broods scored on the fitness actors as they arrive  (overlaps LLM)
                 each island replaces its population and logs; g's rows are written
                 every migration_interval generations the best move along the ring
                 checkpoint (after migration, so a resume never replays half a step)
+                the breaker looks at g's LLM calls
         """
         if self.state.generation_done < 0:
             self._step(0, self._seeds())
         while self.state.generation_done < self.config.search.generations:
-            self.stopped_by = cap_reached(self.config.budget, self._spend())
+            self.stopped_by = (breaker.STOPPED_BY if self.trip
+                               else cap_reached(self.config.budget, self._spend()))
             if self.stopped_by:
                 break
             generation = self.state.generation_done + 1
             self._step(generation, self._make_offspring(generation))
+        if self.trip:  # also when it tripped on the last generation: its calls failed
+            self.stopped_by = breaker.STOPPED_BY
         return self.state
 
     def _step(self, generation: int, broods: dict) -> None:
@@ -72,7 +79,11 @@ class Campaign:
         rows, llm_calls = self._write(generation, outcome)
         self._migrate(generation)
         self._checkpoint(generation, outcome, time.monotonic() - started)
-        self.progress.generation_done(generation, rows, llm_calls)
+        self.trip = self.trip or self.breaker.observe(generation, llm_calls)
+        if generation == 0:
+            self.progress.seeds_scored(outcome.broods)
+        else:
+            self.progress.generation_done(generation, rows, llm_calls)
 
     def _seeds(self) -> dict:
         return {key: island.seeds.remote() for key, island in self.parts.islands.items()}
@@ -97,7 +108,7 @@ class Campaign:
 
     def _write(self, generation: int, outcome: Outcome) -> tuple[list[dict], dict]:
         """Writes the generation's evaluation and LLM-call parts; returns the evaluation rows
-        and the calls per task."""
+        and the call rows per island key."""
         name, seed = self.config.campaign.name, self.config.campaign.seed
         keys = sorted(self.parts.islands)
         drained = ray.get([self.parts.islands[key].drain_calls.remote() for key in keys],
@@ -114,10 +125,7 @@ class Campaign:
         results.write_part(self.out / "evaluations", generation, rows, results.EVALUATION_SCHEMA)
         results.write_part(self.out / "llm_calls", generation, call_rows,
                            results.LLM_CALL_SCHEMA)
-        by_task: dict[str, list[dict]] = {}
-        for (task, _), rows_of_island in calls.items():
-            by_task.setdefault(task, []).extend(rows_of_island)
-        return rows, by_task
+        return rows, calls
 
     def _migrate(self, generation: int) -> None:
         search = self.config.search
@@ -153,35 +161,48 @@ class Campaign:
 
 
 def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
-                 address: str | None = None, fitness_actors=None) -> Summary:
+                 address: str | None = None, fitness_actors=None,
+                 check_endpoint: bool = True) -> Summary:
     """Runs (or, with `resume`, continues) the campaign `config` into `out`; returns its Summary.
 
-    `fitness_actors`: FitnessActor handles to score on, shared with the caller (a sweep, a
-    test session) and left running; by default the campaign starts and stops its own.
+    Everything that can be checked before Ray starts is, cheapest first: the folder, the LLM
+    endpoint (unless `check_endpoint` is False) and the tasks; a failed check raises
+    ConfigError and writes nothing. `fitness_actors`: FitnessActor handles to score on,
+    shared with the caller (a sweep, a test session) and left running; by default the
+    campaign starts and stops its own.
     """
     started = time.monotonic()
     out = Path(out)
+    _check_folder(config, out, resume)
+    if check_endpoint:
+        preflight.check(config)
     tasks = config_lib.resolve_tasks(config)
-    state = _prepare_folder(config, out, resume)
+    state = _prepare_folder(out, resume)
     with ray_session(address):
         with wiring.start(config, tasks, state, fitness_actors) as parts:
             if (out / "campaign.json").exists():
                 provenance.check_device(out, parts.device)
             else:
                 provenance.write(out, config, parts.device)
-            with Progress([task.name for task in tasks], config.search.generations) as progress:
+            with Progress([task.name for task in tasks], config.search.generations,
+                          parts.backend) as progress:
                 campaign = Campaign(config, parts, out, state, progress)
                 final = campaign.run()
-    return summarize(config, out, final, campaign.stopped_by, time.monotonic() - started)
+    return summarize(config, out, final, campaign.stopped_by, campaign.trip, parts.backend,
+                     time.monotonic() - started)
 
 
-def _prepare_folder(config: config_lib.Config, out: Path, resume: bool) -> CampaignState:
-    """Creates or checks the results folder; returns the state to start from."""
+def _check_folder(config: config_lib.Config, out: Path, resume: bool) -> None:
+    """Raises ConfigError unless `out` is free (or, with `resume`, holds this campaign)."""
     if resume:
         provenance.check_resumable(out, config)
     elif (out / "campaign.json").exists():
         raise config_lib.ConfigError(f"{out} already holds a campaign; pass --resume to "
                                      "continue it, or choose another --out")
+
+
+def _prepare_folder(out: Path, resume: bool) -> CampaignState:
+    """Creates the results folder's layout; returns the state to start from."""
     folders = [out / "evaluations", out / "llm_calls", out / "checkpoint", out / "figures"]
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
@@ -189,26 +210,8 @@ def _prepare_folder(config: config_lib.Config, out: Path, resume: bool) -> Campa
     return (checkpoint.load(out) if resume else None) or CampaignState()
 
 
-@contextlib.contextmanager
-def ray_session(address: str | None):
-    """Connects to Ray for the campaign: the caller's, a cluster at `address`, or a local one
-    on loopback (shut down afterwards)."""
-    if ray.is_initialized():
-        yield
-        return
-    if address is None:
-        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # else Ray binds a public address
-        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-        ray.init(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
-    else:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def main(config_path, out=None, resume: bool = False, overrides=(), address=None) -> Summary:
+def main(config_path, out=None, resume: bool = False, overrides=(), address=None,
+         check_endpoint: bool = True) -> Summary:
     """`evo run`: loads the config, runs the campaign, prints the summary."""
     config = config_lib.load(config_path, overrides)
     if out is None:
@@ -217,8 +220,12 @@ def main(config_path, out=None, resume: bool = False, overrides=(), address=None
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         out = Path("results") / f"{config.campaign.name}-{stamp}"
     try:
-        summary = run_campaign(config, Path(out), resume=resume, address=address)
+        summary = run_campaign(config, Path(out), resume=resume, address=address,
+                               check_endpoint=check_endpoint)
     except ReplayMissError as error:  # the replayed campaign asked something never recorded
         raise config_lib.ConfigError(f"operators.replay_from: {error}") from None
-    print(summary.text())
+    command = ["evo", "run", str(config_path), "--out", str(out), "--resume"]
+    command += [part for override in overrides for part in ("--set", override)]
+    command += ["--address", address] if address else []
+    print(summary.text(resume_command=shlex.join(command)))
     return summary

@@ -12,6 +12,10 @@ from typing import List, Optional
 
 import typer
 
+EXIT_LLM_FAILURES = 3
+"""`evo run`'s exit status when the campaign stopped because its LLM calls kept failing
+(2 is a bad config, an unusable endpoint or a failed check before anything ran)."""
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="KernelEvo: evolutionary search over populations of Triton kernels.")
 
@@ -67,14 +71,20 @@ def run(
     resume: bool = typer.Option(False, help="continue the campaign in --out"),
     set_: List[str] = typer.Option([], "--set", help="override a key: section.key=value"),
     address: Optional[str] = typer.Option(None, help="address of a running Ray cluster"),
+    preflight: bool = typer.Option(True, help="check the LLM endpoint with one request before "
+                                              "starting (--no-preflight: for endpoints that "
+                                              "charge per request)"),
 ) -> None:
-    """Run a campaign."""
+    """Run a campaign (exit 2: bad config or unusable endpoint; 3: stopped, LLM calls failing)."""
     from evo import campaign, config as config_lib
 
     try:
-        campaign.main(config, out=out, resume=resume, overrides=set_, address=address)
+        summary = campaign.main(config, out=out, resume=resume, overrides=set_, address=address,
+                                check_endpoint=preflight)
     except config_lib.ConfigError as error:
         _fail(str(error))
+    if summary.failed:
+        raise typer.Exit(code=EXIT_LLM_FAILURES)
 
 
 @app.command()
@@ -95,11 +105,12 @@ def report(
 def sweep(
     sweep_file: Path = typer.Argument(..., help="sweep definition (TOML)"),
     out: Optional[Path] = typer.Option(None, help="sweep folder"),
+    preflight: bool = typer.Option(True, help="check each LLM endpoint once before any cell runs"),
 ) -> None:
     """Run every cell of a sweep (cells done are skipped)."""
     from evo import config as config_lib, sweep as sweep_lib
 
     try:
-        sweep_lib.main(sweep_file, out=out)
+        sweep_lib.main(sweep_file, out=out, check_endpoints=preflight)
     except config_lib.ConfigError as error:
         _fail(str(error))

@@ -94,7 +94,12 @@ class Operators(_Section):
       price_usd_per_mtok: model -> [input, output] USD per million tokens.
       max_completion_tokens: cap on tokens per answer.
       request_timeout_s: per-request limit of the HTTP client.
+      max_retries: further attempts of a call after a 429, a 5xx, a timeout or a connection
+        error (exponential backoff from 1 s, capped at 60 s).
       max_concurrent_requests: LLM calls in flight at once, per island.
+      max_consecutive_failures: the campaign stops (cleanly: checkpoint written, rows kept,
+        exit status 3) after this many LLM calls in a row, across islands, gave no usable
+        answer; see `evo.breaker` for what counts.
     """
 
     mode: Literal["llm", "offline", "replay"] = "offline"
@@ -111,7 +116,9 @@ class Operators(_Section):
     price_usd_per_mtok: dict[str, tuple[float, float]] = Field(default_factory=dict)
     max_completion_tokens: int = Field(default=4096, ge=1)
     request_timeout_s: float = Field(default=300.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
     max_concurrent_requests: int = Field(default=8, ge=1)
+    max_consecutive_failures: int = Field(default=20, ge=1)
 
 
 class Fitness(_Section):

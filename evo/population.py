@@ -66,6 +66,7 @@ class Population:
         self.repair_attempts: dict[str, int] = {}
         self._abandoned: set[str] = set()
         self._failures: list[str] = []
+        self._unusable: dict[int, str] = {}  # sample index -> why its answer gave no candidate
 
     def ready(self) -> bool:
         """Returns True once the actor is up (the driver waits, so start-up is not engine time)."""
@@ -96,6 +97,8 @@ class Population:
                                       self.rng, self.backend, self._sample_index(generation, slot)))
             for slot, plan in enumerate(plans)))
         self._failures = [child.failure for child in children if child.candidate is None]
+        self._unusable.update({self._sample_index(generation, slot): child.failure
+                               for slot, child in enumerate(children) if child.candidate is None})
         return [self._place(child, plan, generation)
                 for child, plan in zip(children, plans) if child.candidate is not None]
 
@@ -193,8 +196,21 @@ class Population:
     # -- checkpoint -------------------------------------------------------------------------
 
     def drain_calls(self) -> list[dict]:
-        """Returns the LLM call rows since the last drain (none offline)."""
-        return self.client.drain_calls() if self.client is not None else []
+        """Returns the LLM call rows since the last drain (none offline).
+
+        A call answered with no usable code (the parser's `no_code_block`, `syntax_error`...)
+        succeeded for the client; its row gets the parser's word as `failure_kind` and its
+        reason as `error`, so it counts as the failure it is for the user and the breaker.
+        """
+        if self.client is None:
+            return []
+        rows = self.client.drain_calls()
+        for row in rows:
+            why = self._unusable.get(row["sample_index"])
+            if row["success"] and why:
+                row.update(failure_kind=why.partition(":")[0], error=why)
+        self._unusable = {}
+        return rows
 
     def state(self) -> dict:
         """Returns everything needed to continue this island exactly (picklable)."""

@@ -1,7 +1,9 @@
 """Progress of a running campaign: a live table per task on a terminal, log lines otherwise.
 
-The driver reports each evaluation as it lands and each finished generation; the display
-never feeds back into the run, so piping `evo run` to a file changes nothing but the look.
+The driver reports each evaluation as it lands, the seeds' verdicts (generation 0) and each
+finished generation; the display never feeds back into the run, so piping `evo run` to a
+file changes nothing but the look. LLM failures are shown beside the spend, so a campaign
+whose calls fail is seen failing at its first generation, not in the morning.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from evo.llm_tally import LLMTally
 from evo.records import Evaluation
+
+
+def device_label(backend: str) -> str:
+    """Returns what fitness time is called: "GPU" on CUDA/ROCm, "device" on the CPU interpreter
+    (where there is no GPU to speak of)."""
+    return "GPU" if backend in ("cuda", "rocm") else "device"
 
 
 @dataclasses.dataclass
@@ -23,14 +32,15 @@ class TaskProgress:
     """Counters shown for one task."""
 
     generation: int = 0
+    seeds: str = "-"
     scored: int = 0
     evaluations: int = 0
     correct: int = 0
     best_speedup: float | None = None
     timing_meaningful: bool = True
-    llm_calls: int = 0
+    llm: LLMTally = dataclasses.field(default_factory=LLMTally)
     usd: float = 0.0
-    gpu_seconds: float = 0.0
+    device_seconds: float = 0.0
 
     def speedup_text(self, interpreted_mark: str = " (interpreter)") -> str:
         if self.best_speedup is None:
@@ -40,11 +50,17 @@ class TaskProgress:
 
 
 class Progress:
-    """Shows per-task counters; use as a context manager around the generation loop."""
+    """Shows per-task counters; use as a context manager around the generation loop.
 
-    def __init__(self, tasks: list[str], generations: int, stream: TextIO | None = None):
+    `backend` (cuda | rocm | interpreter) names fitness time: GPU seconds, or device seconds
+    on the CPU interpreter.
+    """
+
+    def __init__(self, tasks: list[str], generations: int, backend: str,
+                 stream: TextIO | None = None):
         self.stream = stream or sys.stdout
         self.generations = generations
+        self.device = device_label(backend)
         self.tasks = {name: TaskProgress() for name in tasks}
         self._live = None
         self._started = time.monotonic()
@@ -65,13 +81,28 @@ class Progress:
         """Counts one candidate of `task` scored on the fitness actors (reuses not counted)."""
         shown = self.tasks[task]
         shown.scored += 1
-        shown.gpu_seconds += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
-        if self._live is not None:
-            self._live.update(self._table())
+        shown.device_seconds += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
+        self._refresh()
+
+    def seeds_scored(self, broods: dict) -> None:
+        """Shows generation 0: the verdicts on each task's seed kernels.
+
+        broods: (task, island) -> the islands' scored seeds (`scoring.Scored`); islands
+        seeded with the same kernel show it once.
+        """
+        verdicts: dict[str, dict[str, Evaluation]] = {name: {} for name in self.tasks}
+        for (task, _), scored in broods.items():
+            verdicts[task].update((s.candidate.id, s.evaluation) for s in scored)
+        for name, shown in self.tasks.items():
+            shown.seeds = _seeds_text(list(verdicts[name].values()))
+            self._print(f"gen 0/{self.generations} {name}: {shown.seeds}, "
+                        f"{self.device} time {shown.device_seconds:.1f} s")
+        self._refresh()
 
     def generation_done(self, generation: int, rows: list[dict],
-                        llm_calls: dict[str, list[dict]]) -> None:
-        """Marks `generation` finished for every task and books its rows and LLM calls."""
+                        llm_calls: dict[tuple[str, int], list[dict]]) -> None:
+        """Marks `generation` finished for every task and books its rows and LLM calls
+        (llm_calls: (task, island) -> call rows)."""
         for row in rows:
             shown = self.tasks[row["task"]]
             shown.evaluations += 1
@@ -82,34 +113,60 @@ class Progress:
                 if speedup is not None and (shown.best_speedup is None
                                             or speedup > shown.best_speedup):
                     shown.best_speedup = speedup
+        by_task: dict[str, list[dict]] = {name: [] for name in self.tasks}
+        for (task, _), calls in llm_calls.items():
+            by_task[task].extend(calls)
+        for name, calls in by_task.items():  # a task's islands together: its last failure is last
+            self.tasks[name].llm.add(calls)
+            self.tasks[name].usd += sum(call.get("cost_usd") or 0.0 for call in calls)
         for name, shown in self.tasks.items():
-            calls = llm_calls.get(name, [])
             shown.generation = generation
-            shown.llm_calls += len(calls)
-            shown.usd += sum(call.get("cost_usd") or 0.0 for call in calls)
-            if self._live is None:
-                print(self._line(name, shown), file=self.stream, flush=True)
+            failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
+            self._print(f"gen {generation}/{self.generations} {name}: {shown.evaluations} "
+                        f"offspring ({shown.scored} scored), {shown.correct} correct, best "
+                        f"speedup {shown.speedup_text()}, LLM {shown.llm.text()} "
+                        f"${shown.usd:.4f}, {self.device} time {shown.device_seconds:.1f} s"
+                        f"{failure}")
+        self._refresh()
+
+    def _print(self, line: str) -> None:
+        if self._live is None:
+            elapsed_s = time.monotonic() - self._started
+            print(f"[{elapsed_s:7.1f} s] {line}", file=self.stream, flush=True)
+
+    def _refresh(self) -> None:
         if self._live is not None:
             self._live.update(self._table())
 
-    def _line(self, name: str, shown: TaskProgress) -> str:
-        elapsed_s = time.monotonic() - self._started
-        return (f"[{elapsed_s:7.1f} s] gen {shown.generation}/{self.generations} {name}: "
-                f"{shown.evaluations} offspring ({shown.scored} scored), {shown.correct} correct, "
-                f"best speedup {shown.speedup_text()}, LLM {shown.llm_calls} calls "
-                f"${shown.usd:.4f}, GPU {shown.gpu_seconds:.1f} s")
-
     def _table(self) -> Table:
         interpreted = any(not shown.timing_meaningful for shown in self.tasks.values())
+        failing = [(name, shown.llm.last_error) for name, shown in self.tasks.items()
+                   if shown.llm.last_error]
+        notes = (["*: interpreter latency, not meaningful"] if interpreted else []) + [
+            f"last LLM failure ({name}): {error}" for name, error in failing]
         table = Table(title=f"KernelEvo ({time.monotonic() - self._started:.0f} s)",
-                      caption="*: interpreter latency, not meaningful"
-                      if interpreted else None)
-        for column in ("task", "gen", "scored", "offspring", "correct", "best", "LLM", "USD",
-                       "GPU s"):
-            table.add_column(column, justify="left" if column == "task" else "right",
+                      caption="\n".join(notes) or None)
+        for column in ("task", "gen", "seeds", "scored", "offspring", "correct", "best", "LLM",
+                       "failed", "USD", f"{self.device} s"):
+            table.add_column(column, justify="left" if column in ("task", "seeds") else "right",
                              no_wrap=True)
         for name, shown in self.tasks.items():
-            table.add_row(name, f"{shown.generation}/{self.generations}", str(shown.scored),
-                          str(shown.evaluations), str(shown.correct), shown.speedup_text("*"),
-                          str(shown.llm_calls), f"{shown.usd:.2f}", f"{shown.gpu_seconds:.0f}")
+            table.add_row(name, f"{shown.generation}/{self.generations}", shown.seeds,
+                          str(shown.scored), str(shown.evaluations), str(shown.correct),
+                          shown.speedup_text("*"), str(shown.llm.calls),
+                          str(sum(shown.llm.failed.values())), f"{shown.usd:.2f}",
+                          f"{shown.device_seconds:.0f}")
         return table
+
+
+def _seeds_text(evaluations: list[Evaluation]) -> str:
+    """Returns "seed correct", "seed failed (mismatch)", "2 seeds: 1 correct, ..." or "no seeds"."""
+    if not evaluations:
+        return "no seed kernel (the generator writes the first ones)"
+    failed = sorted({ev.failure_kind or "failed" for ev in evaluations if not ev.correct})
+    correct = sum(ev.correct for ev in evaluations)
+    if len(evaluations) == 1:
+        return "seed kernel correct" if correct else f"seed kernel failed ({failed[0]})"
+    why = f" ({', '.join(failed)})" if failed else ""
+    return (f"{len(evaluations)} seed kernels: {correct} correct, "
+            f"{len(evaluations) - correct} failed{why}")

@@ -51,8 +51,11 @@ LLM_CALL_SCHEMA = pa.schema([
     ("latency_s", pa.float64()), ("cost_usd", pa.float64()), ("success", pa.bool_()),
     ("error", pa.string()), ("response", pa.string()), ("attempts", pa.int64()),
     ("messages_json", pa.string()), ("replay_matched", pa.string()),
+    ("failure_kind", pa.string()), ("finished_at", pa.timestamp("ms", tz="UTC")),
 ])
-"""One row per LLM call, as `LLMClient.drain_calls` hands them over plus where they came from."""
+"""One row per LLM call, as `LLMClient.drain_calls` hands them over plus where they came from.
+`failure_kind` is null for a usable answer, else an `operators.call_failures` kind or, for an
+answer without usable code, the parser's word (`no_code_block`, ...) with `error` its reason."""
 
 
 def evaluation_row(campaign: str, task: Task, candidate: Candidate, evaluation: Evaluation,

@@ -214,8 +214,10 @@ def _now() -> str:
 def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
     """Runs the cells not done yet, in grid order; returns cell -> outcome.
 
-    A cell that raises is recorded as failed and the sweep goes on with the next, so one
-    bad night for one cell does not cost the others; Ctrl-C stops the sweep.
+    A cell that raises, or that stopped because its LLM calls kept failing, is recorded as
+    failed (a later run of the sweep resumes it) and the sweep goes on with the next, so one
+    bad night for one cell does not cost the others; Ctrl-C stops the sweep. Endpoints were
+    checked before the first cell (`_check_endpoints`), so cells skip that check.
     """
     from evo import campaign  # Ray and torch load only when something runs
 
@@ -233,13 +235,19 @@ def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
             continue
         _write_marker(folder, cell, status="running", started_at=_now())
         try:
-            summary = campaign.run_campaign(cell.config, folder, resume=state == "partial")
+            summary = campaign.run_campaign(cell.config, folder, resume=state == "partial",
+                                            check_endpoint=False)
         except Exception as error:  # noqa: BLE001  (recorded, reported, the sweep goes on)
             _write_marker(folder, cell, status="failed", error=f"{type(error).__name__}: {error}",
                           traceback=traceback.format_exc())
             outcomes[cell.name] = f"failed: {type(error).__name__}: {error}"
             continue
-        stopped_by = getattr(summary, "stopped_by", None)
+        stopped_by = summary.stopped_by
+        if summary.failed:
+            why = summary.trip.reason
+            _write_marker(folder, cell, status="failed", error=why, stopped_by=stopped_by)
+            outcomes[cell.name] = f"failed: its LLM calls kept failing: {why}"
+            continue
         _write_marker(folder, cell, status="done", stopped_by=stopped_by, finished_at=_now())
         outcomes[cell.name] = "done" + (f" (stopped by {stopped_by})" if stopped_by else "")
     return outcomes
@@ -255,14 +263,34 @@ def _check_tasks(cells: list[Cell]) -> None:
             checked.add(selection)
 
 
-def main(sweep_file: Path | str, out: Path | str | None = None) -> None:
-    """What `evo sweep` calls: validate every cell, run what is left, summarize.
+def _check_endpoints(cells: list[Cell]) -> None:
+    """Raises ConfigError if an LLM endpoint of the sweep cannot serve its model (once each)."""
+    from evo import preflight
+
+    checked = set()
+    for cell in cells:
+        ops = cell.config.operators
+        endpoint = (ops.mode, ops.base_url, ops.model, ops.api_key_env)
+        if endpoint not in checked:
+            try:
+                preflight.check(cell.config)
+            except ConfigError as error:
+                raise ConfigError(f"sweep cell {cell.name}: {error}") from None
+            checked.add(endpoint)
+
+
+def main(sweep_file: Path | str, out: Path | str | None = None,
+         check_endpoints: bool = True) -> None:
+    """What `evo sweep` calls: validate every cell (and, unless `check_endpoints` is False,
+    its LLM endpoint), run what is left, summarize.
 
     Exits non-zero (SystemExit) when any cell failed, after running all the others.
     """
     sweep = load_sweep(sweep_file)
     cells = expand(sweep)
     _check_tasks(cells)
+    if check_endpoints:
+        _check_endpoints(cells)
     folder = Path(out) if out is not None else Path("results") / sweep.name
     outcomes = run_cells(sweep, cells, folder)
     for name, outcome in outcomes.items():

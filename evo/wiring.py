@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import sys
 
 import ray
 
@@ -72,7 +73,10 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
         tasks = _runnable(tasks, device.backend, named=bool(config.campaign.tasks))
         ledger = _ledger(config, state)
         others += [ledger] if ledger is not None else []
-        client = _client(config, ledger)
+        client = None
+        if config.operators.mode != "offline":
+            client = llm_client(config, LedgerProxy(ledger))
+            _warn_if_unpriced(config, client)
         knowledge = _knowledge(config, device)
         islands = {(task.name, island): PopulationActor.remote(
             _without_callables(task), island, config, device.backend, client, knowledge)
@@ -130,24 +134,32 @@ def _ledger(config: Config, state: CampaignState):
     return ledger
 
 
-def _client(config: Config, ledger):
-    """Returns the LLM client every island uses a copy of (None offline)."""
+def llm_client(config: Config, budget=None):
+    """Returns the LLM client of an llm or replay campaign (every island uses a copy)."""
     ops = config.operators
-    if ops.mode == "offline":
-        return None
     from operators.llm_client import LLMClient
 
     try:
-        return LLMClient(model=ops.model, base_url=ops.base_url, api_key_env=ops.api_key_env,
-                         mode=ops.mode, temperature=config.search.temperature,
-                         max_tokens=ops.max_completion_tokens, timeout_s=ops.request_timeout_s,
-                         max_concurrency=ops.max_concurrent_requests,
-                         prices=dict(ops.price_usd_per_mtok) or None,
-                         budget=LedgerProxy(ledger), recording=ops.replay_from,
-                         replay_match=ops.replay_match,
-                         seed=config.campaign.seed)
+        client = LLMClient(model=ops.model, base_url=ops.base_url, api_key_env=ops.api_key_env,
+                           mode=ops.mode, temperature=config.search.temperature,
+                           max_tokens=ops.max_completion_tokens, timeout_s=ops.request_timeout_s,
+                           max_retries=ops.max_retries, max_concurrency=ops.max_concurrent_requests,
+                           prices=dict(ops.price_usd_per_mtok) or None, budget=budget,
+                           recording=ops.replay_from, replay_match=ops.replay_match,
+                           seed=config.campaign.seed)
     except (ValueError, FileNotFoundError) as error:
         raise ConfigError(f"[operators]: {error}") from None
+    return client
+
+
+def _warn_if_unpriced(config: Config, client) -> None:
+    """Warns when a USD cap cannot work: the model has no price, so its calls are booked at $0."""
+    model = config.operators.model
+    if (config.budget.max_usd is not None and config.operators.mode == "llm"
+            and model not in client.prices):
+        print(f"warning: budget.max_usd is set but model {model!r} has no price in "
+              f"operators.price_usd_per_mtok: its calls count as $0 and the cap cannot stop them",
+              file=sys.stderr, flush=True)
 
 
 def _knowledge(config: Config, device) -> str:
@@ -164,4 +176,4 @@ def _brood_timeout_s(config: Config) -> float:
     if ops.mode == "offline":
         return OFFLINE_BROOD_TIMEOUT_S
     rounds = math.ceil(config.search.offspring / ops.max_concurrent_requests)
-    return rounds * 6 * (ops.request_timeout_s + 60.0) + 60.0
+    return rounds * (ops.max_retries + 1) * (ops.request_timeout_s + 60.0) + 60.0

@@ -3,9 +3,11 @@
 The only module that imports `openai`. One call, `complete(role, messages, sample_index, position)`,
 returns an `LLMReply` and never raises for what an endpoint does wrong: a malformed or
 empty response, a non-retryable status, or an endpoint still unreachable after the retries
-is a failed reply with the reason, recorded like any other call. It raises only when the
+is a failed reply with the reason, recorded like any other call; the reason is a
+`call_failures.Failure`, a kind to count and a line to act on. It raises only when the
 campaign must stop or was misconfigured: `BudgetExceeded` (the call was not sent) and
-`ReplayMissError` (replay was asked something never recorded).
+`ReplayMissError` (replay was asked something never recorded). `preflight()` is the one
+check a campaign makes before it starts: it raises `EndpointUnusable` with that line.
 
 Replay matches a request by its hash; with `replay_match="position"` a request whose hash
 was not recorded (its prompt carries measurements taken on other hardware) is answered by
@@ -21,9 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import hashlib
 import json
-import logging
 import math
 import os
 import random
@@ -33,12 +35,12 @@ from typing import Any, Mapping, Protocol, Sequence
 import openai
 
 from evo.records import LLMUsage
-from operators import retry
+from operators import call_failures, retry
+from operators.call_failures import Failure
 from operators.replay import MATCHES, Position, Recording, ReplayMissError
 
-__all__ = ["LLMClient", "LLMReply", "BudgetExceeded", "ReplayMissError", "request_hash", "DEFAULT_PRICES"]
-
-_log = logging.getLogger(__name__)
+__all__ = ["LLMClient", "LLMReply", "BudgetExceeded", "EndpointUnusable", "ReplayMissError", "request_hash",
+           "DEFAULT_PRICES"]
 
 DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
     # model: (USD per 1M prompt tokens, USD per 1M completion tokens); list prices when written.
@@ -49,13 +51,28 @@ DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
     "o3-mini": (1.10, 4.40),
     "o4-mini": (1.10, 4.40),
 }
-"""Used when the config gives no price table; a model missing from the table costs 0 (warned)."""
+"""Used when the config gives no price table; a model missing from the table costs 0."""
 
 MODES = ("llm", "replay")
+
+PREFLIGHT_TIMEOUT_S = 30.0
+"""Longest the preflight waits for each of its (at most three) requests."""
+
+_DECISIVE = frozenset({"connection_refused", "dns_error", "tls_error", "connection_error", "timeout",
+                       "unauthorized", "forbidden"})
+"""Preflight failures that no other request could contradict."""
 
 
 class BudgetExceeded(RuntimeError):
     """The budget refused a call before it was sent: the campaign should stop asking."""
+
+
+class EndpointUnusable(RuntimeError):
+    """The preflight found that the endpoint cannot serve the model; `failure` says why."""
+
+    def __init__(self, failure: Failure):
+        super().__init__(failure.line)
+        self.failure = failure
 
 
 class BudgetSeam(Protocol):
@@ -68,7 +85,8 @@ class BudgetSeam(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class LLMReply:
-    """What one call returned. `success` False means `error` says why and `text` may be empty."""
+    """What one call returned. `success` False means `error` says why (`failure_kind`: the
+    `call_failures` kind) and `text` may be empty."""
 
     text: str
     usage: LLMUsage
@@ -77,6 +95,7 @@ class LLMReply:
     request_hash: str = ""
     attempts: int = 1
     replay_matched: str = ""
+    failure_kind: str = ""
 
 
 def request_hash(model: str, messages: Sequence[Mapping[str, str]], sampling: Mapping[str, Any],
@@ -136,8 +155,6 @@ class LLMClient:
         self.max_retries, self.backoff_base_s, self.backoff_max_s = max_retries, backoff_base_s, backoff_max_s
         self.max_concurrency, self.stream, self.budget = max_concurrency, stream, budget
         self.prices = dict(DEFAULT_PRICES if prices is None else prices)
-        if self.model not in self.prices and mode == "llm":
-            _log.warning("model %r has no price in the table; its calls are booked at $0", model)
         self._recording = _as_recording(recording)
         self.replay_match = replay_match
         if mode == "replay" and replay_match == "position" and not self._recording.has_positions:
@@ -228,22 +245,12 @@ class LLMClient:
             try:
                 text, usage = await self._request(sdk, messages, sampling)
                 break
-            except openai.APIStatusError as exc:
-                error = f"HTTP {exc.status_code} from {self.base_url}: {exc.message}"
-                wait = retry.retry_after_s(exc.response.headers)
-                if not retry.is_retryable_status(exc.status_code) or attempt == self.max_retries:
-                    return self._failed(error, key, started, attempt + 1)
-            except openai.APIConnectionError as exc:  # includes APITimeoutError
-                kind = "timed out" if isinstance(exc, openai.APITimeoutError) else "unreachable"
-                error = f"endpoint {self.base_url} {kind}: {exc} {exc.__cause__ or ''}".strip()
-                wait = None
-                if attempt == self.max_retries:
-                    return self._failed(f"{error} (after {attempt + 1} attempts)", key, started, attempt + 1)
-            except Exception as exc:  # noqa: BLE001 - a malformed response is a failed call
-                return self._failed(f"malformed response from {self.base_url}: {type(exc).__name__}: {exc}",
-                                    key, started, attempt + 1)
+            except Exception as exc:  # noqa: BLE001 - every way a request fails is a failed reply
+                failure, retryable, server_wait_s = self._failure(exc)
+                if not retryable or attempt == self.max_retries:
+                    return self._failed(failure, key, started, attempt + 1)
             await asyncio.sleep(retry.backoff_s(attempt, self.backoff_base_s, self.backoff_max_s,
-                                                self._rng, wait))
+                                                self._rng, server_wait_s))
             attempt += 1
         latency_s = time.monotonic() - started
         prompt_tokens, completion_tokens = usage or (_estimate_tokens(messages), _estimate_text_tokens(text))
@@ -251,8 +258,67 @@ class LLMClient:
                                 completion_tokens=completion_tokens, latency_s=latency_s,
                                 cost_usd=self.cost_usd(prompt_tokens, completion_tokens), request_hash=key)
         if not text.strip():
-            return LLMReply("", usage_record, False, f"empty response from {self.base_url}", key, attempt + 1)
+            return LLMReply("", usage_record, False, f"empty response from {self.base_url}", key, attempt + 1,
+                            failure_kind="empty_response")
         return LLMReply(text, usage_record, True, "", key, attempt + 1)
+
+    def _failure(self, exc: Exception) -> tuple[Failure, bool, float | None]:
+        """Returns what a failed request means: the Failure, whether to retry, the server's wait."""
+        if isinstance(exc, openai.APIStatusError):
+            failure = call_failures.from_status(exc.status_code, _server_message(exc), self.base_url,
+                                                self.model, self.api_key_env)
+            return (failure, retry.is_retryable_status(exc.status_code),
+                    retry.retry_after_s(exc.response.headers))
+        if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+            timed_out = isinstance(exc, openai.APITimeoutError)
+            return call_failures.from_connection(exc, self.base_url, self.timeout_s, timed_out), True, None
+        line = f"malformed response from {self.base_url}: {type(exc).__name__}: {exc}"
+        return Failure("malformed_response", line), False, None
+
+    async def preflight(self) -> None:
+        """Raises EndpointUnusable unless the endpoint answers requests for `model`.
+
+        The cheapest request that can decide comes first, so most endpoints are checked for free:
+          1. GET models/{model} (`models.retrieve`), which OpenAI, Ollama and LiteLLM answer;
+          2. unless that said yes, GET models (`models.list`): vLLM, SGLang and llama.cpp serve
+             only the list, and the model being in it is enough;
+          3. else a chat completion of one token, the one request every OpenAI-compatible server
+             answers (a few prompt tokens), and the only proof that a model missing from the
+             list (a proxy's wildcard route) is served; a 429 there passes (up, key taken).
+        A connection, DNS or TLS error, a timeout, a 401 or a 403 decides at once. Nothing is
+        retried: the check looks for a misconfiguration, which a retry does not fix.
+        """
+        sdk, _ = self._loop_state()
+        served: list[str] = []
+        try:
+            await sdk.models.retrieve(self.model, timeout=PREFLIGHT_TIMEOUT_S)
+            return
+        except Exception as exc:  # noqa: BLE001 - classified; only a decisive failure stops here
+            self._raise_if_decisive(exc)
+        try:
+            page = await sdk.models.list(timeout=PREFLIGHT_TIMEOUT_S)
+            served = sorted(str(model.id) for model in page.data)
+            if self.model in served:
+                return
+        except Exception as exc:  # noqa: BLE001 - as above
+            self._raise_if_decisive(exc)
+        try:
+            await sdk.chat.completions.create(model=self.model, max_tokens=1, timeout=PREFLIGHT_TIMEOUT_S,
+                                              messages=[{"role": "user", "content": "Answer OK."}])
+        except Exception as exc:  # noqa: BLE001 - the last word
+            failure, _, _ = self._failure(exc)
+            if failure.kind == "rate_limited":
+                return
+            if failure.kind == "not_found" and served:
+                shown = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+                failure = Failure(failure.kind, f"{self.base_url} does not serve model {self.model!r} "
+                                                f"(it serves: {shown})")
+            raise EndpointUnusable(failure) from None
+
+    def _raise_if_decisive(self, exc: Exception) -> None:
+        failure, _, _ = self._failure(exc)
+        if failure.kind in _DECISIVE:
+            raise EndpointUnusable(failure) from None
 
     async def _request(self, sdk: openai.AsyncOpenAI, messages, sampling: dict) -> tuple[str, tuple | None]:
         """One HTTP attempt. Returns (text, (prompt_tokens, completion_tokens) or None)."""
@@ -270,9 +336,10 @@ class LLMClient:
             usage = _usage(chunk.usage) or usage
         return "".join(pieces), usage
 
-    def _failed(self, error: str, key: str, started: float, attempts: int) -> LLMReply:
+    def _failed(self, failure: Failure, key: str, started: float, attempts: int) -> LLMReply:
         usage = LLMUsage(model=self.model, latency_s=time.monotonic() - started, request_hash=key)
-        return LLMReply("", usage, False, error, key, attempts)
+        error = failure.line + (f" (after {attempts} attempts)" if attempts > 1 else "")
+        return LLMReply("", usage, False, error, key, attempts, failure_kind=failure.kind)
 
     def _loop_state(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         """Returns the SDK client and semaphore of the running event loop (built on first use)."""
@@ -300,6 +367,14 @@ def _check_messages(messages) -> None:
         raise ValueError(f"messages must be a non-empty list of {{'role': str, 'content': str}}, got {messages!r:.200}")
 
 
+def _server_message(exc: openai.APIStatusError) -> str:
+    """Returns the server's own words from an error answer (its JSON `message`, else the SDK's)."""
+    body = exc.body
+    if isinstance(body, Mapping) and isinstance(body.get("message"), str) and body["message"]:
+        return body["message"]
+    return exc.message
+
+
 def _usage(usage) -> tuple[int, int] | None:
     if usage is None:
         return None
@@ -320,8 +395,10 @@ def _reply_from_row(row: Mapping, key: str) -> LLMReply:
                      completion_tokens=int(row.get("completion_tokens") or 0),
                      latency_s=float(row.get("latency_s") or 0.0), cost_usd=float(row.get("cost_usd") or 0.0),
                      request_hash=key)
-    return LLMReply(row.get("response") or "", usage, bool(row["success"]), row.get("error") or "", key,
-                    int(row.get("attempts") or 1))
+    success = bool(row["success"])
+    return LLMReply(row.get("response") or "", usage, success, row.get("error") or "", key,
+                    int(row.get("attempts") or 1),
+                    failure_kind="" if success else row.get("failure_kind") or "unknown")
 
 
 def _row(role: str, sample_index: int, messages, reply: LLMReply) -> dict:
@@ -332,4 +409,5 @@ def _row(role: str, sample_index: int, messages, reply: LLMReply) -> dict:
             "latency_s": usage.latency_s, "cost_usd": usage.cost_usd, "success": reply.success,
             "error": reply.error, "response": reply.text, "attempts": reply.attempts,
             "messages_json": json.dumps(list(messages), ensure_ascii=False),
-            "replay_matched": reply.replay_matched or None}
+            "replay_matched": reply.replay_matched or None, "failure_kind": reply.failure_kind or None,
+            "finished_at": datetime.datetime.now(datetime.timezone.utc)}

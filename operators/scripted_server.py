@@ -4,7 +4,12 @@ Real HTTP (stdlib `ThreadingHTTPServer` in a thread) serving `POST /v1/chat/comp
 plain JSON or streamed as server-sent events. Each request consumes the next entry of a
 script, or asks a callable for its answer, so a test decides exactly what the client sees:
 a reply, a 429 with Retry-After, a 500, a stall past the client's timeout, a garbage body,
-a response with no choices. Request bodies and headers are kept for assertions.
+a response with no choices, the server dying. Request bodies and headers are kept for
+assertions.
+
+Like a real server it also lists and describes its models (`GET /v1/models[/{id}]`),
+answers 404 for a model it does not serve and, given an `api_key`, 401 for a request
+without it; none of these consume a script entry.
 """
 
 from __future__ import annotations
@@ -56,7 +61,12 @@ class NoChoices:
     """Status 200, valid JSON, an empty `choices` list."""
 
 
-Entry = Union[str, Reply, Error, Stall, Garbage, NoChoices]
+@dataclasses.dataclass(frozen=True)
+class Die:
+    """The server dies: this request's connection is dropped unanswered, later ones are refused."""
+
+
+Entry = Union[str, Reply, Error, Stall, Garbage, NoChoices, Die]
 Script = Union[Sequence[Entry], Callable[[dict], Entry]]
 
 
@@ -76,12 +86,17 @@ class ScriptedServer:
     callable `(request_json) -> entry`. When a list runs out the server answers 400 with
     a message saying so, which the client does not retry, so a test fails loudly.
     `latency_s` delays every answer (issue 8 uses 5 s to keep GPUs busy while LLMs think).
+    `models`: the model names served (None: any name is served). `api_key`: the key every
+    request must carry as `Authorization: Bearer ...` (None: no key needed).
     """
 
-    def __init__(self, script: Script, latency_s: float = 0.0):
+    def __init__(self, script: Script, latency_s: float = 0.0, models: Sequence[str] | None = None,
+                 api_key: str | None = None):
         self._script = script if callable(script) else list(script)
         self._next = 0
         self.latency_s = latency_s
+        self.models = None if models is None else tuple(models)
+        self.api_key = api_key
         self.received: list[Received] = []
         self._lock = threading.Lock()
         self._httpd: http.server.ThreadingHTTPServer | None = None
@@ -115,11 +130,15 @@ class ScriptedServer:
 
     def close(self) -> None:
         """Stops serving; later connections are refused."""
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+        with self._lock:
+            httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
             self._thread.join(timeout=5)
-            self._httpd = None
+
+    def serves(self, model: str) -> bool:
+        return self.models is None or model in self.models
 
     def _entry_for(self, body: dict, headers: dict[str, str]) -> Entry | None:
         with self._lock:
@@ -140,9 +159,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silences the per-request stderr line."""
 
+    def do_GET(self) -> None:
+        owner = self.server_owner
+        path = self.path.rstrip("/")
+        if not self._authorized():
+            return
+        if path == "/v1/models":
+            listed = [_model(name) for name in owner.models or ()]
+            self._send_json(200, {"object": "list", "data": listed})
+        elif path.startswith("/v1/models/") and owner.serves(path.removeprefix("/v1/models/")):
+            self._send_json(200, _model(path.removeprefix("/v1/models/")))
+        elif path.startswith("/v1/models/"):
+            self._send_json(404, _no_such_model(path.removeprefix("/v1/models/")))
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if not self._authorized():
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
@@ -152,10 +188,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send_json(400, {"error": {"message": f"request body is not JSON: {error}"}})
             return
         owner = self.server_owner
+        if not owner.serves(str(body.get("model"))):
+            self._send_json(404, _no_such_model(str(body.get("model"))))
+            return
         entry = owner._entry_for(body, {k.lower(): v for k, v in self.headers.items()})
         if owner.latency_s:
             time.sleep(owner.latency_s)
         self._answer(entry, body)
+
+    def _authorized(self) -> bool:
+        """Answers 401 (and returns False) unless the request carries the server's key."""
+        key = self.server_owner.api_key
+        if key is None or self.headers.get("Authorization") == f"Bearer {key}":
+            return True
+        self._send_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                                        "code": "invalid_api_key"}})
+        return False
 
     def _answer(self, entry: Entry | None, body: dict) -> None:
         if entry is None:
@@ -173,6 +221,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send_raw(200, "application/json", entry.body.encode())
         elif isinstance(entry, NoChoices):
             self._send_json(200, _completion(body, None))
+        elif isinstance(entry, Die):
+            self.close_connection = True  # unanswered; close() refuses whatever comes next
+            threading.Thread(target=self.server_owner.close, daemon=True).start()
         elif body.get("stream"):
             self._stream(entry, body)
         else:
@@ -228,6 +279,15 @@ def _completion(body: dict, reply: Reply | None) -> dict:
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
+
+
+def _model(name: str) -> dict:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "scripted"}
+
+
+def _no_such_model(name: str) -> dict:
+    return {"error": {"message": f"The model `{name}` does not exist", "type": "invalid_request_error",
+                      "code": "model_not_found"}}
 
 
 def _split3(text: str) -> list[str]:
