@@ -185,7 +185,8 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
             else:
                 provenance.write(out, config, parts.device)
             with Progress([task.name for task in tasks], config.search.generations,
-                          parts.backend) as progress:
+                          parts.backend,
+                          sandboxed=config.fitness.sandbox != "off") as progress:
                 campaign = Campaign(config, parts, out, state, progress)
                 final = campaign.run()
     return summarize(config, out, final, campaign.stopped_by, campaign.trip, parts.backend,

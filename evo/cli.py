@@ -53,13 +53,16 @@ def eval_(
     timeout: float = typer.Option(60.0, help="time limit per stage, in seconds"),
     suite: Optional[str] = typer.Option(None, help="suite of the task (default builtin)"),
     path: Optional[Path] = typer.Option(None, help="local checkout of an external suite"),
+    sandbox: str = typer.Option("bwrap", help="bwrap (score inside the OS sandbox) | off "
+                                              "(without it; every line then says so)"),
 ) -> None:
     """Evaluate candidate files against a task (exit 0 whatever the verdicts)."""
     from fitness import eval_cli
 
     try:
         eval_cli.main(task, [str(f) for f in files], as_json=as_json, device=device,
-                      timeout_s=timeout, suite=suite, path=str(path) if path else None)
+                      timeout_s=timeout, suite=suite, path=str(path) if path else None,
+                      sandbox=sandbox)
     except eval_cli.UsageError as error:
         _fail(str(error))
 

@@ -53,12 +53,14 @@ class Progress:
     """Shows per-task counters; use as a context manager around the generation loop.
 
     `backend` (cuda | rocm | interpreter) names fitness time: GPU seconds, or device seconds
-    on the CPU interpreter.
+    on the CPU interpreter. With `sandboxed=False` (`[fitness] sandbox = "off"`) every line
+    says so: those verdicts were made on code that could reach the judge.
     """
 
     def __init__(self, tasks: list[str], generations: int, backend: str,
-                 stream: TextIO | None = None):
+                 stream: TextIO | None = None, sandboxed: bool = True):
         self.stream = stream or sys.stdout
+        self._mark = "" if sandboxed else " [UNSANDBOXED]"
         self.generations = generations
         self.device = device_label(backend)
         self.tasks = {name: TaskProgress() for name in tasks}
@@ -132,7 +134,7 @@ class Progress:
     def _print(self, line: str) -> None:
         if self._live is None:
             elapsed_s = time.monotonic() - self._started
-            print(f"[{elapsed_s:7.1f} s] {line}", file=self.stream, flush=True)
+            print(f"[{elapsed_s:7.1f} s] {line}{self._mark}", file=self.stream, flush=True)
 
     def _refresh(self) -> None:
         if self._live is not None:

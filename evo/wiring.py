@@ -65,11 +65,12 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
         if not fitness:
             try:
                 fitness = owned = fitness_actor.start_actors(
-                    config.fitness.device, config.fitness.workers, dict(config.fitness.timeouts))
+                    config.fitness.device, config.fitness.workers, dict(config.fitness.timeouts),
+                    sandbox=config.fitness.sandbox)
             except DeviceError as error:
                 raise ConfigError(f"fitness.device: {error}") from None
         # The fitness actors sit where the GPUs are (maybe not this node): ask them.
-        device = ray.get(fitness[0].device.remote(), timeout=ACTOR_TIMEOUT_S)
+        device = _fitness_device(fitness[0])
         tasks = _runnable(tasks, device.backend, named=bool(config.campaign.tasks))
         ledger = _ledger(config, state)
         others += [ledger] if ledger is not None else []
@@ -90,6 +91,19 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
                     device.backend, tuple(fitness), islands, ledger, _brood_timeout_s(config))
     finally:
         _stop(owned, others)
+
+
+def _fitness_device(actor):
+    """Returns the actor's DeviceInfo; a node without a working sandbox is a ConfigError."""
+    try:
+        return ray.get(actor.device.remote(), timeout=ACTOR_TIMEOUT_S)
+    except ray.exceptions.RayError as error:
+        text = str(error)
+        if "SandboxUnavailable" not in text:
+            raise
+        reason = next((line.split("SandboxUnavailable: ", 1)[1] for line in text.splitlines()
+                       if "SandboxUnavailable: " in line), text)
+        raise ConfigError(f"fitness.sandbox: {reason}") from None
 
 
 def _stop(fitness: list, others: list) -> None:

@@ -25,8 +25,8 @@ class FitnessService:
     """The actor's body; `FitnessActor` is this class under `ray.remote`."""
 
     def __init__(self, device: str = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | None = None):
-        self._evaluator = Evaluator(device, workers=workers, timeouts=timeouts)
+                 timeouts: Mapping[str, float] | None = None, sandbox: str = "bwrap"):
+        self._evaluator = Evaluator(device, workers=workers, timeouts=timeouts, sandbox=sandbox)
         self._threads = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="fitness")
         self._in_flight = 0
@@ -63,17 +63,19 @@ FitnessActor = ray.remote(FitnessService)
 
 
 def start_actors(device: str = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | None = None, max_gpus: int | None = None) -> list:
+                 timeouts: Mapping[str, float] | None = None, max_gpus: int | None = None,
+                 sandbox: str = "bwrap") -> list:
     """Returns one FitnessActor per GPU of the Ray cluster (one on a CPU-only cluster).
 
     Each GPU actor holds `num_gpus=1`, so Ray sets its visible device and it scores on
     "device 0" of its own view. With no GPU (or device="interpreter") a single actor runs
-    the Triton interpreter. `max_gpus` caps how many GPUs get an actor (scaling studies).
+    the Triton interpreter. `sandbox` is `Evaluator`'s: "bwrap" (refuses to start without a
+    working bubblewrap) or "off". `max_gpus` caps how many GPUs get an actor (scaling studies).
     """
     gpus = int(ray.cluster_resources().get("GPU", 0))
     if device == "interpreter" or gpus == 0:
         if device in ("cuda", "rocm"):
             raise DeviceError(f"device {device!r} requested but the Ray cluster has no GPU")
-        return [FitnessActor.options(num_gpus=0).remote("interpreter", workers, timeouts)]
-    return [FitnessActor.options(num_gpus=1).remote(device, workers, timeouts)
+        return [FitnessActor.options(num_gpus=0).remote("interpreter", workers, timeouts, sandbox)]
+    return [FitnessActor.options(num_gpus=1).remote(device, workers, timeouts, sandbox)
             for _ in range(gpus if max_gpus is None else min(gpus, max_gpus))]

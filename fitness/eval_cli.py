@@ -44,7 +44,15 @@ def _read_sources(files: Sequence[str]) -> list[str]:
     return sources
 
 
+UNSANDBOXED_MARK = " [UNSANDBOXED: scored without the OS sandbox]"
+
+
 def _summary_line(path: str, evaluation: Evaluation) -> str:
+    line = _verdict_line(path, evaluation)
+    return line if evaluation.sandboxed else line + UNSANDBOXED_MARK
+
+
+def _verdict_line(path: str, evaluation: Evaluation) -> str:
     if evaluation.correct and evaluation.speedup is None:  # a harness task with no timing harness
         return (f"{path}: correct over {len(evaluation.case_names)} cases, "
                 f"{evaluation.error_trace or 'not timed'}")
@@ -59,23 +67,28 @@ def _summary_line(path: str, evaluation: Evaluation) -> str:
 
 
 def main(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
-         timeout_s: float = 60.0, suite: str | None = None, path: str | None = None) -> list[Evaluation]:
+         timeout_s: float = 60.0, suite: str | None = None, path: str | None = None,
+         sandbox: str = "bwrap") -> list[Evaluation]:
     """Evaluates each file against `task`; prints one line (or JSON object) per file, in order."""
-    from fitness.judge.cascade import Limits
     from fitness.device import DeviceError
-    from fitness.evaluator import Evaluator
+    from fitness.evaluator import SANDBOX_MODES, Evaluator
+    from fitness.jail import SandboxUnavailable
+    from fitness.judge.cascade import Limits
 
     if not files:
         raise UsageError("give at least one candidate file")
     if timeout_s <= 0:
         raise UsageError(f"--timeout must be positive, got {timeout_s}")
+    if sandbox not in SANDBOX_MODES:
+        raise UsageError(f"--sandbox must be one of {', '.join(SANDBOX_MODES)}, got {sandbox!r}")
     sources = _read_sources(files)
     the_task = _load_task(task, suite, path)
     candidates = [make_candidate(the_task.name, source) for source in sources]
     workers = max(1, min(len(files), _MAX_WORKERS))
     try:
-        evaluator = Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s))
-    except DeviceError as error:
+        evaluator = Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s),
+                              sandbox=sandbox)
+    except (DeviceError, SandboxUnavailable) as error:
         raise UsageError(str(error)) from None
     with evaluator, concurrent.futures.ThreadPoolExecutor(workers) as pool:
         evaluations = list(pool.map(lambda c: evaluator.evaluate(the_task, c), candidates))

@@ -47,3 +47,26 @@ def test_eval_missing_file_is_a_usage_error(tmp_path):
     result = run_evo("eval", "vector_add", "missing.py", cwd=pathlib.Path(tmp_path))
     assert result.returncode != 0
     assert "no such candidate file: missing.py" in result.stderr
+
+
+def test_eval_refuses_to_score_without_a_sandbox(tmp_path, monkeypatch):
+    from fitness import eval_cli
+
+    monkeypatch.setenv("KERNELEVO_BWRAP", str(tmp_path / "no-bwrap-here"))
+    (tmp_path / "c.py").write_text(builtin().get("vector_add").baseline_source)
+    try:
+        eval_cli.main("vector_add", [str(tmp_path / "c.py")], device="interpreter")
+    except eval_cli.UsageError as error:
+        assert "bubblewrap" in str(error) and 'sandbox = "off"' in str(error)
+    else:
+        raise AssertionError("scored untrusted code without a sandbox")
+
+
+def test_eval_without_the_sandbox_says_so_on_every_line(tmp_path, capsys):
+    from fitness import eval_cli
+
+    (tmp_path / "c.py").write_text(builtin().get("vector_add").baseline_source)
+    (evaluation,) = eval_cli.main("vector_add", [str(tmp_path / "c.py")], device="interpreter",
+                                  timeout_s=30, sandbox="off")
+    assert evaluation.correct and evaluation.sandboxed is False
+    assert "UNSANDBOXED" in capsys.readouterr().out

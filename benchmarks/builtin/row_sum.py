@@ -41,10 +41,12 @@ TASK = common.builtin_task(
         Case("5x513 fp16", {"M": 5, "N": 513, "dtype": "float16"}),
         Case("9x1000 fp32", {"M": 9, "N": 1000, "dtype": "float32"}),
     ),
-    tolerance=common.widened_tolerance(1e-4, 1.3e-6, "float32"),
+    tolerance={**common.widened_tolerance(1e-4, 1.3e-6, "float32"),
+               **common.widened_tolerance(2e-4, 1e-3, "float16")},
     tolerance_reason=(
-        "fp32 sums of up to 65537 elements in another order than PyTorch's: absolute "
-        "differences of ~2e-5 measured on an H200 for rows of 4096"),
+        "sums of up to 65537 elements accumulated in fp32 in another order than PyTorch's: "
+        "absolute differences of 2e-5 (rows of 4096, fp32) and 4e-5 (rows of 65537, fp16 "
+        "outputs near zero) measured on an H200"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=2,
