@@ -131,8 +131,9 @@ class Worker:
                      "threads_started": self.threads.started, "host_reads": self.host_reads.count,
                      "patched": self.snapshot.changed()}
 
-    def _write(self, out, inputs, prefix: str) -> dict:
-        """Writes outputs and post-call inputs as raw files; returns their specs."""
+    def _write(self, out, inputs, prefix: str, with_inputs: bool) -> dict:
+        """Writes outputs (and, when asked, the inputs as they are after the call) as raw
+        files; returns their specs."""
         torch = self.torch
         outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         for value in outputs:
@@ -140,15 +141,16 @@ class Worker:
                 return {"ok": False, "kind": "wrong_type",
                         "trace": f"the entry point returned a {type(value).__module__}."
                                  f"{type(value).__qualname__}; expected plain torch.Tensor outputs"}
+        after = protocol.write_values(".", f"{prefix}-in", inputs) if with_inputs else []
         return {"ok": True, "outputs": protocol.write_values(".", f"{prefix}-out", outputs),
-                "inputs_after": protocol.write_values(".", f"{prefix}-in", inputs)}
+                "inputs_after": after}
 
     def call(self, request: dict) -> dict:
         if self.entry is None:
             return {"ok": False, "kind": "harness_error", "trace": "call before a successful load"}
         inputs = self._inputs(request["inputs"])
         out, observed = self._observed_call(inputs)  # errors: _serve classifies
-        written = self._write(out, inputs, request["prefix"])
+        written = self._write(out, inputs, request["prefix"], request.get("with_inputs", True))
         # Kept until the next call, so two calls never share input addresses: a result
         # that depends on where the inputs live shows as nondeterminism.
         self.previous_inputs = inputs
@@ -156,15 +158,15 @@ class Worker:
 
     def bench(self, request: dict) -> dict:
         """Times the candidate on each case; its input buffers are refilled before every run
-        from input sets with different values, so nothing computed once can be replayed."""
+        with other values (`timing.variants`), so nothing computed once can be replayed."""
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
         results, self.timed = [], []
         for case in request["cases"]:
-            variants = [self._inputs(where) for where in case["variants"]]
-            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in variants[0]]
-            refill = timing.refiller(buffers, variants)
+            inputs = self._inputs(case["inputs"])
+            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
+            refill = timing.refiller(buffers, timing.variants(inputs))
             stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill)
             self.timed.append(buffers)
             results.append(stats[0].__dict__)
@@ -180,7 +182,7 @@ class Worker:
                 if isinstance(old, self.torch.Tensor):
                     old.copy_(new)
             out, observed = self._observed_call(buffers)
-            written = self._write(out, buffers, case["prefix"])
+            written = self._write(out, buffers, case["prefix"], with_inputs=False)
             if not written["ok"]:
                 return written
             results.append({**written, "observed": observed})
