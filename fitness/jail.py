@@ -5,7 +5,8 @@ runs) is started by `command()` and nothing else. With bubblewrap (the sandbox F
 uses) it gets new PID, network, IPC, UTS and mount namespaces; a mount view built from an
 allowlist (system directories, the Python installation, the `fitness` package, the GPU
 device nodes; no home directory, no results, no other worker's files); one private
-writable directory mounted as /tmp; an environment built from an allowlist; and, through
+writable directory mounted as /sandbox (its home, cwd and TMPDIR; /tmp is a small tmpfs of
+its own); an environment built from an allowlist; and, through
 `fitness.sandbox.entry`, an unprivileged uid and hard limits on address space, processes,
 file size and CPU time. Everything it starts lives in its PID namespace and dies with it.
 
@@ -13,7 +14,7 @@ Why each wall:
   - PID namespace: the candidate sees no engine, checker or sibling process, so it cannot
     read `/proc/<pid>/environ`, write into another process's pipes through
     `/proc/<pid>/fd`, or signal the engine; a `setsid` grandchild dies with the worker.
-  - mount allowlist + private /tmp: no secret file, no other candidate's source, no
+  - mount allowlist + private directories: no secret file, no other candidate's source, no
     results; a write lands in the worker's own directory or fails.
   - uid 65534 (when the engine runs as root; otherwise a user namespace maps the
     engine's uid to 65534): file permissions hold even for files the view exposes.
@@ -47,7 +48,9 @@ _GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/de
 _PROJECT_PACKAGE = pathlib.Path(__file__).resolve().parent
 """Only the `fitness` package of the project is visible inside (not benchmarks, not results)."""
 
-SANDBOX_TMP = "/tmp"
+SANDBOX_TMP = "/sandbox"
+"""Where the private directory appears inside: not /tmp, which may hold the project itself."""
+_PRIVATE_TMP_BYTES = 256 << 20
 
 
 class SandboxUnavailable(RuntimeError):
@@ -142,7 +145,8 @@ def _parents(paths: list[str]) -> list[str]:
 def _bwrap_argv(binary: str, workdir: str, ro_dirs: dict[str, str], env: dict[str, str]) -> list[str]:
     as_root = os.geteuid() == 0
     argv = [binary, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
-            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--clearenv"]
+            "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--clearenv",
+            "--perms", "1777", "--size", str(_PRIVATE_TMP_BYTES), "--tmpfs", "/tmp"]
     if not as_root:  # an unprivileged engine maps its own uid to nobody in a user namespace
         argv += ["--unshare-user", "--uid", str(NOBODY_UID), "--gid", str(NOBODY_GID)]
     for path in _SYSTEM_DIRS:

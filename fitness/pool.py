@@ -8,6 +8,7 @@ killed and replaced; its fault is reported as a `WorkerFault` naming the failure
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
@@ -25,10 +26,11 @@ import time
 from fitness import jail, protocol
 from fitness.device import DeviceInfo
 
-SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
-"""Names the external-suite runner still scrubs (until it moves onto the sandboxed workers)."""
-
 _POLL_S = 0.05
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
+"""Every worker is started from this one thread, which lives as long as the process: bwrap's
+--die-with-parent kills a sandbox when the *thread* that started it exits, so a worker
+started from a short-lived thread (a ThreadPoolExecutor's) would die with it."""
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -146,9 +148,10 @@ class WorkerProcess:
         else:
             argv = [sys.executable, "-m", "fitness.judge.checker", *fds]
             env = checker_env(device, self.workdir)
-        self.proc = subprocess.Popen(
-            argv, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, pass_fds=(request_read, reply_write), start_new_session=True)
+        self.proc = _SPAWNER.submit(
+            subprocess.Popen, argv, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(request_read, reply_write),
+            start_new_session=True).result()
         os.close(request_read)
         os.close(reply_write)
         os.set_blocking(self._request_fd, False)

@@ -107,6 +107,34 @@ class ReplyReader:
         return reply
 
 
+def serve(request_fd: int, reply_fd: int, start, on_error, pickled: bool = False) -> None:
+    """Answers requests until the engine closes the pipe: the loop of workers and checkers.
+
+    `start(init_request)` returns the handlers ({op: callable}); `on_error(error)` turns an
+    exception into a reply. Every request gets exactly one reply. A reply marked "fatal"
+    (the device context is poisoned) ends the process after it is sent.
+    """
+    init = recv_request(request_fd, pickled)
+    try:
+        handlers = start(init)
+    except BaseException as error:
+        send_reply(reply_fd, {**on_error(error), "kind": "harness_error"})
+        return
+    send_reply(reply_fd, {"ok": True})
+    while True:
+        try:
+            request = recv_request(request_fd, pickled)
+        except ProtocolError:
+            return  # the engine closed the pipe: shut down
+        try:
+            reply = handlers[request["op"]](request)
+        except BaseException as error:  # a request always gets its answer, even on sys.exit
+            reply = on_error(error)
+        send_reply(reply_fd, reply)
+        if reply.get("fatal"):
+            os._exit(3)  # the engine sees the death and starts a fresh process
+
+
 # --- tensors as raw files -----------------------------------------------------------------
 
 def _extent(shape, stride, offset: int) -> int:
@@ -169,8 +197,10 @@ def read_values(directory: str, specs: list, device: str, max_bytes: int = 16 <<
             raise ProtocolError(f"malformed tensor spec {json.dumps(spec)[:200]}")
         dtype = getattr(torch, dtype_name)
         span = _extent(shape, stride, offset)
+        if span * dtype.itemsize > max_bytes:
+            raise ProtocolError(f"{name}: {span * dtype.itemsize} bytes exceed {max_bytes}")
         base = torch.empty(span * dtype.itemsize, dtype=torch.uint8)
-        _read_regular(os.path.join(directory, name), memoryview(base.numpy()), max_bytes)
+        _read_regular(os.path.join(directory, name), memoryview(base.numpy()))
         tensor = torch.as_strided(base.view(dtype), shape, stride, offset)
         values.append(tensor.to(device) if device != "cpu" else tensor)
     return values
@@ -180,11 +210,9 @@ def _int_list(value) -> bool:
     return isinstance(value, list) and all(isinstance(v, int) and v >= 0 for v in value)
 
 
-def _read_regular(path: str, into: memoryview, max_bytes: int) -> None:
+def _read_regular(path: str, into: memoryview) -> None:
     """Fills `into` from a regular file of exactly its size, refusing symlinks and devices."""
     expected_bytes = len(into)
-    if expected_bytes > max_bytes:
-        raise ProtocolError(f"{os.path.basename(path)}: {expected_bytes} bytes exceed {max_bytes}")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as error:

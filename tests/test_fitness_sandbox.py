@@ -87,7 +87,7 @@ def test_nothing_is_written_outside_the_private_directory(workdir, tmp_path):
                str(tmp_path), "/var/tmp"]
     out = _run(workdir, textwrap.dedent(f"""
         import os
-        for target in {targets!r} + ["/tmp"]:
+        for target in {targets!r} + ["/sandbox"]:
             try:
                 with open(os.path.join(target, "{marker}"), "w") as handle:
                     handle.write("x")
@@ -95,7 +95,7 @@ def test_nothing_is_written_outside_the_private_directory(workdir, tmp_path):
             except OSError as error:
                 print("refused", target, error.strerror)
     """))
-    assert "wrote /tmp" in out, out  # its own /tmp is the private directory
+    assert "wrote /sandbox" in out, out  # the private directory
     assert (workdir / marker).exists()
     for target in targets:
         assert not os.path.exists(os.path.join(target, marker)), f"{target}: {out}"
@@ -104,12 +104,13 @@ def test_nothing_is_written_outside_the_private_directory(workdir, tmp_path):
 def test_nothing_outlives_the_sandbox(workdir):
     marker = f"survivor-{uuid.uuid4().hex}"
     process = _start(workdir, textwrap.dedent(f"""
-        import os, subprocess, time
-        subprocess.Popen(["sleep", "300", "{marker}"], start_new_session=True)
+        import os, subprocess, sys, time
+        nap = "import time; time.sleep(300)"
+        subprocess.Popen([sys.executable, "-c", nap, "{marker}"], start_new_session=True)
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                os.execvp("sleep", ["sleep", "301", "{marker}"])
+                os.execv(sys.executable, [sys.executable, "-c", nap, "{marker}"])
             os._exit(0)
         print("started", flush=True)
         time.sleep(300)
@@ -229,3 +230,27 @@ def test_sandbox_verification_names_a_missing_bwrap(monkeypatch):
     monkeypatch.setenv("KERNELEVO_BWRAP", "/nonexistent/bwrap")
     with pytest.raises(jail.SandboxUnavailable, match="apt-get install bubblewrap"):
         jail.verify("interpreter")
+
+
+def test_a_worker_outlives_the_thread_that_started_it(tmp_path):
+    # bwrap's --die-with-parent follows the *thread* that started it: workers must not be
+    # started from threads that come and go (a ThreadPoolExecutor's), or they die with them.
+    import threading
+
+    from fitness.device import DeviceInfo
+    from fitness.pool import WorkerPool
+
+    pools = []
+    starter = threading.Thread(target=lambda: pools.append(
+        WorkerPool(DeviceInfo("interpreter", "cpu-interpreter"), 1, "candidate", str(tmp_path))))
+    starter.start()
+    starter.join()
+    time.sleep(1.0)
+    (pool,) = pools
+    try:
+        with pool.lease() as worker:
+            reply = worker.request({"op": "load", "source": "def f(x):\n    return x\n",
+                                    "entry_point": "f", "arity": 1}, timeout_s=60)
+        assert reply["ok"], reply
+    finally:
+        pool.close()

@@ -146,27 +146,16 @@ def _remove(directory: str, specs) -> None:
 
 
 def _serve(request_fd: int, reply_fd: int) -> None:
-    init = protocol.recv_request(request_fd, pickled=True)
-    try:
+    def start(init: dict) -> dict:
         checker = Checker(init)
-    except BaseException as error:
-        protocol.send_reply(reply_fd, {"ok": False, "kind": "harness_error",
-                                       "trace": "".join(traceback.format_exception(error))[-4000:]})
-        return
-    protocol.send_reply(reply_fd, {"ok": True})
-    handlers = {"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
+        return {"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
                 "discard": checker.discard, "time_baseline": checker.time_baseline}
-    while True:
-        try:
-            request = protocol.recv_request(request_fd, pickled=True)
-        except protocol.ProtocolError:
-            return
-        try:
-            reply = handlers[request["op"]](request)
-        except BaseException as error:  # a broken task or reference is a harness error
-            reply = {"ok": False, "kind": "harness_error",
-                     "trace": "".join(traceback.format_exception(error))[-4000:]}
-        protocol.send_reply(reply_fd, reply)
+
+    def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's
+        return {"ok": False, "kind": "harness_error",
+                "trace": "".join(traceback.format_exception(error))[-4000:]}
+
+    protocol.serve(request_fd, reply_fd, start, on_error, pickled=True)
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 The worker's "harness" op delegates to `run`. The engine sends the files to write (the
 kernel module, a candidate's or the suite's reference, and the suite's test code) and
-what to do with them; the worker writes them into a folder of its private /tmp and runs
+what to do with them; the worker writes them into a folder of its private /sandbox and runs
 the suite's way of exercising the module there. Nothing here judges: with mode "outputs"
 the harness's results are written as raw tensor files (`fitness.protocol.write_values`)
 plus a JSON structure saying where each value sat, for the trusted side to compare; with

@@ -4,7 +4,7 @@ Started inside the sandbox (`fitness.jail`) as `python -m fitness.sandbox.worker
 Requests and replies are JSON (`fitness.protocol`). The worker never sees a Task: it gets a
 source text, an entry point name, and input tensors the trusted judge wrote as raw files
 under /inputs (read-only here); it writes outputs, and the inputs as they were after the
-call, as raw files into its own /tmp. It makes no judgement: what it reports (launch counts,
+call, as raw files into its own /sandbox. It makes no judgement: what it reports (launch counts,
 torch ops, timings) is evidence, cross-checked by the judge.
 
 Stages, one request each: load (import + entry point + arity), call (one input set; outputs
@@ -208,30 +208,21 @@ def _arity_mismatch(entry, arity: int, name: str) -> str:
 
 
 def _serve(request_fd: int, reply_fd: int) -> None:
-    init = protocol.recv_request(request_fd)
-    try:
-        worker = Worker(init)
-    except BaseException as error:
-        protocol.send_reply(reply_fd, {"ok": False, "kind": "harness_error", "trace": _trace(error)})
-        return
-    protocol.send_reply(reply_fd, {"ok": True})
-    handlers = {"load": worker.load, "call": worker.call, "bench": worker.bench,
+    state: dict = {}
+
+    def start(init: dict) -> dict:
+        worker = state["worker"] = Worker(init)
+        return {"load": worker.load, "call": worker.call, "bench": worker.bench,
                 "recheck": worker.recheck, "harness": worker.harness}
-    while True:
-        try:
-            request = protocol.recv_request(request_fd)
-        except protocol.ProtocolError:
-            return  # the parent closed the pipe: shut down
-        try:
-            reply = handlers[request["op"]](request)
-        except BaseException as error:  # a stage must always answer; every op's errors,
-            # candidate exceptions and sys.exit included, are classified here and only here
-            kind, fatal = _classify(error)
-            reply = {"ok": False, "kind": kind, "fatal": fatal,
-                     "trace": _trace(error, worker.module_path)}
-        protocol.send_reply(reply_fd, reply)
-        if reply.get("fatal"):
-            os._exit(3)  # the device context is poisoned; the parent respawns
+
+    def on_error(error: BaseException) -> dict:
+        # every op's errors, candidate exceptions and sys.exit included, are classified
+        # here and only here
+        kind, fatal = _classify(error)
+        module_path = state["worker"].module_path if "worker" in state else None
+        return {"ok": False, "kind": kind, "fatal": fatal, "trace": _trace(error, module_path)}
+
+    protocol.serve(request_fd, reply_fd, start, on_error)
 
 
 def main() -> None:
