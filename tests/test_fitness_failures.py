@@ -231,3 +231,27 @@ def test_device_that_stops_answering_is_reported_not_waited_on():
     assert "stopped answering" in evaluation.error_trace
     assert stats["device_ok"] is False and "failed to start 3 times" in stats["device_error"]
     assert time.monotonic() - start < 30
+
+
+def test_an_honest_candidate_is_unaffected_by_a_hostile_one_before_it(ungated_evaluator):
+    # The hostile candidate (gate off, so it runs) slows every Triton launch in its process
+    # by 0.5 s before anything is timed. The baseline used to be timed in the candidate's
+    # process and cached: the honest candidate after it then scored a flattering speedup.
+    # Now the trusted checker times the baseline, and the tainted worker is replaced.
+    from cheats.tasks import ROW_SOFTMAX
+
+    task = dataclasses.replace(ROW_SOFTMAX, name="row_softmax_after_a_hostile_one")
+    honest_source = ROW_SOFTMAX.baseline_source.replace("def row_softmax", "def row_softmax_after_a_hostile_one")
+    task = dataclasses.replace(task, entry_point="row_softmax_after_a_hostile_one",
+                               baseline_source=honest_source)
+    hostile = honest_source + (
+        "\nimport time\nfrom triton.runtime import jit as _jit\n_run = _jit.JITFunction.run\n\n\n"
+        "def _slow_run(*args, **kwargs):\n    time.sleep(0.5)\n    return _run(*args, **kwargs)\n\n\n"
+        "_jit.JITFunction.run = _slow_run\n")
+    first = ungated_evaluator.evaluate(task, make_candidate(task.name, hostile))
+    assert first.failure_kind == "cheat_patched_harness", first.error_trace
+    honest = ungated_evaluator.evaluate(task, make_candidate(task.name, honest_source))
+    assert honest.correct, honest.error_trace
+    # A baseline timed beside the hostile code would be >= 0.5 s per call: a speedup of 5x or
+    # more for the honest copy of that same baseline. Timed by the checker, it is about 1x.
+    assert 0.5 < honest.speedup < 2.0, (honest.latency_us, honest.ref_latency_us)
