@@ -322,7 +322,6 @@ class _Walk:
         return [self.c.baselines.get(key) for key in keys]
 
     def _latency(self, worker, checker) -> None:
-        device = self.c.device
         baseline = self._baseline_stats(checker)
         timed_inputs = [self._prepare(checker, worker, case, self.c.seed(), expect=False)
                         for case in self.cases]
