@@ -24,7 +24,7 @@ from typing import Mapping
 from evo.records import Candidate, Evaluation, Task
 from fitness import HARNESS_VERSION, timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
-from fitness.judge import anticheat, policy
+from fitness.judge import anticheat, policy, timing_report
 from fitness.pool import WorkerFault
 
 RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
@@ -337,14 +337,15 @@ class _Walk:
                 self.bench_s += wall_s
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
-        stats = [_timing_stats(case, result) for case, result in zip(self.cases, reply.get("cases", []))]
-        if len(stats) != len(self.cases):
+        reports = reply.get("cases")
+        if not isinstance(reports, list) or len(reports) != len(self.cases):
             raise _Failed("timed", "cheat_forged_timing", f"the worker reported timings for "
-                          f"{len(stats)} of {len(self.cases)} cases")
-        claimed_s = sum(s["runs"] * s["p20_us"] for s in stats) * 1e-6
-        if claimed_s > wall_s:
-            raise _Failed("timed", "cheat_forged_timing", f"the worker reported {claimed_s:.3f} s of "
-                          f"timed runs inside a request that took {wall_s:.3f} s of wall time")
+                          f"{len(reports) if isinstance(reports, list) else 0} of {len(self.cases)} cases")
+        try:
+            by_case = timing_report.checked(dict(zip((c.name for c in self.cases), reports)), wall_s)
+        except timing_report.ForgedTiming as error:
+            raise _Failed("timed", "cheat_forged_timing", str(error)) from None
+        stats = [by_case[case.name] for case in self.cases]
         self._recheck(worker, checker)
         self._record_speed(stats, baseline)
 
@@ -368,38 +369,14 @@ class _Walk:
 
     def _record_speed(self, stats: list[dict], baseline: list[dict]) -> None:
         device = self.c.device
-        latency, p20, p80, reference, roofline = [], [], [], [], []
-        for case, measured, base in zip(self.cases, stats, baseline):
+        roofline = []
+        for case, measured in zip(self.cases, stats):
             fraction = timing.case_roofline(device, self.task.flops, self.task.bytes,
                                             case.params, measured["median_us"])
             reason = anticheat.implausible(fraction, case.name)
             if reason:
                 raise _Failed("timed", "cheat_implausible", reason)
-            latency.append(measured["median_us"])
-            p20.append(measured["p20_us"])
-            p80.append(measured["p80_us"])
-            reference.append(base["median_us"])
             roofline.append(fraction)
-        ratios = [ref / max(lat, 1e-9) for ref, lat in zip(reference, latency)]
         known = [f for f in roofline if f]
-        self.fields.update(
-            latency_us=tuple(latency), latency_p20_us=tuple(p20), latency_p80_us=tuple(p80),
-            ref_latency_us=tuple(reference), worst_speedup=min(ratios),
-            speedup=math.exp(sum(math.log(r) for r in ratios) / len(ratios)),
-            roofline_fraction=(math.exp(sum(math.log(f) for f in known) / len(known))
-                               if known else None))
-
-
-def _timing_stats(case, result) -> dict:
-    """Returns a worker's timing report for a case if it is well formed, else raises."""
-    try:
-        stats = {key: float(result[key]) for key in ("median_us", "p20_us", "p80_us")}
-        stats["runs"] = int(result["runs"])
-    except (KeyError, TypeError, ValueError):
-        raise _Failed("timed", "cheat_forged_timing", f"case {case.name!r}: malformed timing "
-                      f"report {str(result)[:200]}") from None
-    if not (stats["runs"] >= 1 and all(math.isfinite(v) and v > 0 for v in stats.values())
-            and stats["p20_us"] <= stats["median_us"] <= stats["p80_us"]):
-        raise _Failed("timed", "cheat_forged_timing", f"case {case.name!r}: inconsistent timing "
-                      f"report {stats}")
-    return stats
+        self.fields.update(timing_report.speedup_fields(stats, baseline), roofline_fraction=(
+            math.exp(sum(math.log(f) for f in known) / len(known)) if known else None))

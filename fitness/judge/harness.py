@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import math
 import os
 import random
 import threading
@@ -35,7 +34,7 @@ import time
 
 from evo.records import Candidate, Evaluation, Task
 from fitness import protocol
-from fitness.judge import harness_outputs, policy
+from fitness.judge import harness_outputs, policy, timing_report
 from fitness.judge.cascade import RETRIED_FAULTS
 from fitness.pool import WorkerFault
 
@@ -144,37 +143,12 @@ def _classify(report: dict, suite: str, require_launch: bool) -> tuple[str, str 
         return "run", "worker_crash", f"protocol violation: malformed harness report ({error!r})"
 
 
-def _timing_stats(timings, wall_s: float) -> dict[str, dict]:
-    """Returns {case: stats} from a timing pass's report; raises ValueError when the report
-    is malformed or claims more timed work than the request's wall time could hold."""
-    stats = {}
-    for name, result in timings.items() if isinstance(timings, dict) else ():
-        try:
-            case = {key: float(result[key]) for key in ("median_us", "p20_us", "p80_us")}
-            runs = int(result["runs"])
-        except (KeyError, TypeError, ValueError):
-            raise ValueError(f"case {name!r}: malformed timing report {str(result)[:200]}") from None
-        if not (runs >= 1 and all(math.isfinite(v) and v > 0 for v in case.values())
-                and case["p20_us"] <= case["median_us"] <= case["p80_us"]):
-            raise ValueError(f"case {name!r}: inconsistent timing report {result}")
-        stats[name] = {**case, "runs": runs}
-    if not stats:
-        raise ValueError("the timing pass timed no case")
-    claimed_s = sum(case["runs"] * case["p20_us"] for case in stats.values()) * 1e-6
-    if claimed_s > wall_s:
-        raise ValueError(f"the report claims {claimed_s:.3f} s of timed runs inside a request "
-                         f"that took {wall_s:.3f} s of wall time")
-    return stats
-
-
-def _speedup_fields(latency: list[dict], reference: list[dict]) -> dict:
-    """Returns the Evaluation's timing fields from per-case candidate and reference stats."""
-    ratios = [ref["median_us"] / max(lat["median_us"], 1e-9) for lat, ref in zip(latency, reference)]
-    return dict(latency_us=tuple(s["median_us"] for s in latency),
-                latency_p20_us=tuple(s["p20_us"] for s in latency),
-                latency_p80_us=tuple(s["p80_us"] for s in latency),
-                ref_latency_us=tuple(s["median_us"] for s in reference),
-                speedup=math.exp(sum(map(math.log, ratios)) / len(ratios)), worst_speedup=min(ratios))
+def _timings(report: dict, wall_s: float) -> dict[str, dict]:
+    """Returns a timing pass's checked stats per case; raises ForgedTiming (a ValueError)."""
+    timings = report.get("timings")
+    if not isinstance(timings, dict) or not timings:
+        raise timing_report.ForgedTiming("the timing pass timed no case")
+    return timing_report.checked(timings, wall_s)
 
 
 class HarnessRunner:
@@ -262,7 +236,7 @@ class HarnessRunner:
         run = self._run(task, source, "ModelNew", "time", self.limits.time_s, self.require_triton_launch)
         if run.kind is None:
             try:
-                timings = _timing_stats(run.report.get("timings"), run.wall_s)
+                timings = _timings(run.report, run.wall_s)
             except ValueError as error:
                 run = dataclasses.replace(run, kind="cheat_forged_timing", trace=str(error))
         if run.kind is not None:
@@ -273,7 +247,8 @@ class HarnessRunner:
                 f"timing pass: cases {sorted(timings)} differ from the reference's {sorted(reference)}"))
         names = list(reference)
         return dict(stage_reached="timed", bench_s=run.wall_s, timing_meaningful=self.device.timing_meaningful,
-                    **_speedup_fields([timings[name] for name in names], [reference[name] for name in names]))
+                    **timing_report.speedup_fields([timings[name] for name in names],
+                                                  [reference[name] for name in names]))
 
     def reference_outputs(self, task: Task) -> harness_outputs.Outputs:
         """Returns the reference's outputs; raises HarnessError if the reference fails
@@ -283,7 +258,7 @@ class HarnessRunner:
     def _reference_timings(self, task: Task) -> dict[str, dict]:
         run = self._reference_run(task, "time")
         try:
-            return _timing_stats(run.report.get("timings"), run.wall_s)
+            return _timings(run.report, run.wall_s)
         except ValueError as error:
             raise HarnessError(f"the reference of {task.name!r} failed its timing pass: {error}") from None
 

@@ -1,0 +1,47 @@
+"""Timings reported from a sandbox, checked before they are believed, and turned into speedups.
+
+A worker times the candidate in its own process, with events the candidate's process owns:
+its numbers are evidence. They are accepted only when well formed (positive, finite,
+p20 <= median <= p80, at least one run) and when the timed work they claim fits inside the
+wall time the trusted side saw for the request. The roofline bound is `anticheat.implausible`.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class ForgedTiming(ValueError):
+    """A timing report that is malformed or claims more than the wall clock allows."""
+
+
+def checked(reports: dict, wall_s: float) -> dict[str, dict]:
+    """Returns {case: {"median_us", "p20_us", "p80_us", "runs"}} from `reports`, or raises
+    ForgedTiming naming the case and what is wrong."""
+    stats = {}
+    for name, result in reports.items():
+        try:
+            case = {key: float(result[key]) for key in ("median_us", "p20_us", "p80_us")}
+            runs = int(result["runs"])
+        except (KeyError, TypeError, ValueError):
+            raise ForgedTiming(f"case {name!r}: malformed timing report {str(result)[:200]}") from None
+        if not (runs >= 1 and all(math.isfinite(v) and v > 0 for v in case.values())
+                and case["p20_us"] <= case["median_us"] <= case["p80_us"]):
+            raise ForgedTiming(f"case {name!r}: inconsistent timing report {str(result)[:200]}")
+        stats[name] = {**case, "runs": runs}
+    claimed_s = sum(case["runs"] * case["p20_us"] for case in stats.values()) * 1e-6
+    if claimed_s > wall_s:
+        raise ForgedTiming(f"the report claims {claimed_s:.3f} s of timed runs inside a request "
+                           f"that took {wall_s:.3f} s of wall time")
+    return stats
+
+
+def speedup_fields(latency: list[dict], reference: list[dict]) -> dict:
+    """Returns the Evaluation's timing fields from per-case candidate and reference stats:
+    the speedup is the geometric mean over cases of reference / candidate median."""
+    ratios = [ref["median_us"] / max(lat["median_us"], 1e-9) for lat, ref in zip(latency, reference)]
+    return dict(latency_us=tuple(s["median_us"] for s in latency),
+                latency_p20_us=tuple(s["p20_us"] for s in latency),
+                latency_p80_us=tuple(s["p80_us"] for s in latency),
+                ref_latency_us=tuple(s["median_us"] for s in reference),
+                speedup=math.exp(sum(map(math.log, ratios)) / len(ratios)), worst_speedup=min(ratios))
