@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import math
 import sys
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from evo.budget import LedgerActor, LedgerProxy
 from evo.checkpoint import CampaignState
@@ -79,7 +81,9 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
             client = llm_client(config, LedgerProxy(ledger))
             _warn_if_unpriced(config, client)
         knowledge = _knowledge(config, device)
-        islands = {(task.name, island): PopulationActor.remote(
+        placements = itertools.cycle(_island_placements())
+        islands = {(task.name, island): PopulationActor.options(
+            scheduling_strategy=next(placements)).remote(
             _without_callables(task), island, config, device.backend, client, knowledge)
             for task in tasks for island in range(config.search.islands)}
         others += islands.values()
@@ -91,6 +95,23 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
                     device.backend, tuple(fitness), islands, ledger, _brood_timeout_s(config))
     finally:
         _stop(owned, others)
+
+
+def _island_placements() -> list:
+    """Returns where islands go, taken in turn.
+
+    An island asks Ray for no resources, so Ray's default may put it on any node, a GPU
+    node included. On a cluster with GPU nodes and CPU nodes, islands go to the CPU nodes
+    (pinned: Ray's soft affinity still lets some go elsewhere), leaving the GPU nodes'
+    cores to the fitness workers compiling and checking candidates. Elsewhere (one
+    machine, all nodes alike) Ray's default stands.
+    """
+    alive = [node for node in ray.nodes() if node["Alive"]]
+    cpu_nodes = [node["NodeID"] for node in alive
+                 if node["Resources"].get("CPU", 0) > 0 and not node["Resources"].get("GPU")]
+    if not cpu_nodes or not any(node["Resources"].get("GPU") for node in alive):
+        return ["DEFAULT"]
+    return [NodeAffinitySchedulingStrategy(node, soft=False) for node in cpu_nodes]
 
 
 def _fitness_device(actor):

@@ -15,6 +15,7 @@ import concurrent.futures
 from typing import Mapping, Sequence
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from evo.records import Candidate, Evaluation, Task
 from fitness.device import DeviceError, DeviceInfo
@@ -68,14 +69,25 @@ def start_actors(device: str = "auto", workers: int = 2,
     """Returns one FitnessActor per GPU of the Ray cluster (one on a CPU-only cluster).
 
     Each GPU actor holds `num_gpus=1`, so Ray sets its visible device and it scores on
-    "device 0" of its own view. With no GPU (or device="interpreter") a single actor runs
-    the Triton interpreter. `sandbox` is `Evaluator`'s: "bwrap" (refuses to start without a
-    working bubblewrap) or "off". `max_gpus` caps how many GPUs get an actor (scaling studies).
+    "device 0" of its own view. With no GPU (or device="interpreter") the Triton interpreter
+    scores, holding no GPU: one actor on each GPU node, since those are the nodes a cluster
+    sets up for scoring (a CPU-only head may have no sandbox), or a single actor wherever
+    Ray puts it when no node has a GPU. `sandbox` is `Evaluator`'s: "bwrap" (refuses to
+    start without a working bubblewrap) or "off". `max_gpus` caps how many GPUs get an
+    actor (scaling studies).
     """
     gpus = int(ray.cluster_resources().get("GPU", 0))
     if device == "interpreter" or gpus == 0:
         if device in ("cuda", "rocm"):
             raise DeviceError(f"device {device!r} requested but the Ray cluster has no GPU")
-        return [FitnessActor.options(num_gpus=0).remote("interpreter", workers, timeouts, sandbox)]
+        return [FitnessActor.options(num_gpus=0, scheduling_strategy=placement)
+                .remote("interpreter", workers, timeouts, sandbox)
+                for placement in _gpu_node_placements() or ["DEFAULT"]]
     return [FitnessActor.options(num_gpus=1).remote(device, workers, timeouts, sandbox)
             for _ in range(gpus if max_gpus is None else min(gpus, max_gpus))]
+
+
+def _gpu_node_placements() -> list[NodeAffinitySchedulingStrategy]:
+    """Returns a placement pinned to each live node that has a GPU (none on a CPU-only cluster)."""
+    return [NodeAffinitySchedulingStrategy(node["NodeID"], soft=False) for node in ray.nodes()
+            if node["Alive"] and node["Resources"].get("GPU", 0) > 0]
