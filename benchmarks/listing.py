@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evo.records import Task
+from operators import tables
 
 
 def task_summary(task: Task) -> dict:
@@ -21,7 +22,18 @@ def task_summary(task: Task) -> dict:
         "interpreter_cases": [case.name for case in task.interpreter_cases],
         "runnable_on": list(task.runnable_on),
         "skip_reason": task.skip_reason,
+        "knob_space": knob_space(task),
     }
+
+
+def knob_space(task: Task) -> dict:
+    """Returns the per-shape knob space the task's baseline declares (`operators.tables.space`):
+    its shape buckets with their settings, every knob's allowed values, and the design knobs.
+    The offline operators search this space; a baseline without a table has empty fields."""
+    try:
+        return tables.space(task.baseline_source or "")
+    except SyntaxError:
+        return tables.space("")
 
 
 def print_table(tasks: list[Task]) -> None:

@@ -7,6 +7,9 @@ a call leaves out are knobs too, at their backend default, and setting one inser
 Values are rewritten in the text at the literal's position, so comments and layout survive.
 Sizes computed at run time (`triton.next_power_of_2(n)`) are not knobs: they are left alone.
 Autotuned kernels are left alone: their configs own those parameters.
+A module's per-shape configuration table (see `operators.tables`) contributes one knob per
+bucket and name, keyed `CONFIGS[bucket].NAME`, with the values the module's `KNOBS` allows
+and kind "design" for the knobs its `DESIGN` names.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import ast
 import dataclasses
 import re
 from typing import Mapping
+
+from operators import tables
 
 BLOCK_RANGE = (16, 8192)  # 1-D elements per program
 DOT_TILE_RANGE = (16, 256)  # BLOCK_M/N/K of a kernel that calls tl.dot
@@ -99,7 +104,26 @@ def find(source: str, backend: str) -> list[Knob]:
                 value = node.value.value
                 add(Knob(f"{scope}.{node.targets[0].id}", kind, value, _size_values(kind, value, uses_dot),
                          _span(node.value, offsets)))
+    for entry in tables.entries(tree):
+        add(_table_knob(entry, offsets, backend, uses_dot))
     return knobs
+
+
+def _table_knob(entry: tables.Entry, offsets, backend: str, uses_dot: bool) -> Knob:
+    """Returns the knob of one table entry: its declared values, or the defaults for its kind."""
+    options = launch_options(backend, uses_dot)
+    if entry.design:
+        kind = "design"
+    elif entry.name in options:
+        kind = entry.name
+    else:
+        kind = _size_kind(entry.name, entry.node) or "table"
+    values = entry.values
+    if not values:
+        values = options[entry.name][0] if entry.name in options else \
+            _size_values(kind, entry.value, uses_dot) if kind in ("block", "tile", "group") else ()
+    return Knob(entry.key, kind, entry.value, tuple(sorted(set(values) | {entry.value})),
+                _span(entry.node, offsets), launch=entry.launch)
 
 
 def apply(source: str, knobs: list[Knob], settings: Mapping[str, int]) -> str:
@@ -140,6 +164,8 @@ def _launch_knobs(call: ast.Call, function: ast.AST | None, offsets, backend: st
                               _size_values(kind, kw.value.value, uses_dot), _span(kw.value, offsets),
                               launch=kernel))
     knobs = [_link_grid(k, knobs, call, function, offsets) for k in knobs]
+    if None in given:  # `**options`: an inserted keyword could repeat one of them
+        return knobs
     last = max(call.args + call.keywords, key=lambda n: (n.end_lineno, n.end_col_offset), default=None)
     if last is not None:
         at = offsets[last.end_lineno - 1] + last.end_col_offset

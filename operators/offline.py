@@ -1,9 +1,12 @@
-"""Offline operators: mutation and crossover of launch configurations and constexpr block sizes.
+"""Offline operators: mutation and crossover of launch configurations, block sizes and designs.
 
 No LLM: a child differs from its parent(s) only in knobs (see `operators.knobs`), rewritten
-in the source text, so it is always valid Python defining the same entry point. Every choice
-draws from the `random.Random` passed in, so a seed fixes the children. Also exposes the knob
-space of a source, for benchmarks that sweep it exhaustively.
+in the source text, so it is always valid Python defining the same entry point. A module with
+a per-shape table (`operators.tables`) is varied per bucket: a mutation moves one knob of one
+bucket, and with `DESIGN_PROBABILITY` it switches a design knob (the algorithm) instead of a
+tuning one; a crossover takes whole bucket entries from the second parent. Every choice draws
+from the `random.Random` passed in, so a seed fixes the children. Also exposes the knob space
+of a source, for benchmarks that sweep it exhaustively.
 """
 
 from __future__ import annotations
@@ -16,10 +19,15 @@ from typing import Iterator, Mapping
 from evo.records import Candidate, Task, candidate_id, make_candidate
 from operators import knobs as knobs_lib
 from operators import parsing
+from operators import tables
 from operators.context import OperatorContext
 
 NEIGHBOUR_PROBABILITY = 0.7
 """Chance that a mutation moves a knob one step (to the next allowed value) rather than anywhere."""
+
+DESIGN_PROBABILITY = 0.3
+"""Chance that a mutation of a source with design knobs (see `operators.tables`) switches the
+algorithm (a looped reduction, split-K...) rather than tunes it; drawn only when it has one."""
 
 
 class NoKnobsError(ValueError):
@@ -62,7 +70,8 @@ def crossover(task: Task, a: Candidate, b: Candidate, rng: random.Random, backen
     """Returns a child with `a`'s code and a mix of `a`'s and `b`'s knob values, different from both.
 
     Knobs are matched by key; each one the parents disagree on comes from `b` with even odds
-    (at least one does). When the mix equals a parent (they differ in one knob, say), one knob
+    (at least one does). Knobs of one bucket of a per-shape table travel together: an entry
+    comes from `b` whole, so a bucket's design and its tuning stay consistent. When the mix equals a parent (they differ in one knob, say), one knob
     is mutated on top; with nothing shared to mix, the child is a mutation of `a`.
     """
     found = knobs_lib.find(a.source, backend)
@@ -72,8 +81,13 @@ def crossover(task: Task, a: Candidate, b: Candidate, rng: random.Random, backen
                  and values_b[k.key] in k.values]
     settings = dict(values_a)
     notes = []
-    if differing:
-        from_b = [k for k in differing if rng.random() < 0.5] or [rng.choice(differing)]
+    groups: dict[str, list[knobs_lib.Knob]] = {}
+    for knob in differing:  # a table entry is one gene; any other knob is its own
+        groups.setdefault(knob.launch if knob.launch.startswith(tables.TABLE) else knob.key, []).append(knob)
+    if groups:
+        names = list(groups)
+        picked = [n for n in names if rng.random() < 0.5] or [rng.choice(names)]
+        from_b = [k for n in picked for k in groups[n]]
         for knob in from_b:
             settings[knob.key] = values_b[knob.key]
         notes.append("from B: " + ", ".join(f"{k.key}={values_b[k.key]}" for k in from_b))
@@ -100,7 +114,13 @@ def _mutation(found: list[knobs_lib.Knob], settings: dict[str, int], rng: random
     if not movable:
         raise NoKnobsError(f"task {task.name}: candidate {parent.id} has no tunable launch or block-size knob "
                            f"(no literal BLOCK_*/num_warps/num_stages at a kernel[grid](...) call)")
-    knob = rng.choice(movable)
+    design = [k for k in movable if k.kind == "design"]
+    if design and rng.random() < DESIGN_PROBABILITY:
+        knob = rng.choice(design)
+        value = rng.choice(choices[knob.key])
+        return {**settings, knob.key: value}, f"design {knob.key}: {settings[knob.key]} -> {value}"
+    tuning = [k for k in movable if k.kind != "design"] or movable
+    knob = rng.choice(tuning)
     current = settings[knob.key]
     options = choices[knob.key]
     ladder = knob.values  # sorted; a step is to the next value up or down (x2 or /2 for sizes)

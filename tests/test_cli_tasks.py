@@ -7,7 +7,7 @@ import sys
 
 EVO = str(pathlib.Path(sys.executable).parent / "evo")
 FIELDS = {"name", "suite", "entry_point", "difficulty", "dtypes", "tags", "cases",
-          "interpreter_cases", "runnable_on", "skip_reason"}
+          "interpreter_cases", "runnable_on", "skip_reason", "knob_space"}
 
 
 def _evo(*args):

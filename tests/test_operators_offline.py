@@ -11,6 +11,36 @@ from operators import knobs, offline, parsing
 from operators.context import OperatorContext
 
 TASKS = registry.load().tasks(suite="builtin")
+
+LITERAL_VECTOR_ADD = '''"""Baseline: elementwise out = x + y, one block of BLOCK_SIZE elements per program."""
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    # Add in fp32 and round once on the store: exact for fp32, one rounding for bf16.
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offsets, (x + y).to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    assert x.shape == y.shape, f"shape mismatch: {tuple(x.shape)} vs {tuple(y.shape)}"
+    assert x.dtype == y.dtype, f"dtype mismatch: {x.dtype} vs {y.dtype}"
+    assert x.is_contiguous() and y.is_contiguous(), "inputs must be contiguous"
+    out = torch.empty_like(x)
+    n_elements = out.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)
+    _add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024, num_warps=4, num_stages=1)
+    return out
+'''
+"""A vector add whose knobs are literal launch keywords (no per-shape table)."""
 BACKENDS = ("cuda", "rocm", "interpreter")
 
 
@@ -77,8 +107,8 @@ def test_knob_values_respect_the_bounds():
     space = offline.knob_space(task, task.baseline_source, "cuda")
     tiles = [v for k, v in space.items() if k.endswith(("BLOCK_M", "BLOCK_N", "BLOCK_K"))]
     assert tiles and all(min(v) >= 16 and max(v) <= 256 for v in tiles)
-    assert all(v == (1, 2, 4, 8, 16) for k, v in space.items() if k.endswith("num_warps"))
-    assert all(v == (1, 2, 3, 4, 5) for k, v in space.items() if k.endswith("num_stages"))
+    assert all(set(v) <= {1, 2, 4, 8, 16} for k, v in space.items() if k.endswith("num_warps"))
+    assert all(set(v) <= {1, 2, 3, 4, 5} for k, v in space.items() if k.endswith("num_stages"))
     for values in space.values():
         powers = [x for x in values if x > 0]
         assert all(x & (x - 1) == 0 for x in powers) or set(values) <= {1, 2, 3, 4, 5}
@@ -87,15 +117,15 @@ def test_knob_values_respect_the_bounds():
 def test_computed_block_sizes_are_left_alone():
     task = registry.load().get("softmax")
     space = offline.knob_space(task, task.baseline_source, "cuda")
-    assert "next_power_of_2" in task.baseline_source
-    assert not any("BLOCK" in key for key in space)
+    assert "whole_row = triton.next_power_of_2(N)" in task.baseline_source
+    assert not any(key.startswith("_softmax_kernel.") for key in space)  # launch keywords are computed
     child = offline.mutate(task, seeds(task), random.Random(0), "cuda")
-    assert "triton.next_power_of_2(n_cols)" in child.source
+    assert "whole_row = triton.next_power_of_2(N)" in child.source
 
 
 def test_grid_literal_moves_with_its_block_size():
     task = registry.load().get("vector_add")
-    source = task.baseline_source.replace('grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)',
+    source = LITERAL_VECTOR_ADD.replace('grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)',
                                           "grid = (triton.cdiv(n_elements, 1024),)  # one program per block")
     assert "cdiv(n_elements, 1024)" in source
     child = offline.apply_knobs(task, source, {"_add_kernel.BLOCK_SIZE": 256}, "cuda")
@@ -150,11 +180,11 @@ def vector_add(x, y):
 
 def test_sweep_enumerates_the_space_within_the_cap():
     task = registry.load().get("vector_add")
-    settings = list(offline.sweep(task, task.baseline_source, "cuda"))
-    space = offline.knob_space(task, task.baseline_source, "cuda")
+    settings = list(offline.sweep(task, LITERAL_VECTOR_ADD, "cuda"))
+    space = offline.knob_space(task, LITERAL_VECTOR_ADD, "cuda")
     expected = 1
     for values in space.values():
         expected *= len(values)
     assert len(settings) == expected
-    sources = {offline.apply_knobs(task, task.baseline_source, s, "cuda") for s in settings[:40]}
+    sources = {offline.apply_knobs(task, LITERAL_VECTOR_ADD, s, "cuda") for s in settings[:40]}
     assert len(sources) == 40 and all(is_valid(task, s) for s in sources)

@@ -1,8 +1,25 @@
-"""Baseline: out = GELU_tanh(x + bias), one BLOCK_M x BLOCK_N tile per program."""
+"""Baseline: out = GELU_tanh(x + bias), one BLOCK_M x BLOCK_N tile per program.
+
+The tile is chosen per shape from `CONFIGS` (see the launcher): narrow rows want tall tiles
+(more rows per program, one bias load shared by all), wide rows wide ones (long vector loads).
+"""
 
 import torch
 import triton
 import triton.language as tl
+
+KNOBS = {
+    "BLOCK_M": (1, 2, 4, 8, 16, 32, 64),
+    "BLOCK_N": (64, 128, 256, 512, 1024, 2048, 4096),
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3),
+}
+DESIGN = ()
+CONFIGS = {
+    # shape bucket (`_bucket`): one setting of every knob, read by the launcher
+    "narrow": (("BLOCK_M", 4), ("BLOCK_N", 512), ("num_warps", 4), ("num_stages", 1)),
+    "wide": (("BLOCK_M", 4), ("BLOCK_N", 512), ("num_warps", 4), ("num_stages", 1)),
+}
 
 
 @triton.jit
@@ -26,6 +43,11 @@ def _bias_gelu_kernel(x_ptr, bias_ptr, out_ptr,
              out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+def _bucket(N: int) -> str:
+    """Returns the CONFIGS bucket of rows of N elements."""
+    return "narrow" if N <= 1024 else "wide"
+
+
 def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     assert x.ndim == 2, f"expected x of shape [M, N], got {tuple(x.shape)}"
     assert bias.shape == (x.shape[1],), f"bias shape {tuple(bias.shape)} != ({x.shape[1]},)"
@@ -33,7 +55,9 @@ def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1 and bias.is_contiguous(), "rows of x and bias must be contiguous"
     M, N = x.shape
     out = torch.empty_like(x)
+    config = dict(CONFIGS[_bucket(N)])
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
     _bias_gelu_kernel[grid](x, bias, out, M, N, x.stride(0), out.stride(0),
-                            BLOCK_M=4, BLOCK_N=512, num_warps=4, num_stages=1)
+                            BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
+                            num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

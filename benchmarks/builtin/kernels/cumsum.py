@@ -1,8 +1,28 @@
-"""Baseline: inclusive row scan, BLOCK_M rows per program, chunk by chunk with a running carry."""
+"""Baseline: inclusive row scan, BLOCK_M rows per step, chunk by chunk with a running carry.
+
+The design is chosen per shape from `CONFIGS` (see the launcher): rows per program (short
+rows need many), the chunk width (long rows: wider chunks, fewer carries), and a persistent
+grid (a fixed number of programs walking the row blocks) instead of one program per block.
+"""
 
 import torch
 import triton
 import triton.language as tl
+
+KNOBS = {
+    "BLOCK_M": (1, 2, 4, 8, 16, 32),
+    "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
+    "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+}
+DESIGN = ("PROGRAMS",)
+CONFIGS = {
+    # shape bucket (`_bucket`): one setting of every knob, read by the launcher
+    "short": (("BLOCK_M", 16), ("BLOCK_N", 256), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
+    "medium": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
+    "long": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
+}
 
 
 @triton.jit
@@ -10,22 +30,29 @@ def _cumsum_kernel(x_ptr, out_ptr,
                    M, N,
                    stride_xm, stride_om,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < M
-    carry = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    for start in range(0, N, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        mask = row_mask[:, None] & (cols[None, :] < N)
-        # Pad with 0, the identity of +, so padded lanes leave the carry unchanged.
-        x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
-                    other=0.0).to(tl.float32)
-        scanned = tl.cumsum(x, axis=1) + carry[:, None]
-        tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :],
-                 scanned.to(out_ptr.dtype.element_ty), mask=mask)
-        # The next carry is this chunk's last inclusive sum (full chunks only; the last
-        # chunk's carry is never read). Taken from `scanned` rather than `carry + sum(x)`:
-        # Triton 3.6's thread-locality pass asserts on that accumulate-a-reduction loop.
-        carry = tl.sum(tl.where(cols[None, :] == start + BLOCK_N - 1, scanned, 0.0), axis=1)
+    # With a persistent grid each program walks every num_programs-th row block.
+    for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
+        rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        carry = tl.zeros((BLOCK_M,), dtype=tl.float32)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = row_mask[:, None] & (cols[None, :] < N)
+            # Pad with 0, the identity of +, so padded lanes leave the carry unchanged.
+            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
+                        other=0.0).to(tl.float32)
+            scanned = tl.cumsum(x, axis=1) + carry[:, None]
+            tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :],
+                     scanned.to(out_ptr.dtype.element_ty), mask=mask)
+            # The next carry is this chunk's last inclusive sum (full chunks only; the last
+            # chunk's carry is never read). Taken from `scanned` rather than `carry + sum(x)`:
+            # Triton 3.6's thread-locality pass asserts on that accumulate-a-reduction loop.
+            carry = tl.sum(tl.where(cols[None, :] == start + BLOCK_N - 1, scanned, 0.0), axis=1)
+
+
+def _bucket(N: int) -> str:
+    """Returns the CONFIGS bucket of rows of N elements."""
+    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
 def cumsum(x: torch.Tensor) -> torch.Tensor:
@@ -33,7 +60,11 @@ def cumsum(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty_like(x)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)
-    _cumsum_kernel[grid](x, out, M, N, x.stride(0), out.stride(0),
-                         BLOCK_M=4, BLOCK_N=256, num_warps=4, num_stages=2)
+    config = dict(CONFIGS[_bucket(N)])
+    programs = triton.cdiv(M, config["BLOCK_M"])
+    if config["PROGRAMS"]:
+        programs = min(programs, config["PROGRAMS"])
+    _cumsum_kernel[(programs,)](x, out, M, N, x.stride(0), out.stride(0),
+                                BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
+                                num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

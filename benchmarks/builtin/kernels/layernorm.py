@@ -1,40 +1,113 @@
-"""Baseline: layer norm over the last dim, one program per row, the whole row in one block."""
+"""Baseline: layer norm over the last dim; BLOCK_M rows per step, each row whole or looped in chunks.
+
+The design is chosen per shape from `CONFIGS` (see the launcher). LOOP=0 holds a whole row
+in registers (one read, one write); LOOP=1 streams it in BLOCK_N chunks: the mean, then the
+variance of the centred values (two-pass, as stable as the one-block form), then the
+normalized write (three reads: rows too long for registers). BLOCK_M rows per program keep
+the lanes busy on short rows; a persistent grid (PROGRAMS) has a fixed number of programs
+walk the row blocks.
+"""
 
 import torch
 import triton
 import triton.language as tl
 
+KNOBS = {
+    "BLOCK_M": (1, 2, 4, 8, 16, 32),
+    "BLOCK_N": (64, 128, 256, 512, 1024, 2048, 4096),  # chunk width when LOOP=1
+    "LOOP": (0, 1),
+    "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+}
+DESIGN = ("LOOP", "PROGRAMS")
+CONFIGS = {
+    # shape bucket (`_bucket`): one setting of every knob, read by the launcher
+    "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0),
+              ("num_warps", 4), ("num_stages", 1)),
+    "medium": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
+               ("num_warps", 8), ("num_stages", 1)),
+    "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
+             ("num_warps", 8), ("num_stages", 1)),
+}
+MAX_BLOCK = 1 << 16
+"""Most elements one BLOCK_M x BLOCK_N block may hold; a longer whole row is looped."""
+
 
 @triton.jit
 def _layernorm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr,
-                      n_cols,
+                      M, N,
                       stride_x_row, stride_out_row,
                       eps,
-                      BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(axis=0)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    # Pad with 0, the identity of the sums below; the centred values are re-masked.
-    x = tl.load(x_ptr + row * stride_x_row + cols, mask=mask, other=0.0).to(tl.float32)
-    mean = tl.sum(x, axis=0) / n_cols
-    centred = tl.where(mask, x - mean, 0.0)
-    variance = tl.sum(centred * centred, axis=0) / n_cols
-    inv_std = 1.0 / tl.sqrt(variance + eps)
-    weight = tl.load(weight_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    bias = tl.load(bias_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    out = centred * inv_std * weight + bias
-    tl.store(out_ptr + row * stride_out_row + cols, out.to(out_ptr.dtype.element_ty), mask=mask)
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr):
+    # With a persistent grid each program walks every num_programs-th row block.
+    for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
+        rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        x_rows = x_ptr + rows[:, None] * stride_x_row
+        out_rows = out_ptr + rows[:, None] * stride_out_row
+        if LOOP:
+            sums = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                mask = row_mask[:, None] & (cols[None, :] < N)
+                # Pad with 0, the identity of the sums.
+                sums += tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            mean = tl.sum(sums, axis=1) / N
+            squares = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                mask = row_mask[:, None] & (cols[None, :] < N)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+                centred = tl.where(mask, x - mean[:, None], 0.0)
+                squares += centred * centred
+            inv_std = 1.0 / tl.sqrt(tl.sum(squares, axis=1) / N + eps)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                mask = row_mask[:, None] & (cols[None, :] < N)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+                weight = tl.load(weight_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+                bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+                out = (x - mean[:, None]) * inv_std[:, None] * weight[None, :] + bias[None, :]
+                tl.store(out_rows + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
+        else:
+            cols = tl.arange(0, BLOCK_N)
+            mask = row_mask[:, None] & (cols[None, :] < N)
+            # Pad with 0, the identity of the sums below; the centred values are re-masked.
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            mean = tl.sum(x, axis=1) / N
+            centred = tl.where(mask, x - mean[:, None], 0.0)
+            inv_std = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=1) / N + eps)
+            weight = tl.load(weight_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+            bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
+            out = centred * inv_std[:, None] * weight[None, :] + bias[None, :]
+            tl.store(out_rows + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _bucket(N: int) -> str:
+    """Returns the CONFIGS bucket of rows of N elements."""
+    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     assert x.ndim == 2, f"expected x of shape [M, N], got {tuple(x.shape)}"
-    n_rows, n_cols = x.shape
+    M, N = x.shape
     for name, t in (("weight", weight), ("bias", bias)):
-        assert t.shape == (n_cols,), f"{name} shape {tuple(t.shape)} != ({n_cols},)"
+        assert t.shape == (N,), f"{name} shape {tuple(t.shape)} != ({N},)"
         assert t.dtype == x.dtype and t.is_contiguous(), f"{name} must be contiguous {x.dtype}"
     assert x.stride(1) == 1, "rows of x must be contiguous"
     out = torch.empty_like(x)
-    block_size = triton.next_power_of_2(n_cols)
-    _layernorm_kernel[(n_rows,)](x, weight, bias, out, n_cols, x.stride(0), out.stride(0), 1e-5,
-                                 BLOCK_SIZE=block_size, num_warps=8, num_stages=1)
+    config = dict(CONFIGS[_bucket(N)])
+    # A whole row in one block reads it once; fewer rows per block when it is long, and a
+    # loop when even one row does not fit.
+    whole_row = triton.next_power_of_2(N)
+    loop = config["LOOP"] or whole_row > MAX_BLOCK
+    block_n = config["BLOCK_N"] if loop else whole_row
+    block_m = config["BLOCK_M"] if loop else max(1, min(config["BLOCK_M"], MAX_BLOCK // whole_row))
+    programs = triton.cdiv(M, block_m)
+    if config["PROGRAMS"]:
+        programs = min(programs, config["PROGRAMS"])
+    _layernorm_kernel[(programs,)](x, weight, bias, out, M, N, x.stride(0), out.stride(0), 1e-5,
+                                   BLOCK_M=block_m, BLOCK_N=block_n, LOOP=1 if loop else 0,
+                                   num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

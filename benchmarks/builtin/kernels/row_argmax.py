@@ -1,8 +1,28 @@
-"""Baseline: out[i] = first j maximizing x[i, j]; BLOCK_M rows per program, chunked over the row."""
+"""Baseline: out[i] = first j maximizing x[i, j]; BLOCK_M rows per step, chunked over the row.
+
+The design is chosen per shape from `CONFIGS`: rows per program (short rows need many),
+chunk width, and a persistent grid (a fixed number of programs walking the row blocks)
+instead of one program per block.
+"""
 
 import torch
 import triton
 import triton.language as tl
+
+KNOBS = {
+    "BLOCK_M": (1, 2, 4, 8, 16, 32, 64),
+    "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
+    "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+}
+DESIGN = ("PROGRAMS",)
+CONFIGS = {
+    # shape bucket (`_bucket`): one setting of every knob, read by the launcher
+    "short": (("BLOCK_M", 32), ("BLOCK_N", 128), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
+    "medium": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
+    "long": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
+}
 
 
 @triton.jit
@@ -10,23 +30,30 @@ def _row_argmax_kernel(x_ptr, out_ptr,
                        M, N,
                        stride_xm,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < M
-    best_value = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
-    best_index = tl.zeros((BLOCK_M,), dtype=tl.int64)
-    for start in range(0, N, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        mask = row_mask[:, None] & (cols[None, :] < N)
-        # Pad with -inf, the identity of max (exact in fp32 for every fp16/bf16 value).
-        x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
-                    other=-float("inf")).to(tl.float32)
-        chunk_value, chunk_index = tl.max(x, axis=1, return_indices=True,
-                                          return_indices_tie_break_left=True)
-        # Strictly greater: on a tie the earlier chunk, hence the smaller index, wins.
-        better = chunk_value > best_value
-        best_value = tl.where(better, chunk_value, best_value)
-        best_index = tl.where(better, start + chunk_index.to(tl.int64), best_index)
-    tl.store(out_ptr + rows, best_index, mask=row_mask)
+    # With a persistent grid each program walks every num_programs-th row block.
+    for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
+        rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        best_value = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
+        best_index = tl.zeros((BLOCK_M,), dtype=tl.int64)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = row_mask[:, None] & (cols[None, :] < N)
+            # Pad with -inf, the identity of max (exact in fp32 for every fp16/bf16 value).
+            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
+                        other=-float("inf")).to(tl.float32)
+            chunk_value, chunk_index = tl.max(x, axis=1, return_indices=True,
+                                              return_indices_tie_break_left=True)
+            # Strictly greater: on a tie the earlier chunk, hence the smaller index, wins.
+            better = chunk_value > best_value
+            best_value = tl.where(better, chunk_value, best_value)
+            best_index = tl.where(better, start + chunk_index.to(tl.int64), best_index)
+        tl.store(out_ptr + rows, best_index, mask=row_mask)
+
+
+def _bucket(N: int) -> str:
+    """Returns the CONFIGS bucket of rows of N elements."""
+    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
 def row_argmax(x: torch.Tensor) -> torch.Tensor:
@@ -34,7 +61,11 @@ def row_argmax(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty((M,), dtype=torch.int64, device=x.device)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)
-    _row_argmax_kernel[grid](x, out, M, N, x.stride(0),
-                             BLOCK_M=4, BLOCK_N=512, num_warps=4, num_stages=2)
+    config = dict(CONFIGS[_bucket(N)])
+    programs = triton.cdiv(M, config["BLOCK_M"])
+    if config["PROGRAMS"]:
+        programs = min(programs, config["PROGRAMS"])
+    _row_argmax_kernel[(programs,)](x, out, M, N, x.stride(0),
+                                    BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
+                                    num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

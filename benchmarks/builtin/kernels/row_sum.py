@@ -1,26 +1,64 @@
-"""Baseline: out[i] = sum_j x[i, j], BLOCK_M rows per program, looping over the row in chunks."""
+"""Baseline: out[i] = sum_j x[i, j]; BLOCK_M rows per step, looping over the row in BLOCK_N chunks.
+
+The design is chosen per shape from `CONFIGS` (see the launcher): how many rows a program
+takes at once (short rows need many, or most lanes idle), whether the chunks are summed into
+a lane-wise 2-D accumulator reduced once or reduced chunk by chunk into one value per row
+(fewer registers on long rows), and whether a fixed number of programs walks the row blocks
+(a persistent grid) instead of one program per block.
+"""
 
 import torch
 import triton
 import triton.language as tl
+
+KNOBS = {
+    "BLOCK_M": (1, 2, 4, 8, 16, 32, 64),
+    "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
+    "ACC_2D": (0, 1),  # 1: [BLOCK_M, BLOCK_N] fp32 accumulator reduced once; 0: reduced per chunk
+    "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+}
+DESIGN = ("ACC_2D", "PROGRAMS")
+CONFIGS = {
+    # shape bucket (`_bucket`): one setting of every knob, read by the launcher
+    "short": (("BLOCK_M", 32), ("BLOCK_N", 128), ("ACC_2D", 1), ("PROGRAMS", 0),
+              ("num_warps", 4), ("num_stages", 2)),
+    "medium": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0),
+               ("num_warps", 4), ("num_stages", 2)),
+    "long": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0),
+             ("num_warps", 4), ("num_stages", 2)),
+}
 
 
 @triton.jit
 def _row_sum_kernel(x_ptr, out_ptr,
                     M, N,
                     stride_xm,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rows = tl.program_id(axis=0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_mask = rows < M
-    # Accumulate lane-wise in fp32 and reduce once at the end.
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for start in range(0, N, BLOCK_N):
-        cols = start + tl.arange(0, BLOCK_N)
-        mask = row_mask[:, None] & (cols[None, :] < N)
-        x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
-        acc += x.to(tl.float32)
-    total = tl.sum(acc, axis=1)
-    tl.store(out_ptr + rows, total.to(out_ptr.dtype.element_ty), mask=row_mask)
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACC_2D: tl.constexpr):
+    # With a persistent grid each program walks every num_programs-th row block.
+    for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
+        rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        row_acc = tl.zeros((BLOCK_M,), dtype=tl.float32)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = row_mask[:, None] & (cols[None, :] < N)
+            # Pad with 0, the identity of +.
+            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+            if ACC_2D:
+                acc += x.to(tl.float32)
+            else:
+                row_acc += tl.sum(x.to(tl.float32), axis=1)
+        if ACC_2D:
+            row_acc = tl.sum(acc, axis=1)
+        tl.store(out_ptr + rows, row_acc.to(out_ptr.dtype.element_ty), mask=row_mask)
+
+
+def _bucket(N: int) -> str:
+    """Returns the CONFIGS bucket of rows of N elements."""
+    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
 def row_sum(x: torch.Tensor) -> torch.Tensor:
@@ -28,7 +66,12 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty((M,), dtype=x.dtype, device=x.device)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)
-    _row_sum_kernel[grid](x, out, M, N, x.stride(0),
-                          BLOCK_M=4, BLOCK_N=512, num_warps=4, num_stages=2)
+    config = dict(CONFIGS[_bucket(N)])
+    programs = triton.cdiv(M, config["BLOCK_M"])
+    if config["PROGRAMS"]:
+        programs = min(programs, config["PROGRAMS"])
+    _row_sum_kernel[(programs,)](x, out, M, N, x.stride(0),
+                                 BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
+                                 ACC_2D=config["ACC_2D"],
+                                 num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

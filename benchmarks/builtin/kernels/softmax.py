@@ -1,33 +1,102 @@
-"""Baseline: row softmax, one program per row, the whole row in one block (one read, one write)."""
+"""Baseline: row softmax; BLOCK_M rows per step, each row whole in one block or looped in chunks.
+
+The design is chosen per shape from `CONFIGS` (see the launcher). LOOP=0 holds a whole row
+in registers (one read, one write: the best when it fits); LOOP=1 streams the row in BLOCK_N
+chunks, an online max and sum first, then the normalized write (two reads: rows too long for
+registers). BLOCK_M rows per program keep the lanes busy on short rows; a persistent grid
+(PROGRAMS) has a fixed number of programs walk the row blocks.
+"""
 
 import torch
 import triton
 import triton.language as tl
 
+KNOBS = {
+    "BLOCK_M": (1, 2, 4, 8, 16, 32),
+    "BLOCK_N": (64, 128, 256, 512, 1024, 2048, 4096),  # chunk width when LOOP=1
+    "LOOP": (0, 1),
+    "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+}
+DESIGN = ("LOOP", "PROGRAMS")
+CONFIGS = {
+    # shape bucket (`_bucket`): one setting of every knob, read by the launcher
+    "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0),
+              ("num_warps", 4), ("num_stages", 1)),
+    "medium": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
+               ("num_warps", 8), ("num_stages", 1)),
+    "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
+             ("num_warps", 8), ("num_stages", 1)),
+}
+MAX_BLOCK = 1 << 16
+"""Most elements one BLOCK_M x BLOCK_N block may hold; a longer whole row is looped."""
+
 
 @triton.jit
 def _softmax_kernel(x_ptr, out_ptr,
-                    n_cols,
+                    M, N,
                     stride_x_row, stride_out_row,
-                    BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(axis=0)
-    cols = tl.arange(0, BLOCK_SIZE)
-    mask = cols < n_cols
-    # Pad with -inf, the identity of max: padded lanes then add exp(-inf) = 0 to the sum.
-    x = tl.load(x_ptr + row * stride_x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
-    shifted = x - tl.max(x, axis=0)
-    numerator = tl.exp(shifted)
-    out = numerator / tl.sum(numerator, axis=0)
-    tl.store(out_ptr + row * stride_out_row + cols, out.to(out_ptr.dtype.element_ty), mask=mask)
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr):
+    # With a persistent grid each program walks every num_programs-th row block.
+    for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
+        rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        x_rows = x_ptr + rows[:, None] * stride_x_row
+        out_rows = out_ptr + rows[:, None] * stride_out_row
+        if LOOP:
+            # Online max and sum: the sum is rescaled whenever the max grows. The max starts
+            # finite so padded rows (all -inf) give exp(-inf) = 0, never inf - inf.
+            row_max = tl.full((BLOCK_M,), -1e30, dtype=tl.float32)
+            row_sum = tl.zeros((BLOCK_M,), dtype=tl.float32)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                mask = row_mask[:, None] & (cols[None, :] < N)
+                # Pad with -inf, the identity of max; exp(-inf) = 0 adds nothing to the sum.
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+                new_max = tl.maximum(row_max, tl.max(x, axis=1))
+                row_sum = row_sum * tl.exp(row_max - new_max) + tl.sum(tl.exp(x - new_max[:, None]), axis=1)
+                row_max = new_max
+            denominator = tl.where(row_mask, row_sum, 1.0)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                mask = row_mask[:, None] & (cols[None, :] < N)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+                out = tl.exp(x - row_max[:, None]) / denominator[:, None]
+                tl.store(out_rows + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
+        else:
+            cols = tl.arange(0, BLOCK_N)
+            mask = row_mask[:, None] & (cols[None, :] < N)
+            # Pad with -inf, the identity of max: padded lanes then add exp(-inf) = 0 to the sum.
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+            row_max = tl.where(row_mask, tl.max(x, axis=1), 0.0)  # padded rows: no inf - inf
+            numerator = tl.exp(x - row_max[:, None])
+            denominator = tl.where(row_mask, tl.sum(numerator, axis=1), 1.0)
+            out = numerator / denominator[:, None]
+            tl.store(out_rows + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _bucket(N: int) -> str:
+    """Returns the CONFIGS bucket of rows of N elements."""
+    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
     assert x.ndim == 2, f"expected a 2-D tensor, got shape {tuple(x.shape)}"
     assert x.stride(1) == 1, "rows must be contiguous"
-    n_rows, n_cols = x.shape
+    M, N = x.shape
     out = torch.empty_like(x)
-    # One block holds a whole row, so the row is read from memory exactly once.
-    block_size = triton.next_power_of_2(n_cols)
-    _softmax_kernel[(n_rows,)](x, out, n_cols, x.stride(0), out.stride(0),
-                               BLOCK_SIZE=block_size, num_warps=8, num_stages=1)
+    config = dict(CONFIGS[_bucket(N)])
+    # A whole row in one block reads it once; fewer rows per block when it is long, and a
+    # loop when even one row does not fit.
+    whole_row = triton.next_power_of_2(N)
+    loop = config["LOOP"] or whole_row > MAX_BLOCK
+    block_n = config["BLOCK_N"] if loop else whole_row
+    block_m = config["BLOCK_M"] if loop else max(1, min(config["BLOCK_M"], MAX_BLOCK // whole_row))
+    programs = triton.cdiv(M, block_m)
+    if config["PROGRAMS"]:
+        programs = min(programs, config["PROGRAMS"])
+    _softmax_kernel[(programs,)](x, out, M, N, x.stride(0), out.stride(0),
+                                 BLOCK_M=block_m, BLOCK_N=block_n, LOOP=1 if loop else 0,
+                                 num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

@@ -1,0 +1,137 @@
+"""Per-shape knob tables of the built-in baselines: every listed setting is correct, and the
+offline operators search them per bucket, switching designs as well as tuning them."""
+
+import importlib.util
+import itertools
+import math
+import random
+
+import pytest
+import torch
+
+from benchmarks import registry
+from benchmarks.listing import task_summary
+from evo.records import make_candidate
+from operators import knobs, offline, tables
+from operators.context import OperatorContext
+
+SUITE = registry.builtin()
+TABLED = [task for task in SUITE.tasks() if tables.space(task.baseline_source)["buckets"]]
+SAMPLES_PER_DESIGN = 3
+PERSISTENT_TEST_PROGRAMS = 2
+"""A persistent grid below the interpreter cases' block count, so its loop really walks blocks."""
+
+
+def _import(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _mismatch(task, fn, case):
+    """Returns why `fn` disagrees with the reference on `case` (per element, the task's tolerance)."""
+    args = task.make_inputs(case.params, 1, "cpu")
+    out = fn(*args)
+    expected = task.reference(*args)
+    if out.shape != expected.shape or out.dtype != expected.dtype:
+        return f"got {out.dtype} {tuple(out.shape)}, expected {expected.dtype} {tuple(expected.shape)}"
+    if not expected.is_floating_point():
+        return "" if torch.equal(out, expected) else "integer outputs differ"
+    atol, rtol = task.tolerance[str(expected.dtype).removeprefix("torch.")]
+    error = (out.double() - expected.double()).abs()
+    bad = error > atol + rtol * expected.double().abs()
+    return f"{int(bad.sum())} elements off, max error {error.max().item():.3g}" if bad.any() else ""
+
+
+def _settings(task):
+    """Yields (label, {knob: value}) for every design combination with a seeded sample of tuning
+    values each; the same setting goes into every bucket, so every case runs it."""
+    space = tables.space(task.baseline_source)
+    values = space["knobs"]
+    design = space["design"]
+    tuning = [name for name in values if name not in design]
+    rng = random.Random(f"knob-settings-{task.name}")
+    design_values = [sorted({0 if v == 0 else PERSISTENT_TEST_PROGRAMS for v in values[d]})
+                     if d == "PROGRAMS" else values[d] for d in design]
+    for combo in itertools.product(*design_values):
+        drawn = 0
+        while drawn < SAMPLES_PER_DESIGN:
+            setting = dict(zip(design, combo))
+            setting.update({name: rng.choice(values[name]) for name in tuning})
+            sizes = [setting[n] for n in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_SIZE") if n in setting]
+            if math.prod(sizes) > knobs.MAX_BLOCK_ELEMENTS * (64 if "BLOCK_K" in setting else 1):
+                continue  # the operators' cap on one launch's block; not offered to the search
+            drawn += 1
+            yield ",".join(f"{k}={v}" for k, v in setting.items()), setting
+
+
+@pytest.mark.parametrize("task", TABLED, ids=lambda t: t.name)
+def test_table_lists_every_knob_in_every_bucket_within_its_values(task):
+    space = tables.space(task.baseline_source)
+    assert set(space["design"]) <= set(space["knobs"])
+    for bucket, setting in space["buckets"].items():
+        assert set(setting) == set(space["knobs"]), bucket
+        assert all(value in space["knobs"][name] for name, value in setting.items()), bucket
+
+
+@pytest.mark.parametrize("task", TABLED, ids=lambda t: t.name)
+def test_every_design_is_correct_under_sampled_tuning(task, tmp_path):
+    failures = []
+    for index, (label, setting) in enumerate(_settings(task)):
+        found = knobs.find(task.baseline_source, "interpreter")
+        all_buckets = {k.key: setting[k.name] for k in found if k.key.startswith(tables.TABLE)}
+        source = knobs.apply(task.baseline_source, found, all_buckets)
+        path = tmp_path / f"{task.name}_{index}.py"
+        path.write_text(source)
+        fn = getattr(_import(path, f"knobs_{task.name}_{index}"), task.entry_point)
+        for case in task.interpreter_cases:
+            why = _mismatch(task, fn, case)
+            if why:
+                failures.append(f"{label} on {case.name}: {why}")
+    assert not failures, "\n".join(failures)
+
+
+def test_mutation_switches_designs_and_tunes_one_bucket_at_a_time():
+    task = SUITE.get("softmax")
+    parent = make_candidate(task.name, task.baseline_source)
+    before = {k.key: k.value for k in knobs.find(parent.source, "cuda")}
+    kinds = set()
+    for seed in range(40):
+        child = offline.mutate(task, parent, random.Random(seed), "cuda")
+        after = {k.key: k.value for k in knobs.find(child.source, "cuda")}
+        moved = [key for key in before if before[key] != after[key]]
+        assert len(moved) == 1 and moved[0].startswith("CONFIGS["), moved
+        kinds.add("design" if child.strategy.startswith("offline: design") else "tuning")
+        assert (child.strategy.startswith("offline: design")) == (moved[0].endswith((".LOOP", ".PROGRAMS")))
+    assert kinds == {"design", "tuning"}
+    same = [offline.mutate(task, parent, random.Random(5), "cuda").id for _ in range(2)]
+    assert same[0] == same[1]
+
+
+def test_crossover_takes_whole_bucket_entries_from_the_second_parent():
+    task = SUITE.get("row_sum")
+    found = knobs.find(task.baseline_source, "cuda")
+    b_settings = {"CONFIGS[short].BLOCK_M": 8, "CONFIGS[short].ACC_2D": 0,
+                  "CONFIGS[long].BLOCK_N": 2048, "CONFIGS[long].num_warps": 8}
+    a = make_candidate(task.name, task.baseline_source)
+    b = make_candidate(task.name, knobs.apply(task.baseline_source, found, b_settings))
+    taken = set()
+    for seed in range(12):
+        child = offline.crossover(task, a, b, random.Random(seed), "cuda", OperatorContext(generation=2, island=0))
+        note = child.strategy.removeprefix("offline: ").split("; ")[0]
+        assert note.startswith("from B: "), child.strategy
+        keys = {item.split("=")[0] for item in note.removeprefix("from B: ").split(", ")}
+        buckets = {key.split("]")[0] + "]" for key in keys}
+        # an entry comes whole: every knob B changed in a bucket it took, none from one it did not
+        assert keys == {key for key in b_settings if key.split("]")[0] + "]" in buckets}, note
+        taken.add(frozenset(buckets))
+    assert len(taken) > 1  # the seed decides which entries
+
+
+def test_tasks_json_lists_each_tasks_knob_space():
+    summary = task_summary(SUITE.get("softmax"))["knob_space"]
+    assert set(summary["buckets"]) == {"short", "medium", "long"}
+    assert summary["design"] == ["LOOP", "PROGRAMS"]
+    assert summary["knobs"]["LOOP"] == [0, 1]
+    assert task_summary(SUITE.get("transpose"))["knob_space"] == {"buckets": {}, "knobs": {}, "design": []}
