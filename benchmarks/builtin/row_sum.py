@@ -41,8 +41,9 @@ TASK = common.builtin_task(
         Case("5x513 fp16", {"M": 5, "N": 513, "dtype": "float16"}),
         Case("9x1000 fp32", {"M": 9, "N": 1000, "dtype": "float32"}),
     ),
-    tolerance={**common.widened_tolerance(1e-4, 1.3e-6, "float32"),
-               **common.widened_tolerance(2e-4, 1e-3, "float16")},
+    # One widening per dtype, merged entry by entry (each call returns every dtype's entry).
+    tolerance={**common.widened_tolerance(2e-4, 1e-3, "float16"),
+               "float32": common.widened_tolerance(1e-4, 1.3e-6, "float32")["float32"]},
     tolerance_reason=(
         "sums of up to 65537 elements accumulated in fp32 in another order than PyTorch's: "
         "absolute differences of 2e-5 (rows of 4096, fp32) and 4e-5 (rows of 65537, fp16 "
