@@ -30,6 +30,8 @@ import dataclasses
 TABLE = "CONFIGS"
 VALUES = "KNOBS"
 DESIGN = "DESIGN"
+BUCKET_FUNCTION = "_bucket"
+"""The launcher's function from input sizes to a bucket name, by convention (listed, not run)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,8 +85,9 @@ def entries(tree: ast.Module) -> list[Entry]:
 def space(source: str) -> dict:
     """Returns the JSON-ready knob space a module declares: buckets, knob values, design knobs.
 
-    {"buckets": {bucket: {knob: value}}, "knobs": {knob: [values]}, "design": [knobs]};
-    empty dicts and list for a module without a table.
+    {"buckets": {bucket: {knob: value}}, "knobs": {knob: [values]}, "design": [knobs],
+    "bucket_rule": the return expressions of the module's `_bucket` function, as text};
+    empty fields for a module without a table.
     """
     tree = ast.parse(source)
     tables = _module_tables(tree)
@@ -93,7 +96,18 @@ def space(source: str) -> dict:
         buckets.setdefault(entry.bucket, {})[entry.name] = entry.value
     return {"buckets": buckets,
             "knobs": {k: list(v) for k, v in _allowed_values(tables.get(VALUES)).items()},
-            "design": sorted(_names(tables.get(DESIGN)))}
+            "design": sorted(_names(tables.get(DESIGN))),
+            "bucket_rule": _bucket_rule(source, tree) if buckets else ""}
+
+
+def _bucket_rule(source: str, tree: ast.Module) -> str:
+    """Returns `_bucket`'s signature and body on one line, its docstring left out."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == BUCKET_FUNCTION:
+            body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+            text = "; ".join(" ".join(ast.get_source_segment(source, n).split()) for n in body)
+            return f"{node.name}({', '.join(a.arg for a in node.args.args)}): {text}"
+    return ""
 
 
 def _module_tables(tree: ast.Module) -> dict[str, ast.AST]:

@@ -134,4 +134,6 @@ def test_tasks_json_lists_each_tasks_knob_space():
     assert set(summary["buckets"]) == {"short", "medium", "long"}
     assert summary["design"] == ["LOOP", "PROGRAMS"]
     assert summary["knobs"]["LOOP"] == [0, 1]
-    assert task_summary(SUITE.get("transpose"))["knob_space"] == {"buckets": {}, "knobs": {}, "design": []}
+    assert summary["bucket_rule"] == '_bucket(N): return "short" if N <= 256 else "medium" if N <= 4096 else "long"'
+    assert task_summary(SUITE.get("transpose"))["knob_space"] == {"buckets": {}, "knobs": {}, "design": [],
+                                                                  "bucket_rule": ""}
