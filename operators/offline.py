@@ -71,8 +71,9 @@ def crossover(task: Task, a: Candidate, b: Candidate, rng: random.Random, backen
 
     Knobs are matched by key; each one the parents disagree on comes from `b` with even odds
     (at least one does). Knobs of one bucket of a per-shape table travel together: an entry
-    comes from `b` whole, so a bucket's design and its tuning stay consistent. When the mix equals a parent (they differ in one knob, say), one knob
-    is mutated on top; with nothing shared to mix, the child is a mutation of `a`.
+    comes from `b` whole, so a bucket's design and its tuning stay consistent. When the mix
+    equals a parent (they differ in one knob, say), one knob is mutated on top; with nothing
+    shared to mix, the child is a mutation of `a`.
     """
     found = knobs_lib.find(a.source, backend)
     values_a = {k.key: k.value for k in found}
@@ -113,7 +114,8 @@ def _mutation(found: list[knobs_lib.Knob], settings: dict[str, int], rng: random
     movable = [k for k in found if choices[k.key]]
     if not movable:
         raise NoKnobsError(f"task {task.name}: candidate {parent.id} has no tunable launch or block-size knob "
-                           f"(no literal BLOCK_*/num_warps/num_stages at a kernel[grid](...) call)")
+                           f"(no literal BLOCK_*/num_warps/num_stages at a kernel[grid](...) call, "
+                           f"no {tables.TABLE} table)")
     design = [k for k in movable if k.kind == "design"]
     if design and rng.random() < DESIGN_PROBABILITY:
         knob = rng.choice(design)
