@@ -33,6 +33,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tempfile
 
 NOBODY_UID = 65534
 NOBODY_GID = 65534
@@ -216,8 +217,6 @@ def unavailable_message(detail: str = "") -> str:
 
 def verify(backend: str) -> None:
     """Runs a trivial sandboxed Python; raises SandboxUnavailable naming what failed."""
-    import tempfile
-
     binary = find_bwrap()
     if binary is None:
         raise SandboxUnavailable(unavailable_message("bwrap not found"))

@@ -112,7 +112,7 @@ class WorkerProcess:
     """One worker subprocess with its pipes, its output drain and its directories.
 
     A "candidate" worker runs sandboxed (`fitness.jail`): its private directory is its
-    /tmp, and `input_dir` (written by the trusted checker) is mounted read-only as /inputs.
+    /sandbox, and `input_dir` (written by the trusted checker) is mounted read-only as /inputs.
     A "checker" runs unsandboxed: it never loads a candidate.
     """
 
@@ -121,7 +121,8 @@ class WorkerProcess:
         self.role = role
         self.sandboxed = role == "candidate"
         self.workdir = tempfile.mkdtemp(prefix=f"{role}-", dir=root_dir)
-        self.input_dir = tempfile.mkdtemp(prefix=f"{role}-inputs-", dir=root_dir)
+        self.input_dir = (tempfile.mkdtemp(prefix=f"{role}-inputs-", dir=root_dir)
+                          if self.sandboxed else None)
         self.uses = 0
         self.retired = False
         self.ready = False
@@ -285,7 +286,8 @@ class WorkerProcess:
                 os.close(fd)
         self._request_fd = self._reply_fd = -1
         shutil.rmtree(self.workdir, ignore_errors=True)
-        shutil.rmtree(self.input_dir, ignore_errors=True)
+        if self.input_dir is not None:
+            shutil.rmtree(self.input_dir, ignore_errors=True)
 
 
 class WorkerPool:

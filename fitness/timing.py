@@ -14,6 +14,7 @@ does not change what is measured.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import statistics
 import time
 from typing import Callable, Mapping, Sequence
@@ -92,12 +93,10 @@ def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], No
     """
     import torch
 
-    state = {"next": 0}
+    upcoming = itertools.cycle(variants)
 
     def refill() -> None:
-        variant = variants[state["next"] % len(variants)]
-        state["next"] += 1
-        for buffer, value in zip(buffers, variant):
+        for buffer, value in zip(buffers, next(upcoming)):
             if isinstance(buffer, torch.Tensor):
                 buffer.copy_(value)
 

@@ -216,12 +216,14 @@ class _Walk:
             raise _Failed(stage, kind, str(reply.get("trace", "")))
         return reply
 
-    def _prepare(self, checker, worker, case, seed: int, expect: bool = True) -> tuple[str, list]:
+    def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
+                 check_inputs: bool = False) -> tuple[str, list]:
         self._calls += 1
         token = f"c{self._calls}"
         prepared = self._request(checker, {"op": "prepare", "params": case.params, "seed": seed,
                                            "dir": worker.input_dir, "prefix": token,
-                                           "token": token, "expect": expect},
+                                           "token": token, "expect": expect,
+                                           "check_inputs": check_inputs},
                                  self.c.limits.check_s)
         return token, prepared["specs"]
 
@@ -229,7 +231,7 @@ class _Walk:
               check_inputs: bool = True) -> dict:
         """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
         `check_inputs`: also verify the call left its inputs unchanged (once per case)."""
-        token, specs = self._prepare(checker, worker, case, seed)
+        token, specs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
         with self.c.device_lock.shared():
             reply = self._request(worker, {"op": "call", "inputs": {"specs": specs},
                                            "prefix": token, "with_inputs": check_inputs},
@@ -358,7 +360,12 @@ class _Walk:
                 {"inputs": {"specs": specs}, "prefix": f"{token}r"} for token, specs in prepared]},
                 self.c.limits.bench_s)
             self.bench_s += time.monotonic() - start
-        for case, (token, _), result in zip(self.cases, prepared, rechecked.get("cases", [])):
+        results = rechecked.get("cases")
+        if not isinstance(results, list) or len(results) != len(self.cases):
+            raise _Failed("timed", "worker_crash", "protocol violation: the re-check answered for "
+                          f"{len(results) if isinstance(results, list) else 0} of "
+                          f"{len(self.cases)} cases")
+        for case, (token, _), result in zip(self.cases, prepared, results):
             self._judge(worker, result.get("observed", {}), "timed")
             try:
                 self._compare(checker, worker, token, result, case)
