@@ -154,7 +154,7 @@ PLANTED_BUGS = [
     ("layernorm", "tl.sum(centred * centred, axis=1) / N",
      "tl.sum(centred * centred, axis=1) / (N - 1)"),
     ("cumsum", "tl.cumsum(x, axis=1) + carry[:, None]", "tl.cumsum(x, axis=1)"),
-    ("cross_entropy", "running_sum * tl.exp(running_max - new_max)", "running_sum"),
+    ("cross_entropy", "tl.sum(tl.exp(x - running_max[:, None]), axis=1)", "tl.sum(tl.exp(x), axis=1)"),
     ("matmul", "acc = tl.dot(a, b, acc)", "acc = tl.dot(a, b)"),
     ("flip2d", "src_rows = M - 1 - rows", "src_rows = rows"),
     ("transpose", "mask = (rows[:, None] < M)", "mask = (rows[:, None] < M - 1)"),
