@@ -3,6 +3,14 @@
 `run_campaign` checks the LLM endpoint (`evo.preflight`), wires the rooms together (tasks,
 fitness actors, population actors, the budget ledger) and runs `Campaign.run`, the
 generation loop of DESIGN.md; `main` is what `evo run` calls.
+
+There is no global barrier: the driver is one event loop over Ray ObjectRefs (broods being
+bred, evaluations in flight), and each island moves to its next generation as soon as its
+own brood is scored, so a slow task, a slow LLM answer or a straggling candidate holds up
+only its own island while the fitness actors stay fed by the others. Islands of one task
+meet only at migration generations. An island's generations stay generations (it breeds
+g + 1 from the population replaced with g) and its candidates depend only on its seed, so
+runs and resumes give the same rows whatever the timing.
 """
 
 from __future__ import annotations
@@ -15,12 +23,12 @@ from pathlib import Path
 
 import ray
 
-from evo import breaker, checkpoint, migration, preflight, provenance, results
+from evo import breaker, checkpoint, migration, preflight, provenance, results, scoring
 from evo import config as config_lib
 from evo import wiring
 from evo.breaker import Breaker
 from evo.budget import Spend, cap_reached
-from evo.checkpoint import CampaignState
+from evo.checkpoint import CampaignState, IslandState
 from evo.progress import Progress
 from evo.ray_session import session as ray_session
 from evo.scoring import Outcome, Scorer
@@ -35,119 +43,171 @@ class Campaign:
 
     def __init__(self, config: config_lib.Config, parts: wiring.Parts, out: Path,
                  state: CampaignState, progress: Progress):
-        self.config, self.parts, self.out, self.state = config, parts, out, state
+        self.config, self.parts, self.out = config, parts, out
+        self.state = dataclasses.replace(state, islands={
+            key: state.islands.get(key, IslandState()) for key in sorted(parts.islands)})
         self.progress = progress
         self.tasks = {task.name: task for task in parts.tasks}
         self.scorer = Scorer(parts.fitness, self.tasks, config.fitness.max_in_flight_per_actor,
-                             config.fitness.answer_timeout_s, parts.brood_timeout_s)
+                             config.fitness.answer_timeout_s, on_result=progress.evaluated)
         self._session_started = time.monotonic()
         self._wall_before_s = state.spend.wall_seconds  # spent by earlier runs of this campaign
+        self._gpu_seconds, self._candidates = state.spend.gpu_seconds, state.candidates
+        self._overhead_before_s = state.engine_overhead_s
+        self._run_started, self._waiting_s = time.monotonic(), 0.0
+        self._known = {key: dict(island.known) for key, island in self.state.islands.items()}
+        self._breeding: dict = {}  # ObjectRef of breed/seeds -> (island key, generation, deadline)
+        self._running: dict = {}  # island key -> generation its brood being scored belongs to
+        self._met: dict = {}  # island key -> generation it finished, waiting for its ring
         self.breaker = Breaker(config.operators.max_consecutive_failures)
         self.trip: breaker.Trip | None = None
         self.stopped_by: str | None = None
 
     def run(self) -> CampaignState:
-        """Runs generations until the last one, a budget cap or the LLM breaker; returns the
-        final state.
+        """Runs every island to the last generation, a budget cap or the LLM breaker; returns
+        the final state. No barrier: each island goes at its own pace.
 
-            if nothing is scored yet: score each island's seed population (generation 0)
-            for g in done+1 .. generations, while no cap is reached and the breaker holds:
-                broods = every island selects parents and breeds offspring   (async: LLM)
-                scored = broods scored on the fitness actors as they arrive  (overlaps LLM)
-                each island replaces its population and logs; g's rows are written
-                every migration_interval generations the best move along the ring
-                checkpoint (after migration, so a resume never replays half a step)
-                the breaker looks at g's LLM calls
+            every island at once, each on its own:
+                if nothing is scored yet: score its seed population (generation 0)
+                for g in done+1 .. generations, while no cap is reached and the breaker holds:
+                    brood = the island selects parents and breeds offspring   (async: LLM)
+                    scored = its brood scored on the fitness actors, in the one queue
+                             all islands share (least-loaded actor first)
+                    it replaces its population and logs; its rows of g are written
+                    the breaker looks at its LLM calls of g
+                    if g is a migration generation: it waits until its task's islands
+                        all finished g, then the best move along their ring
+                    checkpoint (after migration, so a resume never replays half a step)
+
+        A cap or a tripped breaker starts no new generation; those under way finish (their
+        rows written, checkpointed), so islands may stop at different generations.
         """
-        if self.state.generation_done < 0:
-            self._step(0, self._seeds())
-        while self.state.generation_done < self.config.search.generations:
-            self.stopped_by = (breaker.STOPPED_BY if self.trip
-                               else cap_reached(self.config.budget, self._spend()))
-            if self.stopped_by:
-                break
-            generation = self.state.generation_done + 1
-            self._step(generation, self._make_offspring(generation))
+        for key in self.state.islands:
+            self._next_generation(key)
+        while self._breeding or self.scorer.busy():
+            ready = self._wait()
+            for ref in ready:
+                if ref in self._breeding:
+                    self._score(ref)
+            for key, outcome in self.scorer.collect(ready).items():
+                self._conclude(key, outcome)
+            self._check_breeding_deadlines()
         if self.trip:  # also when it tripped on the last generation: its calls failed
             self.stopped_by = breaker.STOPPED_BY
         return self.state
 
-    def _step(self, generation: int, broods: dict) -> None:
+    def _next_generation(self, key) -> None:
+        """Starts the island's next generation, unless it is done or the campaign stops."""
+        done = self.state.islands[key].generation_done
+        if done >= self.config.search.generations:
+            return
+        if done >= 0:  # the seeds are always scored: they are where a resume starts
+            self.stopped_by = self.stopped_by or (
+                breaker.STOPPED_BY if self.trip
+                else cap_reached(self.config.budget, self._spend()))
+            if self.stopped_by:
+                return
+        island, generation = self.parts.islands[key], done + 1
+        ref = island.seeds.remote() if generation == 0 else island.breed.remote(generation)
+        self._breeding[ref] = (key, generation, time.monotonic() + self.parts.brood_timeout_s)
+
+    def _wait(self) -> list:
+        """Returns the broods and evaluations that came back; books the time spent waiting
+        on fitness (or on LLM-bound breeding) apart from the engine's own."""
         started = time.monotonic()
-        outcome = self._evaluate(generation, broods)
-        self._replace_and_log(generation, outcome)
-        rows, llm_calls = self._write(generation, outcome)
-        self._migrate(generation)
-        self._checkpoint(generation, outcome, time.monotonic() - started)
-        self.trip = self.trip or self.breaker.observe(generation, llm_calls)
-        if generation == 0:
-            self.progress.seeds_scored(outcome.broods)
-        else:
-            self.progress.generation_done(generation, rows, llm_calls)
+        useful = self.scorer.in_flight() or (self._breeding and self.config.operators.mode
+                                             != "offline")
+        ready = scoring.ready(list(self._breeding) + self.scorer.refs())
+        if useful:
+            self._waiting_s += time.monotonic() - started
+        return ready
 
-    def _seeds(self) -> dict:
-        return {key: island.seeds.remote() for key, island in self.parts.islands.items()}
-
-    def _make_offspring(self, generation: int) -> dict:
-        return {key: island.breed.remote(generation) for key, island in self.parts.islands.items()}
-
-    def _evaluate(self, generation: int, broods: dict) -> Outcome:
+    def _score(self, ref) -> None:
+        """Hands an island's brood to the scorer."""
+        key, generation, _ = self._breeding.pop(ref)
+        brood = ray.get(ref, timeout=ACTOR_TIMEOUT_S)
         # A part written before a kill, but not checkpointed: its answers are reused so the
         # redone generation's rows are identical.
-        recorded = {(row["task"], row["candidate_id"]): results.evaluation_from_row(row)
-                    for row in results.read_rows(self.out / "evaluations", generation)}
-        return self.scorer.score(broods, self.state.scored, recorded,
-                                 breeding_is_waiting=self.config.operators.mode != "offline",
-                                 on_result=self.progress.evaluated)
+        recorded = {row["candidate_id"]: results.evaluation_from_row(row)
+                    for row in results.read_rows(self.out / "evaluations", generation, key)}
+        self._running[key] = generation
+        self.scorer.submit(key, brood, self._known[key], recorded)
 
-    def _replace_and_log(self, generation: int, outcome: Outcome) -> None:
-        pending = [self.parts.islands[key].replace.remote(
-            generation, [(s.candidate, s.evaluation) for s in scored])
-            for key, scored in outcome.broods.items()]
-        ray.get(pending, timeout=ACTOR_TIMEOUT_S)
+    def _check_breeding_deadlines(self) -> None:
+        now = time.monotonic()
+        overdue = sorted(key for key, _, deadline in self._breeding.values() if now > deadline)
+        if overdue:
+            raise TimeoutError(f"islands {overdue} did not hand over their offspring within "
+                               f"{self.parts.brood_timeout_s:.0f} s")
 
-    def _write(self, generation: int, outcome: Outcome) -> tuple[list[dict], dict]:
-        """Writes the generation's evaluation and LLM-call parts; returns the evaluation rows
-        and the call rows per island key."""
-        name, seed = self.config.campaign.name, self.config.campaign.seed
-        keys = sorted(self.parts.islands)
-        drained = ray.get([self.parts.islands[key].drain_calls.remote() for key in keys],
-                          timeout=ACTOR_TIMEOUT_S)
-        calls = {key: sorted(rows, key=lambda call: call["sample_index"])  # not arrival order
-                 for key, rows in zip(keys, drained)}
+    def _conclude(self, key, outcome: Outcome) -> None:
+        """Replaces the island's population with its scored brood, writes its rows, shows
+        the breaker its LLM calls; then the island meets its ring or goes on."""
+        generation, island = self._running.pop(key), self.parts.islands[key]
+        pairs = [(s.candidate, s.evaluation) for s in outcome.scored]
+        _, calls = ray.get([island.replace.remote(generation, pairs),
+                            island.drain_calls.remote()], timeout=ACTOR_TIMEOUT_S)
+        calls = sorted(calls, key=lambda call: call["sample_index"])  # not arrival order
+        self._known[key].update(outcome.new)
+        self._gpu_seconds += outcome.gpu_seconds
+        self._candidates += len(outcome.scored)
         if generation == 0:  # seeds are the starting point, not offspring: no rows
-            return [], {}
-        rows = [results.evaluation_row(name, self.tasks[key[0]], s.candidate, s.evaluation,
-                                       s.reused, seed)
-                for key in keys for s in outcome.broods[key]]
-        call_rows = [results.llm_call_row(name, task, island, generation, call)
-                     for (task, island) in keys for call in calls[(task, island)]]
-        results.write_part(self.out / "evaluations", generation, rows, results.EVALUATION_SCHEMA)
-        results.write_part(self.out / "llm_calls", generation, call_rows,
+            self.progress.seeds_scored(key, outcome.scored)
+        else:
+            rows = self._write(key, generation, outcome, calls)
+            self.trip = self.trip or self.breaker.observe(generation, {key: calls})
+            self.progress.island_done(key, generation, rows, calls)
+        self._meet(key, generation)
+
+    def _write(self, key, generation: int, outcome: Outcome, calls: list[dict]) -> list[dict]:
+        """Writes the island's evaluation and LLM-call parts of `generation`; returns its rows."""
+        name, seed = self.config.campaign.name, self.config.campaign.seed
+        task, island = key
+        rows = [results.evaluation_row(name, self.tasks[task], s.candidate, s.evaluation,
+                                       s.reused, seed) for s in outcome.scored]
+        call_rows = [results.llm_call_row(name, task, island, generation, call) for call in calls]
+        results.write_part(self.out / "evaluations", generation, key, rows,
+                           results.EVALUATION_SCHEMA)
+        results.write_part(self.out / "llm_calls", generation, key, call_rows,
                            results.LLM_CALL_SCHEMA)
-        return rows, calls
+        return rows
 
-    def _migrate(self, generation: int) -> None:
+    def _meet(self, key, generation: int) -> None:
+        """At a migration generation, waits for the island's ring (its task's islands) to
+        finish it too, then migrates the ring and pools what its islands have scored; then
+        checkpoints and starts the next generation of each island that was waiting."""
         search = self.config.search
-        if not migration.due(generation, search.migration_interval):
-            return
-        for task in self.tasks:
-            ring = [self.parts.islands[(task, island)] for island in range(search.islands)]
-            migration.migrate(ring, search.migrants, ACTOR_TIMEOUT_S)
+        ring = [key]
+        if migration.due(generation, search.migration_interval):
+            ring = [(key[0], island) for island in range(search.islands)]
+        self._met[key] = generation
+        if any(self._met.get(member) != generation for member in ring):
+            return  # the others are still on their way to this generation
+        for member in ring:
+            del self._met[member]
+        if len(ring) > 1:
+            migration.migrate([self.parts.islands[member] for member in ring], search.migrants,
+                              ACTOR_TIMEOUT_S)
+            pooled: dict = {}
+            for member in ring:  # in island order, so the pool does not depend on timing
+                pooled = {**self._known[member], **pooled}
+            for member in ring:
+                self._known[member] = {**pooled, **self._known[member]}
+        self._checkpoint(ring, generation)
+        for member in ring:
+            self._next_generation(member)
 
-    def _checkpoint(self, generation: int, outcome: Outcome, step_s: float) -> None:
-        keys = sorted(self.parts.islands)
+    def _checkpoint(self, keys: list, generation: int) -> None:
         states = ray.get([self.parts.islands[key].state.remote() for key in keys],
                          timeout=ACTOR_TIMEOUT_S)
-        spend = dataclasses.replace(self._spend(),
-                                    gpu_seconds=self.state.spend.gpu_seconds + outcome.gpu_seconds)
-        candidates = sum(len(scored) for scored in outcome.broods.values())
+        islands = dict(self.state.islands)
+        for key, population in zip(keys, states):
+            islands[key] = IslandState(generation, population, dict(self._known[key]))
+        overhead_s = time.monotonic() - self._run_started - self._waiting_s
         self.state = CampaignState(
-            generation_done=generation, islands=dict(zip(keys, states)),
-            scored={**self.state.scored, **outcome.new}, spend=spend,
-            candidates=self.state.candidates + candidates,
-            engine_overhead_s=self.state.engine_overhead_s + max(0.0, step_s - outcome.waiting_s))
-        checkpoint.save(self.out, self.state)
+            islands=islands, spend=self._spend(), candidates=self._candidates,
+            engine_overhead_s=self._overhead_before_s + max(0.0, overhead_s))
+        checkpoint.save(self.out, self.state, {key[0] for key in keys})
 
     def _spend(self) -> Spend:
         """Returns what the campaign has used, this session's wall time included."""
@@ -156,7 +216,7 @@ class Campaign:
                   else ray.get(self.parts.ledger.snapshot.remote(), timeout=ACTOR_TIMEOUT_S))
         wall_s = self._wall_before_s + time.monotonic() - self._session_started
         return Spend(usd=ledger["spent_usd"], tokens=ledger["spent_tokens"],
-                     gpu_seconds=self.state.spend.gpu_seconds, wall_seconds=wall_s,
+                     gpu_seconds=self._gpu_seconds, wall_seconds=wall_s,
                      refused_by=ledger["stopped_by"])
 
 
@@ -184,9 +244,9 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
                 provenance.check_device(out, parts.device)
             else:
                 provenance.write(out, config, parts.device)
-            with Progress([task.name for task in tasks], config.search.generations,
-                          parts.backend,
-                          sandboxed=config.fitness.sandbox != "off") as progress:
+            with Progress([task.name for task in parts.tasks], config.search.generations,
+                          parts.backend, sandboxed=config.fitness.sandbox != "off",
+                          islands=config.search.islands) as progress:
                 campaign = Campaign(config, parts, out, state, progress)
                 final = campaign.run()
     return summarize(config, out, final, campaign.stopped_by, campaign.trip, parts.backend,
@@ -204,7 +264,8 @@ def _check_folder(config: config_lib.Config, out: Path, resume: bool) -> None:
 
 def _prepare_folder(out: Path, resume: bool) -> CampaignState:
     """Creates the results folder's layout; returns the state to start from."""
-    folders = [out / "evaluations", out / "llm_calls", out / "checkpoint", out / "figures"]
+    folders = [out / "evaluations", out / "llm_calls", out / "checkpoint",
+               out / "checkpoint" / "tasks", out / "figures"]
     for folder in folders:
         folder.mkdir(parents=True, exist_ok=True)
     results.remove_temporaries(folders)

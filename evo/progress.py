@@ -1,7 +1,8 @@
 """Progress of a running campaign: a live table per task on a terminal, log lines otherwise.
 
 The driver reports each evaluation as it lands, the seeds' verdicts (generation 0) and each
-finished generation; the display never feeds back into the run, so piping `evo run` to a
+generation an island finishes (islands advance at their own pace: a task's row shows the
+range its islands have reached); the display never feeds back into the run, so piping `evo run` to a
 file changes nothing but the look. LLM failures are shown beside the spend, so a campaign
 whose calls fail is seen failing at its first generation, not in the morning.
 """
@@ -31,7 +32,8 @@ def device_label(backend: str) -> str:
 class TaskProgress:
     """Counters shown for one task."""
 
-    generation: int = 0
+    generations: dict[int, int] = dataclasses.field(default_factory=dict)  # island -> done
+    seed_verdicts: dict[str, Evaluation] = dataclasses.field(default_factory=dict)
     seeds: str = "-"
     scored: int = 0
     evaluations: int = 0
@@ -48,9 +50,17 @@ class TaskProgress:
         suffix = "" if self.timing_meaningful else interpreted_mark
         return f"{self.best_speedup:.2f}x{suffix}"
 
+    def generation_text(self) -> str:
+        """Returns the generations its islands finished: "3", or "2-4" while they differ."""
+        low, high = min(self.generations.values(), default=0), max(self.generations.values(),
+                                                                   default=0)
+        return str(low) if low == high else f"{low}-{high}"
+
 
 class Progress:
     """Shows per-task counters; use as a context manager around the generation loop.
+
+    `islands`: islands per task (a task's seeds are shown once all of its islands scored theirs).
 
     `backend` (cuda | rocm | interpreter) names fitness time: GPU seconds, or device seconds
     on the CPU interpreter. With `sandboxed=False` (`[fitness] sandbox = "off"`) every line
@@ -58,10 +68,11 @@ class Progress:
     """
 
     def __init__(self, tasks: list[str], generations: int, backend: str,
-                 stream: TextIO | None = None, sandboxed: bool = True):
+                 stream: TextIO | None = None, sandboxed: bool = True, islands: int = 1):
         self.stream = stream or sys.stdout
         self._mark = "" if sandboxed else " [UNSANDBOXED]"
         self.generations = generations
+        self.islands = islands
         self.device = device_label(backend)
         self.tasks = {name: TaskProgress() for name in tasks}
         self._live = None
@@ -86,27 +97,27 @@ class Progress:
         shown.device_seconds += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
         self._refresh()
 
-    def seeds_scored(self, broods: dict) -> None:
-        """Shows generation 0: the verdicts on each task's seed kernels.
-
-        broods: (task, island) -> the islands' scored seeds (`scoring.Scored`); islands
-        seeded with the same kernel show it once.
-        """
-        verdicts: dict[str, dict[str, Evaluation]] = {name: {} for name in self.tasks}
-        for (task, _), scored in broods.items():
-            verdicts[task].update((s.candidate.id, s.evaluation) for s in scored)
-        for name, shown in self.tasks.items():
-            shown.seeds = _seeds_text(list(verdicts[name].values()))
-            self._print(f"gen 0/{self.generations} {name}: {shown.seeds}, "
+    def seeds_scored(self, key: tuple[str, int], scored: list) -> None:
+        """Books one island's verdicts on its seed kernels (`scoring.Scored`); once every
+        island of the task has them, shows the task's generation 0 (a kernel seeded on
+        several islands shown once)."""
+        task, island = key
+        shown = self.tasks[task]
+        shown.seed_verdicts.update((s.candidate.id, s.evaluation) for s in scored)
+        shown.generations[island] = 0
+        if len(shown.generations) == self.islands:
+            shown.seeds = _seeds_text(list(shown.seed_verdicts.values()))
+            self._print(f"gen 0/{self.generations} {task}: {shown.seeds}, "
                         f"{self.device} time {shown.device_seconds:.1f} s")
         self._refresh()
 
-    def generation_done(self, generation: int, rows: list[dict],
-                        llm_calls: dict[tuple[str, int], list[dict]]) -> None:
-        """Marks `generation` finished for every task and books its rows and LLM calls
-        (llm_calls: (task, island) -> call rows)."""
+    def island_done(self, key: tuple[str, int], generation: int, rows: list[dict],
+                    llm_calls: list[dict]) -> None:
+        """Books one island's finished `generation`: its rows and its LLM call rows; shows
+        its task's counters (naming the island when the task has several)."""
+        task, island = key
+        shown = self.tasks[task]
         for row in rows:
-            shown = self.tasks[row["task"]]
             shown.evaluations += 1
             if row["correct"]:
                 shown.correct += 1
@@ -115,20 +126,16 @@ class Progress:
                 if speedup is not None and (shown.best_speedup is None
                                             or speedup > shown.best_speedup):
                     shown.best_speedup = speedup
-        by_task: dict[str, list[dict]] = {name: [] for name in self.tasks}
-        for (task, _), calls in llm_calls.items():
-            by_task[task].extend(calls)
-        for name, calls in by_task.items():  # a task's islands together: its last failure is last
-            self.tasks[name].llm.add(calls)
-            self.tasks[name].usd += sum(call.get("cost_usd") or 0.0 for call in calls)
-        for name, shown in self.tasks.items():
-            shown.generation = generation
-            failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
-            self._print(f"gen {generation}/{self.generations} {name}: {shown.evaluations} "
-                        f"offspring ({shown.scored} scored), {shown.correct} correct, best "
-                        f"speedup {shown.speedup_text()}, LLM {shown.llm.text()} "
-                        f"${shown.usd:.4f}, {self.device} time {shown.device_seconds:.1f} s"
-                        f"{failure}")
+        shown.llm.add(llm_calls)
+        shown.usd += sum(call.get("cost_usd") or 0.0 for call in llm_calls)
+        shown.generations[island] = generation
+        where = f" island {island}" if self.islands > 1 else ""
+        failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
+        self._print(f"gen {generation}/{self.generations} {task}{where}: {shown.evaluations} "
+                    f"offspring ({shown.scored} scored), {shown.correct} correct, best "
+                    f"speedup {shown.speedup_text()}, LLM {shown.llm.text()} "
+                    f"${shown.usd:.4f}, {self.device} time {shown.device_seconds:.1f} s"
+                    f"{failure}")
         self._refresh()
 
     def _print(self, line: str) -> None:
@@ -153,7 +160,7 @@ class Progress:
             table.add_column(column, justify="left" if column in ("task", "seeds") else "right",
                              no_wrap=True)
         for name, shown in self.tasks.items():
-            table.add_row(name, f"{shown.generation}/{self.generations}", shown.seeds,
+            table.add_row(name, f"{shown.generation_text()}/{self.generations}", shown.seeds,
                           str(shown.scored), str(shown.evaluations), str(shown.correct),
                           shown.speedup_text("*"), str(shown.llm.calls),
                           str(sum(shown.llm.failed.values())), f"{shown.usd:.2f}",

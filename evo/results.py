@@ -1,17 +1,22 @@
 """The results folder: Parquet parts for evaluations and LLM calls, and campaign.json.
 
-Parts are written one per generation (`part-00003.parquet` holds generation 3), atomically:
-a hidden temporary file, fsync, rename. A reader (pandas, polars, DuckDB on the folder) never
-sees half a part, and pyarrow skips the hidden temporaries. A part is never rewritten, except
-when a resumed campaign redoes a generation that was written but not checkpointed and its
-rows come out different (only possible with a live LLM); see `write_part`.
+Islands advance at their own pace, so parts are written one per generation of one island
+(`part-00003-softmax-i001.parquet` holds generation 3 of softmax's island 1): names sort by
+generation, then task, then island, whatever order they were written in. Each is written
+atomically: a hidden temporary file, fsync, rename. A reader (pandas, polars, DuckDB on the
+folder) never sees half a part, and pyarrow skips the hidden temporaries. A part is never
+rewritten, except when a resumed campaign redoes a generation that was written but not
+checkpointed and its rows come out different (only possible with a live LLM); see
+`write_part`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -93,12 +98,25 @@ def llm_call_row(campaign: str, task: str, island: int, generation: int, call: d
     return row
 
 
-def part_path(folder: Path, generation: int) -> Path:
-    return folder / f"part-{generation:05d}.parquet"
+def slug(task: str) -> str:
+    """Returns `task` as a file-name piece: itself when it is plain, else its plain
+    characters plus a hash, so two names never share a file."""
+    plain = re.sub(r"[^A-Za-z0-9_.]", "_", task)
+    if plain == task:
+        return task
+    return f"{plain}_{hashlib.sha1(task.encode()).hexdigest()[:8]}"
 
 
-def write_part(folder: Path, generation: int, rows: list[dict], schema: pa.Schema) -> str:
-    """Writes the generation's rows as one part; returns "written", "kept" or "replaced".
+def part_path(folder: Path, generation: int, island: tuple[str, int]) -> Path:
+    """Returns the part of `generation` of `island` ((task, island index))."""
+    task, index = island
+    return folder / f"part-{generation:05d}-{slug(task)}-i{index:03d}.parquet"
+
+
+def write_part(folder: Path, generation: int, island: tuple[str, int], rows: list[dict],
+               schema: pa.Schema) -> str:
+    """Writes one island's rows of a generation as one part; returns "written", "kept" or
+    "replaced".
 
     A part already there with the same rows is kept untouched (a redone generation of a
     resumed campaign); one with different rows is replaced atomically.
@@ -106,7 +124,7 @@ def write_part(folder: Path, generation: int, rows: list[dict], schema: pa.Schem
     if not rows:
         return "kept"
     table = pa.Table.from_pylist(rows, schema=schema)
-    path = part_path(folder, generation)
+    path = part_path(folder, generation, island)
     outcome = "written"
     if path.exists():
         if pq.read_table(path, schema=schema).equals(table):
@@ -116,9 +134,9 @@ def write_part(folder: Path, generation: int, rows: list[dict], schema: pa.Schem
     return outcome
 
 
-def read_rows(folder: Path, generation: int) -> list[dict]:
-    """Returns the rows of one part, [] if it was never written."""
-    path = part_path(folder, generation)
+def read_rows(folder: Path, generation: int, island: tuple[str, int]) -> list[dict]:
+    """Returns the rows of one island's part of `generation`, [] if it was never written."""
+    path = part_path(folder, generation, island)
     return pq.read_table(path).to_pylist() if path.exists() else []
 
 

@@ -1,13 +1,18 @@
-"""Scoring a generation on the FitnessActors: each new candidate once, in completion order.
+"""Scoring broods on the FitnessActors: one queue for every island, each new candidate once.
 
-Islands breed concurrently (their `breed` calls are ObjectRefs); as each island's brood
-arrives its candidates are submitted, so one island's candidates are scored while another
-still waits on the LLM. Work in flight is bounded per actor and drained with `ray.wait`
-(Ray's submit-then-wait pattern); every `ray.get` has a timeout. A candidate whose
-(task, id) is already known is not submitted: its row reuses the known Evaluation.
+Islands run at their own pace, so broods arrive one by one; each is opened with `submit`
+and its new candidates join one first-come queue shared by all islands. The queue feeds
+the least-loaded live actor, up to `max_in_flight_per_actor` each, so every actor is kept
+busy whichever islands have work, and no island's candidates wait behind a later brood
+(Ray's submit-then-wait pattern: the driver drains `refs()` with `ray.wait` and hands the
+finished ones to `collect`). Every `ray.get` has a timeout.
 
-Rows come back in a fixed order (island key, then slot) and the `reused` flag is decided
-in that order, never in arrival order, so a redone generation gives identical rows.
+What a brood may reuse is the island's own `known` verdicts (its earlier generations,
+what its ring pooled at migration), never what another island happened to score a moment
+ago: an island's rows then depend on its seed alone, not on how fast its neighbours run,
+and an island's GPU seconds are its own. A brood's rows come back in slot order and the
+`reused` flag is decided in that order, never in arrival order, so a redone generation
+gives identical rows.
 """
 
 from __future__ import annotations
@@ -34,21 +39,42 @@ class Scored:
     reused: bool
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Outcome:
-    """A scored generation.
+    """A scored brood.
 
     Attributes:
-      broods: island key -> its candidates' Scored, in slot order.
-      new: (task, id) -> Evaluation for candidates scored for real this generation.
+      scored: its candidates' Scored, in slot order.
+      new: candidate id -> Evaluation for candidates scored for real (or taken from a part
+        written before a kill); answers the actors never gave are left out.
       gpu_seconds: compile_s + check_s + bench_s of those evaluations.
-      waiting_s: wall time spent waiting on fitness (or on LLM-bound breeding).
     """
 
-    broods: dict
+    scored: list
     new: dict
     gpu_seconds: float
-    waiting_s: float
+
+
+@dataclasses.dataclass
+class _Brood:
+    """A brood being scored: what it reuses, what came back, what is still out."""
+
+    candidates: list
+    known: dict
+    fresh: dict = dataclasses.field(default_factory=dict)
+    waiting: set = dataclasses.field(default_factory=set)
+    unanswered: set = dataclasses.field(default_factory=set)
+
+    def outcome(self) -> Outcome:
+        seen = set(self.known)
+        scored = []
+        for candidate in self.candidates:
+            evaluation = self.known.get(candidate.id) or self.fresh[candidate.id]
+            scored.append(Scored(candidate, evaluation, reused=candidate.id in seen))
+            seen.add(candidate.id)
+        new = {ident: ev for ident, ev in self.fresh.items() if ident not in self.unanswered}
+        gpu_seconds = sum(ev.compile_s + ev.check_s + ev.bench_s for ev in new.values())
+        return Outcome(scored, new, gpu_seconds)
 
 
 def unanswered(candidate: Candidate, why: str) -> Evaluation:
@@ -58,74 +84,75 @@ def unanswered(candidate: Candidate, why: str) -> Evaluation:
 
 
 class Scorer:
-    """Feeds candidates to the FitnessActors and collects Evaluations."""
+    """Feeds every island's candidates to the FitnessActors and collects Evaluations.
+
+    `on_result(task, evaluation)` is called for each candidate scored on an actor.
+    """
 
     def __init__(self, actors: list, tasks: dict[str, Task], max_in_flight_per_actor: int,
-                 answer_timeout_s: float, brood_timeout_s: float):
+                 answer_timeout_s: float,
+                 on_result: Callable[[str, Evaluation], None] = lambda task, ev: None):
         self._actors = list(actors)
         self._tasks = {name: ray.put(task) for name, task in tasks.items()}
         self._limit = max_in_flight_per_actor
         self._answer_timeout_s = answer_timeout_s
-        self._brood_timeout_s = brood_timeout_s
+        self._on_result = on_result
         self._load = [0] * len(self._actors)
         self._dead: set[int] = set()
-        self._unanswered: set = set()  # this generation's (task, id) the actors never scored
+        self._broods: dict = {}  # island key -> _Brood
+        self._queue: collections.deque = collections.deque()  # (island key, candidate)
+        self._in_flight: dict = {}  # ref -> (island key, candidate, actor index, deadline)
+        self._finished: dict = {}  # island key -> Outcome, until `collect` hands it over
 
-    def score(self, broods: dict, known: dict, recorded: dict, breeding_is_waiting: bool,
-              on_result: Callable[[str, Evaluation], None] = lambda task, ev: None) -> Outcome:
-        """Returns the generation's scored broods.
+    def submit(self, key, candidates: list[Candidate], known: dict, recorded: dict) -> None:
+        """Opens island `key`'s brood (one at a time per island) and queues its new candidates.
 
-        broods: island key (task, island) -> ObjectRef of `Population.breed` (or `seeds`).
-        known: (task, id) -> Evaluation from earlier generations (reused, not re-scored).
-        recorded: (task, id) -> Evaluation from a part written before a kill; taken as
-          the fitness answer so a redone generation's rows come out identical.
-        breeding_is_waiting: count time spent waiting on breeding as LLM time, not engine time.
+        known: candidate id -> Evaluation the island may reuse (not re-scored).
+        recorded: candidate id -> Evaluation from this brood's part written before a kill;
+          taken as the fitness answer so a redone generation's rows come out identical.
         """
-        self._unanswered = set()
-        pending = {ref: key for key, ref in broods.items()}
-        deadline = {ref: time.monotonic() + self._brood_timeout_s for ref in pending}
-        arrived: dict = {}
-        fresh: dict = {}
-        queue: collections.deque = collections.deque()
-        in_flight: dict = {}
-        waiting_s = 0.0
-        while pending or queue or in_flight:
-            self._submit(queue, in_flight)
-            started = time.monotonic()
-            ready = _ready(list(pending) + list(in_flight))
-            if in_flight or (breeding_is_waiting and pending):
-                waiting_s += time.monotonic() - started
-            for ref in ready:
-                if ref in pending:
-                    key = pending.pop(ref)
-                    arrived[key] = ray.get(ref, timeout=self._answer_timeout_s)
-                    self._enqueue(arrived[key], known, recorded, fresh, queue, in_flight)
-                else:
-                    candidate, evaluation = self._collect(ref, in_flight)
-                    fresh[(candidate.task, candidate.id)] = evaluation
-                    on_result(candidate.task, evaluation)
-            overdue = [ref for ref in pending if time.monotonic() > deadline[ref]]
-            if overdue:
-                raise TimeoutError(f"islands {[pending[ref] for ref in overdue]} did not hand "
-                                   f"over their offspring within {self._brood_timeout_s:.0f} s")
-            self._expire(in_flight, fresh)
-        return self._outcome(broods, arrived, known, fresh, waiting_s)
-
-    def _enqueue(self, candidates, known, recorded, fresh, queue, in_flight) -> None:
-        queued = {(c.task, c.id) for c in queue}
-        queued |= {(c.task, c.id) for c, _, _ in in_flight.values()}
+        if key in self._broods:
+            raise RuntimeError(f"island {key} submitted a brood while its last is being scored")
+        brood = _Brood(list(candidates), known)
         for candidate in candidates:
-            key = (candidate.task, candidate.id)
-            if key in known or key in fresh or key in queued:
+            ident = candidate.id
+            if ident in known or ident in brood.fresh or ident in brood.waiting:
                 continue
-            if key in recorded:
-                fresh[key] = recorded[key]
+            if ident in recorded:
+                brood.fresh[ident] = recorded[ident]
             else:
-                queue.append(candidate)
-                queued.add(key)
+                self._queue.append((key, candidate))
+                brood.waiting.add(ident)
+        self._broods[key] = brood
+        self._finish_if_complete(key)
+        self._dispatch()
 
-    def _submit(self, queue, in_flight) -> None:
-        while queue:
+    def refs(self) -> list:
+        """Returns the evaluations in flight (to `ray.wait` on)."""
+        return list(self._in_flight)
+
+    def busy(self) -> bool:
+        """True while a brood is queued, in flight or finished but not yet collected."""
+        return bool(self._broods or self._finished)
+
+    def in_flight(self) -> bool:
+        """True while an actor holds one of our candidates."""
+        return bool(self._in_flight)
+
+    def collect(self, ready: list) -> dict:
+        """Books the finished evaluations among `ready` (other refs are ignored), expires
+        overdue ones, refills the actors; returns island key -> Outcome of broods now done."""
+        for ref in ready:
+            if ref in self._in_flight:
+                key, candidate, evaluation = self._answer(ref)
+                self._book(key, candidate, evaluation)
+        self._expire()
+        self._dispatch()
+        finished, self._finished = self._finished, {}
+        return finished
+
+    def _dispatch(self) -> None:
+        while self._queue:
             alive = [i for i in range(len(self._actors)) if i not in self._dead]
             if not alive:
                 raise RuntimeError("every fitness actor died or stopped answering; "
@@ -133,57 +160,56 @@ class Scorer:
             index = min(alive, key=lambda i: self._load[i])
             if self._load[index] >= self._limit:
                 return
-            candidate = queue.popleft()
+            key, candidate = self._queue.popleft()
             ref = self._actors[index].evaluate.remote(self._tasks[candidate.task], candidate)
-            in_flight[ref] = (candidate, index, time.monotonic() + self._answer_timeout_s)
+            deadline = time.monotonic() + self._answer_timeout_s
+            self._in_flight[ref] = (key, candidate, index, deadline)
             self._load[index] += 1
 
-    def _collect(self, ref, in_flight) -> tuple[Candidate, Evaluation]:
-        candidate, index, _ = in_flight.pop(ref)
+    def _answer(self, ref) -> tuple:
+        key, candidate, index, _ = self._in_flight.pop(ref)
         self._load[index] -= 1
         try:
-            return candidate, ray.get(ref, timeout=self._answer_timeout_s)
+            return key, candidate, ray.get(ref, timeout=self._answer_timeout_s)
         except ray.exceptions.RayActorError as error:
             self._dead.add(index)
             why = f"fitness actor {index} died: {error}"
         except ray.exceptions.RayTaskError as error:
             why = f"fitness actor {index} failed: {error}"
-        self._unanswered.add((candidate.task, candidate.id))
-        return candidate, unanswered(candidate, why)
+        self._broods[key].unanswered.add(candidate.id)
+        return key, candidate, unanswered(candidate, why)
 
-    def _expire(self, in_flight, fresh) -> None:
+    def _expire(self) -> None:
         now = time.monotonic()
-        for ref, (candidate, index, limit) in list(in_flight.items()):
-            if now > limit:
-                in_flight.pop(ref)
+        for ref, (key, candidate, index, deadline) in list(self._in_flight.items()):
+            if now > deadline:
+                self._in_flight.pop(ref)
                 self._dead.add(index)  # an actor that lets one answer hang is not trusted again
-                self._unanswered.add((candidate.task, candidate.id))
-                fresh[(candidate.task, candidate.id)] = unanswered(
+                self._broods[key].unanswered.add(candidate.id)
+                self._book(key, candidate, unanswered(
                     candidate, f"fitness actor {index} gave no answer within "
-                    f"{self._answer_timeout_s:.0f} s")
+                    f"{self._answer_timeout_s:.0f} s"), scored=False)
 
-    def _outcome(self, broods, arrived, known, fresh, waiting_s) -> Outcome:
-        seen = set(known)
-        scored = {}
-        for key in sorted(broods):
-            rows = []
-            for candidate in arrived[key]:
-                ident = (candidate.task, candidate.id)
-                evaluation = known.get(ident) or fresh[ident]
-                rows.append(Scored(candidate, evaluation, reused=ident in seen))
-                seen.add(ident)
-            scored[key] = rows
-        new = {ident: ev for ident, ev in fresh.items() if ident not in self._unanswered}
-        gpu_seconds = sum(ev.compile_s + ev.check_s + ev.bench_s for ev in new.values())
-        return Outcome(scored, new, gpu_seconds, waiting_s)
+    def _book(self, key, candidate: Candidate, evaluation: Evaluation,
+              scored: bool = True) -> None:
+        brood = self._broods[key]
+        brood.fresh[candidate.id] = evaluation
+        brood.waiting.discard(candidate.id)
+        if scored:
+            self._on_result(candidate.task, evaluation)
+        self._finish_if_complete(key)
+
+    def _finish_if_complete(self, key) -> None:
+        if not self._broods[key].waiting:
+            self._finished[key] = self._broods.pop(key).outcome()
 
 
-def _ready(refs: list) -> list:
+def ready(refs: list) -> list:
     """Returns the refs that are done, waiting at most POLL_S for the first one."""
     if not refs:
         return []
-    ready, rest = ray.wait(refs, num_returns=1, timeout=POLL_S)
-    if ready and rest:
+    done, rest = ray.wait(refs, num_returns=1, timeout=POLL_S)
+    if done and rest:
         more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
-        ready += more
-    return ready
+        done += more
+    return done

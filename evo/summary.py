@@ -31,7 +31,10 @@ class Summary:
     """What `run_campaign` returns.
 
     Attributes:
-      generations_done: last generation completed (0: only the seeds were scored).
+      generations_done: last generation every island completed (0: only the seeds were
+        scored).
+      furthest_generation: last generation some island completed: islands advance at their
+        own pace, so a stopped campaign's islands may stand at different generations.
       stopped_by: what stopped the run before its last generation: a budget cap
         ("max_usd", "max_tokens", "max_gpu_seconds", "max_wall_seconds") or
         `breaker.STOPPED_BY` (its LLM calls kept failing; `trip` says how); None if it ran
@@ -46,6 +49,7 @@ class Summary:
 
     out: Path
     generations_done: int
+    furthest_generation: int
     stopped_by: str | None
     trip: Trip | None
     tasks: dict[str, TaskResult]
@@ -72,6 +76,9 @@ class Summary:
         else:
             head = f"campaign completed {done}"
         lines = [f"{head}: {self.out}"]
+        if self.furthest_generation > self.generations_done:
+            lines.append(f"  islands stand between generation {self.generations_done} and "
+                         f"{self.furthest_generation}")
         lines += [f"  {line}" for line in (self.trip.lines() if self.failed else [])]
         for name, result in self.tasks.items():
             best = "-" if result.best_speedup is None else f"{result.best_speedup:.2f}x"
@@ -113,8 +120,8 @@ def summarize(config: Config, out: Path, state: CampaignState, stopped_by: str |
     llm.add(_rows(out / "llm_calls", results.LLM_CALL_SCHEMA,
                   ["failure_kind", "error", "finished_at"]))
     overhead_ms = 1000.0 * state.engine_overhead_s / max(state.candidates, 1)
-    return Summary(out, state.generation_done, stopped_by, trip, tasks, llm, state.spend,
-                   backend, wall_s, state.candidates, overhead_ms)
+    return Summary(out, state.generation_done, state.furthest_generation, stopped_by, trip,
+                   tasks, llm, state.spend, backend, wall_s, state.candidates, overhead_ms)
 
 
 def _rows(folder: Path, schema, columns: list[str]) -> list[dict]:

@@ -87,8 +87,8 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
             _without_callables(task), island, config, device.backend, client, knowledge)
             for task in tasks for island in range(config.search.islands)}
         others += islands.values()
-        restoring = [islands[key].restore.remote(island_state)
-                     for key, island_state in state.islands.items()]
+        restoring = [islands[key].restore.remote(saved.population)
+                     for key, saved in state.islands.items() if saved.population is not None]
         ray.get(restoring + [island.ready.remote() for island in islands.values()],
                 timeout=ACTOR_TIMEOUT_S)
         yield Parts(tuple(tasks), {"backend": device.backend, "name": device.name},

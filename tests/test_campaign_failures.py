@@ -7,6 +7,7 @@ its own, against a port nothing listens on.
 
 import collections
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,9 +70,9 @@ def test_server_dying_mid_run_stops_after_that_generation_and_resume_continues(
     assert "stopped after generation 2 because its LLM calls keep failing" in text
     assert "failing since" in text and "(generation 2)" in text
     assert "fix the endpoint, then continue with: evo run c.toml --out run --resume" in text
-    part_1 = out / "evaluations" / "part-00001.parquet"
-    written = part_1.read_bytes()
-    assert len(pd.read_parquet(part_1)) == 4
+    parts_1 = sorted((out / "evaluations").glob("part-00001-*.parquet"))
+    written = [part.read_bytes() for part in parts_1]
+    assert [len(pd.read_parquet(part)) for part in parts_1] == [2, 2]  # one part per island
 
     with ScriptedServer(_kernel) as revived:  # a new port: base_url may change on resume
         resumed = campaign.run_campaign(_config(revived.base_url, generations=3, seeds=True,
@@ -79,7 +80,7 @@ def test_server_dying_mid_run_stops_after_that_generation_and_resume_continues(
                                         out, resume=True, fitness_actors=interpreter_fitness)
 
     assert resumed.generations_done == 3 and resumed.stopped_by is None
-    assert part_1.read_bytes() == written  # rows written before the stop are intact
+    assert [part.read_bytes() for part in parts_1] == written  # rows before the stop intact
     rows = pd.read_parquet(out / "evaluations")
     assert sorted(rows.generation.unique()) == [1, 3]
     assert resumed.llm.calls == 12 and sum(resumed.llm.failed.values()) == 4
@@ -202,9 +203,10 @@ workers = 1
     assert "LLM 4 calls, 4 failed (connection_refused 4)" in done.stdout
     assert f"last LLM failure: connection refused by {url}" in done.stdout
     assert "campaign stopped after generation 1 because its LLM calls keep failing" in done.stdout
-    assert "why: the endpoint cannot answer: no usable answer in generation 1 for vector_add " \
-           "island 0, vector_add island 1" in done.stdout
-    assert "(generation 1): connection_refused 4" in done.stdout
+    # Islands run at their own pace: the first island whose generation starved trips it.
+    assert re.search(r"why: the endpoint cannot answer: no usable answer in generation 1 for "
+                     r"vector_add island [01]\n", done.stdout)
+    assert "(generation 1): connection_refused 2" in done.stdout
     assert (f"continue with: evo run {config_path} --out {out} --resume"
             in done.stdout)
     assert "Token authentication" not in output  # Ray's notice, nothing to act on

@@ -31,8 +31,8 @@ def test_independent_islands_keep_their_own_population_and_generation(interprete
     islands = {key: value for key, value in state.islands.items()}
     assert sorted(islands) == [("vector_add", 0), ("vector_add", 1), ("vector_add", 2)]
     for (task, island), saved in islands.items():
-        assert saved["generation"] == 2
-        assert len(saved["logbook"]) == 3  # generation 0 (seeds), 1 and 2
-        assert all(ind.candidate.island == island for ind in saved["population"])
+        assert saved.generation_done == saved.population["generation"] == 2
+        assert len(saved.population["logbook"]) == 3  # generation 0 (seeds), 1 and 2
+        assert all(ind.candidate.island == island for ind in saved.population["population"])
     offspring_ids = [frozenset(rows[rows.island == i].candidate_id) for i in range(3)]
     assert len(set(offspring_ids)) == 3  # each island searched its own way

@@ -48,6 +48,10 @@ def _config_file(tmp_path):
     return path
 
 
+def _files(folder):
+    return {path: path.read_bytes() for path in folder.rglob("*.pkl")}
+
+
 def _assert_same_rows(resumed, reference):
     assert len(resumed) == len(reference)
     pd.testing.assert_frame_equal(resumed, reference)
@@ -74,7 +78,7 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_rows(reference, inte
                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while not (out / "evaluations" / "part-00002.parquet").exists():
+        while not list((out / "evaluations").glob("part-00002-*.parquet")):
             assert process.poll() is None, process.stdout.read().decode()[-3000:]
             assert time.monotonic() < deadline, "the campaign never reached generation 2"
             time.sleep(0.02)
@@ -101,17 +105,20 @@ def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(
     run = lambda config, **resume: campaign.run_campaign(  # noqa: E731
         config, out, fitness_actors=interpreter_fitness, **resume)
     run(config_lib.load(config_path, ["search.generations=2"]))
-    checkpoint_after_2 = (out / "checkpoint" / "state.pkl").read_bytes()
+    checkpoint_after_2 = _files(out / "checkpoint")
     run(config_lib.load(config_path), resume=True)
-    part_3 = out / "evaluations" / "part-00003.parquet"
-    written = part_3.read_bytes(), part_3.stat().st_mtime_ns
-    # A kill after part 3 was written but before its checkpoint: the checkpoint says 2.
-    (out / "checkpoint" / "state.pkl").write_bytes(checkpoint_after_2)
+    parts_3 = sorted((out / "evaluations").glob("part-00003-*.parquet"))
+    assert len(parts_3) == 2  # one per island
+    written = {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_3}
+    # A kill after the parts of 3 were written but before their checkpoint: it says 2.
+    for path, data in checkpoint_after_2.items():
+        path.write_bytes(data)
 
     summary = run(config_lib.load(config_path), resume=True)
 
     assert summary.generations_done == 3
-    assert (part_3.read_bytes(), part_3.stat().st_mtime_ns) == written  # kept, not rewritten
+    kept = {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_3}
+    assert kept == written  # kept, not rewritten
     _assert_same_rows(_rows(out), _rows(reference))
 
 
