@@ -2,13 +2,16 @@
 
 A worker times the candidate in its own process, with events the candidate's process owns:
 its numbers are evidence. They are accepted only when well formed (positive, finite,
-p20 <= median <= p80, at least one run) and when the timed work they claim fits inside the
-wall time the trusted side saw for the request. The roofline bound is `anticheat.implausible`.
+p20 <= median <= p80, at least one run, a known stop reason when one is given) and when the
+timed work they claim fits inside the wall time the trusted side saw for the request. The
+roofline bound is `anticheat.implausible`.
 """
 
 from __future__ import annotations
 
 import math
+
+from fitness.timing import STOP_REASONS
 
 
 class ForgedTiming(ValueError):
@@ -16,8 +19,9 @@ class ForgedTiming(ValueError):
 
 
 def checked(reports: dict, wall_s: float) -> dict[str, dict]:
-    """Returns {case: {"median_us", "p20_us", "p80_us", "runs"}} from `reports`, or raises
-    ForgedTiming naming the case and what is wrong."""
+    """Returns {case: {"median_us", "p20_us", "p80_us", "runs"[, "stopped"]}} from `reports`,
+    or raises ForgedTiming naming the case and what is wrong. "stopped" (why the worker
+    stopped timing, one of `fitness.timing.STOP_REASONS`) is passed on when reported."""
     stats = {}
     for name, result in reports.items():
         try:
@@ -28,7 +32,13 @@ def checked(reports: dict, wall_s: float) -> dict[str, dict]:
         if not (runs >= 1 and all(math.isfinite(v) and v > 0 for v in case.values())
                 and case["p20_us"] <= case["median_us"] <= case["p80_us"]):
             raise ForgedTiming(f"case {name!r}: inconsistent timing report {str(result)[:200]}")
+        stopped = result.get("stopped")
+        if stopped is not None and stopped not in STOP_REASONS:
+            raise ForgedTiming(f"case {name!r}: unknown stop reason {str(stopped)[:40]!r}; "
+                               f"known: {', '.join(STOP_REASONS)}")
         stats[name] = {**case, "runs": runs}
+        if stopped is not None:
+            stats[name]["stopped"] = stopped
     claimed_s = sum(case["runs"] * case["p20_us"] for case in stats.values()) * 1e-6
     if claimed_s > wall_s:
         raise ForgedTiming(f"the report claims {claimed_s:.3f} s of timed runs inside a request "

@@ -1,0 +1,221 @@
+"""Adaptive timing: the stop rule on synthetic sample streams, and bench() on the wall clock."""
+
+import itertools
+import json
+import random
+import statistics
+import time
+import types
+
+import pytest
+
+from fitness import timing
+from fitness.device import DeviceInfo
+from fitness.judge import timing_report
+
+CONFIG = timing.TimingConfig(min_runs=20, max_runs=300, max_timed_s=10.0, ci_rel=0.005)
+
+
+def stream(seed: int, draw):
+    """Returns an endless sample stream (us): draw(rng) per sample."""
+    rng = random.Random(seed)
+    return (draw(rng) for _ in itertools.count())
+
+
+def tight(rng):
+    return 100.0 * (1 + rng.uniform(-0.001, 0.001))
+
+
+def noisy(rng):
+    return rng.uniform(50.0, 150.0)
+
+
+def feeder(*streams):
+    """Returns run_batch over synthetic streams, and the log of (active, runs) it was asked."""
+    asked = []
+
+    def run_batch(active, runs):
+        asked.append((tuple(active), runs))
+        return [[next(streams[index]) for _ in range(runs)] for index in active]
+
+    return run_batch, asked
+
+
+def timed(*streams, config=CONFIG, give_up=None):
+    run_batch, asked = feeder(*streams)
+    stats = timing.time_adaptively(run_batch, len(streams), config,
+                                   give_up or [None] * len(streams), ["graph"] * len(streams))
+    return stats, asked
+
+
+def test_median_interval_ranks_match_the_binomial_table():
+    # 1-based textbook ranks: n=10 -> (2, 9), n=20 -> (6, 15), n=100 -> (40, 61)
+    assert timing.median_ci_ranks(10, 0.95) == (1, 8)
+    assert timing.median_ci_ranks(20, 0.95) == (5, 14)
+    assert timing.median_ci_ranks(100, 0.95) == (39, 60)
+    assert timing.median_ci_ranks(5, 0.95) is None  # even min..max misses 1 time in 16
+    assert timing.median_ci_ranks(6, 0.95) == (0, 5)
+
+
+def test_median_interval_covers_the_median_of_a_skewed_distribution():
+    rng, runs, trials = random.Random(7), 30, 4000
+    lo, hi = timing.median_ci_ranks(runs, 0.95)
+    covered = 0
+    for _ in range(trials):
+        ordered = sorted(rng.lognormvariate(0.0, 1.0) for _ in range(runs))  # median 1
+        covered += ordered[lo] <= 1.0 <= ordered[hi]
+    # exact coverage of ranks 10..21 of 30 is 95.7%; the margin is the simulation's error
+    assert 0.945 <= covered / trials <= 0.97
+
+
+def test_tight_stream_stops_on_its_interval_at_min_runs():
+    [stats], asked = timed(stream(1, tight))
+    assert (stats.stopped, stats.runs) == ("ci", 20)
+    assert asked == [((0,), 20)]
+
+
+def test_nothing_stops_before_min_runs_however_tight():
+    samples = [100.0] * 19
+    assert timing.stop_reason(samples, CONFIG) is None
+    assert timing.stop_reason(samples + [100.0], CONFIG) == "ci"
+
+
+def test_noisy_stream_runs_to_max_runs_in_growing_batches():
+    [stats], asked = timed(stream(2, noisy))
+    assert (stats.stopped, stats.runs) == ("max", 300)
+    sizes = [runs for _, runs in asked]
+    assert sizes[:3] == [20, 10, 15] and sum(sizes) == 300
+
+
+def test_clearly_slower_stream_stops_early_with_the_median_of_its_real_runs():
+    samples = []
+
+    def slow(rng):
+        samples.append(rng.uniform(180.0, 260.0))  # as noisy as `noisy`, but above 150
+        return samples[-1]
+
+    [stats], _ = timed(stream(3, slow), give_up=[150.0])
+    assert (stats.stopped, stats.runs) == ("slower", 20)
+    assert stats.median_us == statistics.median(samples) and stats.median_us > 150.0
+
+
+def test_a_stream_slower_only_in_its_tail_is_not_given_up():
+    def tail(rng):
+        return rng.uniform(300.0, 400.0) if rng.random() < 0.3 else rng.uniform(90.0, 110.0)
+
+    [stats], _ = timed(stream(4, tail), give_up=[150.0])
+    assert stats.stopped != "slower" and stats.median_us < 150.0
+
+
+def test_timed_work_cap_stops_a_slow_kernel_after_min_runs():
+    config = timing.TimingConfig(min_runs=20, max_runs=500, max_timed_s=0.05, ci_rel=0.005)
+    [stats], _ = timed(stream(5, lambda rng: rng.uniform(5_000.0, 15_000.0)), config=config)
+    assert (stats.stopped, stats.runs) == ("max", 20)  # 20 runs of ~10 ms: over 0.05 s
+
+
+def test_a_zero_ci_target_never_stops_on_the_interval():
+    config = timing.TimingConfig(min_runs=30, max_runs=60, max_timed_s=10.0, ci_rel=0.0)
+    [stats], _ = timed(stream(6, lambda rng: 10.0), config=config)  # identical samples
+    assert (stats.stopped, stats.runs) == ("max", 60)
+
+
+def test_interleaved_callables_stop_independently():
+    stats, asked = timed(stream(8, tight), stream(9, noisy), stream(10, lambda rng: 3 * noisy(rng)),
+                         give_up=[None, None, 200.0])
+    assert [(s.stopped, s.runs) for s in stats] == [("ci", 20), ("max", 300), ("slower", 20)]
+    assert asked[0] == ((0, 1, 2), 20) and all(active == (1,) for active, _ in asked[1:])
+
+
+def test_wall_clock_bench_gives_up_on_a_clearly_slower_callable():
+    config = timing.TimingConfig(warmup_runs=1, min_runs=8, max_runs=40)
+    calls = []
+    stats = timing.bench([lambda: time.sleep(0.002), lambda: calls.append(1)],
+                         DeviceInfo("interpreter", "cpu"), config, give_up_above_us=[500.0, None])
+    assert (stats[0].stopped, stats[0].runs, stats[0].method) == ("slower", 8, "wall")
+    assert stats[0].median_us >= 2000.0
+    assert stats[1].stopped != "slower" and len(calls) == 1 + stats[1].runs
+    reports = {str(i): json.loads(json.dumps(s.__dict__)) for i, s in enumerate(stats)}
+    assert timing_report.checked(reports, wall_s=10.0)["0"]["stopped"] == "slower"
+
+
+def test_bench_without_give_up_keeps_the_old_call_and_three_interpreter_runs():
+    [stats] = timing.bench([lambda: None], DeviceInfo("interpreter", "cpu"))
+    assert (stats.runs, stats.stopped) == (3, "max")
+
+
+def test_give_up_needs_one_entry_per_callable():
+    with pytest.raises(ValueError, match="1 entries for 2 callables"):
+        timing.bench([lambda: None] * 2, DeviceInfo("interpreter", "cpu"), give_up_above_us=[1.0])
+
+
+def test_checked_rejects_an_unknown_stop_reason_and_passes_a_missing_one():
+    report = {"median_us": 10.0, "p20_us": 9.0, "p80_us": 11.0, "runs": 20}
+    assert "stopped" not in timing_report.checked({"a": report}, 1.0)["a"]
+    with pytest.raises(timing_report.ForgedTiming, match="unknown stop reason"):
+        timing_report.checked({"a": {**report, "stopped": "bored"}}, 1.0)
+    with pytest.raises(timing_report.ForgedTiming, match="claims"):  # runs * p20 still bounded
+        timing_report.checked({"a": {**report, "stopped": "ci", "runs": 10**6}}, 1.0)
+
+
+class _FakeGpu:
+    """Stands in for `timing._Gpu`: a fake device clock that spin kernels and the callable
+    advance, a log of what was queued, in order, and a small flush buffer."""
+
+    def __init__(self, mhz: float):
+        import torch
+
+        small = torch.empty(64, dtype=torch.int8)
+        self.torch = types.SimpleNamespace(int8=torch.int8, empty=lambda *shape, **kw: small)
+        self.mhz, self.now_us, self.log = mhz, 0.0, []
+
+    def event(self, enable_timing: bool):
+        return {}
+
+    def record(self, event):
+        event["at_us"] = self.now_us
+        self.log.append("record")
+
+    def elapsed_ms(self, start, end):
+        return (end["at_us"] - start["at_us"]) / 1e3
+
+    def synchronize(self):
+        pass
+
+    def sleep(self, cycles: int):
+        self.now_us += cycles / self.mhz
+        self.log.append(("spin", cycles))
+
+    def kernel(self):
+        self.now_us += 5.0
+        self.log.append("kernel")
+
+
+def test_event_path_pads_each_run_and_warms_up_only_when_the_clock_is_down(monkeypatch):
+    gpu = _FakeGpu(mhz=1980.0)
+    monkeypatch.setattr(timing, "_GPU", gpu)
+    monkeypatch.setattr(timing, "_peak_mhz", 0.0)
+    device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
+    config = timing.TimingConfig(warmup_runs=2, warmup_s=0.02, use_graphs=False)
+    clock_read = ("spin", timing._SPIN_CYCLES)
+
+    def bench():
+        """Returns the stats, the clock reads, and the untimed runs after the last read."""
+        gpu.log.clear()
+        [stats] = timing.bench([gpu.kernel], device, config)
+        last_read = len(gpu.log) - 1 - gpu.log[::-1].index(clock_read)
+        first_pad = next(i for i in range(last_read + 1, len(gpu.log)) if gpu.log[i][0] == "spin")
+        return stats, gpu.log.count(clock_read), gpu.log[last_read:first_pad].count("kernel")
+
+    stats, clock_reads, warm_runs = bench()  # the first timing of a process is cold
+    assert (stats.median_us, stats.runs, stats.stopped, stats.method) == (5.0, 20, "ci", "events")
+    assert clock_reads == 2 and warm_runs == 0  # read again after a warm-up of 20 ms
+    timed = gpu.log[-80:]  # 20 runs: pad, start, kernel, end
+    assert all(entry[0] == "spin" for entry in timed[0::4]) and timed[1::4] == ["record"] * 20
+    assert timed[2::4] == ["kernel"] * 20 and timed[3::4] == ["record"] * 20
+    assert min(entry[1] for entry in timed[0::4]) >= 1980 * 10  # >= 10 us at the clock read
+
+    _, clock_reads, warm_runs = bench()  # a moment later, same clock: a counted warm-up only
+    assert (clock_reads, warm_runs) == (1, config.warmup_runs)
+    gpu.mhz = 600.0  # the clock dropped (the GPU idled): the timed warm-up again
+    _, clock_reads, _ = bench()
+    assert clock_reads == 2
