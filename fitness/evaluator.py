@@ -126,7 +126,8 @@ class Evaluator:
                           harness_version=HARNESS_VERSION, sandboxed=self.sandboxed)
 
     def stats(self) -> dict:
-        """Returns counters: evaluated, busy_s (device held), gpu_s (sum over candidates), ..."""
+        """Returns counters: evaluated, busy_s (device held), kernel_s (device time in timed
+        kernels, candidates' and baselines'), gpu_s (sum over candidates), ..."""
         with self._lock:
             return {"evaluated": self._evaluated, "busy_s": self.gate.busy_s(),
                     "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
@@ -134,7 +135,8 @@ class Evaluator:
                     "backend": self.device.backend, "device_ok": not self._unresponsive,
                     "device_error": self._unresponsive,
                     "respawns": self._candidates.respawns + self._checkers.respawns,
-                    "retries": self._cascade.retries, "sandboxed": self.sandboxed}
+                    "retries": self._cascade.retries, "kernel_s": self._cascade.kernel_s,
+                    "sandboxed": self.sandboxed}
 
     def close(self) -> None:
         """Kills every worker and removes the temporary directories."""

@@ -17,13 +17,14 @@ import queue
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-from fitness import jail, protocol
+from fitness import jail, protocol, shared_memory
 from fitness.device import DeviceInfo
 
 _POLL_S = 0.05
@@ -132,9 +133,17 @@ class WorkerProcess:
         self._output_total = 0
         self._flooded = False
         self._inner_pid: int | None = None
+        self.shares = False  # both ends of a walk must say so at start-up (`wait_ready`)
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
-        fds = [str(request_read), str(reply_write)]
+        inherited = [request_read, reply_write]
+        # GPU buffers cross as file descriptors (`fitness.shared_memory`), relayed by the
+        # engine through a datagram socket each process gets at birth.
+        self.channel = None
+        if device.backend == "cuda":
+            self.channel, far_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            inherited.append(far_end.detach())
+        fds = [str(fd) for fd in inherited]
         if self.sandboxed:
             jail.prepare_workdir(self.workdir)
             os.chmod(self.input_dir, 0o755)
@@ -151,10 +160,10 @@ class WorkerProcess:
             env = checker_env(device, self.workdir)
         self.proc = _SPAWNER.submit(
             subprocess.Popen, argv, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(request_read, reply_write),
-            start_new_session=True).result()
-        os.close(request_read)
-        os.close(reply_write)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            start_new_session=True, pass_fds=tuple(inherited)).result()
+        for fd in inherited:
+            os.close(fd)
         os.set_blocking(self._request_fd, False)
         self._reader = protocol.ReplyReader(self._reply_fd)
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
@@ -227,10 +236,12 @@ class WorkerProcess:
         return reply
 
     def wait_ready(self, timeout_s: float) -> dict:
-        """Waits for the start-up handshake (imports and a device probe)."""
+        """Waits for the start-up handshake (imports and a device probe); the handshake
+        also says whether the process can map shared GPU buffers."""
         reply = self._await_reply(time.monotonic() + timeout_s,
                                   f"the worker did not start within {timeout_s:g} s")
         self.ready = reply.get("ok", False)
+        self.shares = self.channel is not None and reply.get("shares") is True
         if not self.ready:
             self.kill()
             raise WorkerFault("harness_error", reply.get("trace", "worker failed to start"))
@@ -285,9 +296,29 @@ class WorkerProcess:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._request_fd = self._reply_fd = -1
+        if self.channel is not None:
+            self.channel.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.input_dir is not None:
             shutil.rmtree(self.input_dir, ignore_errors=True)
+
+
+def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_s: float) -> None:
+    """Passes the descriptor of a shared buffer, labelled `token`, from a checker to a
+    worker (they cannot reach each other: the worker is sandboxed). The engine keeps no
+    copy. A checker that sends none is the harness's fault; a worker that cannot take it
+    has died."""
+    try:
+        fd = shared_memory.receive_fd(checker.channel, token, timeout_s)
+    except shared_memory.SharedMemoryError as error:
+        raise WorkerFault("harness_error", f"checker: {error}") from None
+    try:
+        worker.channel.settimeout(timeout_s)
+        shared_memory.send_fd(worker.channel, fd, token)
+    except OSError as error:
+        raise WorkerFault("worker_crash", f"the worker's channel is closed: {error}") from None
+    finally:
+        os.close(fd)
 
 
 class WorkerPool:

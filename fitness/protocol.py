@@ -11,11 +11,15 @@ Two kinds of process talk to the engine over pipes:
     (a Task's callables pickle by reference, and both ends are trusted); their replies are
     JSON like every reply.
 
-Tensors never travel through a pipe or a pickle. The judge writes inputs as raw bytes into
-a directory the sandbox sees read-only; the worker writes its outputs as raw bytes into its
-own directory; each file is described by a small JSON spec (dtype, shape, stride). Raw
-bytes read as numbers cannot run code, and `read_tensor` refuses links, odd sizes and
-unknown dtypes, so whatever a candidate puts there is at worst a wrong answer.
+Tensors never travel through a pipe or a pickle. On a CUDA GPU they stay on the GPU: the
+checker puts a call's inputs and empty output slots in a device buffer it owns and the
+engine lends it to the worker as a file descriptor (`fitness.shared_memory`). Elsewhere (the
+interpreter, ROCm) the judge writes inputs as raw bytes into a directory the sandbox sees
+read-only and the worker writes its outputs as raw bytes into its own directory. Either
+way each tensor is described by a small JSON spec (dtype, shape, stride; a file name, a
+byte offset or a slot number), validated by `tensor_layout`: raw bytes read as numbers
+cannot run code, and a spec that reaches outside its file or slot is refused, so whatever
+a candidate puts there is at worst a wrong answer.
 """
 
 from __future__ import annotations
@@ -110,17 +114,18 @@ class ReplyReader:
 def serve(request_fd: int, reply_fd: int, start, on_error, pickled: bool = False) -> None:
     """Answers requests until the engine closes the pipe: the loop of workers and checkers.
 
-    `start(init_request)` returns the handlers ({op: callable}); `on_error(error)` turns an
-    exception into a reply. Every request gets exactly one reply. A reply marked "fatal"
+    `start(init_request)` returns the handlers ({op: callable}) and the fields of the
+    start-up reply (what this process can do); `on_error(error)` turns an exception into a
+    reply. Every request gets exactly one reply. A reply marked "fatal"
     (the device context is poisoned) ends the process after it is sent.
     """
     init = recv_request(request_fd, pickled)
     try:
-        handlers = start(init)
+        handlers, abilities = start(init)
     except BaseException as error:
         send_reply(reply_fd, {**on_error(error), "kind": "harness_error"})
         return
-    send_reply(reply_fd, {"ok": True})
+    send_reply(reply_fd, {**abilities, "ok": True})
     while True:
         try:
             request = recv_request(request_fd, pickled)
@@ -137,7 +142,7 @@ def serve(request_fd: int, reply_fd: int, start, on_error, pickled: bool = False
 
 # --- tensors as raw files -----------------------------------------------------------------
 
-def _extent(shape, stride, offset: int) -> int:
+def extent(shape, stride, offset: int) -> int:
     """Returns how many storage elements a strided view spans from element 0."""
     if any(size == 0 for size in shape):
         return 0
@@ -161,7 +166,7 @@ def write_values(directory: str, prefix: str, values) -> list[dict]:
             specs.append({"value": value})
             continue
         name = f"{prefix}-{index}.bin"
-        span = _extent(value.shape, value.stride(), value.storage_offset())
+        span = extent(value.shape, value.stride(), value.storage_offset())
         base = torch.as_strided(value.detach(), (span,), (1,), 0).cpu().contiguous()
         with open(os.path.join(directory, name), "wb") as handle:
             handle.write(memoryview(base.view(torch.uint8).numpy()))
@@ -188,15 +193,11 @@ def read_values(directory: str, specs: list, device: str, max_bytes: int = 16 <<
         if "file" not in spec:
             values.append(spec.get("value"))
             continue
-        dtype_name, shape = spec.get("dtype"), spec.get("shape")
-        stride, offset = spec.get("stride"), spec.get("offset", 0)
         name = spec["file"]
-        if (dtype_name not in DTYPES or not _int_list(shape) or not _int_list(stride)
-                or len(stride) != len(shape) or not isinstance(offset, int) or offset < 0
-                or not isinstance(name, str) or "/" in name or name.startswith(".")):
+        if not isinstance(name, str) or "/" in name or name.startswith("."):
             raise ProtocolError(f"malformed tensor spec {json.dumps(spec)[:200]}")
-        dtype = getattr(torch, dtype_name)
-        span = _extent(shape, stride, offset)
+        dtype, shape, stride, offset = tensor_layout(spec)
+        span = extent(shape, stride, offset)
         if span * dtype.itemsize > max_bytes:
             raise ProtocolError(f"{name}: {span * dtype.itemsize} bytes exceed {max_bytes}")
         base = torch.empty(span * dtype.itemsize, dtype=torch.uint8)
@@ -204,6 +205,19 @@ def read_values(directory: str, specs: list, device: str, max_bytes: int = 16 <<
         tensor = torch.as_strided(base.view(dtype), shape, stride, offset)
         values.append(tensor.to(device) if device != "cpu" else tensor)
     return values
+
+
+def tensor_layout(spec: dict) -> tuple:
+    """Returns (torch dtype, shape, stride, storage offset) of a tensor spec, every field
+    validated (the spec may come from a candidate's process); raises ProtocolError."""
+    import torch
+
+    dtype_name, shape = spec.get("dtype"), spec.get("shape")
+    stride, offset = spec.get("stride"), spec.get("offset", 0)
+    if (dtype_name not in DTYPES or not _int_list(shape) or not _int_list(stride)
+            or len(stride) != len(shape) or not isinstance(offset, int) or offset < 0):
+        raise ProtocolError(f"malformed tensor spec {json.dumps(spec)[:200]}")
+    return getattr(torch, dtype_name), shape, stride, offset
 
 
 def _int_list(value) -> bool:

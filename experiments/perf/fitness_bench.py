@@ -81,7 +81,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         evaluator.evaluate(batch[0][0], batch[0][1])  # start-up is paid once per campaign
         warmup_s = time.monotonic() - warm_start
         start = time.monotonic()
-        busy_before = evaluator.stats()["busy_s"]
+        before = evaluator.stats()
         evaluations = []
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             futures = [pool.submit(evaluator.evaluate, task, candidate) for task, candidate, _ in batch]
@@ -91,7 +91,9 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
                     print(f"  {len(evaluations)}/{len(batch)} scored in "
                           f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}", flush=True)
         wall_s = time.monotonic() - start
-        busy_s = evaluator.stats()["busy_s"] - busy_before
+        after = evaluator.stats()
+        busy_s = after["busy_s"] - before["busy_s"]
+        kernel_s = after["kernel_s"] - before["kernel_s"]
         print(f"  sandbox {sandbox}: {stage_means(evaluations)} per candidate", flush=True)
         repeat = (repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
                   if repeat else [])
@@ -102,7 +104,8 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
     for e in false_failures:
         print(f"  FALSE FAILURE {e.candidate_id}: {e.failure_kind} at {e.stage_reached}: "
               f"{e.error_trace[-300:]}", flush=True)
-    return {"wall_s": wall_s, "busy": busy_s / wall_s, "verdicts": verdicts,
+    return {"wall_s": wall_s, "busy": busy_s / wall_s, "kernel_busy": kernel_s / wall_s,
+            "verdicts": verdicts,
             "warmup_s": warmup_s, "repeat": repeat, "false_failures": len(false_failures),
             "retries": retries,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
@@ -126,25 +129,43 @@ def repeatability(evaluator, tasks) -> list[float]:
     return diffs
 
 
-def run_naive(batch, device: str, workers: int, timeout_s: float, startup_s: float):
-    """One fresh process per candidate (with the same parallelism), as GEAK-eval runs them.
+def run_naive(batch, device: str, workers: int, timeout_s: float, startup_s: float,
+              sandbox: str):
+    """One fresh process per candidate (with the same parallelism), as GEAK-eval runs them;
+    with `sandbox` "bwrap" each process is walled in exactly as a pooled worker is
+    (`fitness.jail`), with the task code it needs mounted read-only.
 
     Its limit is the stage limit plus `startup_s`: a fresh process cannot tell a slow
     import from a hang, so it must allow for the import on every candidate.
     """
+    from fitness import jail
+
     folder = tempfile.mkdtemp(prefix="naive-fitness-")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    if device == "interpreter":
-        env["TRITON_INTERPRET"] = "1"
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    script_dir = os.path.join(folder, "script")
+    os.makedirs(script_dir)
+    with open(os.path.join(script_dir, "naive_run.py"), "w") as handle:
+        handle.write(_NAIVE_SCRIPT)
+    mounts = {os.path.join(root, name): os.path.join(root, name) for name in ("benchmarks", "evo")}
+    mounts[script_dir] = os.path.join(root, "naive_bench")  # importable as naive_bench.naive_run
 
     def one(item):
         task, candidate, _ = item
-        path = os.path.join(folder, f"{candidate.id}.py")
-        with open(path, "w") as handle:
+        workdir = tempfile.mkdtemp(prefix="cand-", dir=folder)
+        jail.prepare_workdir(workdir)
+        with open(os.path.join(workdir, "candidate.py"), "w") as handle:
             handle.write(candidate.source)
+        inside = jail.SANDBOX_TMP if sandbox == "bwrap" else workdir
+        argv, env = jail.command("naive_bench.naive_run",
+                                 [task.name, os.path.join(inside, "candidate.py"), device],
+                                 workdir=workdir, backend=device, limits=jail.Limits(),
+                                 use_bwrap=sandbox == "bwrap", ro_dirs=mounts)
+        if sandbox != "bwrap":  # no mount namespace: the script is found by path
+            env["PYTHONPATH"] = os.pathsep.join([root, folder + "/script"])
+            argv = [sys.executable, os.path.join(script_dir, "naive_run.py"), *argv[-3:]]
         try:
-            done = subprocess.run([sys.executable, "-c", _NAIVE_SCRIPT, task.name, path, device],
-                                  capture_output=True, text=True, timeout=timeout_s + startup_s, env=env)
+            done = subprocess.run(argv, capture_output=True, text=True, cwd=workdir,
+                                  timeout=timeout_s + startup_s, env=env)
         except subprocess.TimeoutExpired:
             return "timeout"
         lines = done.stdout.split()
@@ -193,18 +214,19 @@ def main() -> None:
     runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode,
                              not args.no_repeat) for mode in modes}
     pooled = runs[modes[0]]
-    rows = [(f"pooled, sandbox {mode}", run["wall_s"], f"{run['busy']:.0%}", run["verdicts"])
+    rows = [(f"pooled, sandbox {mode}", run["wall_s"],
+             f"{run['busy']:.0%}/{run['kernel_busy']:.0%}", run["verdicts"])
             for mode, run in runs.items()]
     if not args.skip_naive:
         sample = batch[::args.naive_sample] if args.naive_sample > 1 else batch
         naive = run_naive(sample, device.backend, args.workers, args.timeout,
-                          args.naive_startup)
+                          args.naive_startup, modes[0])
         # Scaled to the whole batch at the sample's rate, so the rows compare like for like.
-        rows.append((f"process per candidate ({len(sample)} sampled)"[:24],
+        rows.append((f"fresh process ({len(sample)}, {modes[0]})"[:24],
                      naive["wall_s"] * len(batch) / len(sample), "-", naive["verdicts"]))
-    print(f"\n{'way':<24}{'wall s':>9}{'cand/min':>10}{'busy':>7}  verdicts")
+    print(f"\n{'way':<24}{'wall s':>9}{'cand/min':>10}{'busy lock/kernel':>18}  verdicts")
     for name, wall_s, busy, verdicts in rows:
-        print(f"{name:<24}{wall_s:>9.1f}{len(batch) / wall_s * 60:>10.1f}{busy:>7}  "
+        print(f"{name:<24}{wall_s:>9.1f}{len(batch) / wall_s * 60:>10.1f}{busy:>18}  "
               f"{dict(sorted(verdicts.items()))}")
     for mode, run in runs.items():
         print(f"sandbox {mode}: false failures of correct candidates: {run['false_failures']}, "

@@ -25,7 +25,7 @@ from evo.records import Candidate, Evaluation, Task
 from fitness import HARNESS_VERSION, timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
 from fitness.judge import anticheat, policy, timing_report
-from fitness.pool import WorkerFault
+from fitness.pool import WorkerFault, relay_fd
 
 RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
 """A worker or checker death of these kinds may be a neighbour's fault or a pool restart:
@@ -120,7 +120,8 @@ class Cascade:
         self.limits = limits
         self.timing_config = timing_config
         self.retries = 0
-        self._retries_lock = threading.Lock()
+        self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
+        self._counters_lock = threading.Lock()
         self._seeds = random.SystemRandom()
 
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
@@ -141,7 +142,7 @@ class Cascade:
                 tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
                 walk.fail(walk.stage, fault.kind, fault.detail + tail)
                 if fault.kind in RETRIED_FAULTS and attempt == 0:
-                    with self._retries_lock:
+                    with self._counters_lock:
                         self.retries += 1
                     continue
             break
@@ -149,6 +150,12 @@ class Cascade:
 
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
+
+    def count_kernel_time(self, stats: list[dict]) -> None:
+        """Adds timed runs (runs x median) to `kernel_s`: the device's useful work, as
+        opposed to the time a lock was held around it."""
+        with self._counters_lock:
+            self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
 
 
 def _arity(reference) -> int:
@@ -217,23 +224,30 @@ class _Walk:
         return reply
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
-                 check_inputs: bool = False) -> tuple[str, list]:
+                 check_inputs: bool = False) -> tuple[str, dict]:
+        """Has the checker make one call's inputs; returns (token, where the worker finds
+        them): a shared GPU buffer whose descriptor is relayed here from the checker to
+        the worker, or raw files in the worker's input directory."""
         self._calls += 1
         token = f"c{self._calls}"
+        share = worker.shares and checker.shares
         prepared = self._request(checker, {"op": "prepare", "params": case.params, "seed": seed,
                                            "dir": worker.input_dir, "prefix": token,
                                            "token": token, "expect": expect,
-                                           "check_inputs": check_inputs},
+                                           "check_inputs": check_inputs, "share": share},
                                  self.c.limits.check_s)
-        return token, prepared["specs"]
+        if "shared" not in prepared:
+            return token, {"specs": prepared["specs"]}
+        relay_fd(checker, worker, token, self.c.limits.check_s)
+        return token, {"shared": prepared["shared"], "token": token}
 
     def _call(self, worker, checker, case, seed: int, limit_s: float,
               check_inputs: bool = True) -> dict:
         """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
         `check_inputs`: also verify the call left its inputs unchanged (once per case)."""
-        token, specs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
+        token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
         with self.c.device_lock.shared():
-            reply = self._request(worker, {"op": "call", "inputs": {"specs": specs},
+            reply = self._request(worker, {"op": "call", "inputs": inputs,
                                            "prefix": token, "with_inputs": check_inputs},
                                   limit_s)
         self._judge(worker, reply.get("observed", {}), self.stage)
@@ -321,6 +335,7 @@ class _Walk:
                                       self.c.limits.bench_s)
             for (_, key), stats in zip(missing, reply["cases"]):
                 self.c.baselines.put_first(key, stats)
+            self.c.count_kernel_time(reply["cases"])
         return [self.c.baselines.get(key) for key in keys]
 
     def _latency(self, worker, checker) -> None:
@@ -329,7 +344,7 @@ class _Walk:
                         for case in self.cases]
         timing_config = self.c.timing_config
         request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
-                   "cases": [{"inputs": {"specs": specs}} for _, specs in timed_inputs]}
+                   "cases": [{"inputs": inputs} for _, inputs in timed_inputs]}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()
             try:
@@ -348,6 +363,7 @@ class _Walk:
         except timing_report.ForgedTiming as error:
             raise _Failed("timed", "cheat_forged_timing", str(error)) from None
         stats = [by_case[case.name] for case in self.cases]
+        self.c.count_kernel_time(stats)
         self._recheck(worker, checker)
         self._record_speed(stats, baseline)
 
@@ -357,7 +373,7 @@ class _Walk:
         with self.c.device_lock.shared():
             start = time.monotonic()
             rechecked = self._request(worker, {"op": "recheck", "cases": [
-                {"inputs": {"specs": specs}, "prefix": f"{token}r"} for token, specs in prepared]},
+                {"inputs": inputs, "prefix": f"{token}r"} for token, inputs in prepared]},
                 self.c.limits.bench_s)
             self.bench_s += time.monotonic() - start
         results = rechecked.get("cases")

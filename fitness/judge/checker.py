@@ -1,38 +1,63 @@
 """The checker: a trusted process that makes inputs, runs references, compares, times baselines.
 
 Started by `fitness.pool` (unsandboxed: it never imports a candidate) as
-`python -m fitness.judge.checker REQ REPLY`. One walk of the cascade leases one checker for
+`python -m fitness.judge.checker REQ REPLY [CHANNEL]`. One walk of the cascade leases one checker for
 its whole duration: `prepare` makes a case's inputs from a seed the candidate has not seen,
-writes them as raw files into the worker's read-only input directory and keeps the
-reference's outputs and a pristine copy of the inputs here; `compare` reads what the worker
-wrote (raw bytes only, every spec validated) and returns the verdict. Baselines are timed
+hands them over (a GPU buffer this process owns, lent by descriptor, or raw files in the
+worker's read-only input directory) and keeps the reference's outputs and a pristine copy
+of the inputs here; `compare` reads what the worker put back (raw values only, every spec
+validated) and returns the verdict. Baselines are timed
 here too, with the same timing code the worker uses, so a candidate can neither see nor
 slow nor cache the number it is compared against.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+import socket
 import sys
 import traceback
 
 import torch
 
-from fitness import protocol
+from fitness import protocol, shared_memory
 from fitness.judge import checking
 
 
-class Checker:
-    """Per-walk state: prepared calls (token -> pristine inputs, expected outputs, seed)."""
+@dataclasses.dataclass
+class _Prepared:
+    """One prepared call: what the judge keeps, and where the worker's copy lives."""
 
-    def __init__(self, request: dict):
+    pristine: list | None  # a copy of the inputs, when the judge checks they stay unchanged
+    expected: list | None  # the reference's outputs; None for timing variants
+    seed: int
+    specs: list  # file specs (raw-file transport), or the shared buffer's layout values
+    input_dir: str | None
+    shared: shared_memory.SharedBuffer | None = None
+    slots: list | None = None
+
+    def drop(self) -> None:
+        """Frees what the call held: the shared buffer here, or the input files."""
+        if self.shared is not None:
+            self.shared.release()
+        elif self.input_dir is not None:
+            _remove(self.input_dir, self.specs)
+
+
+class Checker:
+    """Per-walk state: prepared calls (token -> _Prepared) and what spots replays."""
+
+    def __init__(self, request: dict, channel: socket.socket | None):
         from fitness import timing
 
         timing.bind_clocks()
         self.torch = torch
         self.device = request["device"]
-        self.prepared: dict[str, tuple] = {}
+        self.channel = channel
+        self.shares = channel is not None and shared_memory.available(self.device.backend)
+        self.prepared: dict[str, _Prepared] = {}
         self.last_call: tuple[int, list] | None = None  # (seed, outputs): the cascade repeats
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
@@ -40,37 +65,76 @@ class Checker:
 
     def reset(self, request: dict) -> dict:
         """Forgets the last walk (a new candidate starts)."""
+        for entry in self.prepared.values():
+            entry.drop()
         self.prepared.clear()
         self.last_call = None
         self.output_digests.clear()
         return {"ok": True}
 
     def prepare(self, request: dict) -> dict:
+        """Makes a call's inputs from `seed` and hands them over: in a shared GPU buffer
+        whose descriptor goes to the engine (`share`), or as files in the worker's input
+        directory. Keeps the reference's outputs and, if asked, a pristine copy."""
         task, seed = request["task"], request["seed"]
         inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
-        specs = protocol.write_values(request["dir"], request["prefix"], inputs)
         pristine = expected = None
         if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
             pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
         if request.get("expect", True):  # timing variants are only discarded, never compared
             expected = checking.as_list(task.reference(*inputs))
-        self.prepared[request["token"]] = (pristine, expected, seed, specs, request["dir"])
+        token = request["token"]
+        if request.get("share") and self.shares:
+            slot_bytes = [t.numel() * t.element_size() for t in expected or []]
+            buffer, layout = shared_memory.pack(inputs, slot_bytes, self.torch.cuda.current_device())
+            self.prepared[token] = _Prepared(pristine, expected, seed, layout["values"], None,
+                                             buffer, layout["slots"])
+            fd = buffer.export()
+            try:
+                shared_memory.send_fd(self.channel, fd, token)
+            finally:
+                os.close(fd)
+            return {"ok": True, "shared": layout}
+        specs = protocol.write_values(request["dir"], request["prefix"], inputs)
+        self.prepared[token] = _Prepared(pristine, expected, seed, specs, request["dir"])
         return {"ok": True, "specs": specs}
+
+    def _outputs(self, entry: _Prepared, where: str, specs) -> list:
+        """Returns the worker's outputs as private tensors: from the shared buffer's slots
+        or from raw files (a spec says which; both validated)."""
+        if not isinstance(specs, list):
+            raise protocol.ProtocolError(f"expected a list of output specs, got {specs!r:.100}")
+        values = []
+        for spec in specs:
+            if isinstance(spec, dict) and "slot" in spec and entry.shared is not None:
+                values.append(shared_memory.read_slot(entry.shared, entry.slots, spec))
+            else:
+                values.extend(protocol.read_values(where, [spec], "cpu"))
+        return values
 
     def compare(self, request: dict) -> dict:
         """Judges one call: outputs vs reference, inputs unchanged, determinism, replay."""
         task = request["task"]
-        pristine, expected, seed, input_specs, input_dir = self.prepared.pop(request["token"])
-        _remove(input_dir, input_specs)
+        entry = self.prepared.pop(request["token"])
         where = request["dir"]
         try:
-            actual = protocol.read_values(where, request["outputs"], "cpu")
-            after = protocol.read_values(where, request["inputs_after"], "cpu")
-        except protocol.ProtocolError as error:
+            actual = self._outputs(entry, where, request["outputs"])
+            if entry.pristine is None:
+                after = []
+            elif entry.shared is not None:  # the very buffer the worker was given
+                after = shared_memory.unpack(entry.shared, entry.specs)
+            else:
+                after = protocol.read_values(where, request["inputs_after"], "cpu")
+            return self._verdict(task, entry, actual, after)
+        except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
             return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
         finally:
+            entry.drop()
             _remove(where, request["outputs"])
             _remove(where, request["inputs_after"])
+
+    def _verdict(self, task, entry: _Prepared, actual: list, after: list) -> dict:
+        pristine, expected, seed = entry.pristine, entry.expected, entry.seed
         verdict = checking.compare_outputs(expected, actual, task.tolerance)
         if verdict["kind"] is None and pristine is not None:
             modified = [i for i, (before, now) in enumerate(zip(pristine, after))
@@ -99,7 +163,7 @@ class Checker:
         for token in request["tokens"]:
             entry = self.prepared.pop(token, None)
             if entry is not None:
-                _remove(entry[4], entry[3])
+                entry.drop()
         return {"ok": True}
 
     def _baseline(self, task):
@@ -139,9 +203,20 @@ class Checker:
 def _digest(outputs: list) -> tuple:
     """Returns a fingerprint of outputs' exact bytes: an earlier call's output returned again
     is found without keeping every output of the walk in memory."""
-    return tuple((str(t.dtype), tuple(t.shape),
-                  hashlib.sha256(memoryview(t.contiguous().view(-1).view(torch.uint8).numpy())).hexdigest())
-                 for t in outputs)
+    return tuple((str(t.dtype), tuple(t.shape), _fingerprint(t)) for t in outputs)
+
+
+def _fingerprint(tensor) -> str:
+    """SHA-256 of the bytes on the host; on a GPU (where outputs from a shared buffer stay)
+    a position-weighted sum of the 32-bit words, computed there instead of copying them
+    out: equal only for equal bytes, short of a deliberate collision, and this only labels
+    an output that already failed."""
+    raw = tensor.contiguous().view(-1).view(torch.uint8)
+    if not raw.is_cuda:
+        return hashlib.sha256(memoryview(raw.numpy())).hexdigest()
+    words = (raw.view(torch.int32) if raw.numel() % 4 == 0 else raw).to(torch.int64)
+    weights = torch.arange(words.numel(), device=words.device) % 1_000_003 + 1
+    return f"{int((words * weights).sum())}:{int(words.sum())}"
 
 
 def _remove(directory: str, specs) -> None:
@@ -154,11 +229,12 @@ def _remove(directory: str, specs) -> None:
                 pass
 
 
-def _serve(request_fd: int, reply_fd: int) -> None:
-    def start(init: dict) -> dict:
-        checker = Checker(init)
-        return {"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
-                "discard": checker.discard, "time_baseline": checker.time_baseline}
+def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
+    def start(init: dict) -> tuple[dict, dict]:
+        checker = Checker(init, channel)
+        return ({"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
+                 "discard": checker.discard, "time_baseline": checker.time_baseline},
+                {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's
         return {"ok": False, "kind": "harness_error",
@@ -168,7 +244,8 @@ def _serve(request_fd: int, reply_fd: int) -> None:
 
 
 def main() -> None:
-    _serve(int(sys.argv[1]), int(sys.argv[2]))
+    channel = socket.socket(fileno=int(sys.argv[3])) if len(sys.argv) > 3 else None
+    _serve(int(sys.argv[1]), int(sys.argv[2]), channel)
     os._exit(0)
 
 

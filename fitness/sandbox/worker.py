@@ -1,10 +1,11 @@
 """The sandboxed worker: loads one candidate at a time, runs it on the judge's inputs, times it.
 
-Started inside the sandbox (`fitness.jail`) as `python -m fitness.sandbox.worker REQ REPLY`.
-Requests and replies are JSON (`fitness.protocol`). The worker never sees a Task: it gets a
-source text, an entry point name, and input tensors the trusted judge wrote as raw files
-under /inputs (read-only here); it writes outputs, and the inputs as they were after the
-call, as raw files into its own /sandbox. It makes no judgement: what it reports (launch counts,
+Started inside the sandbox (`fitness.jail`) as `python -m fitness.sandbox.worker REQ REPLY
+[CHANNEL]`. Requests and replies are JSON (`fitness.protocol`). The worker never sees a
+Task: it gets a source text, an entry point name, and input tensors the trusted judge made:
+on a CUDA GPU a buffer the judge owns, whose descriptor arrives on CHANNEL, with a slot for
+each output; elsewhere raw files under /inputs (read-only here), the outputs and the inputs
+as they were after the call going back as raw files in its own /sandbox. It makes no judgement: what it reports (launch counts,
 torch ops, timings) is evidence, cross-checked by the judge.
 
 Stages, one request each: load (import + entry point + arity), call (one input set; outputs
@@ -19,10 +20,11 @@ import faulthandler
 import importlib.util
 import inspect
 import os
+import socket
 import sys
 import traceback
 
-from fitness import protocol
+from fitness import protocol, shared_memory
 
 _TRACE_CHARS = 4000
 _FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
@@ -58,7 +60,7 @@ def _classify(error: BaseException) -> tuple[str, bool]:
 class Worker:
     """State of one worker process: its device, instruments and the loaded candidate."""
 
-    def __init__(self, request: dict):
+    def __init__(self, request: dict, channel: socket.socket | None):
         import torch
 
         from fitness import timing
@@ -79,6 +81,9 @@ class Worker:
         self.module_path = None
         self.timed: list[list] = []  # per case: the buffers the candidate was timed on
         self.previous_inputs: list = []
+        self.channel = channel
+        self.shares = channel is not None and shared_memory.available(self.device.backend)
+        self.mapped: list = []  # shared buffers of the last request (its inputs and outputs)
         self._loaded = 0
         with instrument.OpRecorder(self.launches):  # the first dispatch mode pays imports
             probe.run(self.device.torch_device)
@@ -114,8 +119,27 @@ class Worker:
         self.entry = entry
         return {"ok": True, "patched": self.snapshot.changed()}
 
-    def _inputs(self, where: dict) -> list:
-        return protocol.read_values(_INPUTS_DIR, where["specs"], self.device.torch_device)
+    def _inputs(self, where: dict, mapped: list) -> tuple[list, object]:
+        """Returns (input values, the shared buffer they live in or None). A shared buffer
+        is mapped from the descriptor the engine relayed, labelled with the call's token,
+        and appended to `mapped`."""
+        if "shared" not in where:
+            return protocol.read_values(_INPUTS_DIR, where["specs"], self.device.torch_device), None
+        layout = where["shared"]
+        fd = shared_memory.receive_fd(self.channel, where["token"], timeout_s=30)
+        try:
+            buffer = shared_memory.SharedBuffer.open(fd, layout["size"], self.torch.cuda.current_device())
+        finally:
+            os.close(fd)
+        mapped.append(buffer)
+        return shared_memory.unpack(buffer, layout["values"]), buffer
+
+    def _remap(self, mapped: list) -> None:
+        """Releases the previous request's buffers now that this one's are mapped (so two
+        calls never share input addresses)."""
+        for buffer in self.mapped:
+            buffer.release()
+        self.mapped = mapped
 
     def _observed_call(self, inputs) -> tuple[object, dict]:
         from fitness.sandbox.instrument import OpRecorder
@@ -131,9 +155,11 @@ class Worker:
                      "threads_started": self.threads.started, "host_reads": self.host_reads.count,
                      "patched": self.snapshot.changed()}
 
-    def _write(self, out, inputs, prefix: str, with_inputs: bool) -> dict:
-        """Writes outputs (and, when asked, the inputs as they are after the call) as raw
-        files; returns their specs."""
+    def _write(self, out, inputs, prefix: str, with_inputs: bool, where: dict,
+               shared) -> dict:
+        """Hands the outputs back: into the shared buffer's slots when they came with one
+        and fit, else as raw files; with files, also the inputs as they are after the call
+        when asked (a shared buffer's input region is the judge's own memory)."""
         torch = self.torch
         outputs = list(out) if isinstance(out, (tuple, list)) else [out]
         for value in outputs:
@@ -141,16 +167,24 @@ class Worker:
                 return {"ok": False, "kind": "wrong_type",
                         "trace": f"the entry point returned a {type(value).__module__}."
                                  f"{type(value).__qualname__}; expected plain torch.Tensor outputs"}
-        after = protocol.write_values(".", f"{prefix}-in", inputs) if with_inputs else []
+        if shared is not None:
+            specs = shared_memory.fill_slots(shared, where["shared"]["slots"], outputs)
+            if specs is not None:
+                self._synchronize()
+                return {"ok": True, "outputs": specs, "inputs_after": []}
+        after = protocol.write_values(".", f"{prefix}-in", inputs) if with_inputs and shared is None else []
         return {"ok": True, "outputs": protocol.write_values(".", f"{prefix}-out", outputs),
                 "inputs_after": after}
 
     def call(self, request: dict) -> dict:
         if self.entry is None:
             return {"ok": False, "kind": "harness_error", "trace": "call before a successful load"}
-        inputs = self._inputs(request["inputs"])
+        mapped = []
+        inputs, shared = self._inputs(request["inputs"], mapped)
+        self._remap(mapped)
         out, observed = self._observed_call(inputs)  # errors: _serve classifies
-        written = self._write(out, inputs, request["prefix"], request.get("with_inputs", True))
+        written = self._write(out, inputs, request["prefix"], request.get("with_inputs", True),
+                              request["inputs"], shared)
         # Kept until the next call, so two calls never share input addresses: a result
         # that depends on where the inputs live shows as nondeterminism.
         self.previous_inputs = inputs
@@ -162,30 +196,32 @@ class Worker:
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
-        results, self.timed = [], []
+        results, self.timed, mapped = [], [], []
         for case in request["cases"]:
-            inputs = self._inputs(case["inputs"])
+            inputs, _ = self._inputs(case["inputs"], mapped)
             buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
             refill = timing.refiller(buffers, timing.variants(inputs))
             stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill)
             self.timed.append(buffers)
             results.append(stats[0].__dict__)
+        self._remap(mapped)
         return {"ok": True, "cases": results}
 
     def recheck(self, request: dict) -> dict:
         """Refills the timed buffers in place (same pointers) with fresh inputs, calls the
         candidate and writes its outputs: a result cached during timing is caught."""
-        results = []
+        results, mapped = [], []
         for buffers, case in zip(self.timed, request["cases"]):
-            fresh = self._inputs(case["inputs"])
+            fresh, shared = self._inputs(case["inputs"], mapped)
             for old, new in zip(buffers, fresh):
                 if isinstance(old, self.torch.Tensor):
                     old.copy_(new)
             out, observed = self._observed_call(buffers)
-            written = self._write(out, buffers, case["prefix"], with_inputs=False)
+            written = self._write(out, buffers, case["prefix"], False, case["inputs"], shared)
             if not written["ok"]:
                 return written
             results.append({**written, "observed": observed})
+        self._remap(mapped)
         self.timed = []
         return {"ok": True, "cases": results}
 
@@ -207,13 +243,14 @@ def _arity_mismatch(entry, arity: int, name: str) -> str:
     return ""
 
 
-def _serve(request_fd: int, reply_fd: int) -> None:
+def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
     state: dict = {}
 
-    def start(init: dict) -> dict:
-        worker = state["worker"] = Worker(init)
-        return {"load": worker.load, "call": worker.call, "bench": worker.bench,
-                "recheck": worker.recheck, "harness": worker.harness}
+    def start(init: dict) -> tuple[dict, dict]:
+        worker = state["worker"] = Worker(init, channel)
+        return ({"load": worker.load, "call": worker.call, "bench": worker.bench,
+                 "recheck": worker.recheck, "harness": worker.harness},
+                {"shares": worker.shares})
 
     def on_error(error: BaseException) -> dict:
         # every op's errors, candidate exceptions and sys.exit included, are classified
@@ -227,8 +264,9 @@ def _serve(request_fd: int, reply_fd: int) -> None:
 
 def main() -> None:
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
+    channel = socket.socket(fileno=int(sys.argv[3])) if len(sys.argv) > 3 else None
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    _serve(request_fd, reply_fd)
+    _serve(request_fd, reply_fd, channel)
     os._exit(0)
 
 

@@ -1,0 +1,332 @@
+"""GPU buffers the trusted side owns, lent to a sandboxed worker as file descriptors.
+
+Why not files: a candidate's inputs and outputs used to cross the trust boundary as raw
+bytes in /dev/shm, a device-to-host copy, a file write, a file read and a host-to-device
+copy for every tensor of every call; on an H200 that was most of a candidate's verdict
+time. Why not legacy CUDA IPC handles (`cudaIpcGetMemHandle`, what torch.multiprocessing
+uses): the driver refuses to open them across PID namespaces, and the worker lives in its
+own. What works across namespaces is the driver's virtual memory management API: memory
+made by `cuMemCreate` with a POSIX file-descriptor handle type is exported as an ordinary
+file descriptor, which crosses a Unix socket (SCM_RIGHTS) like any other; the importer maps
+the same physical memory into its own address space.
+
+Who owns what, and why it is safe:
+  - The checker creates one `SharedBuffer` per call: the call's inputs, then one slot per
+    expected output. Nothing else lives in that allocation, so the descriptor gives the
+    worker exactly what it is meant to see; references, pristine copies and the checker's
+    other memory stay in the checker's caching allocator, which is never exported.
+  - The worker maps the buffer, gives the candidate views of the input region, and copies
+    the candidate's outputs into the output slots (refusing ones that do not fit).
+  - The checker reads the outputs from its own mapping and copies them before judging, so
+    anything the worker writes later changes nothing already judged; the inputs' region is
+    compared with the pristine copy in place (no transfer at all).
+
+Only CUDA has this here (`available()`); the interpreter and ROCm keep the raw-file path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+
+from fitness import protocol
+
+ALIGN_BYTES = 512
+"""Every tensor of a buffer starts at a multiple of this (vector loads, any dtype)."""
+
+_POSIX_FD = 1  # CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+_PINNED = 1  # CU_MEM_ALLOCATION_TYPE_PINNED
+_ON_DEVICE = 1  # CU_MEM_LOCATION_TYPE_DEVICE
+_READ_WRITE = 3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+
+
+class SharedMemoryError(RuntimeError):
+    """The driver refused a shared-memory operation; the message names which and why."""
+
+
+class _Location(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _AllocFlags(ctypes.Structure):
+    _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+
+
+class _AllocationProp(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int),
+                ("location", _Location), ("win32HandleMetaData", ctypes.c_void_p),
+                ("allocFlags", _AllocFlags)]
+
+
+class _AccessDesc(ctypes.Structure):
+    _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
+
+
+class _Driver:
+    """The few CUDA driver calls this module needs, bound through ctypes."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+
+    def __call__(self, name: str, *args) -> None:
+        status = getattr(self.lib, name)(*args)
+        if status != 0:
+            text = ctypes.c_char_p()
+            self.lib.cuGetErrorString(status, ctypes.byref(text))
+            raise SharedMemoryError(f"{name} failed: CUDA error {status} "
+                                    f"({(text.value or b'?').decode()})")
+
+
+_DRIVER: _Driver | None = None
+
+
+def _driver() -> _Driver:
+    global _DRIVER
+    if _DRIVER is None:
+        _DRIVER = _Driver()
+    return _DRIVER
+
+
+def available(backend: str) -> bool:
+    """Whether GPU buffers can be shared here: a CUDA device whose driver supports
+    POSIX-descriptor handles for VMM allocations."""
+    if backend != "cuda":
+        return False
+    try:
+        import torch
+
+        device = torch.cuda.current_device()
+        value = ctypes.c_int()
+        # CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103
+        _driver()("cuDeviceGetAttribute", ctypes.byref(value), 103, device)
+        return bool(value.value)
+    except (OSError, SharedMemoryError, RuntimeError, AssertionError):
+        return False
+
+
+def _prop(device: int) -> _AllocationProp:
+    prop = _AllocationProp()
+    prop.type, prop.requestedHandleTypes = _PINNED, _POSIX_FD
+    prop.location = _Location(_ON_DEVICE, device)
+    return prop
+
+
+def _rounded(nbytes: int, device: int) -> int:
+    granularity = ctypes.c_size_t()
+    _driver()("cuMemGetAllocationGranularity", ctypes.byref(granularity),
+              ctypes.byref(_prop(device)), 0)
+    step = granularity.value
+    return max(step, -(-nbytes // step) * step)
+
+
+def layout(nbytes_each: list[int]) -> tuple[list[int], int]:
+    """Returns (byte offset of each region, total bytes) with every region aligned."""
+    offsets, end = [], 0
+    for nbytes in nbytes_each:
+        offsets.append(end)
+        end += -(-max(nbytes, 1) // ALIGN_BYTES) * ALIGN_BYTES
+    return offsets, end
+
+
+class SharedBuffer:
+    """One device allocation mapped into this process, exportable as a file descriptor.
+
+    Made with `create` (the owner) or `open` (an importer, from a received descriptor).
+    `release()` unmaps it here; the physical memory lives until every process that mapped
+    it has released it.
+    """
+
+    def __init__(self, handle: int, pointer: int, size: int, device: int):
+        self.handle, self.pointer, self.size, self.device = handle, pointer, size, device
+        self._bytes = None
+
+    @classmethod
+    def create(cls, nbytes: int, device: int) -> "SharedBuffer":
+        size = _rounded(nbytes, device)
+        handle = ctypes.c_ulonglong()
+        _driver()("cuMemCreate", ctypes.byref(handle), ctypes.c_size_t(size),
+                  ctypes.byref(_prop(device)), ctypes.c_ulonglong(0))
+        return cls._mapped(handle.value, size, device)
+
+    @classmethod
+    def open(cls, fd: int, nbytes: int, device: int) -> "SharedBuffer":
+        """Maps the allocation behind a received descriptor; `nbytes` is what the sender
+        said it holds (mapping more than the allocation holds fails in the driver)."""
+        handle = ctypes.c_ulonglong()
+        _driver()("cuMemImportFromShareableHandle", ctypes.byref(handle),
+                  ctypes.c_void_p(fd), _POSIX_FD)
+        return cls._mapped(handle.value, _rounded(nbytes, device), device)
+
+    @classmethod
+    def _mapped(cls, handle: int, size: int, device: int) -> "SharedBuffer":
+        driver = _driver()
+        pointer = ctypes.c_ulonglong()
+        driver("cuMemAddressReserve", ctypes.byref(pointer), ctypes.c_size_t(size),
+               ctypes.c_size_t(0), ctypes.c_ulonglong(0), ctypes.c_ulonglong(0))
+        try:
+            driver("cuMemMap", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size),
+                   ctypes.c_size_t(0), ctypes.c_ulonglong(handle), ctypes.c_ulonglong(0))
+        except SharedMemoryError:
+            driver("cuMemAddressFree", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size))
+            driver("cuMemRelease", ctypes.c_ulonglong(handle))
+            raise
+        access = _AccessDesc(_Location(_ON_DEVICE, device), _READ_WRITE)
+        driver("cuMemSetAccess", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size),
+               ctypes.byref(access), ctypes.c_size_t(1))
+        return cls(handle, pointer.value, size, device)
+
+    def export(self) -> int:
+        """Returns a new file descriptor for this allocation (the caller closes it)."""
+        fd = ctypes.c_int(-1)
+        _driver()("cuMemExportToShareableHandle", ctypes.byref(fd),
+                  ctypes.c_ulonglong(self.handle), _POSIX_FD, ctypes.c_ulonglong(0))
+        return fd.value
+
+    def bytes(self):
+        """Returns the whole allocation as a uint8 torch tensor (a view, no copy)."""
+        if self._bytes is None:
+            import torch
+
+            self._bytes = torch.as_tensor(_ArrayInterface(self.pointer, self.size),
+                                          device=f"cuda:{self.device}")
+        return self._bytes
+
+    def view(self, at: int, dtype, shape, stride, offset: int):
+        """Returns a strided view of `dtype` elements starting `at` bytes in; raises
+        SharedMemoryError if the view would reach outside the allocation."""
+        import torch
+
+        span = protocol.extent(shape, stride, offset)
+        end = at + span * dtype.itemsize
+        if at < 0 or at % dtype.itemsize or end > self.size:
+            raise SharedMemoryError(f"a view of {span} {dtype} elements at byte {at} does not "
+                                    f"fit a shared buffer of {self.size} bytes")
+        region = self.bytes()[at:at + max(span, 1) * dtype.itemsize].view(dtype)
+        return torch.as_strided(region, shape, stride, offset)
+
+    def release(self) -> None:
+        if self.pointer is None:
+            return
+        self._bytes = None
+        driver = _driver()
+        driver("cuMemUnmap", ctypes.c_ulonglong(self.pointer), ctypes.c_size_t(self.size))
+        driver("cuMemAddressFree", ctypes.c_ulonglong(self.pointer), ctypes.c_size_t(self.size))
+        driver("cuMemRelease", ctypes.c_ulonglong(self.handle))
+        self.pointer = None
+
+
+class _ArrayInterface:
+    """A raw device range in the `__cuda_array_interface__` form torch.as_tensor reads."""
+
+    def __init__(self, pointer: int, size: int):
+        self.__cuda_array_interface__ = {"shape": (size,), "typestr": "|u1",
+                                         "data": (pointer, False), "version": 2, "strides": None}
+
+
+def send_fd(channel: socket.socket, fd: int, tag: str) -> None:
+    """Sends one descriptor over a Unix datagram socket, labelled with `tag`."""
+    socket.send_fds(channel, [tag.encode()], [fd])
+
+
+def receive_fd(channel: socket.socket, tag: str, timeout_s: float) -> int:
+    """Returns the descriptor labelled `tag`. Descriptors with other labels (left over from
+    a request that failed half-way) are closed and skipped. Raises SharedMemoryError when
+    none arrives in time."""
+    channel.settimeout(timeout_s)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(channel, 256, 4)
+        except OSError as error:
+            raise SharedMemoryError(f"no descriptor for {tag!r} arrived: {error}") from None
+        if not message and not fds:
+            raise SharedMemoryError(f"the channel closed before {tag!r} arrived")
+        if message.decode(errors="replace") == tag and len(fds) == 1:
+            return fds[0]
+        for fd in fds:
+            os.close(fd)
+
+
+def _contiguous_stride(shape: list[int]) -> list[int]:
+    stride, step = [], 1
+    for size in reversed(shape):
+        stride.append(step)
+        step *= max(size, 1)
+    return stride[::-1]
+
+
+def pack(values, slot_bytes: list[int], device: int) -> tuple[SharedBuffer, dict]:
+    """Trusted side: returns a new buffer holding each tensor of `values` (its storage span,
+    so strided views keep their strides) followed by one empty slot per expected output,
+    and its layout {"size", "values": specs, "slots": [{"at", "nbytes"}]}; JSON scalars
+    travel in the specs as {"value": v}."""
+    import torch
+
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    spans = [protocol.extent(t.shape, t.stride(), t.storage_offset()) for t in tensors]
+    offsets, total = layout([span * t.element_size() for span, t in zip(spans, tensors)]
+                            + list(slot_bytes))
+    buffer = SharedBuffer.create(total, device)
+    specs, placed = [], iter(zip(tensors, spans, offsets))
+    for value in values:
+        if not isinstance(value, torch.Tensor):
+            specs.append({"value": value})
+            continue
+        tensor, span, at = next(placed)
+        if span:
+            storage = torch.as_strided(tensor.detach(), (span,), (1,), 0)
+            buffer.view(at, tensor.dtype, [span], [1], 0).copy_(storage)
+        specs.append({"at": at, "dtype": str(tensor.dtype).removeprefix("torch."),
+                      "shape": list(tensor.shape), "stride": list(tensor.stride()),
+                      "offset": tensor.storage_offset()})
+    torch.cuda.synchronize()  # the worker reads it from another process
+    slots = [{"at": at, "nbytes": nbytes}
+             for at, nbytes in zip(offsets[len(tensors):], slot_bytes)]
+    return buffer, {"size": total, "values": specs, "slots": slots}
+
+
+def unpack(buffer: SharedBuffer, specs: list) -> list:
+    """Returns the values `pack` described, tensors as views into `buffer`."""
+    values = []
+    for spec in specs:
+        if not isinstance(spec, dict) or "at" not in spec:
+            values.append(spec.get("value") if isinstance(spec, dict) else None)
+            continue
+        dtype, shape, stride, offset = protocol.tensor_layout(spec)
+        values.append(buffer.view(spec["at"], dtype, shape, stride, offset))
+    return values
+
+
+def fill_slots(buffer: SharedBuffer, slots: list[dict], outputs: list) -> list[dict] | None:
+    """Worker side: copies each output (contiguous) into its slot; returns their specs, or
+    None when an output is not on the GPU or does not fit its slot (the caller then falls
+    back to files, and the judge sees the wrong shape or dtype from the spec)."""
+    if len(outputs) > len(slots):
+        return None
+    specs = []
+    for index, (slot, value) in enumerate(zip(slots, outputs)):
+        if not value.is_cuda or value.numel() * value.element_size() > slot["nbytes"]:
+            return None
+        shape = list(value.shape)
+        stride = _contiguous_stride(shape)
+        buffer.view(slot["at"], value.dtype, shape, stride, 0).copy_(value)
+        specs.append({"slot": index, "dtype": str(value.dtype).removeprefix("torch."),
+                      "shape": shape, "stride": stride, "offset": 0})
+    return specs
+
+
+def read_slot(buffer: SharedBuffer, slots: list[dict], spec: dict):
+    """Trusted side: returns a private copy of the output a worker put in a slot; the spec
+    comes from the candidate's process, so it must name a slot and stay inside it."""
+    import torch
+
+    index = spec.get("slot")
+    if not isinstance(index, int) or not 0 <= index < len(slots):
+        raise protocol.ProtocolError(f"output spec names no slot of {len(slots)}: {spec!r:.200}")
+    dtype, shape, stride, offset = protocol.tensor_layout(spec)
+    slot = slots[index]
+    if protocol.extent(shape, stride, offset) * dtype.itemsize > slot["nbytes"]:
+        raise protocol.ProtocolError(f"output {index} reaches outside its slot of "
+                                     f"{slot['nbytes']} bytes")
+    return torch.clone(buffer.view(slot["at"], dtype, shape, stride, offset))
