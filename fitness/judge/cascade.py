@@ -86,6 +86,30 @@ class BaselineCache:
             self._stats.setdefault(key, stats)
 
 
+GIVE_UP_FACTOR = 1.2
+"""A case whose latency is surely above this multiple of the best seen for it (baseline
+or an earlier candidate) stops being timed after its first batch: its median is still real,
+only less precise, and no selection decision rides on a clear loser's exact number."""
+
+
+class BestLatency:
+    """The lowest median latency seen per (task, case, device, harness version): the
+    baseline's, then any timed candidate's that passed its re-check."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._best: dict[tuple, float] = {}
+
+    def get(self, key) -> float | None:
+        with self._lock:
+            return self._best.get(key)
+
+    def offer(self, key, median_us: float) -> None:
+        with self._lock:
+            if median_us < self._best.get(key, float("inf")):
+                self._best[key] = median_us
+
+
 class _Failed(Exception):
     """Ends the walk: the candidate failed `kind` at `stage`."""
 
@@ -119,6 +143,7 @@ class Cascade:
         self.baselines = baselines
         self.limits = limits
         self.timing_config = timing_config
+        self.best = BestLatency()
         self.retries = 0
         self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
         self._counters_lock = threading.Lock()
@@ -321,11 +346,14 @@ class _Walk:
                            max_abs_err=tuple(v["max_abs_err"] for v in verdicts),
                            rel_err=tuple(v["rel_err"] for v in verdicts))
 
+    def _case_keys(self) -> list[tuple]:
+        return [(self.task.name, case.name, self.c.device.name, HARNESS_VERSION)
+                for case in self.cases]
+
     def _baseline_stats(self, checker) -> list[dict]:
         """Returns the baseline's latency per case, timed by the trusted checker once per
         (task, case, device, harness version) and cached in this process."""
-        keys = [(self.task.name, case.name, self.c.device.name, HARNESS_VERSION)
-                for case in self.cases]
+        keys = self._case_keys()
         missing = [(case, key) for case, key in zip(self.cases, keys) if self.c.baselines.get(key) is None]
         if missing:
             with self.c.device_lock.exclusive():
@@ -336,7 +364,10 @@ class _Walk:
             for (_, key), stats in zip(missing, reply["cases"]):
                 self.c.baselines.put_first(key, stats)
             self.c.count_kernel_time(reply["cases"])
-        return [self.c.baselines.get(key) for key in keys]
+        stats = [self.c.baselines.get(key) for key in keys]
+        for key, case_stats in zip(keys, stats):
+            self.c.best.offer(key, case_stats["median_us"])
+        return stats
 
     def _latency(self, worker, checker) -> None:
         baseline = self._baseline_stats(checker)
@@ -344,7 +375,8 @@ class _Walk:
                         for case in self.cases]
         timing_config = self.c.timing_config
         request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
-                   "cases": [{"inputs": inputs} for _, inputs in timed_inputs]}
+                   "cases": [{"inputs": inputs, "give_up_above_us": self._give_up(key)}
+                             for (_, inputs), key in zip(timed_inputs, self._case_keys())]}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()
             try:
@@ -366,6 +398,10 @@ class _Walk:
         self.c.count_kernel_time(stats)
         self._recheck(worker, checker)
         self._record_speed(stats, baseline)
+
+    def _give_up(self, key) -> float | None:
+        best = self.c.best.get(key)
+        return None if best is None else GIVE_UP_FACTOR * best
 
     def _recheck(self, worker, checker) -> None:
         """Calls the candidate again on the buffers it was timed on, refilled with fresh values."""
@@ -400,6 +436,8 @@ class _Walk:
             if reason:
                 raise _Failed("timed", "cheat_implausible", reason)
             roofline.append(fraction)
+        for key, measured in zip(self._case_keys(), stats):  # timed, re-checked, plausible
+            self.c.best.offer(key, measured["median_us"])
         known = [f for f in roofline if f]
         self.fields.update(timing_report.speedup_fields(stats, baseline), roofline_fraction=(
             math.exp(sum(math.log(f) for f in known) / len(known)) if known else None))

@@ -192,7 +192,9 @@ class Worker:
 
     def bench(self, request: dict) -> dict:
         """Times the candidate on each case; its input buffers are refilled before every run
-        with other values (`timing.variants`), so nothing computed once can be replayed."""
+        with other values (`timing.variants`), so nothing computed once can be replayed.
+        A case's `give_up_above_us` (the judge's best so far, with a margin) lets a clear
+        loser stop after its first batch of runs."""
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
@@ -201,7 +203,10 @@ class Worker:
             inputs, _ = self._inputs(case["inputs"], mapped)
             buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
             refill = timing.refiller(buffers, timing.variants(inputs))
-            stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill)
+            give_up = case.get("give_up_above_us")
+            stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill,
+                                 give_up_above_us=[give_up if isinstance(give_up, (int, float))
+                                                   else None])
             self.timed.append(buffers)
             results.append(stats[0].__dict__)
         self._remap(mapped)
