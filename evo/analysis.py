@@ -160,7 +160,7 @@ def run_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFram
     return runs
 
 
-def _best_rows(rows: pd.DataFrame) -> pd.DataFrame:
+def best_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Returns the fastest correct timed row of each task, indexed by task."""
     timed = rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
     if timed.empty:
@@ -184,7 +184,7 @@ def task_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFra
         "runs_solved": runs["solved"].sum(),
     }).reindex(results.task_names)
     table["candidates"] = table["candidates"].fillna(0).astype(int)
-    best = _best_rows(rows)
+    best = best_rows(rows)
     table["best_speedup"] = best["speedup"]
     table["roofline_fraction"] = best["roofline_fraction"]
     table["best_candidate_id"] = best["candidate_id"]

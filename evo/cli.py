@@ -94,12 +94,15 @@ def run(
 def report(
     directory: Path = typer.Argument(..., help="a campaign's or a sweep's results folder"),
     as_json: bool = typer.Option(False, "--json"),
+    torch_timings: Optional[Path] = typer.Option(
+        None, help="torch timings (experiments/perf/torch_baselines.py) to compare the best "
+                   "kernels with (default: DIR/torch_timings.parquet when present)"),
 ) -> None:
     """Print metrics tables and write figures for a results folder."""
     from evo import report as report_lib
 
     try:
-        report_lib.main(directory, as_json=as_json)
+        report_lib.main(directory, as_json=as_json, torch_timings=torch_timings)
     except (FileNotFoundError, ValueError) as error:
         _fail(str(error))
 

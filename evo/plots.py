@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 SPEND_LABELS = {"evaluations": "evaluations", "tokens": "LLM tokens", "usd": "USD",
                 "gpu_s": "GPU-seconds"}
@@ -120,4 +120,32 @@ def accuracy_vs_spend(curves: dict[str, pd.DataFrame], path: Path,
     panels[0][0].set_title("Accuracy vs spend")
     if 1 < len(curves) <= 12:
         panels[0][-1].legend(fontsize=7)
+    return _save(figure, path)
+
+
+def versus_torch(cases: list[dict], modes: tuple[str, ...], path: Path) -> Path:
+    """The best kernel's speedup over the baseline and each torch mode, one group per case.
+
+    Bars grow from 1 on a log scale, so 2x faster and 2x slower are equally long, right and
+    left of the line where the best and the other are even.
+    """
+    keys = ("baseline",) + tuple(modes)
+    labels = [f"{c['task']} {c['case']}" for c in cases]
+    figure, axes = plt.subplots(figsize=(9, 1.5 + 0.35 * len(cases)))
+    height = 0.8 / len(keys)
+    for offset, key in enumerate(keys):
+        values = np.array([c["speedup"][key] or np.nan for c in cases], dtype=float)
+        axes.barh(np.arange(len(cases)) + offset * height, values - 1.0, left=1.0,
+                  height=height, label=key)
+    axes.set_yticks(np.arange(len(cases)) + 0.4 - height / 2, labels, fontsize=7)
+    axes.invert_yaxis()
+    axes.set_xscale("log")
+    label = FuncFormatter(lambda value, _: f"{value:g}x")
+    axes.xaxis.set_major_formatter(label)
+    axes.xaxis.set_minor_formatter(label)
+    axes.tick_params(axis="x", which="minor", labelsize=7)
+    axes.axvline(1.0, color="0.3", linestyle="--", linewidth=0.8)
+    axes.set(xlabel="speedup of the best kernel (other latency / best latency)",
+             title="Best kernel vs baseline and torch, per case")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(figure, path)

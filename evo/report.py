@@ -1,7 +1,8 @@
 """`evo report DIR [--json]`: the numbers and figures of a campaign or a sweep folder.
 
 The JSON and the printed tables come from one dict, so what a script reads is what a person
-sees. Figures land in DIR/figures either way.
+sees. Figures land in DIR/figures either way. A campaign timed on a GPU is also read against
+torch's own timings of the same cases when they exist (evo.torch_comparison).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evo import analysis, compare, plots
+from evo import analysis, compare, plots, torch_comparison
 
 
-def campaign_report(results: analysis.Results) -> dict[str, Any]:
-    """Returns every metric of one campaign and writes its figures."""
+def campaign_report(results: analysis.Results,
+                    torch_timings: Path | str | None = None) -> dict[str, Any]:
+    """Returns every metric of one campaign, and its comparison with torch, and writes its
+    figures; `torch_timings` names the timings file (default: DIR/torch_timings.parquet)."""
     tasks = analysis.task_table(results)
     generations = analysis.by_generation(results)
     runs = analysis.by_runs(results, tasks)
@@ -38,6 +41,10 @@ def campaign_report(results: analysis.Results) -> dict[str, Any]:
                                    meaningful is not False, figures_dir / "speedup_distribution.png"),
         plots.accuracy_vs_spend({results.name: generations}, figures_dir / "accuracy_vs_spend.png"),
     ]
+    versus_torch = torch_comparison.comparison(results, torch_timings)
+    if versus_torch["status"] == "joined":
+        figures.append(plots.versus_torch(versus_torch["cases"], torch_comparison.MODES,
+                                          figures_dir / "versus_torch.png"))
     suite = analysis.suite_metrics(tasks)
     suite["spend"] = {m: float(generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES}
     suite["timing_meaningful"] = meaningful
@@ -55,6 +62,7 @@ def campaign_report(results: analysis.Results) -> dict[str, Any]:
         "by_runs": runs.reset_index().to_dict("records"),
         "best_speedup_by_generation": {task: best[task].tolist() for task in best.columns},
         "by_difficulty": analysis.by_difficulty(tasks),
+        "torch": versus_torch,
         "notes": analysis.timing_notes(results),
         "figures": [str(p) for p in figures],
     }
@@ -122,7 +130,60 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
     console.print(_table("By difficulty", ["difficulty", "tasks"] + SUITE_COLUMNS,
                          [[d, str(s["tasks"])] + _suite_row(s)
                           for d, s in report["by_difficulty"].items()]))
+    _print_torch(report["torch"], console)
     _print_footer(report, console)
+
+
+TORCH_COLUMNS = {"eager": "eager", "default": "compile",
+                 "max-autotune-no-cudagraphs": "max-autotune"}
+"""Short table headings of torch_comparison.MODES."""
+
+
+def _print_torch(versus: dict[str, Any], console: Console) -> None:
+    """Prints the best kernels against torch per case and the summary lines, or the one
+    line that says why there is no comparison."""
+    if versus["status"] != "joined":
+        console.print(f"[yellow]torch comparison: {escape(versus['message'])}[/yellow]")
+        return
+    modes = list(TORCH_COLUMNS)
+
+    def latency(case: dict, mode: str) -> str:
+        status = case["torch_status"][mode]
+        return _num(case["torch_us"][mode]) if status == "ok" else status.replace("_", " ")
+
+    rows = [[c["task"], c["case"], _num(c["best_us"]), _num(c["baseline_us"])]
+            + [latency(c, m) for m in modes]
+            + [_num(c["speedup"][k], "x") for k in ["baseline"] + modes]
+            + [_num(c["roofline"], "%"), _num(c["copy_bandwidth"], "%")]
+            for c in versus["cases"]]
+    console.print(_table(
+        f"Best kernel vs torch on {', '.join(versus['devices'])} (torch "
+        f"{versus['torch_version']}; speedup = other latency / best latency)",
+        ["task", "case", "best us", "baseline us"] + [f"{TORCH_COLUMNS[m]} us" for m in modes]
+        + ["vs baseline"] + [f"vs {TORCH_COLUMNS[m]}" for m in modes]
+        + ["roofline", "copy BW"], rows,
+        caption=f"torch timings: {versus['source']}; copy BW: bytes moved at the measured copy "
+                "bandwidth / best latency (memory-bound cases)"))
+    summary = versus["summary"]
+    for key, against in summary["versus"].items():
+        name = {"baseline": "the baseline", "eager": "torch eager",
+                "default": "torch.compile default",
+                "max-autotune-no-cudagraphs": "torch.compile max-autotune-no-cudagraphs"}[key]
+        worst = against["worst"]
+        console.print(f"best vs {name}: geomean {_num(against['geomean'], 'x')} over "
+                      f"{against['cases']} cases" + (
+                          f", worst {_num(worst['speedup'], 'x')} ({worst['task']} "
+                          f"{worst['case']})" if worst else ""))
+    for op, label in torch_comparison.LIBRARIES.items():
+        against = summary["libraries"][op]
+        if against["cases"]:
+            console.print(f"{label} (torch eager): geomean {_num(against['geomean'], 'x')} "
+                          f"over {against['cases']} cases, worst "
+                          f"{_num(against['worst']['speedup'], 'x')}")
+    memory = summary["memory_bound"]
+    console.print(f"memory-bound cases at >= {_num(memory['bar'], '%')} of the measured copy "
+                  f"bandwidth ({_num(versus['copy_gbs'])} GB/s): {memory['at_copy_bandwidth']} "
+                  f"of {memory['cases']}")
 
 
 def print_sweep(report: dict[str, Any], console: Console) -> None:
@@ -158,18 +219,23 @@ def _print_footer(report: dict[str, Any], console: Console) -> None:
         console.print(f"figure: {figure}")
 
 
-def main(directory: Path | str, as_json: bool = False) -> None:
+def main(directory: Path | str, as_json: bool = False,
+         torch_timings: Path | str | None = None) -> None:
     """Reports a campaign folder (with campaign.json) or a sweep folder (campaigns inside).
 
-    Raises FileNotFoundError for a missing folder and ValueError for one holding no
-    campaign or no evaluations; the CLI turns both into a one-line error.
+    Raises FileNotFoundError for a missing folder or timings file and ValueError for a
+    folder holding no campaign or no evaluations, or an unreadable timings file; the CLI
+    turns each into a one-line error.
     """
     path = Path(directory)
     if not path.is_dir():
         raise FileNotFoundError(f"no results folder at {path}")
     is_campaign = (path / "campaign.json").is_file()
     if is_campaign:
-        report = campaign_report(analysis.load(path))
+        report = campaign_report(analysis.load(path), torch_timings)
+    elif torch_timings:
+        raise ValueError(f"--torch-timings reads against one campaign; {path} is a sweep "
+                         "folder (report one of its campaigns)")
     else:
         report = analysis.to_json_value(compare.sweep_report(path, path / "figures"))
     if as_json:
