@@ -31,7 +31,7 @@ from evo.budget import Spend, cap_reached
 from evo.checkpoint import CampaignState, IslandState
 from evo.progress import Progress
 from evo.ray_session import session as ray_session
-from evo.scoring import Outcome, Scorer
+from evo.scoring import Outcome, Scored, Scorer
 from evo.summary import Summary, summarize
 from operators.replay import ReplayMissError
 
@@ -58,6 +58,7 @@ class Campaign:
         self._known = {key: dict(island.known) for key, island in self.state.islands.items()}
         self._breeding: dict = {}  # ObjectRef of breed/seeds -> (island key, generation, deadline)
         self._running: dict = {}  # island key -> generation its brood being scored belongs to
+        self._seeds: dict = {}  # island key -> its seeds, until its task's islands all have theirs
         self._met: dict = {}  # island key -> generation it finished, waiting for its ring
         self.breaker = Breaker(config.operators.max_consecutive_failures)
         self.trip: breaker.Trip | None = None
@@ -90,7 +91,10 @@ class Campaign:
                 if ref in self._breeding:
                     self._score(ref)
             for key, outcome in self.scorer.collect(ready).items():
-                self._conclude(key, outcome)
+                if isinstance(key, str):  # a task's seeds, scored once for all its islands
+                    self._seeded(key, outcome)
+                else:
+                    self._conclude(key, generation=self._running.pop(key), outcome=outcome)
             self._check_breeding_deadlines()
         if self.trip:  # also when it tripped on the last generation: its calls failed
             self.stopped_by = breaker.STOPPED_BY
@@ -123,9 +127,15 @@ class Campaign:
         return ready
 
     def _score(self, ref) -> None:
-        """Hands an island's brood to the scorer."""
+        """Hands an island's brood to the scorer; seeds wait for their task's other islands."""
         key, generation, _ = self._breeding.pop(ref)
         brood = ray.get(ref, timeout=ACTOR_TIMEOUT_S)
+        if generation == 0:
+            self._seeds[key] = brood
+            seeding = self._seeding(key[0])
+            if all(member in self._seeds for member in seeding):
+                self.scorer.submit(key[0], [c for m in seeding for c in self._seeds[m]], {}, {})
+            return
         # A part written before a kill, but not checkpointed: its answers are reused so the
         # redone generation's rows are identical.
         recorded = {row["candidate_id"]: results.evaluation_from_row(row)
@@ -140,10 +150,31 @@ class Campaign:
             raise TimeoutError(f"islands {overdue} did not hand over their offspring within "
                                f"{self.parts.brood_timeout_s:.0f} s")
 
-    def _conclude(self, key, outcome: Outcome) -> None:
+    def _seeded(self, task: str, outcome: Outcome) -> None:
+        """Concludes generation 0 of each island of `task` with the verdicts on the seeds
+        they share (a baseline seeded on k islands is scored once, not k times)."""
+        verdicts = {s.candidate.id: s.evaluation for s in outcome.scored}
+        gpu_seconds = outcome.gpu_seconds
+        for key in self._seeding(task):
+            seeds = self._seeds.pop(key)
+            self._conclude(key, 0, Outcome(
+                [Scored(seed, verdicts[seed.id], reused=False) for seed in seeds],
+                {seed.id: outcome.new[seed.id] for seed in seeds if seed.id in outcome.new},
+                gpu_seconds))
+            gpu_seconds = 0.0  # booked once
+
+    def _ring(self, task: str) -> list:
+        return [(task, island) for island in range(self.config.search.islands)]
+
+    def _seeding(self, task: str) -> list:
+        """Returns the task's islands whose seeds are not scored yet (after a kill, maybe
+        not all of them)."""
+        return [key for key in self._ring(task) if self.state.islands[key].generation_done < 0]
+
+    def _conclude(self, key, generation: int, outcome: Outcome) -> None:
         """Replaces the island's population with its scored brood, writes its rows, shows
         the breaker its LLM calls; then the island meets its ring or goes on."""
-        generation, island = self._running.pop(key), self.parts.islands[key]
+        island = self.parts.islands[key]
         pairs = [(s.candidate, s.evaluation) for s in outcome.scored]
         _, calls = ray.get([island.replace.remote(generation, pairs),
                             island.drain_calls.remote()], timeout=ACTOR_TIMEOUT_S)
@@ -177,9 +208,7 @@ class Campaign:
         finish it too, then migrates the ring and pools what its islands have scored; then
         checkpoints and starts the next generation of each island that was waiting."""
         search = self.config.search
-        ring = [key]
-        if migration.due(generation, search.migration_interval):
-            ring = [(key[0], island) for island in range(search.islands)]
+        ring = self._ring(key[0]) if migration.due(generation, search.migration_interval) else [key]
         self._met[key] = generation
         if any(self._met.get(member) != generation for member in ring):
             return  # the others are still on their way to this generation
