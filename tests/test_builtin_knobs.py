@@ -8,8 +8,10 @@ import random
 
 import pytest
 import torch
+from triton.runtime.jit import KernelInterface
 
 from benchmarks import registry
+from benchmarks.builtin import common
 from benchmarks.listing import task_summary
 from evo.records import make_candidate
 from operators import knobs, offline, tables
@@ -20,6 +22,23 @@ TABLED = [task for task in SUITE.tasks() if tables.space(task.baseline_source)["
 SAMPLES_PER_DESIGN = 3
 PERSISTENT_TEST_PROGRAMS = 2
 """A persistent grid below the interpreter cases' block count, so its loop really walks blocks."""
+ALIGNED_CASES = {
+    # task: params whose row lengths (and, for transpose, M) are multiples of 8, so only the
+    # padding between rows decides whether the launcher may turn the ALIGN hint on
+    "softmax": {"M": 3, "N": 1000, "dtype": "float32"},
+    "rmsnorm": {"M": 3, "N": 1000, "dtype": "float16"},
+    "layernorm": {"M": 3, "N": 1000, "dtype": "bfloat16"},
+    "row_sum": {"M": 5, "N": 1000, "dtype": "float32"},
+    "row_argmax": {"M": 5, "N": 1000, "dtype": "float16"},
+    "cumsum": {"M": 3, "N": 1000, "dtype": "float32"},
+    "cross_entropy": {"M": 3, "V": 1000, "dtype": "float32"},
+    "embedding": {"T": 5, "V": 20, "D": 1000, "dtype": "float16"},
+    "flip2d": {"M": 5, "N": 1000, "dtype": "float32"},
+    "transpose": {"M": 40, "N": 1000, "dtype": "float16"},
+}
+ROW_PADDING_ALIGN = {0: 8, 1: 1, 8: 8}
+"""Extra elements between rows -> the ALIGN the launcher must pass (tables ask for 8):
+none keeps rows 8-aligned, an odd pad leaves every other row unaligned, 8 realigns them."""
 
 
 def _import(path, name):
@@ -29,9 +48,8 @@ def _import(path, name):
     return module
 
 
-def _mismatch(task, fn, case):
-    """Returns why `fn` disagrees with the reference on `case` (per element, the task's tolerance)."""
-    args = task.make_inputs(case.params, 1, "cpu")
+def _mismatch(task, fn, args):
+    """Returns why `fn` disagrees with the reference on `args` (per element, the task's tolerance)."""
     out = fn(*args)
     expected = task.reference(*args)
     if out.shape != expected.shape or out.dtype != expected.dtype:
@@ -86,10 +104,51 @@ def test_every_design_is_correct_under_sampled_tuning(task, tmp_path):
         path.write_text(source)
         fn = getattr(_import(path, f"knobs_{task.name}_{index}"), task.entry_point)
         for case in task.interpreter_cases:
-            why = _mismatch(task, fn, case)
+            why = _mismatch(task, fn, task.make_inputs(case.params, 1, "cpu"))
             if why:
                 failures.append(f"{label} on {case.name}: {why}")
     assert not failures, "\n".join(failures)
+
+
+def _row_padded(t, pad):
+    """Returns `t` (2-D) as a view whose rows sit `pad` elements further apart than their length."""
+    wide = torch.zeros((t.shape[0], t.shape[1] + pad), dtype=t.dtype)
+    wide[:, :t.shape[1]] = t
+    return wide[:, :t.shape[1]]
+
+
+class _RecordingKernel:
+    """Stands in for a kernel: records the ALIGN of every launch, then launches the real one."""
+
+    def __init__(self, kernel, launched):
+        self.kernel, self.launched = kernel, launched
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.launched.append(kwargs["ALIGN"])
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+@pytest.mark.parametrize("pad", sorted(ROW_PADDING_ALIGN))
+@pytest.mark.parametrize("task_name", sorted(ALIGNED_CASES))
+def test_alignment_hint_only_where_the_strides_allow(task_name, pad, monkeypatch):
+    task = SUITE.get(task_name)
+    module = _import(common.KERNELS_DIR / f"{task_name}.py", f"aligned_{task_name}_{pad}")
+    launched = []
+    for name, value in list(vars(module).items()):
+        if isinstance(value, KernelInterface) and "ALIGN" in value.arg_names:
+            monkeypatch.setattr(module, name, _RecordingKernel(value, launched))
+    args = tuple(_row_padded(a, pad) if a.ndim == 2 else a for a in task.make_inputs(ALIGNED_CASES[task_name], 1, "cpu"))
+    assert all(a.stride(0) == a.shape[1] + pad for a in args if a.ndim == 2)
+    why = _mismatch(task, getattr(module, task.entry_point), args)
+    assert not why, why
+    assert launched == [ROW_PADDING_ALIGN[pad]]
+
+
+def test_every_aligned_baseline_has_an_odd_stride_case():
+    declared = {t.name for t in TABLED if "ALIGN" in tables.space(t.baseline_source)["knobs"]}
+    assert declared == set(ALIGNED_CASES)
 
 
 def test_mutation_switches_designs_and_tunes_one_bucket_at_a_time():

@@ -3,6 +3,8 @@
 The design is chosen per shape from `CONFIGS` (see the launcher): rows per program (short
 rows need many), the chunk width (long rows: wider chunks, fewer carries), and a persistent
 grid (a fixed number of programs walking the row blocks) instead of one program per block.
+ALIGN is the vector width the kernel may assume of N and the row strides; the launcher
+lowers it to one they are all multiples of (1 for odd rows or strides: the unhinted path).
 """
 
 import torch
@@ -13,15 +15,19 @@ KNOBS = {
     "BLOCK_M": (1, 2, 4, 8, 16, 32),
     "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
 DESIGN = ("PROGRAMS",)
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "short": (("BLOCK_M", 16), ("BLOCK_N", 256), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
-    "medium": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
-    "long": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("num_warps", 4), ("num_stages", 2)),
+    "short": (("BLOCK_M", 16), ("BLOCK_N", 256), ("PROGRAMS", 0),
+              ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
+    "medium": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0),
+               ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
+    "long": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0),
+             ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
 }
 
 
@@ -29,7 +35,12 @@ CONFIGS = {
 def _cumsum_kernel(x_ptr, out_ptr,
                    M, N,
                    stride_xm, stride_om,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr):
+    # The launcher checked N and both row strides are multiples of ALIGN: rounding them down
+    # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
+    N = N // ALIGN * ALIGN
+    stride_xm = stride_xm // ALIGN * ALIGN
+    stride_om = stride_om // ALIGN * ALIGN
     # With a persistent grid each program walks every num_programs-th row block.
     for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
         rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -55,6 +66,14 @@ def _bucket(N: int) -> str:
     return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
+def _vector_width(widest: int, *sizes: int) -> int:
+    """Returns the largest power of two up to `widest` dividing every size (1: unhinted)."""
+    width = widest
+    while width > 1 and any(size % width for size in sizes):
+        width //= 2
+    return width
+
+
 def cumsum(x: torch.Tensor) -> torch.Tensor:
     assert x.ndim == 2, f"expected a 2-D tensor, got shape {tuple(x.shape)}"
     assert x.stride(1) == 1, "rows must be contiguous"
@@ -66,5 +85,6 @@ def cumsum(x: torch.Tensor) -> torch.Tensor:
         programs = min(programs, config["PROGRAMS"])
     _cumsum_kernel[(programs,)](x, out, M, N, x.stride(0), out.stride(0),
                                 BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
+                                ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
                                 num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

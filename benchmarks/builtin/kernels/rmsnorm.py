@@ -5,6 +5,8 @@ in registers (one read, one write); LOOP=1 streams it in BLOCK_N chunks, the sum
 first, then the scaled write (two reads: rows too long for registers). BLOCK_M rows per
 program keep the lanes busy on short rows; a persistent grid (PROGRAMS) has a fixed number
 of programs walk the row blocks.
+ALIGN is the vector width the kernel may assume of N and the row strides; the launcher
+lowers it to one they are all multiples of (1 for odd rows or strides: the unhinted path).
 """
 
 import torch
@@ -16,6 +18,7 @@ KNOBS = {
     "BLOCK_N": (64, 128, 256, 512, 1024, 2048, 4096),  # chunk width when LOOP=1
     "LOOP": (0, 1),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
@@ -23,11 +26,11 @@ DESIGN = ("LOOP", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0),
-              ("num_warps", 4), ("num_stages", 1)),
+              ("ALIGN", 8), ("num_warps", 4), ("num_stages", 1)),
     "medium": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
-               ("num_warps", 8), ("num_stages", 1)),
+               ("ALIGN", 8), ("num_warps", 8), ("num_stages", 1)),
     "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
-             ("num_warps", 8), ("num_stages", 1)),
+             ("ALIGN", 8), ("num_warps", 8), ("num_stages", 1)),
 }
 MAX_BLOCK = 1 << 16
 """Most elements one BLOCK_M x BLOCK_N block may hold; a longer whole row is looped."""
@@ -38,7 +41,12 @@ def _rmsnorm_kernel(x_ptr, weight_ptr, out_ptr,
                     M, N,
                     stride_x_row, stride_out_row,
                     eps,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr, ALIGN: tl.constexpr):
+    # The launcher checked N and both row strides are multiples of ALIGN: rounding them down
+    # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
+    N = N // ALIGN * ALIGN
+    stride_x_row = stride_x_row // ALIGN * ALIGN
+    stride_out_row = stride_out_row // ALIGN * ALIGN
     # With a persistent grid each program walks every num_programs-th row block.
     for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
         rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -77,6 +85,14 @@ def _bucket(N: int) -> str:
     return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
+def _vector_width(widest: int, *sizes: int) -> int:
+    """Returns the largest power of two up to `widest` dividing every size (1: unhinted)."""
+    width = widest
+    while width > 1 and any(size % width for size in sizes):
+        width //= 2
+    return width
+
+
 def rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     assert x.ndim == 2, f"expected x of shape [M, N], got {tuple(x.shape)}"
     M, N = x.shape
@@ -96,5 +112,6 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         programs = min(programs, config["PROGRAMS"])
     _rmsnorm_kernel[(programs,)](x, weight, out, M, N, x.stride(0), out.stride(0), 1e-6,
                                  BLOCK_M=block_m, BLOCK_N=block_n, LOOP=1 if loop else 0,
+                                 ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
                                  num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

@@ -5,6 +5,8 @@ takes at once (short rows need many, or most lanes idle), whether the chunks are
 a lane-wise 2-D accumulator reduced once or reduced chunk by chunk into one value per row
 (fewer registers on long rows), and whether a fixed number of programs walks the row blocks
 (a persistent grid) instead of one program per block.
+ALIGN is the vector width the kernel may assume of N and the row stride; the launcher
+lowers it to one they are all multiples of (1 for odd rows or strides: the unhinted path).
 """
 
 import torch
@@ -16,6 +18,7 @@ KNOBS = {
     "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
     "ACC_2D": (0, 1),  # 1: [BLOCK_M, BLOCK_N] fp32 accumulator reduced once; 0: reduced per chunk
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
+    "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
@@ -23,11 +26,11 @@ DESIGN = ("ACC_2D", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "short": (("BLOCK_M", 32), ("BLOCK_N", 128), ("ACC_2D", 1), ("PROGRAMS", 0),
-              ("num_warps", 4), ("num_stages", 2)),
+              ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
     "medium": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0),
-               ("num_warps", 4), ("num_stages", 2)),
+               ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
     "long": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0),
-             ("num_warps", 4), ("num_stages", 2)),
+             ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
 }
 
 
@@ -35,7 +38,11 @@ CONFIGS = {
 def _row_sum_kernel(x_ptr, out_ptr,
                     M, N,
                     stride_xm,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACC_2D: tl.constexpr):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACC_2D: tl.constexpr, ALIGN: tl.constexpr):
+    # The launcher checked N and the row stride are multiples of ALIGN: rounding them down
+    # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
+    N = N // ALIGN * ALIGN
+    stride_xm = stride_xm // ALIGN * ALIGN
     # With a persistent grid each program walks every num_programs-th row block.
     for block in range(tl.program_id(axis=0), tl.cdiv(M, BLOCK_M), tl.num_programs(axis=0)):
         rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -61,6 +68,14 @@ def _bucket(N: int) -> str:
     return "short" if N <= 256 else "medium" if N <= 4096 else "long"
 
 
+def _vector_width(widest: int, *sizes: int) -> int:
+    """Returns the largest power of two up to `widest` dividing every size (1: unhinted)."""
+    width = widest
+    while width > 1 and any(size % width for size in sizes):
+        width //= 2
+    return width
+
+
 def row_sum(x: torch.Tensor) -> torch.Tensor:
     assert x.ndim == 2, f"expected a 2-D tensor, got shape {tuple(x.shape)}"
     assert x.stride(1) == 1, "rows must be contiguous"
@@ -73,5 +88,6 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
     _row_sum_kernel[(programs,)](x, out, M, N, x.stride(0),
                                  BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
                                  ACC_2D=config["ACC_2D"],
+                                 ALIGN=_vector_width(config["ALIGN"], N, x.stride(0)),
                                  num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out
