@@ -203,8 +203,9 @@ class SharedBuffer:
         if at < 0 or at % dtype.itemsize or end > self.size:
             raise SharedMemoryError(f"a view of {span} {dtype} elements at byte {at} does not "
                                     f"fit a shared buffer of {self.size} bytes")
-        region = self.bytes()[at:at + max(span, 1) * dtype.itemsize].view(dtype)
-        return torch.as_strided(region, shape, stride, offset)
+        # as_strided counts its offset from the start of the storage, not of a slice
+        return torch.as_strided(self.bytes().view(dtype), shape, stride,
+                                at // dtype.itemsize + offset)
 
     def release(self) -> None:
         if self.pointer is None:
