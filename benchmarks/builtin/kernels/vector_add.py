@@ -57,7 +57,7 @@ def _add_kernel(x_ptr, y_ptr, out_ptr,
 
 
 def _bucket(n: int) -> str:
-    """Returns the CONFIGS bucket of a vector of n elements (small: fewer blocks than lanes)."""
+    """Returns the CONFIGS bucket of a vector of n elements (small: the launch is latency-bound)."""
     return "small" if n <= 1 << 20 else "large"
 
 
