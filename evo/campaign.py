@@ -69,7 +69,8 @@ class Campaign:
         the final state. No barrier: each island goes at its own pace.
 
             every island at once, each on its own:
-                if nothing is scored yet: score its seed population (generation 0)
+                if nothing is scored yet: score its seed population (generation 0; a
+                    task's islands share theirs, scored once)
                 for g in done+1 .. generations, while no cap is reached and the breaker holds:
                     brood = the island selects parents and breeds offspring   (async: LLM)
                     scored = its brood scored on the fitness actors, in the one queue

@@ -50,14 +50,16 @@ async def steps(client, trace=RECORDED_TRACE, speedup=RECORDED_SPEEDUP):
 
 
 def write_recording(folder, calls):
-    """Writes the calls as the engine would (one part per generation); returns their rows."""
+    """Writes the calls as the engine would (one part per generation of an island); returns
+    their rows."""
     rows = [results.llm_call_row("recorded", TASK.name, island, generation, call)
             for (island, generation), call in zip(PLACES, calls)]
     (folder / "llm_calls").mkdir()
-    for generation in (1, 2, 3):
-        part = [row for row in rows if row["generation"] == generation]
+    for island, generation in sorted(set(PLACES)):
+        part = [row for row in rows if (row["island"], row["generation"]) == (island, generation)]
         table = pa.Table.from_pylist(part, schema=results.LLM_CALL_SCHEMA)
-        pq.write_table(table, results.part_path(folder / "llm_calls", generation))
+        pq.write_table(table, results.part_path(folder / "llm_calls", generation,
+                                                (TASK.name, island)))
     return rows
 
 

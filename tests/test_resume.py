@@ -1,5 +1,6 @@
 """Exact resume: a campaign killed at any moment continues to the rows of an uninterrupted run."""
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -10,7 +11,7 @@ import time
 import pandas as pd
 import pytest
 
-from evo import campaign, config as config_lib
+from evo import campaign, checkpoint, config as config_lib
 
 CONFIG_TOML = """
 [campaign]
@@ -110,15 +111,31 @@ def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(
     parts_3 = sorted((out / "evaluations").glob("part-00003-*.parquet"))
     assert len(parts_3) == 2  # one per island
     written = {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_3}
+    after_3 = checkpoint.load(out)
     # A kill after the parts of 3 were written but before their checkpoint: it says 2.
     for path, data in checkpoint_after_2.items():
         path.write_bytes(data)
+    after_2 = checkpoint.load(out)
 
     summary = run(config_lib.load(config_path), resume=True)
 
     assert summary.generations_done == 3
     kept = {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_3}
     assert kept == written  # kept, not rewritten
+    _assert_same_rows(_rows(out), _rows(reference))
+
+    # Islands advance at their own pace: a kill may find island 0 done with 3 and island 1
+    # still on it. Only island 1 redoes it, to the same part.
+    behind = ("vector_add", 1)
+    checkpoint.save(out, dataclasses.replace(
+        after_3, islands={**after_3.islands, behind: after_2.islands[behind]}), {"vector_add"})
+    assert (checkpoint.load(out).generation_done, checkpoint.load(out).furthest_generation) == (2, 3)
+
+    summary = run(config_lib.load(config_path), resume=True)
+
+    assert summary.generations_done == summary.furthest_generation == 3
+    kept = {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_3}
+    assert kept == written
     _assert_same_rows(_rows(out), _rows(reference))
 
 
