@@ -12,6 +12,13 @@ confidence interval narrower than `ci_rel`), whether the callable is clearly slo
 the caller cares about, or whether the run or time budget is spent. Whatever the reason, the
 reported median is the median of every run that was timed.
 
+Before that, a callable long enough to heat the chip is run until its latency stops drifting
+(`settled`): a compute-bound kernel starts at the boost clock, and the power limiter pulls the
+clock down only after some 0.1 s of load (13.7% slower on an H200's 8192^3 fp16 matmul), so a
+timing shorter than that measures whatever the previous work left behind. The settling
+batches are timed like the real ones and discarded, except the one that shows the state has
+settled, which is the first timed batch.
+
 The clock functions are bound when this module is imported, which the worker does before
 it imports any candidate: a candidate that patches `time` or `torch.cuda.Event` afterwards
 does not change what is measured.
@@ -56,6 +63,18 @@ class TimingConfig:
         Python launcher costs tens of microseconds of host time per launch (62 us measured
         for a 6 us kernel on an H200 host): events around an eager launch then time the
         host, not the kernel. A replay has no per-kernel host cost.
+      settle_above_us: a callable whose batch median is at least this is heavy enough to
+        move the clock itself: behind the flush (~25 us) and the pad it keeps the GPU busy
+        >= ~80% of the time, which for tensor-core work is past an H200's 700 W; below it
+        only the SM clock has to be steady (see `settled`).
+      settle_min_s: seconds of a heavy callable's settling batches before it may be timed:
+        measured on an H200, a 2 ms matmul ran at boost for ~0.1 s of load, then up to 14% slower.
+      settle_max_s: settling stops after this many seconds, settled or not (0: no settling,
+        the first batch is timed whatever came before it).
+      settle_batch_s: seconds a settling batch lasts at least after the first, so that two
+        batches in a row are far enough apart in time to show a drift.
+      settle_rel: settled once the last two batch medians (heavy callables) and the last two
+        SM clock reads agree within this fraction.
     """
 
     warmup_runs: int = 3
@@ -66,6 +85,11 @@ class TimingConfig:
     ci_rel: float = 0.005
     confidence: float = 0.95
     use_graphs: bool = True
+    settle_above_us: float = 200.0
+    settle_min_s: float = 0.15
+    settle_max_s: float = 0.3
+    settle_batch_s: float = 0.02
+    settle_rel: float = 0.01
 
 
 INTERPRETER_TIMING = TimingConfig(warmup_runs=1, min_runs=3, max_runs=3)
@@ -144,6 +168,66 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
     if runs >= config.max_runs or sum(ordered) * 1e-6 >= config.max_timed_s:
         return "max"
     return None
+
+
+def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
+            elapsed_s: float, config: TimingConfig) -> bool:
+    """Returns whether timing may begin after these settling batches: `medians_us` holds one
+    series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
+    before the first batch and after each (empty where it cannot be read), `elapsed_s` the
+    seconds since the first batch began. A pure function, tested without a GPU.
+
+    Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
+    since the last read; and if a callable is heavy (last median >= `settle_above_us`), at
+    least `settle_min_s` must have passed (a boost clock holds steady for a while before the
+    power limiter pulls it down, so steadiness alone proves nothing early) and every
+    callable's last two medians must agree within `settle_rel`.
+    """
+    if elapsed_s >= config.settle_max_s:
+        return True
+
+    def steady(series: Sequence[float]) -> bool:
+        return len(series) >= 2 and abs(series[-1] - series[-2]) <= config.settle_rel * series[-2]
+
+    if len(clocks_mhz) >= 2 and not steady(clocks_mhz):
+        return False
+    if any(series[-1] >= config.settle_above_us for series in medians_us):
+        return elapsed_s >= config.settle_min_s and all(steady(series) for series in medians_us)
+    return True
+
+
+def settling(run_batch: Callable[[list[int], int], list[list[float]]],
+             read_clock: Callable[[], float | None], clock_mhz: float | None,
+             config: TimingConfig) -> Callable[[list[int], int], list[list[float]]]:
+    """Returns `run_batch` whose first call repeats until `settled` and returns only its last
+    batch; later calls pass through. The first batch has the runs asked for; later settling
+    batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
+    before the first batch, `read_clock` reads it after each (None: not readable)."""
+    first = True
+
+    def run_settled(active: list[int], runs: int) -> list[list[float]]:
+        nonlocal first
+        if not first:
+            return run_batch(active, runs)
+        first = False
+        medians: list[list[float]] = [[] for _ in active]
+        clocks = [clock_mhz] if clock_mhz else []
+        started = _perf_counter()
+        while True:
+            began = _perf_counter()
+            samples = run_batch(active, runs)
+            batch_s = _perf_counter() - began
+            for series, batch in zip(medians, samples):
+                series.append(statistics.median(batch))
+            clock = read_clock()
+            if clock:
+                clocks.append(clock)
+            if settled(medians, clocks, _perf_counter() - started, config):
+                return samples
+            wanted = int(runs * config.settle_batch_s / max(batch_s, 1e-9)) + 1
+            runs = max(config.min_runs, min(config.max_runs, wanted))
+
+    return run_settled
 
 
 def next_batch_runs(done: int, config: TimingConfig) -> int:
@@ -324,9 +408,10 @@ def _clock_mhz(gpu: _Gpu) -> float | None:
 def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
                   give_up) -> list[LatencyStats]:
     """Count warm-up, capture, a warm-up of what will be timed (`warmup_s` long when the
-    clock is down), then adaptive batches of event-timed runs, each behind a pad: a spin
-    kernel twice as long as the host takes to enqueue the call, so the whole call is queued
-    before its start event fires and the interval holds GPU work, never launcher jitter."""
+    clock is down), settling batches (`settling`), then adaptive batches of event-timed
+    runs, each behind a pad: a spin kernel twice as long as the host takes to enqueue the
+    call, so the whole call is queued before its start event fires and the interval holds
+    GPU work, never launcher jitter."""
     global _peak_mhz
     gpu = _gpu()
     torch = gpu.torch
@@ -378,7 +463,14 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
         gpu.synchronize()
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 
-    return time_adaptively(run_batch, len(runnables), config, give_up, methods)
+    def read_clock() -> float | None:
+        global _peak_mhz
+        clock = _clock_mhz(gpu)
+        _peak_mhz = max(_peak_mhz, clock or 0.0)
+        return clock
+
+    return time_adaptively(settling(run_batch, read_clock, clock_mhz, config), len(runnables),
+                           config, give_up, methods)
 
 
 def roofline_fraction(device: DeviceInfo, flops: float, bytes_moved: float,

@@ -199,23 +199,95 @@ def test_event_path_pads_each_run_and_warms_up_only_when_the_clock_is_down(monke
     clock_read = ("spin", timing._SPIN_CYCLES)
 
     def bench():
-        """Returns the stats, the clock reads, and the untimed runs after the last read."""
+        """Returns the stats, the clock reads before the first pad, the untimed runs between
+        the last of them and the first pad, the timed log entries, and what came after."""
         gpu.log.clear()
         [stats] = timing.bench([gpu.kernel], device, config)
-        last_read = len(gpu.log) - 1 - gpu.log[::-1].index(clock_read)
-        first_pad = next(i for i in range(last_read + 1, len(gpu.log)) if gpu.log[i][0] == "spin")
-        return stats, gpu.log.count(clock_read), gpu.log[last_read:first_pad].count("kernel")
+        reads = (clock_read[1], clock_read[1] // 4)
+        first_pad = next(i for i, entry in enumerate(gpu.log)
+                         if entry[0] == "spin" and entry[1] not in reads)
+        last_read = first_pad - 1 - gpu.log[first_pad::-1].index(clock_read)
+        return (stats, gpu.log[:first_pad].count(clock_read),
+                gpu.log[last_read:first_pad].count("kernel"), gpu.log[first_pad:first_pad + 80],
+                gpu.log[first_pad + 80:])
 
-    stats, clock_reads, warm_runs = bench()  # the first timing of a process is cold
+    stats, clock_reads, warm_runs, timed, after = bench()  # the first timing of a process is cold
     assert (stats.median_us, stats.runs, stats.stopped, stats.method) == (5.0, 20, "ci", "events")
     assert clock_reads == 2 and warm_runs == 0  # read again after a warm-up of 20 ms
-    timed = gpu.log[-80:]  # 20 runs: pad, start, kernel, end
     assert all(entry[0] == "spin" for entry in timed[0::4]) and timed[1::4] == ["record"] * 20
     assert timed[2::4] == ["kernel"] * 20 and timed[3::4] == ["record"] * 20
     assert min(entry[1] for entry in timed[0::4]) >= 1980 * 10  # >= 10 us at the clock read
+    assert after.count(clock_read) == 1 and "kernel" not in after  # one read: the clock held
 
-    _, clock_reads, warm_runs = bench()  # a moment later, same clock: a counted warm-up only
+    _, clock_reads, warm_runs, _, _ = bench()  # a moment later, same clock: a counted warm-up only
     assert (clock_reads, warm_runs) == (1, config.warmup_runs)
     gpu.mhz = 600.0  # the clock dropped (the GPU idled): the timed warm-up again
-    _, clock_reads, _ = bench()
+    _, clock_reads, _, _, _ = bench()
     assert clock_reads == 2
+
+
+SETTLE = timing.TimingConfig(settle_above_us=200.0, settle_min_s=0.15, settle_max_s=0.3,
+                             settle_rel=0.01)
+
+
+def test_a_short_kernel_at_a_steady_clock_is_timed_from_its_first_batch():
+    assert timing.settled([[50.0]], [1980.0, 1975.0], 0.002, SETTLE)
+    assert timing.settled([[50.0]], [], 0.002, SETTLE)  # no clock reading (no spin kernel)
+
+
+def test_a_moving_clock_is_not_settled_whatever_the_kernel():
+    assert not timing.settled([[50.0]], [1735.0, 1830.0], 0.05, SETTLE)  # recovering
+    assert not timing.settled([[50.0, 50.0]], [1980.0, 1980.0, 1900.0], 0.05, SETTLE)
+    assert timing.settled([[50.0, 50.0]], [1735.0, 1830.0, 1840.0], 0.05, SETTLE)
+
+
+def test_a_heavy_kernel_steady_at_boost_is_not_settled_before_settle_min_s():
+    boost = [[1945.0, 1946.0, 1945.0]]
+    assert not timing.settled(boost, [1980.0] * 4, 0.12, SETTLE)
+    assert timing.settled(boost, [1980.0] * 4, 0.16, SETTLE)
+
+
+def test_a_heavy_kernel_whose_latency_steps_is_not_settled_until_two_batches_agree():
+    assert not timing.settled([[1945.0, 1950.0, 2210.0]], [1980.0, 1980.0, 1750.0, 1740.0],
+                              0.2, SETTLE)
+    assert timing.settled([[1945.0, 2210.0, 2218.0]], [1980.0, 1750.0, 1740.0], 0.2, SETTLE)
+
+
+def test_one_heavy_callable_holds_back_a_light_one_interleaved_with_it():
+    assert not timing.settled([[20.0, 20.0], [400.0, 420.0]], [], 0.2, SETTLE)
+    assert not timing.settled([[20.0, 20.0], [400.0, 401.0]], [], 0.1, SETTLE)
+    assert timing.settled([[20.0, 20.0], [400.0, 401.0]], [], 0.2, SETTLE)
+
+
+def test_settling_stops_at_settle_max_s_and_never_with_settle_max_s_zero():
+    assert timing.settled([[1945.0, 2210.0]], [1980.0, 1750.0], 0.3, SETTLE)
+    no_settling = timing.TimingConfig(settle_max_s=0.0)
+    assert timing.settled([[1945.0]], [1980.0, 600.0], 0.0, no_settling)
+
+
+def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clock_down(
+        monkeypatch):
+    """A 2 ms kernel runs at boost (1945 us) for its first 0.1 s of (fake) GPU time, then at
+    the limited clock (2210 us): settled, every timed run is from after the step; without
+    settling, the timing is the boost's."""
+    device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
+    monkeypatch.setattr(timing, "_peak_mhz", 1980.0)
+
+    def bench(**settle):
+        gpu = _FakeGpu(mhz=1980.0)
+
+        def matmul():
+            gpu.now_us += 1945.0 if gpu.now_us < 100_000.0 else 2210.0
+            gpu.log.append("kernel")
+
+        monkeypatch.setattr(timing, "_GPU", gpu)
+        monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
+        config = timing.TimingConfig(warmup_runs=2, use_graphs=False, **settle)
+        [stats] = timing.bench([matmul], device, config)
+        return stats, gpu.now_us * 1e-6
+
+    stats, spent_s = bench()
+    assert (stats.median_us, stats.p20_us, stats.stopped) == (2210.0, 2210.0, "ci")
+    assert 0.15 <= spent_s <= 0.3 + 0.05  # settle_min_s .. settle_max_s, then 20 timed runs
+    stats, spent_s = bench(settle_max_s=0.0)
+    assert (stats.median_us, stats.stopped) == (1945.0, "ci") and spent_s < 0.06

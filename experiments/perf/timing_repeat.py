@@ -9,7 +9,7 @@ new seed, as two evaluations of the same kernel get). Before the first case of e
 the GPU is left idle for `--pause-s`, so that case (marked `cold`) is timed from dropped
 clocks. With `--fixed` each case is also timed, on the same buffers, by the scheme before
 adaptive repetition (`FIXED`: 0.02 s of timed work in 30..500 runs after a warm-up counted
-in calls, with today's launch pad and graph warm-up), and both tables are printed.
+in calls, with today's launch pad and graph warm-up, no settling), and both tables are printed.
 
 Baselines are trusted project code, so they run in this process.
 
@@ -39,7 +39,8 @@ from benchmarks.registry import builtin  # noqa: E402
 from fitness import timing  # noqa: E402
 from fitness.device import detect  # noqa: E402
 
-FIXED = timing.TimingConfig(warmup_s=0.0, min_runs=30, max_runs=500, max_timed_s=0.02, ci_rel=0.0)
+FIXED = timing.TimingConfig(warmup_s=0.0, min_runs=30, max_runs=500, max_timed_s=0.02, ci_rel=0.0,
+                            settle_max_s=0.0)
 BOUND_US = 20.0  # the repeatability goal holds for cases at least this slow
 
 
