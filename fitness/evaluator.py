@@ -136,6 +136,8 @@ class Evaluator:
                     "device_error": self._unresponsive,
                     "respawns": self._candidates.respawns + self._checkers.respawns,
                     "retries": self._cascade.retries, "kernel_s": self._cascade.kernel_s,
+                    "request_s": dict(self._cascade.request_s),
+                    "requests": dict(self._cascade.requests),
                     "sandboxed": self.sandboxed}
 
     def close(self) -> None:

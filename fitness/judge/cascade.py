@@ -146,6 +146,8 @@ class Cascade:
         self.best = BestLatency()
         self.retries = 0
         self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
+        self.request_s: dict[str, float] = {}  # "role.op" -> wall seconds of its requests
+        self.requests: dict[str, int] = {}
         self._counters_lock = threading.Lock()
         self._seeds = random.SystemRandom()
 
@@ -175,6 +177,12 @@ class Cascade:
 
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
+
+    def count_request(self, name: str, seconds: float) -> None:
+        """Adds one request's wall time to `request_s` (where a verdict's time goes)."""
+        with self._counters_lock:
+            self.request_s[name] = self.request_s.get(name, 0.0) + seconds
+            self.requests[name] = self.requests.get(name, 0) + 1
 
     def count_kernel_time(self, stats: list[dict]) -> None:
         """Adds timed runs (runs x median) to `kernel_s`: the device's useful work, as
@@ -238,8 +246,12 @@ class _Walk:
                           f"NVIDIA ({self.c.device.name}). Remove them for this device.")
 
     def _request(self, process, request: dict, limit_s: float, stage: str | None = None) -> dict:
-        reply = process.request({"task": self.task, **request} if not process.sandboxed
-                                else request, limit_s)
+        started = time.monotonic()
+        try:
+            reply = process.request({"task": self.task, **request} if not process.sandboxed
+                                    else request, limit_s)
+        finally:
+            self.c.count_request(f"{process.role}.{request['op']}", time.monotonic() - started)
         if not reply.get("ok"):
             kind = reply.get("kind", "harness_error")
             if not process.sandboxed:
