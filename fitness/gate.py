@@ -15,7 +15,7 @@ import time
 class GpuGate:
     """Shared/exclusive access to one device, with busy-time accounting."""
 
-    def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 2.0):
+    def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3):
         self._exclusive_timing = exclusive_timing
         self._straggler_wait_s = straggler_wait_s
         self._cond = threading.Condition()
@@ -62,10 +62,13 @@ class GpuGate:
             while self._exclusive:
                 self._cond.wait()
             # Shared holders finish one call each; a holder still there after
-            # `straggler_wait_s` is a candidate spinning until its stage limit kills it.
-            # Waiting it out would stall the whole pool for that limit (15 hung candidates
-            # cost minutes on an H200), so timing goes ahead beside it: at worst a slower,
-            # never a flattering, measurement for the candidate being timed.
+            # `straggler_wait_s` is compiling (a first call per shape is mostly Triton's
+            # compiler, on the CPU: 1-2 s on an H200 host) or spinning until its stage limit
+            # kills it. While timing waits, no new shared holder may start, so waiting them
+            # out idled the whole pool (2 s per timing cost an H200 pool most of its
+            # throughput); timing goes ahead beside them instead. Their device work is one
+            # launch at the end of a compile; the median of the timed runs absorbs it, and
+            # at worst the measurement is slower, never flattering.
             deadline = time.monotonic() + self._straggler_wait_s
             while self._shared and time.monotonic() < deadline:
                 self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))

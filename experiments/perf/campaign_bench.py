@@ -1,8 +1,8 @@
 """A whole campaign as a benchmark: throughput, GPU busy fraction and scaling over GPUs.
 
-What it answers (issue 8, items 2-4): inside a real campaign (Ray islands, FitnessActors,
+What it answers (issues 8 and 12): inside a real campaign (Ray islands, FitnessActors,
 Parquet rows), how many candidates per minute are scored, what fraction of the wall time
-each GPU is busy, how the throughput scales from one GPU to several, and what the engine
+each GPU holds its lock and spends in timed kernels (candidates' and baselines'), how the throughput scales from one GPU to several, and what the engine
 itself costs per candidate.
 
 `--mode llm` puts a scripted OpenAI-compatible server on loopback in front of the real
@@ -121,6 +121,7 @@ def main(argv=None) -> int:
     stats = ray.get([a.stats.remote() for a in actors], timeout=300)
     evaluated = sum(s["evaluated"] - s0["evaluated"] for s, s0 in zip(stats, started_stats))
     busy = [(s["busy_s"] - s0["busy_s"]) / wall_s for s, s0 in zip(stats, started_stats)]
+    kernel_busy = [(s["kernel_s"] - s0["kernel_s"]) / wall_s for s, s0 in zip(stats, started_stats)]
     result = {
         "device": device.name, "gpus_in_cluster": gpus_seen, "fitness_actors": len(actors),
         "mode": args.mode, "latency_s": args.latency_s if server else 0.0,
@@ -128,18 +129,20 @@ def main(argv=None) -> int:
         "islands": args.islands, "offspring": args.offspring, "wall_s": wall_s,
         "candidates": summary.candidates, "evaluated_by_fitness": evaluated,
         "candidates_per_min": 60.0 * evaluated / wall_s,
-        "gpu_busy_fraction": busy,
+        "gpu_lock_held_fraction": busy,
+        "gpu_kernel_fraction": kernel_busy,
         "engine_overhead_ms_per_candidate": summary.engine_overhead_ms_per_candidate,
         "llm_requests": len(server.requests) if server else 0,
         "best_speedup": {name: r.best_speedup for name, r in summary.tasks.items()},
     }
     print(summary.text())
     print("| device | actors | mode | LLM latency s | candidates | wall s | candidates/min | "
-          "GPU busy | engine ms/cand |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "lock held | kernel time | engine ms/cand |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {device.name} | {len(actors)} | {args.mode} | {result['latency_s']:.0f} | "
           f"{evaluated} | {wall_s:.1f} | {result['candidates_per_min']:.0f} | "
           f"{', '.join(f'{100 * b:.0f}%' for b in busy)} | "
+          f"{', '.join(f'{100 * b:.1f}%' for b in kernel_busy)} | "
           f"{summary.engine_overhead_ms_per_candidate:.1f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))

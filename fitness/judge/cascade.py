@@ -268,11 +268,13 @@ class _Walk:
         self._calls += 1
         token = f"c{self._calls}"
         share = worker.shares and checker.shares
-        prepared = self._request(checker, {"op": "prepare", "params": case.params, "seed": seed,
-                                           "dir": worker.input_dir, "prefix": token,
-                                           "token": token, "expect": expect,
-                                           "check_inputs": check_inputs, "share": share},
-                                 self.c.limits.check_s)
+        with self.c.device_lock.shared():  # inputs and the reference run on the device
+            prepared = self._request(checker, {"op": "prepare", "params": case.params,
+                                               "seed": seed, "dir": worker.input_dir,
+                                               "prefix": token, "token": token,
+                                               "expect": expect, "check_inputs": check_inputs,
+                                               "share": share},
+                                     self.c.limits.check_s)
         if "shared" not in prepared:
             return token, {"specs": prepared["specs"]}
         relay_fd(checker, worker, token, self.c.limits.check_s)
