@@ -106,6 +106,19 @@ def available(backend: str) -> bool:
         return False
 
 
+def return_cached_memory(backend: str) -> None:
+    """Returns the blocks torch's caching allocator keeps in this process to the driver.
+
+    Every worker and checker of a pool shares one GPU, and each one's allocator would
+    otherwise keep its largest walk's memory forever: sixteen processes holding a few GiB
+    each left a 141 GiB H200 without room for a shared buffer. Called between candidates.
+    """
+    if backend in ("cuda", "rocm"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
 def _prop(device: int) -> _AllocationProp:
     prop = _AllocationProp()
     prop.type, prop.requestedHandleTypes = _PINNED, _POSIX_FD
@@ -268,7 +281,11 @@ def pack(values, slot_bytes: list[int], device: int) -> tuple[SharedBuffer, dict
     spans = [protocol.extent(t.shape, t.stride(), t.storage_offset()) for t in tensors]
     offsets, total = layout([span * t.element_size() for span, t in zip(spans, tensors)]
                             + list(slot_bytes))
-    buffer = SharedBuffer.create(total, device)
+    try:
+        buffer = SharedBuffer.create(total, device)
+    except SharedMemoryError:  # out of memory: what torch caches here is not free to the driver
+        return_cached_memory("cuda")
+        buffer = SharedBuffer.create(total, device)
     specs, placed = [], iter(zip(tensors, spans, offsets))
     for value in values:
         if not isinstance(value, torch.Tensor):

@@ -64,12 +64,13 @@ class Checker:
         self.baselines: dict[str, object] = {}
 
     def reset(self, request: dict) -> dict:
-        """Forgets the last walk (a new candidate starts)."""
+        """Forgets the last walk (a new candidate starts) and hands its device memory back."""
         for entry in self.prepared.values():
             entry.drop()
         self.prepared.clear()
         self.last_call = None
         self.output_digests.clear()
+        shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True}
 
     def prepare(self, request: dict) -> dict:

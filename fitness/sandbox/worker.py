@@ -94,6 +94,9 @@ class Worker:
 
     def load(self, request: dict) -> dict:
         self.entry = None
+        self.timed, self.previous_inputs = [], []  # the last candidate's, then its memory
+        self._remap([])
+        shared_memory.return_cached_memory(self.device.backend)
         self._loaded += 1
         name = f"candidate_{self._loaded}"
         self.module_path = os.path.abspath(f"{name}.py")
