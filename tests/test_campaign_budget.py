@@ -3,17 +3,16 @@
 import pandas as pd
 import pytest
 
-from benchmarks.builtin import common
 from evo import campaign, checkpoint, config as config_lib
 from operators.scripted_server import Reply, ScriptedServer
 
-BASELINE = common.baseline_source("vector_add")
+from kernel_variants import vector_add_at
 
 
 def _variant(request):
     """Answers every call with the baseline at another block size, 100 completion tokens."""
     block = 256 * (1 + len(request["messages"][-1]["content"]) % 4)
-    source = BASELINE.replace("BLOCK_SIZE=1024", f"BLOCK_SIZE={block}")
+    source = vector_add_at(block)
     return Reply(f"Strategy: block {block}.\n```python\n{source}\n```", prompt_tokens=50,
                  completion_tokens=100)
 

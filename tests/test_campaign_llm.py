@@ -10,6 +10,8 @@ from evo import campaign, config as config_lib
 from operators.replay import ReplayMissError
 from operators.scripted_server import ScriptedServer
 
+from kernel_variants import vector_add_at
+
 FIXED = common.baseline_source("vector_add")
 BROKEN = FIXED.replace("(x + y)", "(x - y)")
 
@@ -61,7 +63,7 @@ def test_replay_reproduces_a_recorded_campaigns_candidates_with_no_server(
     monkeypatch.setenv("SCRIPTED_KEY", "not-a-secret")
     blocks = iter([256, 512, 128, 2048])
     answer = lambda request: _answer(  # noqa: E731
-        FIXED.replace("BLOCK_SIZE=1024", f"BLOCK_SIZE={next(blocks)}"), "Strategy: blocks.")
+        vector_add_at(next(blocks)), "Strategy: blocks.")
     search = {"generations": 1, "population": 2, "offspring": 2, "islands": 2}
     with ScriptedServer(answer) as server:
         recorded = config_lib.from_dict({

@@ -137,7 +137,7 @@ def test_checker_environment_has_no_secrets(monkeypatch):
 
 def test_amd_only_launch_options_fail_on_nvidia_with_a_reason():
     source = builtin().get("vector_add").baseline_source.replace(
-        "num_warps=4", "num_warps=4, waves_per_eu=2")
+        'num_warps=config["num_warps"]', 'num_warps=config["num_warps"], waves_per_eu=2')
     assert amd_only_options(source) == ["waves_per_eu"]
     cascade = Cascade(H100, None, None, GpuGate(), None, Limits())
     evaluation = cascade.evaluate(builtin().get("vector_add"), make_candidate("vector_add", source))

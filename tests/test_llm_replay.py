@@ -14,11 +14,13 @@ from operators.llm_client import LLMClient
 from operators.replay import Recording, ReplayMissError
 from operators.scripted_server import ScriptedServer
 
+from kernel_variants import vector_add_at
+
 TASK = registry.load().get("vector_add")
 
 
 def variant(block_size):
-    return TASK.baseline_source.replace("BLOCK_SIZE=1024", f"BLOCK_SIZE={block_size}")
+    return vector_add_at(block_size)
 
 
 async def campaign(client):

@@ -12,6 +12,8 @@ from operators.context import OperatorContext
 from operators.llm_client import BudgetExceeded, LLMClient
 from operators.scripted_server import Error, Reply, ScriptedServer
 
+from kernel_variants import vector_add_at
+
 TASK = registry.load().get("vector_add")
 CONTEXT = OperatorContext(knowledge="Wavefront = 64 lanes.", one_shot=True, generation=3, island=2, temperature=0.7)
 
@@ -21,7 +23,7 @@ def answer(source, notes="Strategy: bigger blocks\nFewer programs, same bytes.")
 
 
 def variant(block_size):
-    return TASK.baseline_source.replace("BLOCK_SIZE=1024", f"BLOCK_SIZE={block_size}")
+    return vector_add_at(block_size)
 
 
 def run(server, role_call, **client_settings):
@@ -96,7 +98,7 @@ def test_optimizer_history_is_sent_slowest_first_and_best_is_the_parent():
     with ScriptedServer([answer(variant(4096))]) as server:
         offspring, _ = run(server, lambda c: optimizer.optimize(TASK, history, c, CONTEXT))
     prompt = user_prompt(server)
-    positions = [prompt.index(f"BLOCK_SIZE={b}") for b in (64, 512, 256)]
+    positions = [prompt.index(f'("BLOCK_SIZE", {b})') for b in (64, 512, 256)]
     assert positions == sorted(positions)
     assert "Speedup over the baseline: 0.6x" in prompt and "Speedup over the baseline: 1.3x" in prompt
     assert offspring.candidate.parents == (history[0][0].id,) and offspring.candidate.operator == "optimizer"
@@ -109,7 +111,8 @@ def test_optimizer_keeps_only_the_best_of_a_long_history():
     with ScriptedServer([answer(variant(64))]) as server:
         run(server, lambda c: optimizer.optimize(TASK, history, c, context))
     prompt = user_prompt(server)
-    assert "Kernel 3 of 3" in prompt and "BLOCK_SIZE=256," not in prompt and "BLOCK_SIZE=2048," in prompt
+    assert "Kernel 3 of 3" in prompt
+    assert '("BLOCK_SIZE", 256)' not in prompt and '("BLOCK_SIZE", 2048)' in prompt
 
 
 def test_crossover_request_carries_both_parents():
