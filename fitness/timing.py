@@ -27,76 +27,19 @@ does not change what is measured.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import statistics
 import time
 from typing import Callable, Mapping, Sequence
 
 from fitness.device import DeviceInfo
+from fitness.timing_rules import (  # noqa: F401  (re-exported: the timing vocabulary)
+    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, median_ci_ranks, next_batch_runs,
+    settled, stop_reason)
 
 _perf_counter = time.perf_counter
 
 
-@dataclasses.dataclass(frozen=True)
-class TimingConfig:
-    """How long to warm up and when to stop timing.
-
-    Attributes:
-      warmup_runs: untimed calls of each callable first (compilation, autotuning, caches),
-        and as many untimed rounds after graph capture (a graph's first replay uploads it).
-      warmup_s: seconds of untimed runs before the first timed one when the SM clock is
-        down (below 90% of the fastest this process has measured, and always the first
-        time): an idle GPU drops its clocks and takes tens of milliseconds to raise them,
-        and runs timed during the ramp are slow by a different amount each time. A warm
-        GPU skips it, so a burst of timings pays it once.
-      min_runs: timed runs per callable before any stop (the first batch); at 20 the 95%
-        interval of the median is the 6th to 15th sample, so one outlier cannot stop it.
-      max_runs: timed runs per callable at most.
-      max_timed_s: timed work per callable at most (the sum of its runs, in seconds); a
-        slow kernel stops here after `min_runs`, whatever its spread.
-      ci_rel: stop once the confidence interval of the median is narrower than this
-        fraction of the median on each side: at 0.5%, sampling alone moves three timings
-        of a kernel apart by about 1%, half of issue 12's 2% bound. 0 never stops on it.
-      confidence: coverage of that interval (also of the "clearly slower" decision).
-      use_graphs: time CUDA graph replays whenever the call can be captured. Triton's
-        Python launcher costs tens of microseconds of host time per launch (62 us measured
-        for a 6 us kernel on an H200 host): events around an eager launch then time the
-        host, not the kernel. A replay has no per-kernel host cost.
-      settle_above_us: a callable whose batch median is at least this is heavy enough to
-        move the clock itself: behind the flush (~25 us) and the pad it keeps the GPU busy
-        >= ~80% of the time, which for tensor-core work is past an H200's 700 W; below it
-        only the SM clock has to be steady (see `settled`).
-      settle_min_s: seconds of a heavy callable's settling batches before it may be timed:
-        measured on an H200, a 2 ms matmul ran at boost for ~0.1 s of load, then up to 14% slower.
-      settle_max_s: settling stops after this many seconds, settled or not (0: no settling,
-        the first batch is timed whatever came before it).
-      settle_batch_s: seconds a settling batch lasts at least after the first, so that two
-        batches in a row are far enough apart in time to show a drift.
-      settle_rel: settled once the last two batch medians (heavy callables) and the last two
-        SM clock reads agree within this fraction.
-    """
-
-    warmup_runs: int = 3
-    warmup_s: float = 0.05
-    min_runs: int = 20
-    max_runs: int = 500
-    max_timed_s: float = 0.05
-    ci_rel: float = 0.005
-    confidence: float = 0.95
-    use_graphs: bool = True
-    settle_above_us: float = 200.0
-    settle_min_s: float = 0.15
-    settle_max_s: float = 0.3
-    settle_batch_s: float = 0.02
-    settle_rel: float = 0.01
-
-
-INTERPRETER_TIMING = TimingConfig(warmup_runs=1, min_runs=3, max_runs=3)
-
-STOP_REASONS = ("ci", "slower", "max")
-"""Why timing a callable stopped: its median's interval is tight; the interval lies above the
-caller's `give_up_above_us`; the run or time budget is spent."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,78 +65,6 @@ def _summarize(samples_us: Sequence[float], method: str, stopped: str) -> Latenc
                         len(ordered), method, stopped)
 
 
-@functools.lru_cache(maxsize=None)
-def median_ci_ranks(runs: int, confidence: float) -> tuple[int, int] | None:
-    """Returns 0-based ranks (lo, hi): the sorted samples' [lo]..[hi] cover the true median
-    with probability >= `confidence`, whatever the distribution; None when `runs` is too few.
-
-    The number of samples below the median is Binomial(runs, 1/2), so dropping k samples
-    from each end misses the median with probability 2 * sum_{i<=k} C(runs, i) / 2**runs.
-    The largest such k within 1 - confidence is kept; the sums are exact integers.
-    """
-    miss_num, miss_den = (1.0 - confidence).as_integer_ratio()
-    allowed = miss_num << runs  # (1 - confidence) * 2**runs, scaled by miss_den
-    tail, choose, dropped = 0, 1, -1
-    for i in range((runs + 1) // 2):
-        tail += choose  # sum_{j<=i} C(runs, j)
-        if 2 * tail * miss_den > allowed:
-            break
-        dropped = i
-        choose = choose * (runs - i) // (i + 1)
-    return None if dropped < 0 else (dropped, runs - 1 - dropped)
-
-
-def stop_reason(samples_us: Sequence[float], config: TimingConfig,
-                give_up_above_us: float | None = None) -> str | None:
-    """Returns why timing should stop after these samples (one of STOP_REASONS), or None to
-    time another batch. A pure function of the samples, so the rule is tested without a GPU.
-
-    Nothing stops before `min_runs`. "slower" comes first: a callable whose interval lies
-    wholly above `give_up_above_us` is slower than the caller cares about at the interval's
-    confidence (one-sided, (1 + confidence) / 2), and more runs would only refine a number
-    nobody uses. Then "ci": the interval's half-width is under `ci_rel` of the median. Then
-    "max": `max_runs` runs or `max_timed_s` of timed work.
-    """
-    runs = len(samples_us)
-    if runs < config.min_runs:
-        return None
-    ordered = sorted(samples_us)
-    ranks = median_ci_ranks(runs, config.confidence)
-    if ranks is not None:
-        low, high = ordered[ranks[0]], ordered[ranks[1]]
-        if give_up_above_us is not None and low > give_up_above_us:
-            return "slower"
-        if high - low < 2 * config.ci_rel * statistics.median(ordered):
-            return "ci"
-    if runs >= config.max_runs or sum(ordered) * 1e-6 >= config.max_timed_s:
-        return "max"
-    return None
-
-
-def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
-            elapsed_s: float, config: TimingConfig) -> bool:
-    """Returns whether timing may begin after these settling batches: `medians_us` holds one
-    series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
-    before the first batch and after each (empty where it cannot be read), `elapsed_s` the
-    seconds since the first batch began. A pure function, tested without a GPU.
-
-    Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
-    since the last read; and if a callable is heavy (last median >= `settle_above_us`), at
-    least `settle_min_s` must have passed (a boost clock holds steady for a while before the
-    power limiter pulls it down, so steadiness alone proves nothing early) and every
-    callable's last two medians must agree within `settle_rel`.
-    """
-    if elapsed_s >= config.settle_max_s:
-        return True
-
-    def steady(series: Sequence[float]) -> bool:
-        return len(series) >= 2 and abs(series[-1] - series[-2]) <= config.settle_rel * series[-2]
-
-    if len(clocks_mhz) >= 2 and not steady(clocks_mhz):
-        return False
-    if any(series[-1] >= config.settle_above_us for series in medians_us):
-        return elapsed_s >= config.settle_min_s and all(steady(series) for series in medians_us)
-    return True
 
 
 def settling(run_batch: Callable[[list[int], int], list[list[float]]],
@@ -230,12 +101,6 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     return run_settled
 
 
-def next_batch_runs(done: int, config: TimingConfig) -> int:
-    """Returns how many runs the next batch adds: `min_runs`, then half of those done (up to
-    `max_runs`): one synchronisation per growth step, at most a third more runs than needed."""
-    if done < config.min_runs:
-        return config.min_runs - done
-    return max(1, min(done // 2, config.max_runs - done))
 
 
 def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], count: int,
