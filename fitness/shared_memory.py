@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
+from typing import Callable
 
 from fitness import protocol
 
@@ -270,7 +271,21 @@ def _contiguous_stride(shape: list[int]) -> list[int]:
     return stride[::-1]
 
 
-def pack(values, slot_bytes: list[int], device: int) -> tuple[SharedBuffer, dict]:
+def allocator(device: int) -> Callable[[int], SharedBuffer]:
+    """Returns allocate(nbytes) -> a new SharedBuffer on `device`. Out of memory, it hands
+    what torch caches here back to the driver and tries once more."""
+    def allocate(nbytes: int) -> SharedBuffer:
+        try:
+            return SharedBuffer.create(nbytes, device)
+        except SharedMemoryError:
+            return_cached_memory("cuda")
+            return SharedBuffer.create(nbytes, device)
+
+    return allocate
+
+
+def pack(values, slot_bytes: list[int],
+         allocate: Callable[[int], SharedBuffer]) -> tuple[SharedBuffer, dict]:
     """Trusted side: returns a new buffer holding each tensor of `values` (its storage span,
     so strided views keep their strides) followed by one empty slot per expected output,
     and its layout {"size", "values": specs, "slots": [{"at", "nbytes"}]}; JSON scalars
@@ -281,11 +296,7 @@ def pack(values, slot_bytes: list[int], device: int) -> tuple[SharedBuffer, dict
     spans = [protocol.extent(t.shape, t.stride(), t.storage_offset()) for t in tensors]
     offsets, total = layout([span * t.element_size() for span, t in zip(spans, tensors)]
                             + list(slot_bytes))
-    try:
-        buffer = SharedBuffer.create(total, device)
-    except SharedMemoryError:  # out of memory: what torch caches here is not free to the driver
-        return_cached_memory("cuda")
-        buffer = SharedBuffer.create(total, device)
+    buffer = allocate(total)
     specs, placed = [], iter(zip(tensors, spans, offsets))
     for value in values:
         if not isinstance(value, torch.Tensor):
@@ -298,7 +309,8 @@ def pack(values, slot_bytes: list[int], device: int) -> tuple[SharedBuffer, dict
         specs.append({"at": at, "dtype": str(tensor.dtype).removeprefix("torch."),
                       "shape": list(tensor.shape), "stride": list(tensor.stride()),
                       "offset": tensor.storage_offset()})
-    torch.cuda.synchronize()  # the worker reads it from another process
+    if buffer.bytes().is_cuda:
+        torch.cuda.synchronize()  # the worker reads it from another process
     slots = [{"at": at, "nbytes": nbytes}
              for at, nbytes in zip(offsets[len(tensors):], slot_bytes)]
     return buffer, {"size": total, "values": specs, "slots": slots}
@@ -318,13 +330,14 @@ def unpack(buffer: SharedBuffer, specs: list) -> list:
 
 def fill_slots(buffer: SharedBuffer, slots: list[dict], outputs: list) -> list[dict] | None:
     """Worker side: copies each output (contiguous) into its slot; returns their specs, or
-    None when an output is not on the GPU or does not fit its slot (the caller then falls
+    None when an output is not on the buffer's device or does not fit its slot (the caller then falls
     back to files, and the judge sees the wrong shape or dtype from the spec)."""
     if len(outputs) > len(slots):
         return None
     specs = []
     for index, (slot, value) in enumerate(zip(slots, outputs)):
-        if not value.is_cuda or value.numel() * value.element_size() > slot["nbytes"]:
+        if (value.device != buffer.bytes().device
+                or value.numel() * value.element_size() > slot["nbytes"]):
             return None
         shape = list(value.shape)
         stride = _contiguous_stride(shape)

@@ -1,8 +1,9 @@
 """The descriptor channel that lends shared GPU buffers to sandboxed workers.
 
-The buffers themselves need a CUDA device (checked on the GPU by
-experiments/perf/cheat_sweep.py and fitness_bench.py); what a CPU machine can check is the
-part that decides which descriptor a worker maps: labels, leftovers and layout.
+The driver calls need a CUDA device (checked on the GPU by experiments/perf/cheat_sweep.py
+and fitness_bench.py); a CPU machine checks everything around them: which descriptor a
+worker maps, where each value and output slot lies in a buffer, and that a spec from the
+worker cannot reach outside its slot (with a host-memory buffer of the same class).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import os
 import socket
 
 import pytest
+import torch
 
-from fitness import shared_memory
+from fitness import protocol, shared_memory
 
 
 def _pipe_with(text: bytes) -> int:
@@ -65,3 +67,75 @@ def test_regions_are_aligned_and_disjoint():
 def test_no_shared_buffers_without_a_cuda_device():
     assert not shared_memory.available("interpreter")
     assert not shared_memory.available("rocm")
+
+
+class HostBuffer(shared_memory.SharedBuffer):
+    """A SharedBuffer in host memory: the same views, slots and bounds, no driver. What a
+    CPU machine can run of the layout code a GPU uses."""
+
+    def __init__(self, size: int):
+        super().__init__(handle=0, pointer=0, size=size, device=0)
+        self._bytes = torch.zeros(size, dtype=torch.uint8)
+
+    def release(self) -> None:
+        self.pointer = None
+
+
+def _pack(values, slot_bytes=()):
+    return shared_memory.pack(values, list(slot_bytes), HostBuffer)
+
+
+def test_every_value_unpacks_to_itself_at_its_own_place():
+    a = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    b = torch.arange(10, dtype=torch.int64)[2:9:3]  # a strided view with a storage offset
+    c = torch.tensor([1.5, -2.0], dtype=torch.bfloat16)
+    buffer, layout = _pack([a, 7, b, c], slot_bytes=[64])
+    unpacked = shared_memory.unpack(buffer, layout["values"])
+    assert unpacked[1] == 7
+    for original, copy in zip([a, b, c], [unpacked[0], unpacked[2], unpacked[3]]):
+        assert copy.dtype == original.dtype and copy.stride() == original.stride()
+        assert torch.equal(copy, original)
+    pointers = [t.data_ptr() for t in (unpacked[0], unpacked[2], unpacked[3])]
+    assert len(set(pointers)) == 3  # three regions, not three views of the buffer's start
+    unpacked[0].fill_(0)  # a write through one view changes no other value
+    assert torch.equal(unpacked[2], b) and torch.equal(unpacked[3], c)
+
+
+def test_outputs_go_into_their_slots_and_come_back_as_private_copies():
+    x = torch.ones(4, 5)
+    buffer, layout = _pack([x], slot_bytes=[4 * 5 * 4, 8])
+    outputs = [torch.full((5, 4), 3.0).t(), torch.tensor([9], dtype=torch.int64)]  # non-contiguous first
+    specs = shared_memory.fill_slots(buffer, layout["slots"], outputs)
+    read = [shared_memory.read_slot(buffer, layout["slots"], spec) for spec in specs]
+    assert torch.equal(read[0], outputs[0]) and torch.equal(read[1], outputs[1])
+    assert torch.equal(shared_memory.unpack(buffer, layout["values"])[0], x)  # inputs untouched
+    buffer.bytes().fill_(0)  # what the worker writes later changes nothing already read
+    assert torch.equal(read[0], outputs[0])
+
+
+def test_an_output_that_does_not_fit_its_slot_falls_back_to_files():
+    buffer, layout = _pack([torch.ones(2)], slot_bytes=[16])
+    assert shared_memory.fill_slots(buffer, layout["slots"], [torch.ones(5)]) is None
+    assert shared_memory.fill_slots(buffer, layout["slots"], [torch.ones(1), torch.ones(1)]) is None
+
+
+@pytest.mark.parametrize("forged", [
+    {"slot": 1, "dtype": "float32", "shape": [2], "stride": [1], "offset": 0},  # no such slot
+    {"slot": 0, "dtype": "float32", "shape": [5], "stride": [1], "offset": 0},  # past its slot
+    {"slot": 0, "dtype": "float32", "shape": [2], "stride": [1], "offset": 3},  # offset past it
+    {"slot": 0, "dtype": "float32", "shape": [2], "stride": [-1], "offset": 0},  # negative stride
+    {"slot": "0", "dtype": "float32", "shape": [2], "stride": [1], "offset": 0},
+    {"slot": 0, "dtype": "object", "shape": [2], "stride": [1], "offset": 0},
+])
+def test_a_forged_output_spec_is_refused(forged):
+    buffer, layout = _pack([torch.ones(64)], slot_bytes=[16])
+    with pytest.raises(protocol.ProtocolError):
+        shared_memory.read_slot(buffer, layout["slots"], forged)
+
+
+def test_a_view_reaching_outside_the_buffer_is_refused():
+    buffer = HostBuffer(64)
+    with pytest.raises(shared_memory.SharedMemoryError):
+        buffer.view(60, torch.float32, [2], [1], 0)
+    with pytest.raises(shared_memory.SharedMemoryError):
+        buffer.view(2, torch.float32, [1], [1], 0)  # misaligned for its dtype

@@ -87,7 +87,8 @@ class Checker:
         token = request["token"]
         if request.get("share") and self.shares:
             slot_bytes = [t.numel() * t.element_size() for t in expected or []]
-            buffer, layout = shared_memory.pack(inputs, slot_bytes, self.torch.cuda.current_device())
+            buffer, layout = shared_memory.pack(
+                inputs, slot_bytes, shared_memory.allocator(self.torch.cuda.current_device()))
             self.prepared[token] = _Prepared(pristine, expected, seed, layout["values"], None,
                                              buffer, layout["slots"])
             fd = buffer.export()
