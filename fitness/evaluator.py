@@ -22,7 +22,8 @@ from fitness import HARNESS_VERSION, jail
 from fitness.device import DeviceInfo, detect
 from fitness.gate import GpuGate
 from fitness.judge import harness
-from fitness.judge.cascade import BaselineCache, Cascade, Limits
+from fitness.judge.cascade import Cascade, Limits
+from fitness.judge.latency_memory import BaselineCache
 from fitness.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
 from fitness.timing import TimingConfig
 

@@ -25,6 +25,7 @@ from evo.records import Candidate, Evaluation, Task
 from fitness import HARNESS_VERSION, timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
 from fitness.judge import anticheat, policy, timing_report
+from fitness.judge.latency_memory import GIVE_UP_FACTOR, BaselineCache, BestLatency
 from fitness.pool import WorkerFault, relay_fd
 
 RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
@@ -68,46 +69,6 @@ class Limits:
     def uniform(cls, seconds: float) -> "Limits":
         """Returns the same limit for every candidate stage (start-up keeps its default)."""
         return cls(import_s=seconds, compile_s=seconds, check_s=seconds, bench_s=seconds)
-
-
-class BaselineCache:
-    """Baseline latency stats keyed by (task, case, device, harness version)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._stats: dict[tuple[str, str, str, str], dict] = {}
-
-    def get(self, key) -> dict | None:
-        with self._lock:
-            return self._stats.get(key)
-
-    def put_first(self, key, stats: dict) -> None:
-        with self._lock:
-            self._stats.setdefault(key, stats)
-
-
-GIVE_UP_FACTOR = 1.2
-"""A case whose latency is surely above this multiple of the best seen for it (baseline
-or an earlier candidate) stops being timed after its first batch: its median is still real,
-only less precise, and no selection decision rides on a clear loser's exact number."""
-
-
-class BestLatency:
-    """The lowest median latency seen per (task, case, device, harness version): the
-    baseline's, then any timed candidate's that passed its re-check."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._best: dict[tuple, float] = {}
-
-    def get(self, key) -> float | None:
-        with self._lock:
-            return self._best.get(key)
-
-    def offer(self, key, median_us: float) -> None:
-        with self._lock:
-            if median_us < self._best.get(key, float("inf")):
-                self._best[key] = median_us
 
 
 class _Failed(Exception):
