@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import threading
 from typing import Any, Callable, Mapping
 
 STAGES = ("syntax", "import", "compile", "run", "correct", "timed")
@@ -192,6 +193,18 @@ class Evaluation:
     bench_s: float = 0.0
 
 
+_PARSE_LOCK = threading.Lock()
+
+
+def parse_source(source: str) -> ast.Module:
+    """`ast.parse`, one thread at a time in this process. The evaluator judges candidates
+    from several threads, and CPython 3.11 (3.11.7 here) keeps the AST constructor's
+    recursion depth per interpreter, not per thread: two parses at once can fail with
+    "SystemError: AST constructor recursion depth mismatch" on perfectly good modules."""
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
 def normalize_source(source: str) -> str:
     """Returns source with comments, blank lines and formatting normalized away.
 
@@ -199,7 +212,7 @@ def normalize_source(source: str) -> str:
     share an id and are scored once. Source that does not parse is only stripped.
     """
     try:
-        return ast.unparse(ast.parse(source))
+        return ast.unparse(parse_source(source))
     except (SyntaxError, ValueError, RecursionError):
         return "\n".join(line.rstrip() for line in source.strip().splitlines())
 

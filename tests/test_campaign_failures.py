@@ -31,11 +31,12 @@ def _kernel(request):
     return Reply(f"Strategy: block {block}.\n```python\n{source}\n```")
 
 
-def _config(base_url, generations, seeds=False, offspring=2, islands=1, **operators):
+def _config(base_url, generations, seeds=False, offspring=2, islands=1, migration_interval=0,
+            **operators):
     return config_lib.from_dict({
         "campaign": {"name": "failures", "tasks": ["vector_add"], "seed_with_baseline": seeds},
         "search": {"generations": generations, "population": 2, "offspring": offspring,
-                   "islands": islands},
+                   "islands": islands, "migration_interval": migration_interval},
         "operators": {"mode": "llm", "base_url": base_url, "model": "m", "api_key_env": "",
                       "max_retries": 0, **operators},
         "fitness": {"device": "interpreter", "workers": 1}})
@@ -54,8 +55,11 @@ def test_server_dying_mid_run_stops_after_that_generation_and_resume_continues(
         return _kernel(request) if len(served) <= 4 else Die()
 
     out = tmp_path / "run"
+    # Islands meet at every generation (migration), so the first four requests are exactly
+    # generation 1 of both: without that meeting one island may reach generation 2 first.
     with ScriptedServer(answer) as server:
-        config = _config(server.base_url, generations=3, seeds=True, islands=2)
+        config = _config(server.base_url, generations=3, seeds=True, islands=2,
+                         migration_interval=1)
         summary = campaign.run_campaign(config, out, fitness_actors=interpreter_fitness)
 
     assert summary.stopped_by == breaker.STOPPED_BY and summary.failed
@@ -76,7 +80,7 @@ def test_server_dying_mid_run_stops_after_that_generation_and_resume_continues(
 
     with ScriptedServer(_kernel) as revived:  # a new port: base_url may change on resume
         resumed = campaign.run_campaign(_config(revived.base_url, generations=3, seeds=True,
-                                                islands=2),
+                                                islands=2, migration_interval=1),
                                         out, resume=True, fitness_actors=interpreter_fitness)
 
     assert resumed.generations_done == 3 and resumed.stopped_by is None

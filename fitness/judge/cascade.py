@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Mapping
 
-from evo.records import Candidate, Evaluation, Task
+from evo.records import Candidate, Evaluation, Task, parse_source
 from fitness import HARNESS_VERSION, timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
 from fitness.judge import anticheat, policy, timing_report
@@ -82,7 +82,7 @@ class _Failed(Exception):
 def amd_only_options(source: str) -> list[str]:
     """Returns the AMD-only launch options a module passes (keyword arguments or config keys)."""
     found = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse_source(source)):
         if isinstance(node, ast.keyword) and node.arg in AMD_ONLY_LAUNCH_OPTIONS:
             found.add(node.arg)
         elif isinstance(node, ast.Constant) and node.value in AMD_ONLY_LAUNCH_OPTIONS:
@@ -188,7 +188,7 @@ class _Walk:
     def static_checks(self) -> None:
         """Syntax, the static gate, and what the task and device allow; no process involved."""
         try:
-            ast.parse(self.candidate.source)
+            parse_source(self.candidate.source)
         except (SyntaxError, ValueError) as error:
             raise _Failed("syntax", "syntax_error", f"{type(error).__name__}: {error}") from None
         if self.c.device.backend not in self.task.runnable_on:

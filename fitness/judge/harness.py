@@ -32,7 +32,7 @@ import random
 import threading
 import time
 
-from evo.records import Candidate, Evaluation, Task
+from evo.records import Candidate, Evaluation, Task, parse_source
 from fitness import protocol
 from fitness.judge import harness_outputs, policy, timing_report
 from fitness.judge.cascade import RETRIED_FAULTS
@@ -76,7 +76,7 @@ class _Run:
 
 def defines(source: str, name: str) -> bool:
     """Returns whether a module's top level binds `name` (def, class, assignment, import)."""
-    for node in ast.parse(source).body:
+    for node in parse_source(source).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             return True
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -210,7 +210,7 @@ class HarnessRunner:
     def _static_failure(self, task: Task, source: str) -> tuple[str, str | None, str]:
         """Syntax, backend, the static gate and the entry point: checks no process runs."""
         try:
-            ast.parse(source)
+            parse_source(source)
         except (SyntaxError, ValueError) as error:
             return "syntax", "syntax_error", f"{type(error).__name__}: {error}"
         if self.device.backend not in task.runnable_on:

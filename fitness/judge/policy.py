@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+from evo.records import parse_source
 from fitness.judge import policy_facts as facts_lib
 from fitness.judge import policy_rules as rules
 from fitness.judge.policy_expressions import ExpressionRules
@@ -68,7 +69,7 @@ def check(source: str, task) -> Violation | None:
     is refused rather than crashing the judge.
     """
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
         policy = rules_for(task)
         found = _Gate(policy, facts_lib.gather(tree, policy, task.entry_point)).run(tree)
     except (RecursionError, MemoryError):  # the parser reports deep nesting as MemoryError
