@@ -131,8 +131,9 @@ class Progress:
         shown.generations[island] = generation
         where = f" island {island}" if self.islands > 1 else ""
         failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
+        so_far = " (task so far)" if self.islands > 1 else " so far"
         self._print(f"gen {generation}/{self.generations} {task}{where}: {shown.evaluations} "
-                    f"offspring ({shown.scored} scored), {shown.correct} correct, best "
+                    f"offspring{so_far} ({shown.scored} scored), {shown.correct} correct, best "
                     f"speedup {shown.speedup_text()}, LLM {shown.llm.text()} "
                     f"${shown.usd:.4f}, {self.device} time {shown.device_seconds:.1f} s"
                     f"{failure}")
