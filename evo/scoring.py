@@ -7,6 +7,12 @@ busy whichever islands have work, and no island's candidates wait behind a later
 (Ray's submit-then-wait pattern: the driver drains `refs()` with `ray.wait` and hands the
 finished ones to `collect`). Every `ray.get` has a timeout.
 
+An actor with a free slot takes, from the first `AFFINITY_LOOKAHEAD` queued candidates, the
+first whose task it has scored before, else the first of a task no actor has had, else the
+head of the queue. Each task then stays on few actors: its baseline is compiled and timed
+(seconds of the device held alone) once per actor that scores it, so spreading every task
+over every GPU made that cost grow with the GPUs instead of shrinking.
+
 What a brood may reuse is the island's own `known` verdicts (its earlier generations,
 what its ring pooled at migration), never what another island happened to score a moment
 ago: an island's rows then depend on its seed alone, not on how fast its neighbours run,
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import time
 from typing import Callable
 
@@ -28,6 +35,9 @@ from evo.records import Candidate, Evaluation, Task
 
 POLL_S = 0.5
 """Longest pause between checks of deadlines while waiting on Ray."""
+
+AFFINITY_LOOKAHEAD = 64
+"""How far down the queue an actor looks for a candidate of a task it already knows."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +108,7 @@ class Scorer:
         self._answer_timeout_s = answer_timeout_s
         self._on_result = on_result
         self._load = [0] * len(self._actors)
+        self._homes: dict[str, set[int]] = {}  # task -> actors that have scored it
         self._dead: set[int] = set()
         self._broods: dict = {}  # island key -> _Brood
         self._queue: collections.deque = collections.deque()  # (island key, candidate)
@@ -160,11 +171,20 @@ class Scorer:
             index = min(alive, key=lambda i: self._load[i])
             if self._load[index] >= self._limit:
                 return
-            key, candidate = self._queue.popleft()
+            key, candidate = self._take(index)
+            self._homes.setdefault(candidate.task, set()).add(index)
             ref = self._actors[index].evaluate.remote(self._tasks[candidate.task], candidate)
             deadline = time.monotonic() + self._answer_timeout_s
             self._in_flight[ref] = (key, candidate, index, deadline)
             self._load[index] += 1
+
+    def _take(self, index: int) -> tuple:
+        """Removes and returns the queued (island key, candidate) that actor `index` takes."""
+        tasks = [candidate.task for _, candidate in itertools.islice(self._queue, AFFINITY_LOOKAHEAD)]
+        position = pick(tasks, index, self._homes)
+        chosen = self._queue[position]
+        del self._queue[position]
+        return chosen
 
     def _answer(self, ref) -> tuple:
         key, candidate, index, _ = self._in_flight.pop(ref)
@@ -202,6 +222,14 @@ class Scorer:
     def _finish_if_complete(self, key) -> None:
         if not self._broods[key].waiting:
             self._finished[key] = self._broods.pop(key).outcome()
+
+
+def pick(queued_tasks: list[str], actor: int, homes: dict[str, set[int]]) -> int:
+    """Returns the queue position `actor` takes: the first candidate of a task it has scored,
+    else the first of a task no actor has scored, else the head (no actor waits idle)."""
+    mine = (at for at, task in enumerate(queued_tasks) if actor in homes.get(task, ()))
+    new = (at for at, task in enumerate(queued_tasks) if task not in homes)
+    return next(mine, next(new, 0))
 
 
 def ready(refs: list) -> list:

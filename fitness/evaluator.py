@@ -128,9 +128,11 @@ class Evaluator:
 
     def stats(self) -> dict:
         """Returns counters: evaluated, busy_s (device held), kernel_s (device time in timed
-        kernels, candidates' and baselines'), gpu_s (sum over candidates), ..."""
+        kernels, candidates' and baselines'), timing_wait_s (timing runs waiting for the device),
+        gpu_s (sum over candidates), ..."""
         with self._lock:
             return {"evaluated": self._evaluated, "busy_s": self.gate.busy_s(),
+                    "timing_wait_s": self.gate.exclusive_wait_s(),
                     "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
                     "failures": dict(self._failures), "device": self.device.name,
                     "backend": self.device.backend, "device_ok": not self._unresponsive,

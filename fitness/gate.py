@@ -1,8 +1,8 @@
 """The GPU gate: many holders share the device for compile/check, timing holds it alone.
 
 A readers-writer lock that prefers the writer (a waiting timing run stops new shared
-holders), and that also accounts the device's busy time: the union of intervals during
-which anyone holds it.
+holders), and that also accounts the device's busy time (the union of intervals during
+which anyone holds it) and the time timing runs spent waiting for it.
 """
 
 from __future__ import annotations
@@ -13,17 +13,29 @@ import time
 
 
 class GpuGate:
-    """Shared/exclusive access to one device, with busy-time accounting."""
+    """Shared/exclusive access to one device, with busy-time accounting.
+
+    Shared holders are of two kinds. Short ones (a checker's prepare or compare, a
+    candidate's call on compiled code) run device work from start to end, and a timing run
+    waits for them, at most `straggler_wait_s` (past that, a holder is spinning until its
+    stage limit kills it). Compiling ones (importing a module, the first call, which is
+    mostly Triton's compiler on the CPU: ~1 s a kernel on an H200 host) have one launch at
+    their very end; waiting for them idled the pool, since no new holder may start while
+    timing waits, so timing goes ahead beside them. Their one launch may overlap a timed
+    batch: the median of the timed runs absorbs it, and at worst a measurement is slower.
+    """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3):
         self._exclusive_timing = exclusive_timing
         self._straggler_wait_s = straggler_wait_s
         self._cond = threading.Condition()
         self._shared = 0
+        self._compiling = 0
         self._exclusive = False
         self._writers_waiting = 0
         self._busy_since: float | None = None
         self._busy_s = 0.0
+        self._exclusive_wait_s = 0.0
 
     def _enter(self) -> None:
         if self._shared == 0 and not self._exclusive:
@@ -35,18 +47,21 @@ class GpuGate:
             self._busy_since = None
 
     @contextlib.contextmanager
-    def shared(self):
-        """Holds the device alongside other shared holders (compile, correctness)."""
+    def shared(self, compiling: bool = False):
+        """Holds the device alongside other shared holders; `compiling`: mostly CPU work
+        (an import, a first call), which a timing run does not wait for."""
         with self._cond:
             while self._exclusive or self._writers_waiting:
                 self._cond.wait()
             self._enter()
             self._shared += 1
+            self._compiling += compiling
         try:
             yield
         finally:
             with self._cond:
                 self._shared -= 1
+                self._compiling -= compiling
                 self._leave()
                 self._cond.notify_all()
 
@@ -57,26 +72,20 @@ class GpuGate:
             with self.shared():
                 yield
             return
+        asked = time.monotonic()
         with self._cond:
             self._writers_waiting += 1
             while self._exclusive:
                 self._cond.wait()
-            # Shared holders finish one call each; a holder still there after
-            # `straggler_wait_s` is compiling (a first call per shape is mostly Triton's
-            # compiler, on the CPU: 1-2 s on an H200 host) or spinning until its stage limit
-            # kills it. While timing waits, no new shared holder may start, so waiting them
-            # out idled the whole pool (2 s per timing cost an H200 pool most of its
-            # throughput); timing goes ahead beside them instead. Their device work is one
-            # launch at the end of a compile; the median of the timed runs absorbs it, and
-            # at worst the measurement is slower, never flattering.
             deadline = time.monotonic() + self._straggler_wait_s
-            while self._shared and time.monotonic() < deadline:
+            while self._shared > self._compiling and time.monotonic() < deadline:
                 self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
             while self._exclusive:
                 self._cond.wait()
             self._writers_waiting -= 1
             self._enter()
             self._exclusive = True
+            self._exclusive_wait_s += time.monotonic() - asked
         try:
             yield
         finally:
@@ -90,3 +99,9 @@ class GpuGate:
         with self._cond:
             running = time.monotonic() - self._busy_since if self._busy_since is not None else 0.0
             return self._busy_s + running
+
+    def exclusive_wait_s(self) -> float:
+        """Returns the seconds timing runs have waited for the device, all of them together
+        (while one waits, no new shared holder starts: the pool's cost of exclusivity)."""
+        with self._cond:
+            return self._exclusive_wait_s

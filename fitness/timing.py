@@ -65,6 +65,24 @@ def _summarize(samples_us: Sequence[float], method: str, stopped: str) -> Latenc
                         len(ordered), method, stopped)
 
 
+class _HeavyLoad:
+    """When this process's latest run of heavy batches (medians >= `settle_above_us`)
+    began and ended: the chip's recent load, which the next settling may count."""
+
+    began = ended = float("-inf")
+
+    @classmethod
+    def note(cls, began: float, ended: float, medians_us: list[float],
+             config: TimingConfig) -> None:
+        if max(medians_us, default=0.0) < config.settle_above_us:
+            return
+        if began - cls.ended > config.settle_gap_s:
+            cls.began = began
+        cls.ended = ended
+
+    @classmethod
+    def loaded_s(cls, now: float, config: TimingConfig) -> float:
+        return cls.ended - cls.began if 0.0 <= now - cls.ended <= config.settle_gap_s else 0.0
 
 
 def settling(run_batch: Callable[[list[int], int], list[list[float]]],
@@ -73,27 +91,37 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     """Returns `run_batch` whose first call repeats until `settled` and returns only its last
     batch; later calls pass through. The first batch has the runs asked for; later settling
     batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
-    before the first batch, `read_clock` reads it after each (None: not readable)."""
+    before the first batch, `read_clock` reads it after each (None: not readable). Heavy
+    load that ended just before (`_HeavyLoad`: the previous case of the same candidate)
+    counts toward `settle_min_s`."""
     first = True
+
+    def timed_batch(active: list[int], runs: int) -> list[list[float]]:
+        began = _perf_counter()
+        samples = run_batch(active, runs)
+        _HeavyLoad.note(began, _perf_counter(), [statistics.median(b) for b in samples if b],
+                        config)
+        return samples
 
     def run_settled(active: list[int], runs: int) -> list[list[float]]:
         nonlocal first
         if not first:
-            return run_batch(active, runs)
+            return timed_batch(active, runs)
         first = False
         medians: list[list[float]] = [[] for _ in active]
         clocks = [clock_mhz] if clock_mhz else []
         started = _perf_counter()
+        loaded_s = _HeavyLoad.loaded_s(started, config)
         while True:
             began = _perf_counter()
-            samples = run_batch(active, runs)
+            samples = timed_batch(active, runs)
             batch_s = _perf_counter() - began
             for series, batch in zip(medians, samples):
                 series.append(statistics.median(batch))
             clock = read_clock()
             if clock:
                 clocks.append(clock)
-            if settled(medians, clocks, _perf_counter() - started, config):
+            if settled(medians, clocks, _perf_counter() - started, config, loaded_s):
                 return samples
             wanted = int(runs * config.settle_batch_s / max(batch_s, 1e-9)) + 1
             runs = max(config.min_runs, min(config.max_runs, wanted))

@@ -48,6 +48,9 @@ class TimingConfig:
         batches in a row are far enough apart in time to show a drift.
       settle_rel: settled once the last two batch medians (heavy callables) and the last two
         SM clock reads agree within this fraction.
+      settle_gap_s: heavy load that ended at most this long before a settling began counts
+        toward its `settle_min_s`: the cases of one candidate, timed back to back, heat
+        the chip once (each still needs two agreeing batches), not once each.
     """
 
     warmup_runs: int = 3
@@ -63,6 +66,7 @@ class TimingConfig:
     settle_max_s: float = 0.3
     settle_batch_s: float = 0.02
     settle_rel: float = 0.01
+    settle_gap_s: float = 0.05
 
 
 INTERPRETER_TIMING = TimingConfig(warmup_runs=1, min_runs=3, max_runs=3)
@@ -121,15 +125,17 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
 
 
 def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
-            elapsed_s: float, config: TimingConfig) -> bool:
+            elapsed_s: float, config: TimingConfig, loaded_s: float = 0.0) -> bool:
     """Returns whether timing may begin after these settling batches: `medians_us` holds one
     series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
     before the first batch and after each (empty where it cannot be read), `elapsed_s` the
-    seconds since the first batch began. A pure function, tested without a GPU.
+    seconds since the first batch began, `loaded_s` the seconds of heavy load the chip had
+    just before it (another callable's; see `settle_gap_s`). A pure function, tested
+    without a GPU.
 
     Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
     since the last read; and if a callable is heavy (last median >= `settle_above_us`), at
-    least `settle_min_s` must have passed (a boost clock holds steady for a while before the
+    least `settle_min_s` of heavy load (`loaded_s` and this settling's) must have passed (a boost clock holds steady for a while before the
     power limiter pulls it down, so steadiness alone proves nothing early) and every
     callable's last two medians must agree within `settle_rel`.
     """
@@ -142,7 +148,7 @@ def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
     if len(clocks_mhz) >= 2 and not steady(clocks_mhz):
         return False
     if any(series[-1] >= config.settle_above_us for series in medians_us):
-        return elapsed_s >= config.settle_min_s and all(steady(series) for series in medians_us)
+        return elapsed_s + loaded_s >= config.settle_min_s and all(steady(series) for series in medians_us)
     return True
 
 

@@ -259,6 +259,14 @@ def test_one_heavy_callable_holds_back_a_light_one_interleaved_with_it():
     assert timing.settled([[20.0, 20.0], [400.0, 401.0]], [], 0.2, SETTLE)
 
 
+def test_heavy_load_just_before_counts_toward_settle_min_s_but_two_batches_must_agree():
+    boost = [[1945.0, 1946.0]]
+    assert not timing.settled(boost, [1980.0] * 3, 0.02, SETTLE)
+    assert timing.settled(boost, [1980.0] * 3, 0.02, SETTLE, loaded_s=0.15)
+    assert not timing.settled([[1945.0]], [1980.0] * 2, 0.02, SETTLE, loaded_s=0.15)
+    assert not timing.settled([[1945.0, 2210.0]], [1980.0] * 3, 0.02, SETTLE, loaded_s=0.15)
+
+
 def test_settling_stops_at_settle_max_s_and_never_with_settle_max_s_zero():
     assert timing.settled([[1945.0, 2210.0]], [1980.0, 1750.0], 0.3, SETTLE)
     no_settling = timing.TimingConfig(settle_max_s=0.0)
@@ -272,6 +280,7 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
     settling, the timing is the boost's."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
     monkeypatch.setattr(timing, "_peak_mhz", 1980.0)
+    monkeypatch.setattr(timing._HeavyLoad, "ended", float("-inf"))
 
     def bench(**settle):
         gpu = _FakeGpu(mhz=1980.0)
@@ -291,3 +300,30 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
     assert 0.15 <= spent_s <= 0.3 + 0.05  # settle_min_s .. settle_max_s, then 20 timed runs
     stats, spent_s = bench(settle_max_s=0.0)
     assert (stats.median_us, stats.stopped) == (1945.0, "ci") and spent_s < 0.06
+
+
+def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(monkeypatch):
+    """Two heavy cases timed back to back: the first pays `settle_min_s`, the second only
+    its two agreeing batches; after a pause longer than `settle_gap_s` it pays it again."""
+    device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
+    monkeypatch.setattr(timing, "_peak_mhz", 1980.0)
+    monkeypatch.setattr(timing._HeavyLoad, "began", float("-inf"))
+    monkeypatch.setattr(timing._HeavyLoad, "ended", float("-inf"))
+    gpu = _FakeGpu(mhz=1980.0)
+    monkeypatch.setattr(timing, "_GPU", gpu)
+    monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
+    config = timing.TimingConfig(warmup_runs=2, use_graphs=False)
+
+    def matmul():
+        gpu.now_us += 2210.0
+
+    def spent_s() -> float:
+        began = gpu.now_us
+        timing.bench([matmul], device, config)
+        return (gpu.now_us - began) * 1e-6
+
+    first, second = spent_s(), spent_s()
+    gpu.now_us += 1e6  # a second of idle device
+    third = spent_s()
+    assert first >= config.settle_min_s and third >= config.settle_min_s
+    assert second < first - 0.05

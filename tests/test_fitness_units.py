@@ -195,3 +195,30 @@ def test_timing_does_not_wait_out_a_hung_shared_holder():
     hung.join()
     assert 0.15 <= waited_s < 1.0
     assert events.index("exclusive") < events.index("late-shared") < events.index("hung-end")
+
+
+def test_timing_waits_for_short_shared_holders_but_not_for_compiling_ones():
+    gate = GpuGate(exclusive_timing=True, straggler_wait_s=1.0)
+    entered = threading.Barrier(3)
+    events = []
+
+    def holder(name: str, compiling: bool, seconds: float):
+        with gate.shared(compiling=compiling):
+            entered.wait(timeout=5)
+            time.sleep(seconds)
+            events.append(f"{name}-end")
+
+    threads = [threading.Thread(target=holder, args=("compile", True, 0.8)),
+               threading.Thread(target=holder, args=("check", False, 0.2))]
+    for thread in threads:
+        thread.start()
+    entered.wait(timeout=5)
+    started = time.monotonic()
+    with gate.exclusive():
+        waited_s = time.monotonic() - started
+        events.append("exclusive")
+    for thread in threads:
+        thread.join(timeout=5)
+    assert events == ["check-end", "exclusive", "compile-end"]
+    assert 0.15 <= waited_s < 0.6
+    assert 0.15 <= gate.exclusive_wait_s() < 0.6

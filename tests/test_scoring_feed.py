@@ -20,8 +20,10 @@ class SlowJudge:
 
     def __init__(self, pause_s: float):
         self.pause_s, self.holding, self.most, self.answered = pause_s, 0, 0, 0
+        self.tasks = set()
 
     async def evaluate(self, task, candidate) -> Evaluation:
+        self.tasks.add(task.name)
         self.holding += 1
         self.most = max(self.most, self.holding)
         await asyncio.sleep(self.pause_s)
@@ -33,14 +35,28 @@ class SlowJudge:
     def counts(self) -> tuple[int, int]:
         return self.most, self.answered
 
+    def seen(self) -> set:
+        return self.tasks
+
+
+def _task(name: str) -> Task:
+    return Task(name=name, suite="test", instruction="", reference=None,
+                baseline_source=f"def {name}(x):\n    return x\n", entry_point=name,
+                make_inputs=None, cases=(), interpreter_cases=(), tolerance={}, flops=None,
+                bytes=None, difficulty=1)
+
+
+def _drain(scorer) -> dict:
+    done, deadline = {}, time.monotonic() + 60
+    while scorer.busy():
+        assert time.monotonic() < deadline, "the scorer never finished"
+        done.update(scorer.collect(scoring.ready(scorer.refs())))
+    return done
+
 
 def test_every_actor_is_kept_fed_and_every_island_gets_its_brood(shared_ray):
     judges = [SlowJudge.remote(0.2) for _ in range(2)]
-    task = Task(name="demo", suite="test", instruction="", reference=None,
-                baseline_source="def demo(x):\n    return x\n", entry_point="demo",
-                make_inputs=None, cases=(), interpreter_cases=(), tolerance={}, flops=None,
-                bytes=None, difficulty=1)
-    scorer = scoring.Scorer(judges, {"demo": task}, max_in_flight_per_actor=3,
+    scorer = scoring.Scorer(judges, {"demo": _task("demo")}, max_in_flight_per_actor=3,
                             answer_timeout_s=60)
     islands = [("demo", island) for island in range(4)]
     for island in islands:  # islands arrive one by one, each with its own brood
@@ -50,11 +66,7 @@ def test_every_actor_is_kept_fed_and_every_island_gets_its_brood(shared_ray):
         scorer.submit(island, brood, known={}, recorded={})
     assert len(scorer.refs()) == 6  # both actors filled to the limit at once
 
-    done, deadline = {}, time.monotonic() + 60
-    while scorer.busy():
-        assert time.monotonic() < deadline, "the scorer never finished"
-        done.update(scorer.collect(scoring.ready(scorer.refs())))
-
+    done = _drain(scorer)
     assert sorted(done) == islands
     for island, outcome in done.items():
         assert [s.candidate.island for s in outcome.scored] == [island[1]] * 6
@@ -65,3 +77,13 @@ def test_every_actor_is_kept_fed_and_every_island_gets_its_brood(shared_ray):
     assert sum(answered for _, answered in counts) == 20  # 4 islands x 5 distinct
     for judge in judges:
         ray.kill(judge)
+
+
+
+def test_an_actor_takes_a_task_it_knows_then_a_new_task_then_the_head():
+    homes = {"alpha": {0}, "beta": {1}}
+    queued = ["alpha", "alpha", "beta", "gamma", "beta"]
+    assert scoring.pick(queued, 1, homes) == 2  # beta's baseline is timed on actor 1
+    assert scoring.pick(queued, 0, homes) == 0
+    assert scoring.pick(queued, 2, homes) == 3  # a third actor starts on the new task
+    assert scoring.pick(["beta", "alpha"], 2, homes) == 0  # nothing new: nobody idles

@@ -122,6 +122,11 @@ def main(argv=None) -> int:
     evaluated = sum(s["evaluated"] - s0["evaluated"] for s, s0 in zip(stats, started_stats))
     busy = [(s["busy_s"] - s0["busy_s"]) / wall_s for s, s0 in zip(stats, started_stats)]
     kernel_busy = [(s["kernel_s"] - s0["kernel_s"]) / wall_s for s, s0 in zip(stats, started_stats)]
+    waited = [(s["timing_wait_s"] - s0["timing_wait_s"]) / wall_s for s, s0 in zip(stats, started_stats)]
+    failures: dict[str, int] = {}
+    for s, s0 in zip(stats, started_stats):
+        for kind, count in s["failures"].items():
+            failures[kind] = failures.get(kind, 0) + count - s0["failures"].get(kind, 0)
     result = {
         "device": device.name, "gpus_in_cluster": gpus_seen, "fitness_actors": len(actors),
         "mode": args.mode, "latency_s": args.latency_s if server else 0.0,
@@ -131,6 +136,8 @@ def main(argv=None) -> int:
         "candidates_per_min": 60.0 * evaluated / wall_s,
         "gpu_lock_held_fraction": busy,
         "gpu_kernel_fraction": kernel_busy,
+        "timing_wait_fraction": waited,
+        "failures": {kind: count for kind, count in sorted(failures.items()) if count},
         "engine_overhead_ms_per_candidate": summary.engine_overhead_ms_per_candidate,
         "llm_requests": len(server.requests) if server else 0,
         "best_speedup": {name: r.best_speedup for name, r in summary.tasks.items()},
@@ -144,6 +151,8 @@ def main(argv=None) -> int:
           f"{', '.join(f'{100 * b:.0f}%' for b in busy)} | "
           f"{', '.join(f'{100 * b:.1f}%' for b in kernel_busy)} | "
           f"{summary.engine_overhead_ms_per_candidate:.1f} |")
+    print(f"timing runs waiting for their GPU: {', '.join(f'{100 * w:.0f}%' for w in waited)} "
+          f"of the wall time; failures by kind: {result['failures']}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     for handle in actors:

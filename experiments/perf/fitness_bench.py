@@ -94,10 +94,13 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         after = evaluator.stats()
         busy_s = after["busy_s"] - before["busy_s"]
         kernel_s = after["kernel_s"] - before["kernel_s"]
+        waited_s = after["timing_wait_s"] - before["timing_wait_s"]
         print(f"  sandbox {sandbox}: {stage_means(evaluations)} per candidate", flush=True)
         print("  requests (count, mean ms): " + ", ".join(
             f"{name} {count} {1e3 * (after['request_s'][name] - before['request_s'].get(name, 0)) / max(count - before['requests'].get(name, 0), 1):.0f}"
             for name, count in sorted(after["requests"].items())), flush=True)
+        print(f"  timing runs waited for the device {waited_s:.1f} s in all "
+              f"({100 * waited_s / wall_s:.0f}% of the wall time)", flush=True)
         repeat = (repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
                   if repeat else [])
         retries = evaluator.stats()["retries"]

@@ -13,6 +13,7 @@ timings are cross-checked against the wall time this process saw and against the
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import math
 import inspect
@@ -242,11 +243,12 @@ class _Walk:
         return token, {"shared": prepared["shared"], "token": token}
 
     def _call(self, worker, checker, case, seed: int, limit_s: float,
-              check_inputs: bool = True) -> dict:
+              check_inputs: bool = True, compiling: bool = False) -> dict:
         """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
-        `check_inputs`: also verify the call left its inputs unchanged (once per case)."""
+        `check_inputs`: also verify the call left its inputs unchanged (once per case).
+        `compiling`: the first call, mostly Triton's compiler (see `GpuGate`)."""
         token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
-        with self.c.device_lock.shared():
+        with self.c.device_lock.shared(compiling=compiling):
             reply = self._request(worker, {"op": "call", "inputs": inputs,
                                            "prefix": token, "with_inputs": check_inputs},
                                   limit_s)
@@ -285,7 +287,7 @@ class _Walk:
             self._request(checker, {"op": "reset"}, limits.check_s)
             self.stage = "import"
             start = time.monotonic()
-            with self.c.device_lock.shared():
+            with self.c.device_lock.shared(compiling=True):
                 loaded = self._request(worker, {"op": "load", "source": self.candidate.source,
                                                 "entry_point": self.task.entry_point,
                                                 "arity": _arity(self.task.reference)},
@@ -293,7 +295,8 @@ class _Walk:
             if loaded.get("patched"):
                 self._judge(worker, loaded, "import")
             self.stage = "run"  # the first call compiles, then launches
-            first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s)
+            first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s,
+                               compiling=True)
             self.compile_s = time.monotonic() - start
             self.fields["call_ok"] = True
             self.stage = "correct"
@@ -329,17 +332,26 @@ class _Walk:
         """Returns the baseline's latency per case, timed by the trusted checker once per
         (task, case, device, harness version) and cached in this process."""
         keys = self._case_keys()
-        missing = [(case, key) for case, key in zip(self.cases, keys) if self.c.baselines.get(key) is None]
-        if missing:
-            with self.c.device_lock.exclusive():
+
+        def missing() -> list:
+            return [(case, key) for case, key in zip(self.cases, keys)
+                    if self.c.baselines.get(key) is None]
+
+        if missing():  # compiled beside other work: only timing needs the device alone
+            with self.c.device_lock.shared(compiling=True):
+                self._request(checker, {"op": "warm_baseline", "cases": [
+                    (case.params, self.c.seed()) for case, _ in missing()]}, self.c.limits.compile_s)
+        with self.c.device_lock.exclusive() if missing() else contextlib.nullcontext():
+            untimed = missing()  # another walk of this task may have timed it meanwhile
+            if untimed:
                 reply = self._request(checker, {"op": "time_baseline", "timing": self.c.timing_config,
                                                 "cases": [(case.params, self.c.seed())
-                                                          for case, _ in missing]},
+                                                          for case, _ in untimed]},
                                       self.c.limits.bench_s)
-            for (_, key), stats in zip(missing, reply["cases"]):
-                self.c.baselines.put_first(key, stats)
-                self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
-            self.c.count_kernel_time(reply["cases"])
+                for (_, key), stats in zip(untimed, reply["cases"]):
+                    self.c.baselines.put_first(key, stats)
+                    self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
+                self.c.count_kernel_time(reply["cases"])
         return [self.c.baselines.get(key) for key in keys]
 
     def _latency(self, worker, checker) -> None:

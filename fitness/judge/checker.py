@@ -185,6 +185,17 @@ class Checker:
             self.baselines[task.name] = getattr(module, task.entry_point)
         return self.baselines[task.name]
 
+    def warm_baseline(self, request: dict) -> dict:
+        """Calls the task's baseline once per case: Triton compiles each specialisation
+        here, beside other work, so that timing (the device held alone) only runs it."""
+        task = request["task"]
+        baseline = self._baseline(task)
+        for params, seed in request["cases"]:
+            baseline(*task.make_inputs(params, seed, self.device.torch_device))
+        if self.device.backend != "interpreter":
+            self.torch.cuda.synchronize()
+        return {"ok": True}
+
     def time_baseline(self, request: dict) -> dict:
         """Times the task's trusted baseline on each case with the candidates' protocol."""
         from fitness import timing
@@ -235,7 +246,8 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
     def start(init: dict) -> tuple[dict, dict]:
         checker = Checker(init, channel)
         return ({"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
-                 "discard": checker.discard, "time_baseline": checker.time_baseline},
+                 "discard": checker.discard, "time_baseline": checker.time_baseline,
+                 "warm_baseline": checker.warm_baseline},
                 {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's
