@@ -26,6 +26,7 @@ does not change what is measured.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import statistics
@@ -66,15 +67,20 @@ def _summarize(samples_us: Sequence[float], method: str, stopped: str) -> Latenc
 
 
 class _HeavyLoad:
-    """When this process's latest run of heavy batches (medians >= `settle_above_us`)
-    began and ended: the chip's recent load, which the next settling may count."""
+    """When the latest run of heavy batches (medians >= `settle_above_us`) of the current
+    `one_callers_cases` began and ended: the chip's recent load, which the next settling
+    counts. Only the cases of one caller (one candidate, one baseline) share it: their
+    kernels draw about the same power, while another kernel's load (a memory-bound one
+    before a matmul) may leave the clock where this one would not (measured: a matmul timed
+    right after a memory-bound kernel moved by 7% between rounds)."""
 
+    active = False
     began = ended = float("-inf")
 
     @classmethod
     def note(cls, began: float, ended: float, medians_us: list[float],
              config: TimingConfig) -> None:
-        if max(medians_us, default=0.0) < config.settle_above_us:
+        if not cls.active or max(medians_us, default=0.0) < config.settle_above_us:
             return
         if began - cls.ended > config.settle_gap_s:
             cls.began = began
@@ -82,7 +88,19 @@ class _HeavyLoad:
 
     @classmethod
     def loaded_s(cls, now: float, config: TimingConfig) -> float:
-        return cls.ended - cls.began if 0.0 <= now - cls.ended <= config.settle_gap_s else 0.0
+        fresh = cls.active and 0.0 <= now - cls.ended <= config.settle_gap_s
+        return cls.ended - cls.began if fresh else 0.0
+
+
+@contextlib.contextmanager
+def one_callers_cases():
+    """Times the cases of one caller (a candidate's, a baseline's) back to back: a heavy
+    case settles on the load of the heavy case before it (`TimingConfig.settle_gap_s`)."""
+    _HeavyLoad.active, _HeavyLoad.began, _HeavyLoad.ended = True, float("-inf"), float("-inf")
+    try:
+        yield
+    finally:
+        _HeavyLoad.active = False
 
 
 def settling(run_batch: Callable[[list[int], int], list[list[float]]],
@@ -92,8 +110,8 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     batch; later calls pass through. The first batch has the runs asked for; later settling
     batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
     before the first batch, `read_clock` reads it after each (None: not readable). Heavy
-    load that ended just before (`_HeavyLoad`: the previous case of the same candidate)
-    counts toward `settle_min_s`."""
+    load that ended just before (`_HeavyLoad`: the previous case of the same caller, inside
+    `one_callers_cases`) counts toward `settle_min_s`."""
     first = True
 
     def timed_batch(active: list[int], runs: int) -> list[list[float]]:

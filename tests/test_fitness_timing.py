@@ -280,7 +280,6 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
     settling, the timing is the boost's."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
     monkeypatch.setattr(timing, "_peak_mhz", 1980.0)
-    monkeypatch.setattr(timing._HeavyLoad, "ended", float("-inf"))
 
     def bench(**settle):
         gpu = _FakeGpu(mhz=1980.0)
@@ -303,12 +302,11 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
 
 
 def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(monkeypatch):
-    """Two heavy cases timed back to back: the first pays `settle_min_s`, the second only
-    its two agreeing batches; after a pause longer than `settle_gap_s` it pays it again."""
+    """Two heavy cases of one caller timed back to back: the first pays `settle_min_s`, the
+    second only its two agreeing batches; after a pause longer than `settle_gap_s`, or for
+    another caller's kernel, it is paid again."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
     monkeypatch.setattr(timing, "_peak_mhz", 1980.0)
-    monkeypatch.setattr(timing._HeavyLoad, "began", float("-inf"))
-    monkeypatch.setattr(timing._HeavyLoad, "ended", float("-inf"))
     gpu = _FakeGpu(mhz=1980.0)
     monkeypatch.setattr(timing, "_GPU", gpu)
     monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
@@ -322,8 +320,11 @@ def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(m
         timing.bench([matmul], device, config)
         return (gpu.now_us - began) * 1e-6
 
-    first, second = spent_s(), spent_s()
-    gpu.now_us += 1e6  # a second of idle device
-    third = spent_s()
+    with timing.one_callers_cases():
+        first, second = spent_s(), spent_s()
+        gpu.now_us += 1e6  # a second of idle device
+        third = spent_s()
+    unrelated = spent_s()  # another caller's kernel right after: no carry-over
     assert first >= config.settle_min_s and third >= config.settle_min_s
     assert second < first - 0.05
+    assert unrelated >= config.settle_min_s

@@ -203,13 +203,14 @@ class Checker:
         task = request["task"]
         baseline = self._baseline(task)
         results = []
-        for params, seed in request["cases"]:
-            inputs = task.make_inputs(params, seed, self.device.torch_device)
-            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
-            refill = timing.refiller(buffers, timing.variants(inputs))
-            stats = timing.bench([lambda: baseline(*buffers)], self.device, request.get("timing"),
-                                 refill)
-            results.append(stats[0].__dict__)
+        with timing.one_callers_cases():
+            for params, seed in request["cases"]:
+                inputs = task.make_inputs(params, seed, self.device.torch_device)
+                buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
+                refill = timing.refiller(buffers, timing.variants(inputs))
+                stats = timing.bench([lambda: baseline(*buffers)], self.device,
+                                     request.get("timing"), refill)
+                results.append(stats[0].__dict__)
         return {"ok": True, "cases": results}
 
 

@@ -202,16 +202,17 @@ class Worker:
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
         results, self.timed, mapped = [], [], []
-        for case in request["cases"]:
-            inputs, _ = self._inputs(case["inputs"], mapped)
-            buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
-            refill = timing.refiller(buffers, timing.variants(inputs))
-            give_up = case.get("give_up_above_us")
-            stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill,
-                                 give_up_above_us=[give_up if isinstance(give_up, (int, float))
-                                                   else None])
-            self.timed.append(buffers)
-            results.append(stats[0].__dict__)
+        with timing.one_callers_cases():
+            for case in request["cases"]:
+                inputs, _ = self._inputs(case["inputs"], mapped)
+                buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
+                refill = timing.refiller(buffers, timing.variants(inputs))
+                give_up = case.get("give_up_above_us")
+                stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill,
+                                     give_up_above_us=[give_up if isinstance(give_up, (int, float))
+                                                       else None])
+                self.timed.append(buffers)
+                results.append(stats[0].__dict__)
         self._remap(mapped)
         return {"ok": True, "cases": results}
 
