@@ -163,6 +163,9 @@ class Evaluation:
 
     Per-case lists are aligned with the case set the backend used (`case_names`).
     `speedup` is the geometric mean over cases of ref_latency/latency; None unless timed.
+    A candidate surely slower than 1.2x the best seen on the representative case (the one
+    the baseline is slowest on, timed first) is not timed on the others: their latencies
+    are None (null in Parquet) and its speedups are over the case timed.
     `sandboxed` is False only when the user turned the OS sandbox off (`[fitness] sandbox
     = "off"`): such a verdict was made on code that could reach the judge.
     """
@@ -176,10 +179,10 @@ class Evaluation:
     case_names: tuple[str, ...] = ()
     max_abs_err: tuple[float, ...] = ()
     rel_err: tuple[float, ...] = ()
-    latency_us: tuple[float, ...] = ()
+    latency_us: tuple[float | None, ...] = ()
     ref_latency_us: tuple[float, ...] = ()
-    latency_p20_us: tuple[float, ...] = ()
-    latency_p80_us: tuple[float, ...] = ()
+    latency_p20_us: tuple[float | None, ...] = ()
+    latency_p80_us: tuple[float | None, ...] = ()
     speedup: float | None = None
     worst_speedup: float | None = None
     roofline_fraction: float | None = None

@@ -29,6 +29,7 @@ _ARROW_TYPES = {
     "str": pa.string(), "str | None": pa.string(), "bool": pa.bool_(), "int": pa.int64(),
     "float": pa.float64(), "float | None": pa.float64(),
     "tuple[str, ...]": pa.list_(pa.string()), "tuple[float, ...]": pa.list_(pa.float64()),
+    "tuple[float | None, ...]": pa.list_(pa.float64()),  # None: a case not timed
 }
 """Arrow type of each annotation an Evaluation field may have (a new kind fails loudly)."""
 

@@ -114,6 +114,8 @@ def _cases(best: pd.DataFrame, timings: pd.DataFrame) -> list[dict[str, Any]]:
     for task, row in best.iterrows():
         for case, best_us, baseline_us in zip(row["case_names"], row["latency_us"],
                                               row["ref_latency_us"]):
+            if _number(best_us) is None:
+                continue  # a case the row did not time (a clear loser elsewhere)
             torch_rows = by_case.get((row["device"], task, case), _NO_TIMINGS)
             status = {m: str(torch_rows.at[m, "status"]) if m in torch_rows.index else "missing"
                       for m in MODES}

@@ -1,5 +1,5 @@
 """How candidates are scored: sandboxed workers, the compile -> correctness -> latency cascade, the FitnessActor."""
 
-HARNESS_VERSION = "fitness-3"
+HARNESS_VERSION = "fitness-4"
 """Bumped whenever a change to the cascade could change a verdict or a timing; part of
 every Evaluation and of the baseline-timing cache key."""

@@ -84,7 +84,9 @@ def describe_metrics(evaluation: Evaluation) -> str:
         if i < len(evaluation.latency_us):
             ref = (f" (baseline {evaluation.ref_latency_us[i]:.4g} us)" if i < len(evaluation.ref_latency_us)
                    else "")
-            cases.append(f"- {name}: {evaluation.latency_us[i]:.4g} us{ref}")
+            latency = evaluation.latency_us[i]
+            cases.append(f"- {name}: not timed (far slower than the best on another case)"
+                         if latency is None else f"- {name}: {latency:.4g} us{ref}")
     if cases:
         lines.append("Latency per case:")
         lines.extend(cases)

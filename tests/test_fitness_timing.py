@@ -157,6 +157,26 @@ def test_checked_rejects_an_unknown_stop_reason_and_passes_a_missing_one():
         timing_report.checked({"a": {**report, "stopped": "ci", "runs": 10**6}}, 1.0)
 
 
+def test_a_clear_loser_is_one_that_stopped_slower_above_the_give_up_latency():
+    report = {"median_us": 30.0, "p20_us": 29.0, "p80_us": 31.0, "runs": 20, "stopped": "slower"}
+    timing_report.check_clear_loser(report, 24.0)
+    with pytest.raises(timing_report.ForgedTiming, match="not.*clear loser|clear loser"):
+        timing_report.check_clear_loser({**report, "stopped": "ci"}, 24.0)
+    with pytest.raises(timing_report.ForgedTiming, match="clear loser above 36"):
+        timing_report.check_clear_loser(report, 36.0)
+
+
+def test_speedups_of_a_screened_candidate_are_over_the_cases_timed():
+    fast = {"median_us": 10.0, "p20_us": 9.0, "p80_us": 11.0}
+    fields = timing_report.speedup_fields(
+        [None, {"median_us": 40.0, "p20_us": 39.0, "p80_us": 41.0}, None],
+        [fast, {**fast, "median_us": 20.0}, fast])
+    assert fields["latency_us"] == (None, 40.0, None)
+    assert fields["latency_p80_us"] == (None, 41.0, None)
+    assert fields["ref_latency_us"] == (10.0, 20.0, 10.0)
+    assert fields["speedup"] == fields["worst_speedup"] == 0.5
+
+
 class _FakeGpu:
     """Stands in for `timing._Gpu`: a fake device clock that spin kernels and the callable
     advance, a log of what was queued, in order, and a small flush buffer."""

@@ -131,7 +131,8 @@ def repeatability(evaluator, tasks) -> list[float]:
         first, second = (evaluator.evaluate(task, make_candidate(
             task.name, f"{task.baseline_source}\n_REPEAT = {i}\n")) for i in (1, 2))
         if first.correct and second.correct:
-            diffs += [abs(a - b) / min(a, b) for a, b in zip(first.latency_us, second.latency_us)]
+            diffs += [abs(a - b) / min(a, b) for a, b in zip(first.latency_us, second.latency_us)
+                      if a is not None and b is not None]
     return diffs
 
 

@@ -153,6 +153,13 @@ class Cascade:
             self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
 
 
+def timing_order(baseline: list[dict]) -> list[int]:
+    """Returns the order cases are timed in: the representative case (the one the baseline
+    takes longest on) first, then the others as the task lists them."""
+    first = max(range(len(baseline)), key=lambda at: baseline[at]["median_us"])
+    return [first] + [at for at in range(len(baseline)) if at != first]
+
+
 def _arity(reference) -> int:
     """Returns how many positional arguments the reference takes (the candidate must too)."""
     parameters = inspect.signature(reference).parameters.values()
@@ -355,13 +362,21 @@ class _Walk:
         return [self.c.baselines.get(key) for key in keys]
 
     def _latency(self, worker, checker) -> None:
+        """Times the candidate on every case, the representative case first (the baseline's
+        slowest: where the work is). A candidate surely slower there than `GIVE_UP_FACTOR`
+        times the best seen is a clear loser: its other cases are not timed (their latency
+        is None), which spares most of the device time spent on losers."""
         baseline = self._baseline_stats(checker)
-        timed_inputs = [self._prepare(checker, worker, case, self.c.seed(), expect=False)
-                        for case in self.cases]
+        give_up = [self._give_up(key) for key in self._case_keys()]
+        order = timing_order(baseline)
+        timed_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(), expect=False)
+                        for at in order]
         timing_config = self.c.timing_config
+        screen = give_up[order[0]] is not None
         request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
-                   "cases": [{"inputs": inputs, "give_up_above_us": self._give_up(key)}
-                             for (_, inputs), key in zip(timed_inputs, self._case_keys())]}
+                   "screen": screen,
+                   "cases": [{"inputs": inputs, "give_up_above_us": give_up[at]}
+                             for (_, inputs), at in zip(timed_inputs, order)]}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()
             try:
@@ -372,25 +387,33 @@ class _Walk:
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
         reports = reply.get("cases")
-        if not isinstance(reports, list) or len(reports) != len(self.cases):
+        screened_out = screen and isinstance(reports, list) and len(reports) == 1
+        if not isinstance(reports, list) or not (len(reports) == len(self.cases) or screened_out):
             raise _Failed("timed", "cheat_forged_timing", f"the worker reported timings for "
                           f"{len(reports) if isinstance(reports, list) else 0} of {len(self.cases)} cases")
+        timed = order[:len(reports)]
         try:
-            by_case = timing_report.checked(dict(zip((c.name for c in self.cases), reports)), wall_s)
+            by_case = timing_report.checked(
+                dict(zip((self.cases[at].name for at in timed), reports)), wall_s)
+            if screened_out:
+                timing_report.check_clear_loser(by_case[self.cases[order[0]].name],
+                                                give_up[order[0]])
         except timing_report.ForgedTiming as error:
             raise _Failed("timed", "cheat_forged_timing", str(error)) from None
-        stats = [by_case[case.name] for case in self.cases]
-        self.c.count_kernel_time(stats)
-        self._recheck(worker, checker)
+        stats = [by_case.get(case.name) for case in self.cases]
+        self.c.count_kernel_time([s for s in stats if s is not None])
+        self._recheck(worker, checker, timed)
         self._record_speed(stats, baseline)
 
     def _give_up(self, key) -> float | None:
         best = self.c.best.get(key)
         return None if best is None else GIVE_UP_FACTOR * best
 
-    def _recheck(self, worker, checker) -> None:
-        """Calls the candidate again on the buffers it was timed on, refilled with fresh values."""
-        prepared = [self._prepare(checker, worker, case, self.c.seed()) for case in self.cases]
+    def _recheck(self, worker, checker, timed: list[int]) -> None:
+        """Calls the candidate again on the buffers it was timed on (cases `timed`, in the
+        order they were timed), refilled with fresh values."""
+        cases = [self.cases[at] for at in timed]
+        prepared = [self._prepare(checker, worker, case, self.c.seed()) for case in cases]
         with self.c.device_lock.shared():
             start = time.monotonic()
             rechecked = self._request(worker, {"op": "recheck", "cases": [
@@ -398,11 +421,11 @@ class _Walk:
                 self.c.limits.bench_s)
             self.bench_s += time.monotonic() - start
         results = rechecked.get("cases")
-        if not isinstance(results, list) or len(results) != len(self.cases):
+        if not isinstance(results, list) or len(results) != len(cases):
             raise _Failed("timed", "worker_crash", "protocol violation: the re-check answered for "
                           f"{len(results) if isinstance(results, list) else 0} of "
-                          f"{len(self.cases)} cases")
-        for case, (token, _), result in zip(self.cases, prepared, results):
+                          f"{len(cases)} cases")
+        for case, (token, _), result in zip(cases, prepared, results):
             self._judge(worker, result.get("observed", {}), "timed")
             try:
                 self._compare(checker, worker, token, result, case)
@@ -411,10 +434,12 @@ class _Walk:
                 raise _Failed("timed", kind, f"re-check after timing, inputs refreshed in place: "
                               f"{failed.detail}") from None
 
-    def _record_speed(self, stats: list[dict], baseline: list[dict]) -> None:
+    def _record_speed(self, stats: list[dict | None], baseline: list[dict]) -> None:
         device = self.c.device
         roofline = []
         for case, measured in zip(self.cases, stats):
+            if measured is None:  # not timed: a clear loser on the representative case
+                continue
             fraction = timing.case_roofline(device, self.task.flops, self.task.bytes,
                                             case.params, measured["median_us"])
             reason = anticheat.implausible(fraction, case.name)
@@ -422,7 +447,8 @@ class _Walk:
                 raise _Failed("timed", "cheat_implausible", reason)
             roofline.append(fraction)
         for key, measured in zip(self._case_keys(), stats):  # timed, re-checked, plausible
-            self.c.best.offer(key, measured["median_us"])
+            if measured is not None:
+                self.c.best.offer(key, measured["median_us"])
         known = [f for f in roofline if f]
         self.fields.update(timing_report.speedup_fields(stats, baseline), roofline_fraction=(
             math.exp(sum(math.log(f) for f in known) / len(known)) if known else None))

@@ -46,12 +46,26 @@ def checked(reports: dict, wall_s: float) -> dict[str, dict]:
     return stats
 
 
-def speedup_fields(latency: list[dict], reference: list[dict]) -> dict:
+def check_clear_loser(report: dict, give_up_us: float) -> None:
+    """Raises ForgedTiming unless `report` (a checked case, the only one a worker timed)
+    shows a clear loser: stopped as "slower" with a median above `give_up_us`."""
+    if report.get("stopped") != "slower" or not report["median_us"] > give_up_us:
+        raise ForgedTiming(f"the worker timed one case only, but its median "
+                           f"{report['median_us']:.4g} us (stopped: {report.get('stopped')}) "
+                           f"does not make it a clear loser above {give_up_us:.4g} us")
+
+
+def speedup_fields(latency: list[dict | None], reference: list[dict]) -> dict:
     """Returns the Evaluation's timing fields from per-case candidate and reference stats:
-    the speedup is the geometric mean over cases of reference / candidate median."""
-    ratios = [ref["median_us"] / max(lat["median_us"], 1e-9) for lat, ref in zip(latency, reference)]
-    return dict(latency_us=tuple(s["median_us"] for s in latency),
-                latency_p20_us=tuple(s["p20_us"] for s in latency),
-                latency_p80_us=tuple(s["p80_us"] for s in latency),
+    the speedup is the geometric mean, over the cases timed, of reference / candidate
+    median. A case not timed (None: a clear loser on another case) has None latencies."""
+    ratios = [ref["median_us"] / max(lat["median_us"], 1e-9)
+              for lat, ref in zip(latency, reference) if lat is not None]
+
+    def column(key: str) -> tuple:
+        return tuple(None if s is None else s[key] for s in latency)
+
+    return dict(latency_us=column("median_us"), latency_p20_us=column("p20_us"),
+                latency_p80_us=column("p80_us"),
                 ref_latency_us=tuple(s["median_us"] for s in reference),
                 speedup=math.exp(sum(map(math.log, ratios)) / len(ratios)), worst_speedup=min(ratios))

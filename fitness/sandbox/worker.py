@@ -197,7 +197,8 @@ class Worker:
         """Times the candidate on each case; its input buffers are refilled before every run
         with other values (`timing.variants`), so nothing computed once can be replayed.
         A case's `give_up_above_us` (the judge's best so far, with a margin) lets a clear
-        loser stop after its first batch of runs."""
+        loser stop after its first batch of runs; with `screen`, a candidate that stops so
+        on the first case (the representative one) is not timed on the others."""
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
@@ -213,6 +214,8 @@ class Worker:
                                                        else None])
                 self.timed.append(buffers)
                 results.append(stats[0].__dict__)
+                if request.get("screen") and stats[0].stopped == "slower":
+                    break  # a clear loser on the representative case: the judge asked no more
         self._remap(mapped)
         return {"ok": True, "cases": results}
 
