@@ -1,9 +1,11 @@
 """Clear losers are timed on the representative case only (issue 12, item 2).
 
 A real Evaluator on the interpreter, with enough timed runs that the median's interval
-exists: the baseline sets the best latency of every case, then a kernel launched with a
-16-element block (some sixty times the programs) is timed on the case the baseline is
-slowest on, found surely slower than 1.2x the best there, and not timed on the others.
+exists: the baseline's timing sets the best latency of every case, then a kernel launched
+with a 16-element block (some sixty times the programs) is timed on the case the baseline
+is slowest on, found surely slower than 1.2x the best there, and not timed on the others.
+(The worker reporting fewer cases any other way is refused by the judge as a forged
+timing: see `timing_report.check_clear_loser`.)
 """
 
 import pyarrow as pa
@@ -16,7 +18,7 @@ from evo.records import make_candidate
 from fitness.evaluator import Evaluator
 from fitness.timing import TimingConfig
 from fitness_limits import FITNESS_TEST_LIMITS
-from kernel_variants import VECTOR_ADD, vector_add_at
+from kernel_variants import vector_add_at
 
 
 def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
@@ -24,16 +26,14 @@ def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
     timing = TimingConfig(warmup_runs=1, min_runs=20, max_runs=20, max_timed_s=60.0)
     with Evaluator("interpreter", workers=1, timeouts=FITNESS_TEST_LIMITS,
                    timing=timing) as evaluator:
-        twin = evaluator.evaluate(task, make_candidate(task.name, f"{VECTOR_ADD}\n_TWIN = 1\n"))
         candidate = make_candidate(task.name, vector_add_at(16))
         loser = evaluator.evaluate(task, candidate)
 
-    assert twin.correct and None not in twin.latency_us
     assert loser.correct and loser.stage_reached == "timed", loser.error_trace
     slowest = max(range(len(task.interpreter_cases)), key=lambda at: loser.ref_latency_us[at])
     assert [latency is None for latency in loser.latency_us] == [
         at != slowest for at in range(len(task.interpreter_cases))]
-    assert loser.latency_us[slowest] > 1.2 * min(twin.latency_us[slowest], loser.ref_latency_us[slowest])
+    assert loser.latency_us[slowest] > 1.2 * loser.ref_latency_us[slowest]
     assert loser.speedup == pytest.approx(loser.ref_latency_us[slowest] / loser.latency_us[slowest])
 
     row = results.evaluation_row("screening", task, candidate, loser, reused=False, seed=0)

@@ -214,7 +214,7 @@ class Worker:
                                                        else None])
                 self.timed.append(buffers)
                 results.append(stats[0].__dict__)
-                if request.get("screen") and stats[0].stopped == "slower":
+                if request.get("screen") and len(results) == 1 and stats[0].stopped == "slower":
                     break  # a clear loser on the representative case: the judge asked no more
         self._remap(mapped)
         return {"ok": True, "cases": results}
