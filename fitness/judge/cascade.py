@@ -13,7 +13,6 @@ timings are cross-checked against the wall time this process saw and against the
 from __future__ import annotations
 
 import ast
-import contextlib
 import dataclasses
 import math
 import inspect
@@ -344,22 +343,26 @@ class _Walk:
             return [(case, key) for case, key in zip(self.cases, keys)
                     if self.c.baselines.get(key) is None]
 
-        if missing():  # compiled beside other work: only timing needs the device alone
+        cold = missing()
+        if cold:  # compiled beside other work: only timing needs the device alone
             with self.c.device_lock.shared(compiling=True):
                 self._request(checker, {"op": "warm_baseline", "cases": [
-                    (case.params, self.c.seed()) for case, _ in missing()]}, self.c.limits.compile_s)
-        with self.c.device_lock.exclusive() if missing() else contextlib.nullcontext():
-            untimed = missing()  # another walk of this task may have timed it meanwhile
-            if untimed:
-                reply = self._request(checker, {"op": "time_baseline", "timing": self.c.timing_config,
-                                                "cases": [(case.params, self.c.seed())
-                                                          for case, _ in untimed]},
-                                      self.c.limits.bench_s)
-                for (_, key), stats in zip(untimed, reply["cases"]):
-                    self.c.baselines.put_first(key, stats)
-                    self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
-                self.c.count_kernel_time(reply["cases"])
+                    (case.params, self.c.seed()) for case, _ in cold]}, self.c.limits.compile_s)
+            with self.c.device_lock.exclusive():
+                self._time_baseline(checker, missing())  # another walk may have timed some
         return [self.c.baselines.get(key) for key in keys]
+
+    def _time_baseline(self, checker, untimed: list) -> None:
+        """Times the baseline on the `untimed` (case, key) pairs and remembers the stats."""
+        if not untimed:
+            return
+        reply = self._request(checker, {"op": "time_baseline", "timing": self.c.timing_config,
+                                        "cases": [(case.params, self.c.seed()) for case, _ in untimed]},
+                              self.c.limits.bench_s)
+        for (_, key), stats in zip(untimed, reply["cases"]):
+            self.c.baselines.put_first(key, stats)
+            self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
+        self.c.count_kernel_time(reply["cases"])
 
     def _latency(self, worker, checker) -> None:
         """Times the candidate on every case, the representative case first (the baseline's
