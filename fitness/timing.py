@@ -26,6 +26,7 @@ does not change what is measured.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import itertools
@@ -40,7 +41,34 @@ from fitness.timing_rules import (  # noqa: F401  (re-exported: the timing vocab
 
 _perf_counter = time.perf_counter
 
+SPENT_S: collections.Counter = collections.Counter()
+"""Seconds this process's timings spent per phase ("prepare": warm-up calls and graph
+capture; "warm": clock reads and warm-up rounds; "settle": discarded settling batches;
+"timed": the batches that count; "cold": of "warm", the warm-ups by time; "buffers" and
+"all" where callers add them, see `accounted`). Read by benchmarks that time trusted code in-process
+(`experiments/perf/timing_profile.py`); a candidate's process can write anything here, so
+nothing is judged from it."""
 
+
+@contextlib.contextmanager
+def phase(name: str):
+    """Adds the seconds spent inside the block to `SPENT_S[name]`."""
+    began = _perf_counter()
+    try:
+        yield
+    finally:
+        SPENT_S[name] += _perf_counter() - began
+
+
+@contextlib.contextmanager
+def accounted(report: dict):
+    """Fills `report` with what `SPENT_S` gained per phase inside the block, and the
+    block's own seconds under "all" (the rest is the caller's untimed work)."""
+    before = collections.Counter(SPENT_S)
+    with phase("all"):
+        yield
+    report.update({name: SPENT_S[name] - before[name] for name in SPENT_S
+                   if SPENT_S[name] != before[name]})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +152,8 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     def run_settled(active: list[int], runs: int) -> list[list[float]]:
         nonlocal first
         if not first:
-            return timed_batch(active, runs)
+            with phase("timed"):
+                return timed_batch(active, runs)
         first = False
         medians: list[list[float]] = [[] for _ in active]
         clocks = [clock_mhz] if clock_mhz else []
@@ -140,6 +169,8 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
             if clock:
                 clocks.append(clock)
             if settled(medians, clocks, _perf_counter() - started, config, loaded_s):
+                SPENT_S["timed"] += batch_s  # the proving batch is the first timed one
+                SPENT_S["settle"] += _perf_counter() - started - batch_s
                 return samples
             wanted = int(runs * config.settle_batch_s / max(batch_s, 1e-9)) + 1
             runs = max(config.min_runs, min(config.max_runs, wanted))
@@ -329,31 +360,36 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
     flush = torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=torch.int8,
                         device=device.torch_device)
     runnables, methods = [], []
-    for fn in fns:
-        for _ in range(config.warmup_runs):
-            refill()
-            fn()
-        if config.use_graphs:
-            fn, captured = _as_graph(fn, gpu)
-            methods.append("graph" if captured else "events")
-        else:
-            methods.append("events")
-        runnables.append(fn)
-    clock_mhz = _clock_mhz(gpu)
-    cold = clock_mhz is None or clock_mhz < _WARM_FRACTION * (_peak_mhz or float("inf"))
-    host_us: list[list[float]] = [[] for _ in runnables]
-    until, rounds = _perf_counter() + (config.warmup_s if cold else 0.0), 0
-    while rounds < max(config.warmup_runs, 1) or _perf_counter() < until:
-        for fn, spent in zip(runnables, host_us):
-            refill()
-            flush.zero_()
-            enqueued = _perf_counter()
-            fn()
-            spent.append((_perf_counter() - enqueued) * 1e6)
-        gpu.synchronize()
-        rounds += 1
-    if cold and clock_mhz is not None:
+    with phase("prepare"):
+        for fn in fns:
+            for _ in range(config.warmup_runs):
+                refill()
+                fn()
+            if config.use_graphs:
+                fn, captured = _as_graph(fn, gpu)
+                methods.append("graph" if captured else "events")
+            else:
+                methods.append("events")
+            runnables.append(fn)
+    with phase("warm"):
         clock_mhz = _clock_mhz(gpu)
+        cold = clock_mhz is None or clock_mhz < _WARM_FRACTION * (_peak_mhz or float("inf"))
+        host_us: list[list[float]] = [[] for _ in runnables]
+        began = _perf_counter()
+        until, rounds = began + (config.warmup_s if cold else 0.0), 0
+        while rounds < max(config.warmup_runs, 1) or _perf_counter() < until:
+            for fn, spent in zip(runnables, host_us):
+                refill()
+                flush.zero_()
+                enqueued = _perf_counter()
+                fn()
+                spent.append((_perf_counter() - enqueued) * 1e6)
+            gpu.synchronize()
+            rounds += 1
+        if cold:
+            SPENT_S["cold"] += _perf_counter() - began
+        if cold and clock_mhz is not None:
+            clock_mhz = _clock_mhz(gpu)
     _peak_mhz = max(_peak_mhz, clock_mhz or 0.0)
     pads = [int((clock_mhz or 0.0) * min(_PAD_CAP_US, 2 * statistics.median(spent) + _PAD_SLACK_US))
             for spent in host_us]

@@ -28,6 +28,7 @@ def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
                    timing=timing) as evaluator:
         candidate = make_candidate(task.name, vector_add_at(16))
         loser = evaluator.evaluate(task, candidate)
+        requests = evaluator.stats()["requests"]
 
     assert loser.correct and loser.stage_reached == "timed", loser.error_trace
     slowest = max(range(len(task.interpreter_cases)), key=lambda at: loser.ref_latency_us[at])
@@ -35,6 +36,10 @@ def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
         at != slowest for at in range(len(task.interpreter_cases))]
     assert loser.latency_us[slowest] > 1.2 * loser.ref_latency_us[slowest]
     assert loser.speedup == pytest.approx(loser.ref_latency_us[slowest] / loser.latency_us[slowest])
+
+    # where timing's seconds went, as the worker and the checker report them
+    assert requests["candidate.bench.all"] == 1 and requests["candidate.bench.buffers"] == 1
+    assert requests["checker.time_baseline.all"] == 1
 
     row = results.evaluation_row("screening", task, candidate, loser, reused=False, seed=0)
     pq.write_table(pa.Table.from_pylist([row], schema=results.EVALUATION_SCHEMA),

@@ -246,6 +246,24 @@ def test_event_path_pads_each_run_and_warms_up_only_when_the_clock_is_down(monke
     assert clock_reads == 2
 
 
+def test_a_timing_accounts_its_seconds_by_phase(monkeypatch):
+    gpu = _FakeGpu(mhz=1980.0)
+    monkeypatch.setattr(timing, "_GPU", gpu)
+    monkeypatch.setattr(timing, "_peak_mhz", 0.0)
+    device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
+    config = timing.TimingConfig(warmup_runs=2, warmup_s=0.02, use_graphs=False)
+    first, second = {}, {}
+    with timing.accounted(first):
+        timing.bench([gpu.kernel], device, config)
+    with timing.accounted(second):
+        timing.bench([gpu.kernel], device, config)
+
+    assert {"prepare", "warm", "timed", "all"} <= set(first) and "buffers" not in first
+    assert first["cold"] >= 0.02 and "cold" not in second  # a process's first timing is cold
+    assert first["all"] >= first["prepare"] + first["warm"] + first["timed"]
+    assert second["warm"] < first["warm"] and first["warm"] >= first["cold"]
+
+
 SETTLE = timing.TimingConfig(settle_above_us=200.0, settle_min_s=0.15, settle_max_s=0.3,
                              settle_rel=0.01)
 

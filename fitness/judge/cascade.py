@@ -145,6 +145,15 @@ class Cascade:
             self.request_s[name] = self.request_s.get(name, 0.0) + seconds
             self.requests[name] = self.requests.get(name, 0) + 1
 
+    def count_spent(self, request_name: str, reply: dict) -> None:
+        """Adds the phases a timing reply says it spent (`timing.accounted`) to `request_s`
+        as "<request>.<phase>": where timing's seconds go. A worker's numbers are its own
+        word: for diagnosis only, no verdict reads them."""
+        spent = reply.get("spent_s")
+        for phase, seconds in (spent.items() if isinstance(spent, dict) else ()):
+            if isinstance(phase, str) and isinstance(seconds, (int, float)):
+                self.count_request(f"{request_name}.{phase}", float(seconds))
+
     def count_kernel_time(self, stats: list[dict]) -> None:
         """Adds timed runs (runs x median) to `kernel_s`: the device's useful work, as
         opposed to the time a lock was held around it."""
@@ -230,19 +239,19 @@ class _Walk:
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
                  check_inputs: bool = False) -> tuple[str, dict]:
-        """Has the checker make one call's inputs; returns (token, where the worker finds
-        them): a shared GPU buffer whose descriptor is relayed here from the checker to
-        the worker, or raw files in the worker's input directory."""
+        """Has the checker make one call's inputs (on the device: the caller holds the
+        gate, shared); returns (token, where the worker finds them): a shared GPU buffer
+        whose descriptor is relayed here from the checker to the worker, or raw files in
+        the worker's input directory."""
         self._calls += 1
         token = f"c{self._calls}"
         share = worker.shares and checker.shares
-        with self.c.device_lock.shared():  # inputs and the reference run on the device
-            prepared = self._request(checker, {"op": "prepare", "params": case.params,
-                                               "seed": seed, "dir": worker.input_dir,
-                                               "prefix": token, "token": token,
-                                               "expect": expect, "check_inputs": check_inputs,
-                                               "share": share},
-                                     self.c.limits.check_s)
+        prepared = self._request(checker, {"op": "prepare", "params": case.params,
+                                           "seed": seed, "dir": worker.input_dir,
+                                           "prefix": token, "token": token,
+                                           "expect": expect, "check_inputs": check_inputs,
+                                           "share": share},
+                                 self.c.limits.check_s)
         if "shared" not in prepared:
             return token, {"specs": prepared["specs"]}
         relay_fd(checker, worker, token, self.c.limits.check_s)
@@ -252,22 +261,36 @@ class _Walk:
               check_inputs: bool = True, compiling: bool = False) -> dict:
         """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
         `check_inputs`: also verify the call left its inputs unchanged (once per case).
-        `compiling`: the first call, mostly Triton's compiler (see `GpuGate`)."""
-        token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
-        with self.c.device_lock.shared(compiling=compiling):
-            reply = self._request(worker, {"op": "call", "inputs": inputs,
-                                           "prefix": token, "with_inputs": check_inputs},
-                                  limit_s)
+        `compiling`: the first call, mostly Triton's compiler (see `GpuGate`), held apart
+        from its short prepare and compare. Any other call is one shared hold from prepare
+        to compare (tens of ms): a waiting timing run then delays this walk once per call,
+        not once per request."""
+        if compiling:
+            with self.c.device_lock.shared():
+                token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
+            with self.c.device_lock.shared(compiling=True):
+                reply = self._called(worker, token, inputs, check_inputs, limit_s)
+            with self.c.device_lock.shared():
+                return self._compare(checker, worker, token, reply, case)
+        with self.c.device_lock.shared():
+            token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
+            reply = self._called(worker, token, inputs, check_inputs, limit_s)
+            return self._compare(checker, worker, token, reply, case)
+
+    def _called(self, worker, token: str, inputs: dict, check_inputs: bool, limit_s: float) -> dict:
+        """Has the worker call the candidate; returns its reply once the call is judged."""
+        reply = self._request(worker, {"op": "call", "inputs": inputs,
+                                       "prefix": token, "with_inputs": check_inputs}, limit_s)
         self._judge(worker, reply.get("observed", {}), self.stage)
-        return self._compare(checker, worker, token, reply, case)
+        return reply
 
     def _compare(self, checker, worker, token: str, reply: dict, case) -> dict:
-        with self.c.device_lock.shared():
-            verdict = self._request(checker, {"op": "compare", "token": token,
-                                              "dir": worker.workdir,
-                                              "outputs": reply.get("outputs", []),
-                                              "inputs_after": reply.get("inputs_after", [])},
-                                    self.c.limits.check_s)
+        """Has the checker judge a call's outputs (the caller holds the gate, shared)."""
+        verdict = self._request(checker, {"op": "compare", "token": token,
+                                          "dir": worker.workdir,
+                                          "outputs": reply.get("outputs", []),
+                                          "inputs_after": reply.get("inputs_after", [])},
+                                self.c.limits.check_s)
         self.fields["call_ok"] = True  # it ran and returned outputs; now they are judged
         if verdict["kind"] is not None:
             stage = "timed" if self.stage == "timed" else "correct"
@@ -359,6 +382,7 @@ class _Walk:
         reply = self._request(checker, {"op": "time_baseline", "timing": self.c.timing_config,
                                         "cases": [(case.params, self.c.seed()) for case, _ in untimed]},
                               self.c.limits.bench_s)
+        self.c.count_spent("checker.time_baseline", reply)
         for (_, key), stats in zip(untimed, reply["cases"]):
             self.c.baselines.put_first(key, stats)
             self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
@@ -372,8 +396,9 @@ class _Walk:
         baseline = self._baseline_stats(checker)
         give_up = [self._give_up(key) for key in self._case_keys()]
         order = timing_order(baseline)
-        timed_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(), expect=False)
-                        for at in order]
+        with self.c.device_lock.shared():
+            timed_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(), expect=False)
+                            for at in order]
         timing_config = self.c.timing_config
         screen = give_up[order[0]] is not None
         request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
@@ -389,6 +414,7 @@ class _Walk:
                 self.bench_s += wall_s
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
+        self.c.count_spent("candidate.bench", reply)
         reports = reply.get("cases")
         screened_out = screen and isinstance(reports, list) and len(reports) == 1
         if not isinstance(reports, list) or not (len(reports) == len(self.cases) or screened_out):
@@ -416,26 +442,26 @@ class _Walk:
         """Calls the candidate again on the buffers it was timed on (cases `timed`, in the
         order they were timed), refilled with fresh values."""
         cases = [self.cases[at] for at in timed]
-        prepared = [self._prepare(checker, worker, case, self.c.seed()) for case in cases]
-        with self.c.device_lock.shared():
+        with self.c.device_lock.shared():  # one hold from the prepares to the last compare
+            prepared = [self._prepare(checker, worker, case, self.c.seed()) for case in cases]
             start = time.monotonic()
             rechecked = self._request(worker, {"op": "recheck", "cases": [
                 {"inputs": inputs, "prefix": f"{token}r"} for token, inputs in prepared]},
                 self.c.limits.bench_s)
             self.bench_s += time.monotonic() - start
-        results = rechecked.get("cases")
-        if not isinstance(results, list) or len(results) != len(cases):
-            raise _Failed("timed", "worker_crash", "protocol violation: the re-check answered for "
-                          f"{len(results) if isinstance(results, list) else 0} of "
-                          f"{len(cases)} cases")
-        for case, (token, _), result in zip(cases, prepared, results):
-            self._judge(worker, result.get("observed", {}), "timed")
-            try:
-                self._compare(checker, worker, token, result, case)
-            except _Failed as failed:
-                kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
-                raise _Failed("timed", kind, f"re-check after timing, inputs refreshed in place: "
-                              f"{failed.detail}") from None
+            results = rechecked.get("cases")
+            if not isinstance(results, list) or len(results) != len(cases):
+                raise _Failed("timed", "worker_crash", "protocol violation: the re-check answered "
+                              f"for {len(results) if isinstance(results, list) else 0} of "
+                              f"{len(cases)} cases")
+            for case, (token, _), result in zip(cases, prepared, results):
+                self._judge(worker, result.get("observed", {}), "timed")
+                try:
+                    self._compare(checker, worker, token, result, case)
+                except _Failed as failed:
+                    kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
+                    raise _Failed("timed", kind, f"re-check after timing, inputs refreshed in "
+                                  f"place: {failed.detail}") from None
 
     def _record_speed(self, stats: list[dict | None], baseline: list[dict]) -> None:
         device = self.c.device

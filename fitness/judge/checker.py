@@ -202,16 +202,17 @@ class Checker:
 
         task = request["task"]
         baseline = self._baseline(task)
-        results = []
-        with timing.one_callers_cases():
+        results, spent = [], {}
+        with timing.accounted(spent), timing.one_callers_cases():
             for params, seed in request["cases"]:
-                inputs = task.make_inputs(params, seed, self.device.torch_device)
-                buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
-                refill = timing.refiller(buffers, timing.variants(inputs))
+                with timing.phase("buffers"):
+                    inputs = task.make_inputs(params, seed, self.device.torch_device)
+                    buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
+                    refill = timing.refiller(buffers, timing.variants(inputs))
                 stats = timing.bench([lambda: baseline(*buffers)], self.device,
                                      request.get("timing"), refill)
                 results.append(stats[0].__dict__)
-        return {"ok": True, "cases": results}
+        return {"ok": True, "cases": results, "spent_s": spent}
 
 
 def _digest(outputs: list) -> tuple:

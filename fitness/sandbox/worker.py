@@ -202,12 +202,13 @@ class Worker:
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
-        results, self.timed, mapped = [], [], []
-        with timing.one_callers_cases():
+        results, self.timed, mapped, spent = [], [], [], {}
+        with timing.accounted(spent), timing.one_callers_cases():
             for case in request["cases"]:
-                inputs, _ = self._inputs(case["inputs"], mapped)
-                buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
-                refill = timing.refiller(buffers, timing.variants(inputs))
+                with timing.phase("buffers"):
+                    inputs, _ = self._inputs(case["inputs"], mapped)
+                    buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
+                    refill = timing.refiller(buffers, timing.variants(inputs))
                 give_up = case.get("give_up_above_us")
                 stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill,
                                      give_up_above_us=[give_up if isinstance(give_up, (int, float))
@@ -216,8 +217,9 @@ class Worker:
                 results.append(stats[0].__dict__)
                 if request.get("screen") and len(results) == 1 and stats[0].stopped == "slower":
                     break  # a clear loser on the representative case: the judge asked no more
-        self._remap(mapped)
-        return {"ok": True, "cases": results}
+            with timing.phase("release"):
+                self._remap(mapped)
+        return {"ok": True, "cases": results, "spent_s": spent}
 
     def recheck(self, request: dict) -> dict:
         """Refills the timed buffers in place (same pointers) with fresh inputs, calls the
