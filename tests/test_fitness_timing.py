@@ -210,12 +210,21 @@ class _FakeGpu:
         self.log.append("kernel")
 
 
-def test_event_path_pads_each_run_and_warms_up_only_when_the_clock_is_down(monkeypatch):
+_FAKE_DEVICE = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
+_EVENTS = timing.TimingConfig(warmup_runs=2, warmup_s=0.02, use_graphs=False)
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch) -> _FakeGpu:
+    """A _FakeGpu at 1980 MHz as the timing module's GPU, in a process that has read no clock."""
     gpu = _FakeGpu(mhz=1980.0)
     monkeypatch.setattr(timing, "_GPU", gpu)
     monkeypatch.setattr(timing, "_peak_mhz", 0.0)
-    device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    config = timing.TimingConfig(warmup_runs=2, warmup_s=0.02, use_graphs=False)
+    return gpu
+
+
+def test_event_path_pads_each_run_and_warms_up_only_when_the_clock_is_down(fake_gpu):
+    gpu, device, config = fake_gpu, _FAKE_DEVICE, _EVENTS
     clock_read = ("spin", timing._SPIN_CYCLES)
 
     def bench():
@@ -246,17 +255,12 @@ def test_event_path_pads_each_run_and_warms_up_only_when_the_clock_is_down(monke
     assert clock_reads == 2
 
 
-def test_a_timing_accounts_its_seconds_by_phase(monkeypatch):
-    gpu = _FakeGpu(mhz=1980.0)
-    monkeypatch.setattr(timing, "_GPU", gpu)
-    monkeypatch.setattr(timing, "_peak_mhz", 0.0)
-    device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    config = timing.TimingConfig(warmup_runs=2, warmup_s=0.02, use_graphs=False)
+def test_a_timing_accounts_its_seconds_by_phase(fake_gpu):
     first, second = {}, {}
     with timing.accounted(first):
-        timing.bench([gpu.kernel], device, config)
+        timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
     with timing.accounted(second):
-        timing.bench([gpu.kernel], device, config)
+        timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
 
     assert {"prepare", "warm", "timed", "all"} <= set(first) and "buffers" not in first
     assert first["cold"] >= 0.02 and "cold" not in second  # a process's first timing is cold

@@ -20,7 +20,6 @@ Baselines are trusted project code, so they run in this process.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import datetime
@@ -32,8 +31,7 @@ import time
 
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
-from benchmarks.registry import builtin  # noqa: E402
-from experiments.perf.timing_repeat import load_baseline  # noqa: E402
+from experiments.perf.timing_repeat import baseline_parser, chosen_tasks, load_baseline  # noqa: E402
 from fitness import timing  # noqa: E402
 from fitness.device import detect  # noqa: E402
 
@@ -129,10 +127,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="write the tables and summary here")
-    parser.add_argument("--device", default="auto", help="auto | cuda | rocm | interpreter")
-    parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
+    parser = baseline_parser(__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a TimingConfig field to change (repeatable), e.g. ci_rel=0.0075")
@@ -146,9 +141,7 @@ def main() -> None:
     import triton
 
     device = detect(args.device)
-    registry = builtin()
-    names = [n for n in args.tasks.split(",") if n]
-    tasks = [registry.get(n) for n in names] if names else registry.tasks()
+    tasks = chosen_tasks(args)
     base = timing.INTERPRETER_TIMING if device.backend == "interpreter" else timing.TimingConfig()
     types = {field.name: field.type for field in dataclasses.fields(base)}
     changes = {}

@@ -118,11 +118,25 @@ def summary(name: str, by_case: dict, selected: set) -> list[str]:
     return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def baseline_parser(description: str) -> argparse.ArgumentParser:
+    """Returns a parser with the options every baseline-timing script takes:
+    --out, --device, --tasks (see `chosen_tasks`)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", required=True, help="write the tables and summary here")
     parser.add_argument("--device", default="auto", help="auto | cuda | rocm | interpreter")
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
+    return parser
+
+
+def chosen_tasks(args: argparse.Namespace) -> list:
+    """Returns the built-in tasks named by --tasks, all of them when it is empty."""
+    registry = builtin()
+    names = [n for n in args.tasks.split(",") if n]
+    return [registry.get(n) for n in names] if names else registry.tasks()
+
+
+def main() -> None:
+    parser = baseline_parser(__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="timings per case")
     parser.add_argument("--pause-s", type=float, default=2.0,
                         help="idle seconds before each round's first case (longer than idle_s)")
@@ -134,9 +148,7 @@ def main() -> None:
     import triton
 
     device = detect(args.device)
-    registry = builtin()
-    names = [n for n in args.tasks.split(",") if n]
-    tasks = [registry.get(n) for n in names] if names else registry.tasks()
+    tasks = chosen_tasks(args)
     schemes = {"adaptive": None, **({"fixed": FIXED} if args.fixed else {})}
     started = time.monotonic()
     results = measure(tasks, device, schemes, args.rounds, args.pause_s)
