@@ -151,7 +151,7 @@ class Cascade:
         word: for diagnosis only, no verdict reads them."""
         spent = reply.get("spent_s")
         for phase, seconds in (spent.items() if isinstance(spent, dict) else ()):
-            if isinstance(phase, str) and isinstance(seconds, (int, float)):
+            if phase in _TIMING_PHASES and isinstance(seconds, (int, float)):
                 self.count_request(f"{request_name}.{phase}", float(seconds))
 
     def count_kernel_time(self, stats: list[dict]) -> None:
@@ -159,6 +159,11 @@ class Cascade:
         opposed to the time a lock was held around it."""
         with self._counters_lock:
             self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
+
+
+_TIMING_PHASES = frozenset({"prepare", "warm", "cold", "settle", "timed", "buffers", "release", "all"})
+"""The phases a timing reply may report (`timing.SPENT_S`); a worker naming others is ignored,
+so it cannot fill the Evaluator's stats with names of its own."""
 
 
 def timing_order(baseline: list[dict]) -> list[int]:
