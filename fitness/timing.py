@@ -137,7 +137,8 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     """Returns `run_batch` whose first call repeats until `settled` and returns only its last
     batch; later calls pass through. The first batch has the runs asked for; later settling
     batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
-    before the first batch, `read_clock` reads it after each (None: not readable). Heavy
+    before the first batch, `read_clock` reads it after each (None: not readable); the
+    fastest clock read lately (`_peak_mhz`) is what a light kernel waits for. Heavy
     load that ended just before (`_HeavyLoad`: the previous case of the same caller, inside
     `one_callers_cases`) counts toward `settle_min_s`."""
     first = True
@@ -168,7 +169,7 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
             clock = read_clock()
             if clock:
                 clocks.append(clock)
-            if settled(medians, clocks, _perf_counter() - started, config, loaded_s):
+            if settled(medians, clocks, _perf_counter() - started, config, loaded_s, _peak_mhz()):
                 SPENT_S["timed"] += batch_s  # the proving batch is the first timed one
                 SPENT_S["settle"] += _perf_counter() - started - batch_s
                 return samples
@@ -325,26 +326,44 @@ def _as_graph(fn, gpu: _Gpu):
         return fn, False
 
 
-_SPIN_CYCLES = 200_000  # about 0.1 ms at an H200's boost clock
+_SPIN_CYCLES = 1_000_000  # about 0.5 ms at an H200's boost clock
+_LEAD_CYCLES = _SPIN_CYCLES // 4
 _WARM_FRACTION = 0.9
 _PAD_SLACK_US = 10.0
 _PAD_CAP_US = 500.0
-_peak_mhz = 0.0  # the fastest SM clock this process has measured
+_PEAK_WINDOW_S = 60.0
+_clock_reads: collections.deque = collections.deque()  # (perf_counter s, MHz), oldest first
 
 
-def _clock_mhz(gpu: _Gpu) -> float | None:
-    """Returns the SM clock now, in MHz: a spin kernel of known cycles, timed with events
-    (cycles per microsecond), behind a shorter spin that keeps the GPU busy while it is
-    queued. None where the backend has no spin kernel."""
+def _clock_mhz(gpu: _Gpu, cycles: int = _SPIN_CYCLES) -> float | None:
+    """Returns the SM clock now, in MHz: a spin kernel of `cycles`, timed with events
+    (cycles per microsecond), behind a lead spin that keeps the GPU busy while the host
+    enqueues the timed one, so the interval holds the spin alone. Both must be long: on an
+    H200 a 0.1-ms spin behind a 25-us lead read -12.8%..+5.8% (stdev 4.75%) under a steady
+    light load, since right after a synchronisation the host took longer than the lead to
+    enqueue; a 0.5-ms spin behind a 0.13-ms lead reads within 0.13% (`clock_probe.py` E).
+    None where the backend has no spin kernel. Each read is remembered for `_peak_mhz`."""
     if gpu.sleep is None:
         return None
     start, end = gpu.event(enable_timing=True), gpu.event(enable_timing=True)
-    gpu.sleep(_SPIN_CYCLES // 4)
+    gpu.sleep(cycles // 4)
     gpu.record(start)
-    gpu.sleep(_SPIN_CYCLES)
+    gpu.sleep(cycles)
     gpu.record(end)
     gpu.synchronize()
-    return _SPIN_CYCLES / max(gpu.elapsed_ms(start, end) * 1e3, 1e-3)
+    mhz = cycles / max(gpu.elapsed_ms(start, end) * 1e3, 1e-3)
+    now = _perf_counter()
+    _clock_reads.append((now, mhz))
+    while _clock_reads and _clock_reads[0][0] < now - _PEAK_WINDOW_S:
+        _clock_reads.popleft()
+    return mhz
+
+
+def _peak_mhz() -> float:
+    """Returns the fastest SM clock this process read in the last `_PEAK_WINDOW_S` (0.0:
+    none): the clock a light kernel runs at once the chip has recovered from heavy load. A
+    window, not all time, so a chip that runs hotter later is not held to its cool boost."""
+    return max((mhz for _, mhz in _clock_reads), default=0.0)
 
 
 def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
@@ -354,7 +373,6 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
     runs, each behind a pad: a spin kernel twice as long as the host takes to enqueue the
     call, so the whole call is queued before its start event fires and the interval holds
     GPU work, never launcher jitter."""
-    global _peak_mhz
     gpu = _gpu()
     torch = gpu.torch
     flush = torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=torch.int8,
@@ -372,8 +390,9 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
                 methods.append("events")
             runnables.append(fn)
     with phase("warm"):
+        peak_mhz = _peak_mhz()
         clock_mhz = _clock_mhz(gpu)
-        cold = clock_mhz is None or clock_mhz < _WARM_FRACTION * (_peak_mhz or float("inf"))
+        cold = clock_mhz is None or clock_mhz < _WARM_FRACTION * (peak_mhz or float("inf"))
         host_us: list[list[float]] = [[] for _ in runnables]
         began = _perf_counter()
         until, rounds = began + (config.warmup_s if cold else 0.0), 0
@@ -390,7 +409,6 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
             SPENT_S["cold"] += _perf_counter() - began
         if cold and clock_mhz is not None:
             clock_mhz = _clock_mhz(gpu)
-    _peak_mhz = max(_peak_mhz, clock_mhz or 0.0)
     pads = [int((clock_mhz or 0.0) * min(_PAD_CAP_US, 2 * statistics.median(spent) + _PAD_SLACK_US))
             for spent in host_us]
 
@@ -410,13 +428,7 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
         gpu.synchronize()
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 
-    def read_clock() -> float | None:
-        global _peak_mhz
-        clock = _clock_mhz(gpu)
-        _peak_mhz = max(_peak_mhz, clock or 0.0)
-        return clock
-
-    return time_adaptively(settling(run_batch, read_clock, clock_mhz, config), len(runnables),
+    return time_adaptively(settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config), len(runnables),
                            config, give_up, methods)
 
 

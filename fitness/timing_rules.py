@@ -47,7 +47,8 @@ class TimingConfig:
       settle_batch_s: seconds a settling batch lasts at least after the first, so that two
         batches in a row are far enough apart in time to show a drift.
       settle_rel: settled once the last two batch medians (heavy callables) and the last two
-        SM clock reads agree within this fraction.
+        SM clock reads agree within this fraction, and (light callables) the clock is
+        within it of the fastest read lately.
       settle_gap_s: heavy load that ended at most this long before a settling began counts
         toward its `settle_min_s`: the cases of one candidate, timed back to back, heat
         the chip once (each still needs two agreeing batches), not once each.
@@ -125,19 +126,26 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
 
 
 def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
-            elapsed_s: float, config: TimingConfig, loaded_s: float = 0.0) -> bool:
+            elapsed_s: float, config: TimingConfig, loaded_s: float = 0.0,
+            peak_mhz: float = 0.0) -> bool:
     """Returns whether timing may begin after these settling batches: `medians_us` holds one
     series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
     before the first batch and after each (empty where it cannot be read), `elapsed_s` the
     seconds since the first batch began, `loaded_s` the seconds of heavy load the chip had
-    just before it (another callable's; see `settle_gap_s`). A pure function, tested
-    without a GPU.
+    just before it (another callable's; see `settle_gap_s`), `peak_mhz` the fastest clock
+    read lately (0: unknown). A pure function, tested without a GPU.
 
     Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
-    since the last read; and if a callable is heavy (last median >= `settle_above_us`), at
-    least `settle_min_s` of heavy load (`loaded_s` and this settling's) must have passed (a boost clock holds steady for a while before the
-    power limiter pulls it down, so steadiness alone proves nothing early) and every
-    callable's last two medians must agree within `settle_rel`.
+    since the last read. If every callable is light (last median below `settle_above_us`),
+    the clock must also be within `settle_rel` of `peak_mhz`: a light kernel cannot pull the
+    clock down itself, so its honest state is the chip's full clock, and after another
+    caller's heavy load the clock climbs back in steps that hold for tens of milliseconds
+    (an H200 after 1 s of fp16 matmuls: 1374, 1464, 1657 MHz at 5, 20, 50 ms, 1920+ after
+    200 ms; a 28-us memory-bound add ran 5.8% slow at once, 1.3% at 20 ms), so two agreeing
+    reads alone may be a step. If a callable is heavy, at least `settle_min_s` of heavy load
+    (`loaded_s` and this settling's) must have passed (a boost clock holds steady for a
+    while before the power limiter pulls it down, so steadiness alone proves nothing early)
+    and every callable's last two medians must agree within `settle_rel`.
     """
     if elapsed_s >= config.settle_max_s:
         return True
@@ -149,7 +157,7 @@ def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
         return False
     if any(series[-1] >= config.settle_above_us for series in medians_us):
         return elapsed_s + loaded_s >= config.settle_min_s and all(steady(series) for series in medians_us)
-    return True
+    return not clocks_mhz or clocks_mhz[-1] >= (1.0 - config.settle_rel) * peak_mhz
 
 
 def next_batch_runs(done: int, config: TimingConfig) -> int:

@@ -1,5 +1,6 @@
 """Adaptive timing: the stop rule on synthetic sample streams, and bench() on the wall clock."""
 
+import collections
 import itertools
 import json
 import random
@@ -219,7 +220,7 @@ def fake_gpu(monkeypatch) -> _FakeGpu:
     """A _FakeGpu at 1980 MHz as the timing module's GPU, in a process that has read no clock."""
     gpu = _FakeGpu(mhz=1980.0)
     monkeypatch.setattr(timing, "_GPU", gpu)
-    monkeypatch.setattr(timing, "_peak_mhz", 0.0)
+    monkeypatch.setattr(timing, "_clock_reads", collections.deque())
     return gpu
 
 
@@ -277,6 +278,16 @@ def test_a_short_kernel_at_a_steady_clock_is_timed_from_its_first_batch():
     assert timing.settled([[50.0]], [], 0.002, SETTLE)  # no clock reading (no spin kernel)
 
 
+def test_a_short_kernel_waits_for_the_clock_to_climb_back_to_the_peak():
+    """After another caller's heavy load the clock climbs back in steps: two agreeing reads
+    on a step are not enough for a light kernel, the peak read lately is."""
+    assert not timing.settled([[50.0, 50.0]], [1464.0, 1463.0], 0.05, SETTLE, peak_mhz=1975.0)
+    assert timing.settled([[50.0, 50.0]], [1960.0, 1962.0], 0.05, SETTLE, peak_mhz=1975.0)
+    assert timing.settled([[50.0]], [1464.0, 1463.0], 0.3, SETTLE, peak_mhz=1975.0)
+    heavy = [[2210.0, 2212.0]]  # a heavy kernel holds its own clock down: no peak to reach
+    assert timing.settled(heavy, [1464.0, 1463.0], 0.2, SETTLE, peak_mhz=1975.0)
+
+
 def test_a_moving_clock_is_not_settled_whatever_the_kernel():
     assert not timing.settled([[50.0]], [1735.0, 1830.0], 0.05, SETTLE)  # recovering
     assert not timing.settled([[50.0, 50.0]], [1980.0, 1980.0, 1900.0], 0.05, SETTLE)
@@ -321,7 +332,7 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
     the limited clock (2210 us): settled, every timed run is from after the step; without
     settling, the timing is the boost's."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    monkeypatch.setattr(timing, "_peak_mhz", 1980.0)
+    monkeypatch.setattr(timing, "_clock_reads", collections.deque([(0.0, 1980.0)]))
 
     def bench(**settle):
         gpu = _FakeGpu(mhz=1980.0)
@@ -348,7 +359,7 @@ def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(m
     second only its two agreeing batches; after a pause longer than `settle_gap_s`, or for
     another caller's kernel, it is paid again."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    monkeypatch.setattr(timing, "_peak_mhz", 1980.0)
+    monkeypatch.setattr(timing, "_clock_reads", collections.deque([(0.0, 1980.0)]))
     gpu = _FakeGpu(mhz=1980.0)
     monkeypatch.setattr(timing, "_GPU", gpu)
     monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
@@ -370,3 +381,37 @@ def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(m
     assert first >= config.settle_min_s and third >= config.settle_min_s
     assert second < first - 0.05
     assert unrelated >= config.settle_min_s
+
+
+def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeypatch):
+    """The clock reads 1400 MHz for 80 ms of (fake) GPU time, then the 1975 MHz read before
+    (the peak): a light kernel that runs slower at the low clock is timed only on runs from
+    after the climb; without settling, its first batch is the slow one."""
+    device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
+
+    class Recovering(_FakeGpu):
+        @property
+        def mhz(self):
+            return 1400.0 if self.now_us < 80_000.0 else 1975.0
+
+        @mhz.setter
+        def mhz(self, value):
+            pass
+
+    def bench(**settle):
+        gpu = Recovering(mhz=0.0)
+
+        def add():
+            gpu.now_us += 30.0 if gpu.now_us < 80_000.0 else 28.0
+
+        monkeypatch.setattr(timing, "_GPU", gpu)
+        monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
+        monkeypatch.setattr(timing, "_clock_reads", collections.deque([(0.0, 1975.0)]))
+        config = timing.TimingConfig(warmup_runs=2, warmup_s=0.0, use_graphs=False, **settle)
+        [stats] = timing.bench([add], device, config)
+        return stats, gpu.now_us * 1e-6
+
+    stats, spent_s = bench()
+    assert stats.median_us == stats.p20_us == 28.0 and spent_s >= 0.08
+    stats, spent_s = bench(settle_max_s=0.0)
+    assert stats.median_us == 30.0 and spent_s < 0.08
