@@ -61,6 +61,9 @@ class Evaluator:
         every Evaluation says `sandboxed=False`). With "bwrap" and no working bubblewrap,
         construction raises `jail.SandboxUnavailable` instead of scoring untrusted code.
       static_gate: False only to test what the later layers catch on their own.
+      spares: candidate workers started beside the `workers` lent at once, to take over at
+        once from one a candidate killed (a crash, a hang); default a quarter of `workers`
+        (at least 1) on a GPU, none under the interpreter (its CPU is the bottleneck).
 
     Each evaluation leases one sandboxed candidate worker and one trusted checker for its
     whole walk, so there are as many checkers as workers.
@@ -69,7 +72,8 @@ class Evaluator:
     def __init__(self, device: str | DeviceInfo = "auto", workers: int = 2,
                  timeouts: Mapping[str, float] | Limits | None = None,
                  timing: TimingConfig | None = None, sandbox: str = "bwrap",
-                 sandbox_limits: jail.Limits | None = None, static_gate: bool = True):
+                 sandbox_limits: jail.Limits | None = None, static_gate: bool = True,
+                 spares: int | None = None):
         if sandbox not in SANDBOX_MODES:
             raise ValueError(f"unknown sandbox mode {sandbox!r}; expected one of {SANDBOX_MODES}")
         self.device = device if isinstance(device, DeviceInfo) else detect(device)
@@ -79,8 +83,10 @@ class Evaluator:
             jail.verify(self.device.backend)
         settings = SandboxSettings(self.sandboxed, sandbox_limits or jail.Limits())
         self._root = _scratch_root()
+        if spares is None:
+            spares = 0 if self.device.backend == "interpreter" else max(1, workers // 4)
         self._candidates = WorkerPool(self.device, workers, "candidate", self._root, settings,
-                                      ready_timeout_s=self.limits.ready_s)
+                                      ready_timeout_s=self.limits.ready_s, spares=spares)
         self._checkers = WorkerPool(self.device, workers, "checker", self._root, settings,
                                     ready_timeout_s=self.limits.ready_s)
         self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)
@@ -129,10 +135,11 @@ class Evaluator:
     def stats(self) -> dict:
         """Returns counters: evaluated, busy_s (device held), kernel_s (device time in timed
         kernels, candidates' and baselines'), timing_wait_s (timing runs waiting for the device),
-        gpu_s (sum over candidates), ..."""
+        walk_wait_s (walks waiting for the device while timing waited or ran), gpu_s (sum over candidates), ..."""
         with self._lock:
             return {"evaluated": self._evaluated, "busy_s": self.gate.busy_s(),
                     "timing_wait_s": self.gate.exclusive_wait_s(),
+                    "walk_wait_s": self.gate.shared_wait_s(),
                     "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
                     "failures": dict(self._failures), "device": self.device.name,
                     "backend": self.device.backend, "device_ok": not self._unresponsive,

@@ -2,7 +2,7 @@
 
 A readers-writer lock that prefers the writer (a waiting timing run stops new shared
 holders), and that also accounts the device's busy time (the union of intervals during
-which anyone holds it) and the time timing runs spent waiting for it.
+which anyone holds it) and the time timing runs and shared holders spent waiting for it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class GpuGate:
         self._busy_since: float | None = None
         self._busy_s = 0.0
         self._exclusive_wait_s = 0.0
+        self._shared_wait_s = 0.0
 
     def _enter(self) -> None:
         if self._shared == 0 and not self._exclusive:
@@ -50,9 +51,11 @@ class GpuGate:
     def shared(self, compiling: bool = False):
         """Holds the device alongside other shared holders; `compiling`: mostly CPU work
         (an import, a first call), which a timing run does not wait for."""
+        asked = time.monotonic()
         with self._cond:
             while self._exclusive or self._writers_waiting:
                 self._cond.wait()
+            self._shared_wait_s += time.monotonic() - asked
             self._enter()
             self._shared += 1
             self._compiling += compiling
@@ -99,6 +102,12 @@ class GpuGate:
         with self._cond:
             running = time.monotonic() - self._busy_since if self._busy_since is not None else 0.0
             return self._busy_s + running
+
+    def shared_wait_s(self) -> float:
+        """Returns the seconds shared holders have waited for the device, all of them
+        together: walks held back while a timing run waited or ran."""
+        with self._cond:
+            return self._shared_wait_s
 
     def exclusive_wait_s(self) -> float:
         """Returns the seconds timing runs have waited for the device, all of them together

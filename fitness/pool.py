@@ -8,12 +8,12 @@ killed and replaced; its fault is reported as a `WorkerFault` naming the failure
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import contextlib
 import dataclasses
 import os
 import resource
-import queue
 import select
 import shutil
 import signal
@@ -235,6 +235,17 @@ class WorkerProcess:
             self.retired = True  # it is exiting: never lend it again
         return reply
 
+    def answered(self) -> bool:
+        """Whether this worker is ready, or its start-up reply (or its death) can be read
+        without waiting."""
+        if self.ready:
+            return self.alive
+        if self._reply_fd < 0:
+            return False
+        with contextlib.suppress(OSError, ValueError):
+            return bool(select.select([self._reply_fd], [], [], 0)[0])
+        return False
+
     def wait_ready(self, timeout_s: float) -> dict:
         """Waits for the start-up handshake (imports and a device probe); the handshake
         also says whether the process can map shared GPU buffers."""
@@ -322,19 +333,25 @@ def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_
 
 
 class WorkerPool:
-    """A fixed number of workers of one role; `lease()` lends one exclusively.
+    """`size` workers of one role lent at a time; `lease()` lends one exclusively.
 
     Replacement is immediate and non-blocking: a faulted worker is killed and a new process
-    starts importing at once; its readiness is awaited at the next lease. Consecutive
-    start-up failures mean the device itself is gone (`DeviceUnresponsive`).
+    starts importing at once. `spares` more processes start beside the `size` lent ones, and
+    a lease takes a worker that is ready (or has answered its start-up) before one still
+    starting: a candidate that crashes or hangs kills its worker (a third of a mixed batch
+    does), and without spares the next walk would wait out the replacement's start-up while
+    the pool lends one worker fewer. Consecutive start-up failures mean the device itself is
+    gone (`DeviceUnresponsive`).
     """
 
     def __init__(self, device: DeviceInfo, size: int, role: str, root_dir: str,
                  sandbox: SandboxSettings = SandboxSettings(), ready_timeout_s: float = 120.0,
                  flood_limit_bytes: int = 16 << 20, max_uses: int = 50,
-                 max_start_failures: int = 3):
+                 max_start_failures: int = 3, spares: int = 0):
         if size < 1:
             raise ValueError(f"a worker pool needs at least 1 worker, got {size}")
+        if spares < 0:
+            raise ValueError(f"spares must be >= 0, got {spares}")
         self.device = device
         self.role = role
         self._root_dir = root_dir
@@ -343,13 +360,15 @@ class WorkerPool:
         self._flood_limit_bytes = flood_limit_bytes
         self._max_uses = max_uses
         self._max_start_failures = max_start_failures
-        self._idle: queue.Queue[WorkerProcess] = queue.Queue()
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: collections.deque[WorkerProcess] = collections.deque()
+        self._available = threading.Condition()
         self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
         self._closed = False
         self.respawns = 0
-        for _ in range(size):
-            self._idle.put(self._spawn())
+        for _ in range(size + spares):
+            self._give_back(self._spawn())
 
     def _spawn(self) -> WorkerProcess:
         worker = WorkerProcess(self.role, self.device, self._root_dir, self._flood_limit_bytes,
@@ -358,6 +377,21 @@ class WorkerPool:
             self._all.add(worker)
         return worker
 
+    def _give_back(self, worker: WorkerProcess) -> None:
+        with self._available:
+            self._idle.append(worker)
+            self._available.notify()
+
+    def _take_idle(self) -> WorkerProcess:
+        """Returns the longest idle worker that is ready or has answered its start-up, else
+        the longest idle one."""
+        with self._available:
+            while not self._idle:
+                self._available.wait()
+            chosen = next((worker for worker in self._idle if worker.answered()), self._idle[0])
+            self._idle.remove(chosen)
+            return chosen
+
     def _replace(self, worker: WorkerProcess) -> None:
         worker.kill()
         with self._lock:
@@ -365,12 +399,12 @@ class WorkerPool:
             if self._closed:
                 return
             self.respawns += 1
-        self._idle.put(self._spawn())
+        self._give_back(self._spawn())
 
     def _ready_worker(self) -> WorkerProcess:
         failures = []
         while len(failures) < self._max_start_failures:
-            worker = self._idle.get()
+            worker = self._take_idle()
             if worker.ready and worker.alive:
                 return worker
             try:
@@ -387,15 +421,16 @@ class WorkerPool:
         """Yields a ready worker; it returns to the pool, or is replaced if it faulted."""
         if self._closed:
             raise RuntimeError("the worker pool is closed")
-        worker = self._ready_worker()
-        try:
-            yield worker
-        finally:
-            worker.uses += 1
-            if worker.alive and worker.uses < self._max_uses and not self._closed:
-                self._idle.put(worker)
-            else:
-                self._replace(worker)
+        with self._slots:
+            worker = self._ready_worker()
+            try:
+                yield worker
+            finally:
+                worker.uses += 1
+                if worker.alive and worker.uses < self._max_uses and not self._closed:
+                    self._give_back(worker)
+                else:
+                    self._replace(worker)
 
     def close(self) -> None:
         """Kills every worker."""

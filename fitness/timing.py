@@ -43,8 +43,8 @@ _perf_counter = time.perf_counter
 
 SPENT_S: collections.Counter = collections.Counter()
 """Seconds this process's timings spent per phase ("prepare": warm-up calls and graph
-capture; "warm": clock reads and warm-up rounds; "settle": discarded settling batches;
-"timed": the batches that count; "cold": of "warm", the warm-ups by time; "buffers" and
+capture; "warm": warm-up rounds and the first clock read; "settle": discarded settling
+batches; "timed": the batches that count; "buffers" and
 "all" where callers add them, see `accounted`). Read by benchmarks that time trusted code in-process
 (`experiments/perf/timing_profile.py`); a candidate's process can write anything here, so
 nothing is judged from it."""
@@ -328,7 +328,6 @@ def _as_graph(fn, gpu: _Gpu):
 
 _SPIN_CYCLES = 1_000_000  # about 0.5 ms at an H200's boost clock
 _LEAD_CYCLES = _SPIN_CYCLES // 4
-_WARM_FRACTION = 0.9
 _PAD_SLACK_US = 10.0
 _PAD_CAP_US = 500.0
 _PEAK_WINDOW_S = 60.0
@@ -368,9 +367,9 @@ def _peak_mhz() -> float:
 
 def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
                   give_up) -> list[LatencyStats]:
-    """Count warm-up, capture, a warm-up of what will be timed (`warmup_s` long when the
-    clock is down), settling batches (`settling`), then adaptive batches of event-timed
-    runs, each behind a pad: a spin kernel twice as long as the host takes to enqueue the
+    """Count warm-up, capture, warm-up rounds of what will be timed (which also measure the
+    host's enqueue time), settling batches (`settling`, which waits out a clock that is
+    down), then adaptive batches of event-timed runs, each behind a pad: a spin kernel twice as long as the host takes to enqueue the
     call, so the whole call is queued before its start event fires and the interval holds
     GPU work, never launcher jitter."""
     gpu = _gpu()
@@ -390,13 +389,8 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
                 methods.append("events")
             runnables.append(fn)
     with phase("warm"):
-        peak_mhz = _peak_mhz()
-        clock_mhz = _clock_mhz(gpu)
-        cold = clock_mhz is None or clock_mhz < _WARM_FRACTION * (peak_mhz or float("inf"))
         host_us: list[list[float]] = [[] for _ in runnables]
-        began = _perf_counter()
-        until, rounds = began + (config.warmup_s if cold else 0.0), 0
-        while rounds < max(config.warmup_runs, 1) or _perf_counter() < until:
+        for _ in range(max(config.warmup_runs, 1)):
             for fn, spent in zip(runnables, host_us):
                 refill()
                 flush.zero_()
@@ -404,11 +398,7 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
                 fn()
                 spent.append((_perf_counter() - enqueued) * 1e6)
             gpu.synchronize()
-            rounds += 1
-        if cold:
-            SPENT_S["cold"] += _perf_counter() - began
-        if cold and clock_mhz is not None:
-            clock_mhz = _clock_mhz(gpu)
+        clock_mhz = _clock_mhz(gpu)
     pads = [int((clock_mhz or 0.0) * min(_PAD_CAP_US, 2 * statistics.median(spent) + _PAD_SLACK_US))
             for spent in host_us]
 

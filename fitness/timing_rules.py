@@ -18,11 +18,6 @@ class TimingConfig:
     Attributes:
       warmup_runs: untimed calls of each callable first (compilation, autotuning, caches),
         and as many untimed rounds after graph capture (a graph's first replay uploads it).
-      warmup_s: seconds of untimed runs before the first timed one when the SM clock is
-        down (below 90% of the fastest this process has measured, and always the first
-        time): an idle GPU drops its clocks and takes tens of milliseconds to raise them,
-        and runs timed during the ramp are slow by a different amount each time. A warm
-        GPU skips it, so a burst of timings pays it once.
       min_runs: timed runs per callable before any stop (the first batch); at 20 the 95%
         interval of the median is the 6th to 15th sample, so one outlier cannot stop it.
       max_runs: timed runs per callable at most.
@@ -55,7 +50,6 @@ class TimingConfig:
     """
 
     warmup_runs: int = 3
-    warmup_s: float = 0.05
     min_runs: int = 20
     max_runs: int = 500
     max_timed_s: float = 0.05

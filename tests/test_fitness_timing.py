@@ -212,7 +212,7 @@ class _FakeGpu:
 
 
 _FAKE_DEVICE = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-_EVENTS = timing.TimingConfig(warmup_runs=2, warmup_s=0.02, use_graphs=False)
+_EVENTS = timing.TimingConfig(warmup_runs=2, use_graphs=False)
 
 
 @pytest.fixture
@@ -224,49 +224,47 @@ def fake_gpu(monkeypatch) -> _FakeGpu:
     return gpu
 
 
-def test_event_path_pads_each_run_and_warms_up_only_when_the_clock_is_down(fake_gpu):
+def test_event_path_pads_each_run_behind_one_clock_read_after_counted_warm_up(fake_gpu):
     gpu, device, config = fake_gpu, _FAKE_DEVICE, _EVENTS
     clock_read = ("spin", timing._SPIN_CYCLES)
 
     def bench():
-        """Returns the stats, the clock reads before the first pad, the untimed runs between
-        the last of them and the first pad, the timed log entries, and what came after."""
+        """Returns the stats, the untimed runs and the clock reads before the first pad, the
+        timed log entries, and what came after."""
         gpu.log.clear()
         [stats] = timing.bench([gpu.kernel], device, config)
         reads = (clock_read[1], clock_read[1] // 4)
         first_pad = next(i for i, entry in enumerate(gpu.log)
                          if entry[0] == "spin" and entry[1] not in reads)
-        last_read = first_pad - 1 - gpu.log[first_pad::-1].index(clock_read)
-        return (stats, gpu.log[:first_pad].count(clock_read),
-                gpu.log[last_read:first_pad].count("kernel"), gpu.log[first_pad:first_pad + 80],
+        return (stats, gpu.log[:first_pad], gpu.log[first_pad:first_pad + 80],
                 gpu.log[first_pad + 80:])
 
-    stats, clock_reads, warm_runs, timed, after = bench()  # the first timing of a process is cold
+    stats, before, timed, after = bench()
     assert (stats.median_us, stats.runs, stats.stopped, stats.method) == (5.0, 20, "ci", "events")
-    assert clock_reads == 2 and warm_runs == 0  # read again after a warm-up of 20 ms
+    assert before.count("kernel") == 2 * config.warmup_runs  # calls, then rounds that time the host
+    assert before.count(clock_read) == 1 and before[-2] == clock_read  # read last, before the pads
     assert all(entry[0] == "spin" for entry in timed[0::4]) and timed[1::4] == ["record"] * 20
     assert timed[2::4] == ["kernel"] * 20 and timed[3::4] == ["record"] * 20
     assert min(entry[1] for entry in timed[0::4]) >= 1980 * 10  # >= 10 us at the clock read
     assert after.count(clock_read) == 1 and "kernel" not in after  # one read: the clock held
 
-    _, clock_reads, warm_runs, _, _ = bench()  # a moment later, same clock: a counted warm-up only
-    assert (clock_reads, warm_runs) == (1, config.warmup_runs)
-    gpu.mhz = 600.0  # the clock dropped (the GPU idled): the timed warm-up again
-    _, clock_reads, _, _, _ = bench()
-    assert clock_reads == 2
+    gpu.mhz = 600.0  # far below the clock read lately, and it stays there
+    stats, _, _, after = bench()
+    assert after.count(clock_read) > 5 and after.count("kernel") > 20  # settling, to settle_max_s
+    assert stats.median_us == 5.0 and stats.stopped == "ci"
 
 
 def test_a_timing_accounts_its_seconds_by_phase(fake_gpu):
     first, second = {}, {}
     with timing.accounted(first):
         timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
+    fake_gpu.mhz = 600.0  # the clock is down: the light kernel settles until settle_max_s
     with timing.accounted(second):
         timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
 
-    assert {"prepare", "warm", "timed", "all"} <= set(first) and "buffers" not in first
-    assert first["cold"] >= 0.02 and "cold" not in second  # a process's first timing is cold
-    assert first["all"] >= first["prepare"] + first["warm"] + first["timed"]
-    assert second["warm"] < first["warm"] and first["warm"] >= first["cold"]
+    assert {"prepare", "warm", "settle", "timed", "all"} <= set(first) and "buffers" not in first
+    assert first["all"] >= first["prepare"] + first["warm"] + first["settle"] + first["timed"]
+    assert first["settle"] < 0.01 <= second["settle"]
 
 
 SETTLE = timing.TimingConfig(settle_above_us=200.0, settle_min_s=0.15, settle_max_s=0.3,
@@ -407,7 +405,7 @@ def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeyp
         monkeypatch.setattr(timing, "_GPU", gpu)
         monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
         monkeypatch.setattr(timing, "_clock_reads", collections.deque([(0.0, 1975.0)]))
-        config = timing.TimingConfig(warmup_runs=2, warmup_s=0.0, use_graphs=False, **settle)
+        config = timing.TimingConfig(warmup_runs=2, use_graphs=False, **settle)
         [stats] = timing.bench([add], device, config)
         return stats, gpu.now_us * 1e-6
 

@@ -48,8 +48,7 @@ def time_case(entry, inputs, device, config) -> tuple[timing.LatencyStats, dict]
     [stats] = timing.bench([lambda: entry(*buffers)], device, config, refill)
     ended = time.perf_counter()
     spent = {name: timing.SPENT_S[name] - before[name] for name in PHASES[1:]}
-    spent.update(buffers=made - began, total=ended - began,
-                 cold=int(timing.SPENT_S["cold"] > before["cold"]))
+    spent.update(buffers=made - began, total=ended - began)
     return stats, spent
 
 
@@ -77,7 +76,7 @@ def profile(tasks, device, config, rounds: int) -> list[dict]:
 def drift(tasks, device, above_us: float, idle_s: float, burn_s: float) -> list[str]:
     """Returns table lines: each heavy case timed without settling after idle and after load."""
     folder = tempfile.mkdtemp(prefix="timing-drift-")
-    unsettled = timing.TimingConfig(settle_max_s=0.0, warmup_s=0.0)
+    unsettled = timing.TimingConfig(settle_max_s=0.0)
     lines = ["| task | case | after idle us | after load us | load / idle - 1 |", "|---|---|---|---|---|"]
     for task in tasks:
         entry = load_baseline(task, folder)
@@ -108,19 +107,18 @@ def summary(rows: list[dict]) -> list[str]:
             per_task[row["task"]] += row["total"]
         lines.append(f"round {round_index}: {len(chosen)} cases, {totals['total']:.2f} s, "
                      + ", ".join(f"{name} {totals[name] / totals['total']:.0%}" for name in PHASES)
-                     + f"; cold warm-ups {sum(row['cold'] for row in chosen)}; "
-                     f"per task (one candidate) mean {statistics.mean(per_task.values()) * 1e3:.0f} ms, "
+                     + f"; per task (one candidate) mean {statistics.mean(per_task.values()) * 1e3:.0f} ms, "
                      f"max {max(per_task.values()) * 1e3:.0f} ms ({max(per_task, key=per_task.get)})")
     return lines
 
 
 def table(rows: list[dict]) -> list[str]:
-    lines = ["| round | task | case | median us | runs | stopped | cold | "
+    lines = ["| round | task | case | median us | runs | stopped | "
              + " | ".join(f"{name} ms" for name in PHASES) + " | total ms |",
-             "|" + "---|" * (8 + len(PHASES))]
+             "|" + "---|" * (7 + len(PHASES))]
     for row in rows:
         lines.append(f"| {row['round']} | {row['task']} | {row['case']} | {row['median_us']:.1f} | "
-                     f"{row['runs']} | {row['stopped']} | {row['cold']} | "
+                     f"{row['runs']} | {row['stopped']} | "
                      + " | ".join(f"{row[name] * 1e3:.1f}" for name in PHASES)
                      + f" | {row['total'] * 1e3:.1f} |")
     return lines

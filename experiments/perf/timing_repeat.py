@@ -39,7 +39,7 @@ from benchmarks.registry import builtin  # noqa: E402
 from fitness import timing  # noqa: E402
 from fitness.device import detect  # noqa: E402
 
-FIXED = timing.TimingConfig(warmup_s=0.0, min_runs=30, max_runs=500, max_timed_s=0.02, ci_rel=0.0,
+FIXED = timing.TimingConfig(min_runs=30, max_runs=500, max_timed_s=0.02, ci_rel=0.0,
                             settle_max_s=0.0)
 BOUND_US = 20.0  # the repeatability goal holds for cases at least this slow
 

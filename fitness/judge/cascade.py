@@ -161,7 +161,7 @@ class Cascade:
             self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
 
 
-_TIMING_PHASES = frozenset({"prepare", "warm", "cold", "settle", "timed", "buffers", "release", "all"})
+_TIMING_PHASES = frozenset({"prepare", "warm", "settle", "timed", "buffers", "release", "all"})
 """The phases a timing reply may report (`timing.SPENT_S`); a worker naming others is ignored,
 so it cannot fill the Evaluator's stats with names of its own."""
 
@@ -317,28 +317,40 @@ class _Walk:
 
     def run(self) -> None:
         limits = self.c.limits
-        with self.c.candidates.lease() as worker, self.c.checkers.lease() as checker:
-            self._request(checker, {"op": "reset"}, limits.check_s)
-            self.stage = "import"
-            start = time.monotonic()
-            with self.c.device_lock.shared(compiling=True):
-                loaded = self._request(worker, {"op": "load", "source": self.candidate.source,
-                                                "entry_point": self.task.entry_point,
-                                                "arity": _arity(self.task.reference)},
-                                       limits.import_s)
-            if loaded.get("patched"):
-                self._judge(worker, loaded, "import")
-            self.stage = "run"  # the first call compiles, then launches
-            first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s,
-                               compiling=True)
-            self.compile_s = time.monotonic() - start
-            self.fields["call_ok"] = True
-            self.stage = "correct"
-            start = time.monotonic()
-            self._correctness(worker, checker, first)
-            self.check_s = time.monotonic() - start
-            self.stage = "timed"
-            self._latency(worker, checker)
+        asked = time.monotonic()
+        with self.c.candidates.lease() as worker:
+            self.c.count_request("candidate.lease", time.monotonic() - asked)
+            asked = time.monotonic()
+            with self.c.checkers.lease() as checker:
+                self.c.count_request("checker.lease", time.monotonic() - asked)
+                self._walk(worker, checker)
+        self.fields["correct"] = True
+
+    def _walk(self, worker, checker) -> None:
+        """The stages on one leased worker and checker: import, the first call (compiles),
+        correctness, timing."""
+        limits = self.c.limits
+        self._request(checker, {"op": "reset"}, limits.check_s)
+        self.stage = "import"
+        start = time.monotonic()
+        with self.c.device_lock.shared(compiling=True):
+            loaded = self._request(worker, {"op": "load", "source": self.candidate.source,
+                                            "entry_point": self.task.entry_point,
+                                            "arity": _arity(self.task.reference)},
+                                   limits.import_s)
+        if loaded.get("patched"):
+            self._judge(worker, loaded, "import")
+        self.stage = "run"  # the first call compiles, then launches
+        first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s,
+                           compiling=True)
+        self.compile_s = time.monotonic() - start
+        self.fields["call_ok"] = True
+        self.stage = "correct"
+        start = time.monotonic()
+        self._correctness(worker, checker, first)
+        self.check_s = time.monotonic() - start
+        self.stage = "timed"
+        self._latency(worker, checker)
         self.fields["correct"] = True
 
     def _correctness(self, worker, checker, first: dict) -> None:

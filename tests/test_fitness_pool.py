@@ -1,0 +1,64 @@
+"""The worker pool's lending: how many walks at once, and which worker a lease gets after a
+candidate killed one (real interpreter workers, no GPU)."""
+
+import threading
+
+import pytest
+
+from fitness.device import DeviceInfo
+from fitness.pool import WorkerPool
+
+INTERPRETER = DeviceInfo("interpreter", "cpu-interpreter")
+
+
+@pytest.fixture
+def pool_factory(tmp_path):
+    pools = []
+
+    def make(size: int, spares: int = 0) -> WorkerPool:
+        pools.append(WorkerPool(INTERPRETER, size, "candidate", str(tmp_path), spares=spares))
+        return pools[-1]
+
+    yield make
+    for pool in pools:
+        pool.close()
+
+
+def test_a_lease_takes_a_ready_worker_before_a_replacement_still_starting(pool_factory):
+    pool = pool_factory(2)
+    with pool.lease() as crashed, pool.lease() as kept:
+        crashed.kill()  # as a candidate's illegal memory access leaves its process
+    # idle now: the replacement (just started, importing torch), then the kept worker
+    with pool.lease() as next_one:
+        assert next_one is kept
+    assert pool.respawns == 1
+
+
+def test_spares_start_beside_the_lent_workers_but_lend_no_more_at_once(pool_factory):
+    pool = pool_factory(1, spares=1)
+    started = set(pool._all)
+    held, second_lent, release = threading.Event(), threading.Event(), threading.Event()
+    lent = []
+
+    def first():
+        with pool.lease() as worker:
+            held.set()
+            release.wait(60)
+            worker.kill()  # the crash that the spare is there for
+
+    def second():
+        with pool.lease() as worker:
+            lent.append(worker)
+            second_lent.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    assert held.wait(60)
+    threads[1].start()
+    assert not second_lent.wait(1.0)  # size 1: the spare is not lent beside the first
+    release.set()
+    assert second_lent.wait(60)
+    for thread in threads:
+        thread.join(60)
+    assert lent[0] in started and lent[0].alive  # the spare, not the crashed one's replacement
+    assert pool.respawns == 1
