@@ -62,7 +62,7 @@ class Evaluator:
         construction raises `jail.SandboxUnavailable` instead of scoring untrusted code.
       static_gate: False only to test what the later layers catch on their own.
       spares: candidate workers started beside the `workers` lent at once, to take over at
-        once from one a candidate killed (a crash, a hang); default a quarter of `workers`
+        once from one a candidate killed (a crash, a hang); default half of `workers`
         (at least 1) on a GPU, none under the interpreter (its CPU is the bottleneck).
 
     Each evaluation leases one sandboxed candidate worker and one trusted checker for its
@@ -84,7 +84,7 @@ class Evaluator:
         settings = SandboxSettings(self.sandboxed, sandbox_limits or jail.Limits())
         self._root = _scratch_root()
         if spares is None:
-            spares = 0 if self.device.backend == "interpreter" else max(1, workers // 4)
+            spares = 0 if self.device.backend == "interpreter" else max(1, workers // 2)
         self._candidates = WorkerPool(self.device, workers, "candidate", self._root, settings,
                                       ready_timeout_s=self.limits.ready_s, spares=spares)
         self._checkers = WorkerPool(self.device, workers, "checker", self._root, settings,
