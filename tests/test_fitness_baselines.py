@@ -28,3 +28,21 @@ def test_baseline_scores_correct(task, verdicts):
     assert evaluation.correct, f"{evaluation.failure_kind}: {evaluation.error_trace[-800:]}"
     assert evaluation.stage_reached == "timed"
     assert len(evaluation.latency_us) == len(task.interpreter_cases)
+
+
+def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
+    """Three walks of one task reach timing together: one warms and times the baseline in
+    its checker, the others wait for its numbers instead of compiling it in theirs."""
+    from fitness.evaluator import Evaluator
+    from fitness_limits import FITNESS_TEST_LIMITS
+
+    task = builtin().get("vector_add")
+    with Evaluator("interpreter", workers=3, timeouts=FITNESS_TEST_LIMITS) as evaluator:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            evaluations = list(pool.map(lambda i: evaluator.evaluate(task, make_candidate(
+                task.name, f"{task.baseline_source}\n_COPY = {i}\n")), range(3)))
+        requests = evaluator.stats()["requests"]
+
+    assert all(e.correct for e in evaluations), [e.error_trace[-500:] for e in evaluations]
+    assert requests["checker.warm_baseline"] == requests["checker.time_baseline"] == 1
+    assert len({e.ref_latency_us for e in evaluations}) == 1  # all judged against one timing

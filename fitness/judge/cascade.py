@@ -13,6 +13,7 @@ timings are cross-checked against the wall time this process saw and against the
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import math
 import inspect
@@ -110,6 +111,7 @@ class Cascade:
         self.request_s: dict[str, float] = {}  # "role.op" -> wall seconds of its requests
         self.requests: dict[str, int] = {}
         self._counters_lock = threading.Lock()
+        self._baseline_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
         self._seeds = random.SystemRandom()
 
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
@@ -138,6 +140,13 @@ class Cascade:
 
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
+
+    def baseline_lock(self, task_name: str) -> threading.Lock:
+        """The lock under which one walk warms and times a task's baseline while the task's
+        other walks wait for its numbers (each warming it in its own checker cost a Triton
+        compile per walk: 46 warm-ups for 15 tasks on the mixed batch)."""
+        with self._counters_lock:
+            return self._baseline_locks[task_name]
 
     def count_request(self, name: str, seconds: float) -> None:
         """Adds one request's wall time to `request_s` (where a verdict's time goes)."""
@@ -383,13 +392,16 @@ class _Walk:
             return [(case, key) for case, key in zip(self.cases, keys)
                     if self.c.baselines.get(key) is None]
 
-        cold = missing()
-        if cold:  # compiled beside other work: only timing needs the device alone
-            with self.c.device_lock.shared(compiling=True):
-                self._request(checker, {"op": "warm_baseline", "cases": [
-                    (case.params, self.c.seed()) for case, _ in cold]}, self.c.limits.compile_s)
-            with self.c.device_lock.exclusive():
-                self._time_baseline(checker, missing())  # another walk may have timed some
+        if missing():
+            with self.c.baseline_lock(self.task.name):
+                cold = missing()  # another walk may have timed them meanwhile
+                if cold:  # compiled beside other work: only timing needs the device alone
+                    with self.c.device_lock.shared(compiling=True):
+                        self._request(checker, {"op": "warm_baseline", "cases": [
+                            (case.params, self.c.seed()) for case, _ in cold]},
+                            self.c.limits.compile_s)
+                    with self.c.device_lock.exclusive():
+                        self._time_baseline(checker, cold)
         return [self.c.baselines.get(key) for key in keys]
 
     def _time_baseline(self, checker, untimed: list) -> None:
