@@ -275,11 +275,10 @@ class _Walk:
               check_inputs: bool = True, compiling: bool = False) -> dict:
         """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
         `check_inputs`: also verify the call left its inputs unchanged (once per case).
-        `compiling`: the first call on a case's shapes, mostly Triton's compiler (see
-        `GpuGate`; a kernel is specialised per shape class, so a new case compiles again,
-        ~0.2-0.5 s on an H200 host), held apart from its short prepare and compare. A call
-        on shapes already run is one shared hold from prepare to compare (tens of ms): a
-        waiting timing run then delays this walk once per call, not once per request."""
+        `compiling`: the first call, mostly Triton's compiler (see `GpuGate`), held apart
+        from its short prepare and compare. Any other call is one shared hold from prepare
+        to compare (tens of ms): a waiting timing run then delays this walk once per call,
+        not once per request."""
         if compiling:
             with self.c.device_lock.shared():
                 token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
@@ -373,7 +372,7 @@ class _Walk:
         seed = None
         for case in self.cases[1:]:
             seed = self.c.seed()
-            verdicts.append(self._call(worker, checker, case, seed, limit_s, compiling=True))
+            verdicts.append(self._call(worker, checker, case, seed, limit_s))
         if seed is not None:
             self._call(worker, checker, self.cases[-1], seed, limit_s, check_inputs=False)
         self.fields.update(case_names=tuple(c.name for c in self.cases),
