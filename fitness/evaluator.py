@@ -22,7 +22,7 @@ from fitness import HARNESS_VERSION, jail
 from fitness.device import DeviceInfo, detect
 from fitness.gate import GpuGate
 from fitness.judge import harness
-from fitness.judge.cascade import Cascade, Limits
+from fitness.judge.cascade import BASELINE_JOBS, Cascade, Limits
 from fitness.judge.latency_memory import BaselineCache
 from fitness.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
 from fitness.timing import TimingConfig
@@ -52,9 +52,6 @@ class Evaluator:
       workers: candidate worker processes (compile and correctness run in parallel).
       timeouts: stage limits in seconds, keys of `fitness.cascade.Limits` ("import_s",
         "compile_s", "check_s", "bench_s", "ready_s"; the "_s" may be left off).
-      checkers: processes that run references and compare outputs; default one per
-        candidate worker on a GPU (a single checker was the bottleneck there: it loads every
-        saved output and recomputes every reference), one under the interpreter.
       timing: runs per timing (defaults per backend).
       sandbox: "bwrap" (the default: candidates run in the OS sandbox, `fitness.jail`) or
         "off" (scored without one: only for machines where bubblewrap cannot run, and then
@@ -65,8 +62,9 @@ class Evaluator:
         once from one a candidate killed (a crash, a hang); default half of `workers`
         (at least 1) on a GPU, none under the interpreter (its CPU is the bottleneck).
 
-    Each evaluation leases one sandboxed candidate worker and one trusted checker for its
-    whole walk, so there are as many checkers as workers.
+    Each evaluation leases one sandboxed candidate worker and one trusted checker (it makes
+    the inputs, runs the reference and compares outputs) for its whole walk, so there are as
+    many checkers as workers, and `BASELINE_JOBS` more for the baselines' warm-up and timing.
     """
 
     def __init__(self, device: str | DeviceInfo = "auto", workers: int = 2,
@@ -87,8 +85,8 @@ class Evaluator:
             spares = 0 if self.device.backend == "interpreter" else max(1, workers // 2)
         self._candidates = WorkerPool(self.device, workers, "candidate", self._root, settings,
                                       ready_timeout_s=self.limits.ready_s, spares=spares)
-        self._checkers = WorkerPool(self.device, workers, "checker", self._root, settings,
-                                    ready_timeout_s=self.limits.ready_s)
+        self._checkers = WorkerPool(self.device, workers + BASELINE_JOBS, "checker", self._root,
+                                    settings, ready_timeout_s=self.limits.ready_s)
         self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
                                 BaselineCache(), self.limits, timing, static_gate)
@@ -152,6 +150,7 @@ class Evaluator:
 
     def close(self) -> None:
         """Kills every worker and removes the temporary directories."""
+        self._cascade.close()
         self._candidates.close()
         self._checkers.close()
         shutil.rmtree(self._root, ignore_errors=True)

@@ -31,8 +31,9 @@ def test_baseline_scores_correct(task, verdicts):
 
 
 def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
-    """Three walks of one task reach timing together: one warms and times the baseline in
-    its checker, the others wait for its numbers instead of compiling it in theirs."""
+    """Three walks of one task at once: one job warms and times the baseline on a checker
+    of its own, started by the first walk, and every walk waits for its numbers instead of
+    compiling the baseline in its own checker."""
     from fitness.evaluator import Evaluator
     from fitness_limits import FITNESS_TEST_LIMITS
 

@@ -13,7 +13,7 @@ timings are cross-checked against the wall time this process saw and against the
 from __future__ import annotations
 
 import ast
-import collections
+import concurrent.futures
 import dataclasses
 import math
 import inspect
@@ -32,6 +32,9 @@ from fitness.pool import WorkerFault, relay_fd
 RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
 """A worker or checker death of these kinds may be a neighbour's fault or a pool restart:
 the candidate is walked once more on fresh processes before it is blamed."""
+BASELINE_JOBS = 2
+"""Baselines warmed and timed at once, each on a checker of its own (`Cascade.baseline_job`):
+the Evaluator's checker pool holds this many beside one per candidate worker."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +114,9 @@ class Cascade:
         self.request_s: dict[str, float] = {}  # "role.op" -> wall seconds of its requests
         self.requests: dict[str, int] = {}
         self._counters_lock = threading.Lock()
-        self._baseline_locks: dict[str, threading.Lock] = collections.defaultdict(threading.Lock)
+        self._baseline_jobs: dict[str, concurrent.futures.Future] = {}
+        self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
+            BASELINE_JOBS, thread_name_prefix="baseline")
         self._seeds = random.SystemRandom()
 
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
@@ -141,12 +146,22 @@ class Cascade:
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
 
-    def baseline_lock(self, task_name: str) -> threading.Lock:
-        """The lock under which one walk warms and times a task's baseline while the task's
-        other walks wait for its numbers (each warming it in its own checker cost a Triton
-        compile per walk: 46 warm-ups for 15 tasks on the mixed batch)."""
+    def baseline_job(self, task: Task, candidate: Candidate) -> concurrent.futures.Future:
+        """Returns the job that warms and times `task`'s baseline on a checker leased for it,
+        started now unless one is under way or has succeeded. A walk starts it when it
+        begins and waits for it only when it reaches timing, so the baseline's compile
+        (~1.5 s on an H200 host) overlaps the candidate's compile and correctness instead of
+        holding up every walk of the task that reaches timing first."""
         with self._counters_lock:
-            return self._baseline_locks[task_name]
+            job = self._baseline_jobs.get(task.name)
+            if job is None or (job.done() and job.exception() is not None):
+                job = self._baseline_runner.submit(_Walk(self, task, candidate).time_baseline)
+                self._baseline_jobs[task.name] = job
+            return job
+
+    def close(self) -> None:
+        """Stops starting baseline jobs (the pools' close ends those under way)."""
+        self._baseline_runner.shutdown(wait=False, cancel_futures=True)
 
     def count_request(self, name: str, seconds: float) -> None:
         """Adds one request's wall time to `request_s` (where a verdict's time goes)."""
@@ -325,7 +340,8 @@ class _Walk:
         raise _Failed(stage, *verdict)
 
     def run(self) -> None:
-        limits = self.c.limits
+        if self._untimed_baseline():
+            self.c.baseline_job(self.task, self.candidate)  # waited for at timing
         asked = time.monotonic()
         with self.c.candidates.lease() as worker:
             self.c.count_request("candidate.lease", time.monotonic() - asked)
@@ -383,26 +399,34 @@ class _Walk:
         return [(self.task.name, case.name, self.c.device.name, HARNESS_VERSION)
                 for case in self.cases]
 
-    def _baseline_stats(self, checker) -> list[dict]:
-        """Returns the baseline's latency per case, timed by the trusted checker once per
+    def _untimed_baseline(self) -> list[tuple]:
+        """Returns the (case, key) pairs whose baseline latency is not known yet."""
+        return [(case, key) for case, key in zip(self.cases, self._case_keys())
+                if self.c.baselines.get(key) is None]
+
+    def time_baseline(self) -> None:
+        """Warms the baseline beside other work, then times it alone, on a checker leased
+        for it; the stats land in the cache keyed by (task, case, device, harness version).
+        Run as a `Cascade.baseline_job`."""
+        self.stage = "timed"
+        with self.c.checkers.lease() as checker:
+            untimed = self._untimed_baseline()
+            if not untimed:
+                return
+            self._request(checker, {"op": "reset"}, self.c.limits.check_s)
+            with self.c.device_lock.shared(compiling=True):
+                self._request(checker, {"op": "warm_baseline", "cases": [
+                    (case.params, self.c.seed()) for case, _ in untimed]},
+                    self.c.limits.compile_s)
+            with self.c.device_lock.exclusive():
+                self._time_baseline(checker, untimed)
+
+    def _baseline_stats(self) -> list[dict]:
+        """Returns the baseline's latency per case, timed by a trusted checker once per
         (task, case, device, harness version) and cached in this process."""
-        keys = self._case_keys()
-
-        def missing() -> list:
-            return [(case, key) for case, key in zip(self.cases, keys)
-                    if self.c.baselines.get(key) is None]
-
-        if missing():
-            with self.c.baseline_lock(self.task.name):
-                cold = missing()  # another walk may have timed them meanwhile
-                if cold:  # compiled beside other work: only timing needs the device alone
-                    with self.c.device_lock.shared(compiling=True):
-                        self._request(checker, {"op": "warm_baseline", "cases": [
-                            (case.params, self.c.seed()) for case, _ in cold]},
-                            self.c.limits.compile_s)
-                    with self.c.device_lock.exclusive():
-                        self._time_baseline(checker, cold)
-        return [self.c.baselines.get(key) for key in keys]
+        if self._untimed_baseline():
+            self.c.baseline_job(self.task, self.candidate).result()
+        return [self.c.baselines.get(key) for key in self._case_keys()]
 
     def _time_baseline(self, checker, untimed: list) -> None:
         """Times the baseline on the `untimed` (case, key) pairs and remembers the stats."""
@@ -422,7 +446,7 @@ class _Walk:
         slowest: where the work is). A candidate surely slower there than `GIVE_UP_FACTOR`
         times the best seen is a clear loser: its other cases are not timed (their latency
         is None), which spares most of the device time spent on losers."""
-        baseline = self._baseline_stats(checker)
+        baseline = self._baseline_stats()
         give_up = [self._give_up(key) for key in self._case_keys()]
         order = timing_order(baseline)
         with self.c.device_lock.shared():
