@@ -36,8 +36,8 @@ from typing import Callable, Mapping, Sequence
 
 from fitness.device import DeviceInfo
 from fitness.timing_rules import (  # noqa: F401  (re-exported: the timing vocabulary)
-    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, below_level, median_ci_ranks,
-    next_batch_runs, settled, stop_reason)
+    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, median_ci_ranks, next_batch_runs,
+    settled, stop_reason)
 
 _perf_counter = time.perf_counter
 
@@ -104,7 +104,6 @@ class _HeavyLoad:
 
     active = False
     began = ended = float("-inf")
-    clocks: list[float] = []  # SM clock reads of this run of load past settle_min_s, dips left out
 
     @classmethod
     def note(cls, began: float, ended: float, medians_us: list[float],
@@ -112,16 +111,13 @@ class _HeavyLoad:
         if not cls.active or max(medians_us, default=0.0) < config.settle_above_us:
             return
         if began - cls.ended > config.settle_gap_s:
-            cls.began, cls.clocks = began, []
+            cls.began = began
         cls.ended = ended
 
     @classmethod
-    def fresh(cls, now: float, config: TimingConfig) -> bool:
-        return cls.active and 0.0 <= now - cls.ended <= config.settle_gap_s
-
-    @classmethod
     def loaded_s(cls, now: float, config: TimingConfig) -> float:
-        return cls.ended - cls.began if cls.fresh(now, config) else 0.0
+        fresh = cls.active and 0.0 <= now - cls.ended <= config.settle_gap_s
+        return cls.ended - cls.began if fresh else 0.0
 
 
 @contextlib.contextmanager
@@ -129,7 +125,6 @@ def one_callers_cases():
     """Times the cases of one caller (a candidate's, a baseline's) back to back: a heavy
     case settles on the load of the heavy case before it (`TimingConfig.settle_gap_s`)."""
     _HeavyLoad.active, _HeavyLoad.began, _HeavyLoad.ended = True, float("-inf"), float("-inf")
-    _HeavyLoad.clocks = []
     try:
         yield
     finally:
@@ -143,9 +138,7 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     batch; later calls pass through. The first batch has the runs asked for; later settling
     batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
     before the first batch, `read_clock` reads it after each (None: not readable); the
-    fastest clock read lately (`_peak_mhz`) is what a light kernel waits for; the reads under
-    heavy load past `settle_min_s` (this settling's and, carried over, the caller's heavy
-    case just before) are what a heavy kernel's clock is held to. Heavy
+    fastest clock read lately (`_peak_mhz`) is what a light kernel waits for. Heavy
     load that ended just before (`_HeavyLoad`: the previous case of the same caller, inside
     `one_callers_cases`) counts toward `settle_min_s`."""
     first = True
@@ -167,7 +160,6 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
         clocks = [clock_mhz] if clock_mhz else []
         started = _perf_counter()
         loaded_s = _HeavyLoad.loaded_s(started, config)
-        sustained = list(_HeavyLoad.clocks) if _HeavyLoad.fresh(started, config) else []
         while True:
             began = _perf_counter()
             samples = timed_batch(active, runs)
@@ -175,16 +167,9 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
             for series, batch in zip(medians, samples):
                 series.append(statistics.median(batch))
             clock = read_clock()
-            elapsed_s = _perf_counter() - started
             if clock:
                 clocks.append(clock)
-                heavy = max(series[-1] for series in medians) >= config.settle_above_us
-                if (heavy and elapsed_s + loaded_s >= config.settle_min_s
-                        and not below_level(clock, sustained, config)):
-                    sustained.append(clock)
-                    if _HeavyLoad.active:
-                        _HeavyLoad.clocks.append(clock)
-            if settled(medians, clocks, elapsed_s, config, loaded_s, _peak_mhz(), sustained):
+            if settled(medians, clocks, _perf_counter() - started, config, loaded_s, _peak_mhz()):
                 SPENT_S["timed"] += batch_s  # the proving batch is the first timed one
                 SPENT_S["settle"] += _perf_counter() - started - batch_s
                 return samples

@@ -121,14 +121,13 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
 
 def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
             elapsed_s: float, config: TimingConfig, loaded_s: float = 0.0,
-            peak_mhz: float = 0.0, sustained_mhz: Sequence[float] = ()) -> bool:
+            peak_mhz: float = 0.0) -> bool:
     """Returns whether timing may begin after these settling batches: `medians_us` holds one
     series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
     before the first batch and after each (empty where it cannot be read), `elapsed_s` the
     seconds since the first batch began, `loaded_s` the seconds of heavy load the chip had
     just before it (another callable's; see `settle_gap_s`), `peak_mhz` the fastest clock
-    read lately (0: unknown), `sustained_mhz` the clock reads under this heavy load once it
-    had lasted `settle_min_s`. A pure function, tested without a GPU.
+    read lately (0: unknown). A pure function, tested without a GPU.
 
     Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
     since the last read. If every callable is light (last median below `settle_above_us`),
@@ -140,12 +139,7 @@ def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
     reads alone may be a step. If a callable is heavy, at least `settle_min_s` of heavy load
     (`loaded_s` and this settling's) must have passed (a boost clock holds steady for a
     while before the power limiter pulls it down, so steadiness alone proves nothing early)
-    and every callable's last two medians must agree within `settle_rel`; and once three
-    clock reads under that load are known, the last must be within twice `settle_rel` of
-    their median: the power limiter holds a tensor-core kernel's clock near one level with
-    brief deep dips (an H200 under fp16 matmuls: ~1450 MHz, and for ~0.1 s at a time 1076,
-    1106, 1165, 1270, 1270 MHz read 20 ms apart), and two agreeing reads inside a dip
-    would time the kernel up to a quarter slow.
+    and every callable's last two medians must agree within `settle_rel`.
     """
     if elapsed_s >= config.settle_max_s:
         return True
@@ -156,18 +150,8 @@ def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
     if len(clocks_mhz) >= 2 and not steady(clocks_mhz):
         return False
     if any(series[-1] >= config.settle_above_us for series in medians_us):
-        in_a_dip = bool(clocks_mhz) and below_level(clocks_mhz[-1], sustained_mhz, config)
-        return (elapsed_s + loaded_s >= config.settle_min_s and not in_a_dip
-                and all(steady(series) for series in medians_us))
+        return elapsed_s + loaded_s >= config.settle_min_s and all(steady(series) for series in medians_us)
     return not clocks_mhz or clocks_mhz[-1] >= (1.0 - config.settle_rel) * peak_mhz
-
-
-def below_level(clock_mhz: float, sustained_mhz: Sequence[float], config: TimingConfig) -> bool:
-    """Returns whether a clock read under heavy load is in one of the power limiter's dips:
-    more than twice `settle_rel` below the median of the reads under that load (three at
-    least; reads in a dip are not added to them, so a long dip does not become the level)."""
-    return (len(sustained_mhz) >= 3
-            and clock_mhz < (1.0 - 2 * config.settle_rel) * statistics.median(sustained_mhz))
 
 
 def next_batch_runs(done: int, config: TimingConfig) -> int:

@@ -304,21 +304,6 @@ def test_a_heavy_kernel_whose_latency_steps_is_not_settled_until_two_batches_agr
     assert timing.settled([[1945.0, 2210.0, 2218.0]], [1980.0, 1750.0, 1740.0], 0.2, SETTLE)
 
 
-def test_a_heavy_kernel_is_not_timed_in_a_dip_of_the_power_limiter():
-    """Under tensor-core load the limiter holds the clock near one level with brief deep
-    dips: two agreeing reads inside a dip are not settled, the level is."""
-    limited = [[2210.0, 2212.0]]
-    level = [1449.0, 1478.0, 1456.0, 1449.0]
-    dip = [1980.0, 1449.0, 1270.0, 1270.0]
-    assert not timing.settled(limited, dip, 0.2, SETTLE, sustained_mhz=level)
-    assert timing.below_level(1270.0, level, SETTLE) and not timing.below_level(1434.0, level, SETTLE)
-    assert timing.settled(limited, [1980.0, 1449.0, 1456.0], 0.2, SETTLE,
-                          sustained_mhz=level + [1456.0])
-    # fewer than three reads under the load: no level to hold it to yet
-    assert timing.settled(limited, dip, 0.2, SETTLE, sustained_mhz=[1270.0, 1270.0])
-    assert timing.settled(limited, dip, 0.3, SETTLE, sustained_mhz=level + [1270.0])  # settle_max_s
-
-
 def test_one_heavy_callable_holds_back_a_light_one_interleaved_with_it():
     assert not timing.settled([[20.0, 20.0], [400.0, 420.0]], [], 0.2, SETTLE)
     assert not timing.settled([[20.0, 20.0], [400.0, 401.0]], [], 0.1, SETTLE)
