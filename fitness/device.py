@@ -47,13 +47,20 @@ class DeviceInfo:
         """Interpreter latencies measure Python, not a kernel: recorded but flagged."""
         return self.backend != "interpreter"
 
-    def roofline_s(self, flops: float, bytes_moved: float, dtype: str = "float32") -> float | None:
-        """Returns the fastest time physically possible for that work, None when unknown."""
+    def roofline_parts_s(self, flops: float, bytes_moved: float,
+                         dtype: str = "float32") -> tuple[float, float] | None:
+        """Returns (compute s, memory s): that work at the peak rate and at the peak
+        bandwidth, None when unknown."""
         if self.peak_bandwidth_gbs is None:
             return None
         tflops = self.peak_tflops.get(dtype) or self.peak_tflops.get("float32")
         compute_s = flops / (tflops * 1e12) if tflops else 0.0
-        return max(bytes_moved / (self.peak_bandwidth_gbs * 1e9), compute_s)
+        return compute_s, bytes_moved / (self.peak_bandwidth_gbs * 1e9)
+
+    def roofline_s(self, flops: float, bytes_moved: float, dtype: str = "float32") -> float | None:
+        """Returns the fastest time physically possible for that work, None when unknown."""
+        parts = self.roofline_parts_s(flops, bytes_moved, dtype)
+        return None if parts is None else max(parts)
 
 
 _MB = 1 << 20

@@ -36,7 +36,7 @@ from typing import Callable, Mapping, Sequence
 
 from fitness.device import DeviceInfo
 from fitness.timing_rules import (  # noqa: F401  (re-exported: the timing vocabulary)
-    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, median_ci_ranks, next_batch_runs,
+    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, heavy, median_ci_ranks, next_batch_runs,
     settled, stop_reason)
 
 _perf_counter = time.perf_counter
@@ -95,7 +95,7 @@ def _summarize(samples_us: Sequence[float], method: str, stopped: str) -> Latenc
 
 
 class _HeavyLoad:
-    """When the latest run of heavy batches (medians >= `settle_above_us`) of the current
+    """When the latest run of heavy batches (`heavy` medians) of the current
     `one_callers_cases` began and ended: the chip's recent load, which the next settling
     counts. Only the cases of one caller (one candidate, one baseline) share it: their
     kernels draw about the same power, while another kernel's load (a memory-bound one
@@ -107,8 +107,9 @@ class _HeavyLoad:
 
     @classmethod
     def note(cls, began: float, ended: float, medians_us: list[float],
-             config: TimingConfig) -> None:
-        if not cls.active or max(medians_us, default=0.0) < config.settle_above_us:
+             floors_us: Sequence[tuple[float, float] | None], config: TimingConfig) -> None:
+        if not cls.active or not any(heavy(median, floor, config)
+                                     for median, floor in zip(medians_us, floors_us)):
             return
         if began - cls.ended > config.settle_gap_s:
             cls.began = began
@@ -133,21 +134,24 @@ def one_callers_cases():
 
 def settling(run_batch: Callable[[list[int], int], list[list[float]]],
              read_clock: Callable[[], float | None], clock_mhz: float | None,
-             config: TimingConfig) -> Callable[[list[int], int], list[list[float]]]:
+             config: TimingConfig, floors_us: Sequence[tuple[float, float] | None],
+             ) -> Callable[[list[int], int], list[list[float]]]:
     """Returns `run_batch` whose first call repeats until `settled` and returns only its last
     batch; later calls pass through. The first batch has the runs asked for; later settling
     batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
     before the first batch, `read_clock` reads it after each (None: not readable); the
     fastest clock read lately (`_peak_mhz`) is what a light kernel waits for. Heavy
     load that ended just before (`_HeavyLoad`: the previous case of the same caller, inside
-    `one_callers_cases`) counts toward `settle_min_s`."""
+    `one_callers_cases`) counts toward `settle_min_s`. `floors_us`: each callable's roofline
+    floors, or None (see `heavy`)."""
     first = True
 
     def timed_batch(active: list[int], runs: int) -> list[list[float]]:
         began = _perf_counter()
         samples = run_batch(active, runs)
-        _HeavyLoad.note(began, _perf_counter(), [statistics.median(b) for b in samples if b],
-                        config)
+        _HeavyLoad.note(began, _perf_counter(),
+                        [statistics.median(b) if b else 0.0 for b in samples],
+                        [floors_us[index] for index in active], config)
         return samples
 
     def run_settled(active: list[int], runs: int) -> list[list[float]]:
@@ -169,7 +173,8 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
             clock = read_clock()
             if clock:
                 clocks.append(clock)
-            if settled(medians, clocks, _perf_counter() - started, config, loaded_s, _peak_mhz()):
+            if settled(medians, clocks, _perf_counter() - started, config, loaded_s, _peak_mhz(),
+                       [floors_us[index] for index in active]):
                 SPENT_S["timed"] += batch_s  # the proving batch is the first timed one
                 SPENT_S["settle"] += _perf_counter() - started - batch_s
                 return samples
@@ -239,7 +244,8 @@ def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], No
 def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
           config: TimingConfig | None = None,
           refill: Callable[[], None] | None = None,
-          give_up_above_us: Sequence[float | None] | None = None) -> list[LatencyStats]:
+          give_up_above_us: Sequence[float | None] | None = None,
+          floors_us: Sequence[tuple[float, float] | None] | None = None) -> list[LatencyStats]:
     """Returns the latency of each callable, timed interleaved on `device`.
 
     `refill`, when given, runs before every call (warm-up and timed), untimed.
@@ -247,14 +253,19 @@ def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
     the caller does not care how slow the callable is (say, the best so far times a margin):
     timing that callable stops once its median is confidently above it, with
     `stopped="slower"` and a median that is still the median of the runs it had.
+    `floors_us`, one entry per callable (None: unknown), is its work's (compute us, memory
+    us) at the device's peaks (`case_floors_us`): whether a long callable must settle as
+    one that heats the chip (`heavy`).
     """
     refill = refill or (lambda: None)
     give_up = list(give_up_above_us) if give_up_above_us is not None else [None] * len(fns)
-    if len(give_up) != len(fns):
-        raise ValueError(f"give_up_above_us has {len(give_up)} entries for {len(fns)} callables")
+    floors = list(floors_us) if floors_us is not None else [None] * len(fns)
+    if len(give_up) != len(fns) or len(floors) != len(fns):
+        raise ValueError(f"give_up_above_us and floors_us need {len(fns)} entries, one per "
+                         f"callable; got {len(give_up)} and {len(floors)}")
     if device.backend == "interpreter":
         return _bench_wall(fns, config or INTERPRETER_TIMING, refill, give_up)
-    return _bench_events(fns, device, config or TimingConfig(), refill, give_up)
+    return _bench_events(fns, device, config or TimingConfig(), refill, give_up, floors)
 
 
 def _bench_wall(fns, config: TimingConfig, refill, give_up) -> list[LatencyStats]:
@@ -365,8 +376,8 @@ def _peak_mhz() -> float:
     return max((mhz for _, mhz in _clock_reads), default=0.0)
 
 
-def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
-                  give_up) -> list[LatencyStats]:
+def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill, give_up,
+                  floors) -> list[LatencyStats]:
     """Count warm-up, capture, warm-up rounds of what will be timed (which also measure the
     host's enqueue time), settling batches (`settling`, which waits out a clock that is
     down), then adaptive batches of event-timed runs, each behind a pad: a spin kernel twice as long as the host takes to enqueue the
@@ -418,8 +429,8 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill,
         gpu.synchronize()
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 
-    return time_adaptively(settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config), len(runnables),
-                           config, give_up, methods)
+    settled_batch = settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config, floors)
+    return time_adaptively(settled_batch, len(runnables), config, give_up, methods)
 
 
 def roofline_fraction(device: DeviceInfo, flops: float, bytes_moved: float,
@@ -432,6 +443,17 @@ def roofline_fraction(device: DeviceInfo, flops: float, bytes_moved: float,
         return None
     floor_s = device.roofline_s(flops, bytes_moved, dtype)
     return None if floor_s is None else floor_s / (latency_us * 1e-6)
+
+
+def case_floors_us(device: DeviceInfo, flops_fn, bytes_fn,
+                   params: Mapping) -> tuple[float, float] | None:
+    """Returns (compute us, memory us) of one case at the device's peaks, from the task's
+    formulas: what `heavy` weighs a timed median against. None when unknown."""
+    if flops_fn is None or bytes_fn is None:
+        return None
+    parts = device.roofline_parts_s(float(flops_fn(params)), float(bytes_fn(params)),
+                                    str(params.get("dtype", "float32")))
+    return None if parts is None else (parts[0] * 1e6, parts[1] * 1e6)
 
 
 def case_roofline(device: DeviceInfo, flops_fn, bytes_fn, params: Mapping,

@@ -35,6 +35,16 @@ class TimingConfig:
         move the clock itself: behind the flush (~25 us) and the pad it keeps the GPU busy
         >= ~80% of the time, which for tensor-core work is past an H200's 700 W; below it
         only the SM clock has to be steady (see `settled`).
+      heat_compute_fraction, heat_memory_fraction: a callable of at least
+        `settle_above_us` whose roofline floors are known (`bench`'s `floors_us`) is heavy
+        only if it draws the power to move the clock: a compute rate of at least the first
+        fraction of the device's peak, or memory traffic of at least the second of its
+        bandwidth. Measured on an H200 (`timing_profile.py --drift`: after idle vs right
+        after 2 s of its own load): tensor-core matmuls at ~50% of the peak moved 8.8-21.5%,
+        flash attention 4.9-9.7%, cross-entropy at ~85% of the bandwidth 2.1%; a matmul at
+        10-16% of the peak, row_argmax at ~49% and cross-entropy at ~55% of the bandwidth,
+        cumsum and batched matmuls far below both moved 0.01-0.4%, and so settle like light
+        kernels (the clock back at its peak) instead of paying `settle_min_s`.
       settle_min_s: seconds of a heavy callable's settling batches before it may be timed:
         measured on an H200, a 2 ms matmul ran at boost for ~0.1 s of load, then up to 14% slower.
       settle_max_s: settling stops after this many seconds, settled or not (0: no settling,
@@ -57,6 +67,8 @@ class TimingConfig:
     confidence: float = 0.95
     use_graphs: bool = True
     settle_above_us: float = 200.0
+    heat_compute_fraction: float = 0.25
+    heat_memory_fraction: float = 0.7
     settle_min_s: float = 0.15
     settle_max_s: float = 0.3
     settle_batch_s: float = 0.02
@@ -119,18 +131,35 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
     return None
 
 
+def heavy(median_us: float, floors_us: tuple[float, float] | None,
+          config: TimingConfig) -> bool:
+    """Returns whether a callable at this median may move the clock itself: at least
+    `settle_above_us`, and, where its roofline floors (compute us, memory us) are known,
+    at least `heat_compute_fraction` of the peak rate or `heat_memory_fraction` of the
+    bandwidth."""
+    if median_us < config.settle_above_us:
+        return False
+    if floors_us is None:
+        return True
+    compute_us, memory_us = floors_us
+    return (compute_us >= config.heat_compute_fraction * median_us
+            or memory_us >= config.heat_memory_fraction * median_us)
+
+
 def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
             elapsed_s: float, config: TimingConfig, loaded_s: float = 0.0,
-            peak_mhz: float = 0.0) -> bool:
+            peak_mhz: float = 0.0,
+            floors_us: Sequence[tuple[float, float] | None] = ()) -> bool:
     """Returns whether timing may begin after these settling batches: `medians_us` holds one
     series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
     before the first batch and after each (empty where it cannot be read), `elapsed_s` the
     seconds since the first batch began, `loaded_s` the seconds of heavy load the chip had
     just before it (another callable's; see `settle_gap_s`), `peak_mhz` the fastest clock
-    read lately (0: unknown). A pure function, tested without a GPU.
+    read lately (0: unknown), `floors_us` each callable's roofline floors (see `heavy`;
+    missing: unknown). A pure function, tested without a GPU.
 
     Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
-    since the last read. If every callable is light (last median below `settle_above_us`),
+    since the last read. If no callable is `heavy` (at its last median),
     the clock must also be within `settle_rel` of `peak_mhz`: a light kernel cannot pull the
     clock down itself, so its honest state is the chip's full clock, and after another
     caller's heavy load the clock climbs back in steps that hold for tens of milliseconds
@@ -149,7 +178,8 @@ def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
 
     if len(clocks_mhz) >= 2 and not steady(clocks_mhz):
         return False
-    if any(series[-1] >= config.settle_above_us for series in medians_us):
+    floors = list(floors_us) + [None] * (len(medians_us) - len(floors_us))
+    if any(heavy(series[-1], floor, config) for series, floor in zip(medians_us, floors)):
         return elapsed_s + loaded_s >= config.settle_min_s and all(steady(series) for series in medians_us)
     return not clocks_mhz or clocks_mhz[-1] >= (1.0 - config.settle_rel) * peak_mhz
 

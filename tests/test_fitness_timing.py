@@ -144,9 +144,12 @@ def test_bench_without_give_up_keeps_the_old_call_and_three_interpreter_runs():
     assert (stats.runs, stats.stopped) == (3, "max")
 
 
-def test_give_up_needs_one_entry_per_callable():
-    with pytest.raises(ValueError, match="1 entries for 2 callables"):
+def test_give_up_and_floors_need_one_entry_per_callable():
+    with pytest.raises(ValueError, match="need 2 entries, one per callable; got 1 and 2"):
         timing.bench([lambda: None] * 2, DeviceInfo("interpreter", "cpu"), give_up_above_us=[1.0])
+    with pytest.raises(ValueError, match="got 2 and 3"):
+        timing.bench([lambda: None] * 2, DeviceInfo("interpreter", "cpu"),
+                     floors_us=[None, None, None])
 
 
 def test_checked_rejects_an_unknown_stop_reason_and_passes_a_missing_one():
@@ -302,6 +305,22 @@ def test_a_heavy_kernel_whose_latency_steps_is_not_settled_until_two_batches_agr
     assert not timing.settled([[1945.0, 1950.0, 2210.0]], [1980.0, 1980.0, 1750.0, 1740.0],
                               0.2, SETTLE)
     assert timing.settled([[1945.0, 2210.0, 2218.0]], [1980.0, 1750.0, 1740.0], 0.2, SETTLE)
+
+
+def test_a_long_kernel_that_draws_little_power_settles_like_a_light_one():
+    """400 us at 10% of the peak rate and 50% of the bandwidth (a row reduction, a matmul
+    far from its roofline) does not pull the clock down: the clock at its peak is enough.
+    At 50% of the peak rate, or 85% of the bandwidth, it is heavy."""
+    steady = [[400.0, 430.0]]  # batch medians that do not agree: only a heavy kernel cares
+    assert timing.settled(steady, [1975.0, 1972.0], 0.02, SETTLE, peak_mhz=1975.0,
+                          floors_us=[(40.0, 200.0)])
+    assert not timing.settled(steady, [1975.0, 1972.0], 0.02, SETTLE, peak_mhz=1975.0,
+                              floors_us=[(200.0, 40.0)])
+    assert not timing.settled(steady, [1975.0, 1972.0], 0.02, SETTLE, peak_mhz=1975.0,
+                              floors_us=[(10.0, 340.0)])
+    assert not timing.settled(steady, [1975.0, 1972.0], 0.02, SETTLE, peak_mhz=1975.0)  # unknown
+    assert not timing.settled(steady, [1400.0, 1401.0], 0.02, SETTLE, peak_mhz=1975.0,
+                              floors_us=[(40.0, 200.0)])  # light: waits for the peak
 
 
 def test_one_heavy_callable_holds_back_a_light_one_interleaved_with_it():

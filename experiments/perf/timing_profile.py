@@ -38,14 +38,15 @@ from fitness.device import detect  # noqa: E402
 PHASES = ("buffers", "prepare", "warm", "settle", "timed")
 
 
-def time_case(entry, inputs, device, config) -> tuple[timing.LatencyStats, dict]:
-    """Times one case like the worker does; returns (stats, seconds per phase)."""
+def time_case(entry, inputs, device, config, floors=None) -> tuple[timing.LatencyStats, dict]:
+    """Times one case like the worker does (`floors`: the case's roofline floors, as the
+    judge sends them); returns (stats, seconds per phase)."""
     before = collections.Counter(timing.SPENT_S)
     began = time.perf_counter()
     buffers = [v.clone() if hasattr(v, "clone") else v for v in inputs]
     refill = timing.refiller(buffers, timing.variants(inputs))
     made = time.perf_counter()
-    [stats] = timing.bench([lambda: entry(*buffers)], device, config, refill)
+    [stats] = timing.bench([lambda: entry(*buffers)], device, config, refill, floors_us=[floors])
     ended = time.perf_counter()
     spent = {name: timing.SPENT_S[name] - before[name] for name in PHASES[1:]}
     spent.update(buffers=made - began, total=ended - began)
@@ -65,7 +66,8 @@ def profile(tasks, device, config, rounds: int) -> list[dict]:
             entries[task.name](*inputs[0])  # compiled before, as the pool's warm-up does
             with timing.one_callers_cases():
                 for case, values in zip(cases, inputs):
-                    stats, spent = time_case(entries[task.name], values, device, config)
+                    floors = timing.case_floors_us(device, task.flops, task.bytes, case.params)
+                    stats, spent = time_case(entries[task.name], values, device, config, floors)
                     rows.append(dict(round=round_index + 1, task=task.name, case=case.name,
                                      median_us=stats.median_us, runs=stats.runs,
                                      stopped=stats.stopped, **spent))

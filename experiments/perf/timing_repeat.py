@@ -72,7 +72,9 @@ def measure(tasks, device, schemes: dict, rounds: int, pause_s: float) -> dict:
                     refill = timing.refiller(buffers, sets)
                     entry = entries[task.name]
                     started = time.perf_counter()
-                    [stats] = timing.bench([lambda: entry(*buffers)], device, config, refill)
+                    floors = timing.case_floors_us(device, task.flops, task.bytes, case.params)
+                    [stats] = timing.bench([lambda: entry(*buffers)], device, config, refill,
+                                           floors_us=[floors])
                     spent_s = time.perf_counter() - started
                     results[name].setdefault((task.name, case.name), []).append((stats, spent_s))
         print(f"round {round_index + 1}/{rounds} done", flush=True)

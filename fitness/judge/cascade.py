@@ -456,7 +456,10 @@ class _Walk:
         screen = give_up[order[0]] is not None
         request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
                    "screen": screen,
-                   "cases": [{"inputs": inputs, "give_up_above_us": give_up[at]}
+                   "cases": [{"inputs": inputs, "give_up_above_us": give_up[at],
+                              "floors_us": timing.case_floors_us(
+                                  self.c.device, self.task.flops, self.task.bytes,
+                                  self.cases[at].params)}
                              for (_, inputs), at in zip(timed_inputs, order)]}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()

@@ -209,8 +209,9 @@ class Checker:
                     inputs = task.make_inputs(params, seed, self.device.torch_device)
                     buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
                     refill = timing.refiller(buffers, timing.variants(inputs))
+                floors = timing.case_floors_us(self.device, task.flops, task.bytes, params)
                 stats = timing.bench([lambda: baseline(*buffers)], self.device,
-                                     request.get("timing"), refill)
+                                     request.get("timing"), refill, floors_us=[floors])
                 results.append(stats[0].__dict__)
         return {"ok": True, "cases": results, "spent_s": spent}
 
