@@ -188,22 +188,32 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
 
 def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], count: int,
                     config: TimingConfig, give_up_above_us: Sequence[float | None],
-                    methods: Sequence[str]) -> list[LatencyStats]:
+                    methods: Sequence[str],
+                    floors_us: Sequence[tuple[float, float] | None] | None = None,
+                    ) -> list[LatencyStats]:
     """Returns the stats of `count` callables timed in batches until each has a stop reason.
 
     `run_batch(active, runs)` times `runs` interleaved runs of each callable index in
     `active` and returns their samples (us), one list per index; a callable that stopped is
     no longer run, the others go on interleaved. Every active callable has the same number
-    of runs, so one batch size serves all.
+    of runs, so one batch size serves all. With `floors_us` (one entry per callable), a
+    callable `heavy` at its first batch's median is timed for `heavy_min_timed_s` at least.
     """
     samples: list[list[float]] = [[] for _ in range(count)]
     stopped: list[str | None] = [None] * count
+    min_timed_s: list[float] | None = None
     while None in stopped:
         active = [index for index in range(count) if stopped[index] is None]
         new = run_batch(active, next_batch_runs(len(samples[active[0]]), config))
         for index, batch in zip(active, new):
             samples[index].extend(batch)
-            stopped[index] = stop_reason(samples[index], config, give_up_above_us[index])
+        if min_timed_s is None:
+            min_timed_s = [config.heavy_min_timed_s if floors_us is not None and heavy(
+                statistics.median(bucket), floors_us[index], config) else 0.0
+                for index, bucket in enumerate(samples)]
+        for index in active:
+            stopped[index] = stop_reason(samples[index], config, give_up_above_us[index],
+                                         min_timed_s[index])
     return [_summarize(bucket, method, why)
             for bucket, method, why in zip(samples, methods, stopped)]
 
@@ -430,7 +440,7 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill, give_up
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 
     settled_batch = settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config, floors)
-    return time_adaptively(settled_batch, len(runnables), config, give_up, methods)
+    return time_adaptively(settled_batch, len(runnables), config, give_up, methods, floors)
 
 
 def roofline_fraction(device: DeviceInfo, flops: float, bytes_moved: float,

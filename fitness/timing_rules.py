@@ -45,6 +45,11 @@ class TimingConfig:
         10-16% of the peak, row_argmax at ~49% and cross-entropy at ~55% of the bandwidth,
         cumsum and batched matmuls far below both moved 0.01-0.4%, and so settle like light
         kernels (the clock back at its peak) instead of paying `settle_min_s`.
+      heavy_min_timed_s: timed work of a heavy callable at least (its runs' sum): under
+        the power limiter an H200's clock wanders between ~1434 and ~1508 MHz from one 20-ms
+        read to the next (`clock_probe.py` G), and a tight interval over 15 ms of runs
+        (matmul 4096^3: 54 runs) timed one point of that wander: 2-4.5% apart between
+        timings. A tenth of a second spans several.
       settle_min_s: seconds of a heavy callable's settling batches before it may be timed:
         measured on an H200, a 2 ms matmul ran at boost for ~0.1 s of load, then up to 14% slower.
       settle_max_s: settling stops after this many seconds, settled or not (0: no settling,
@@ -69,6 +74,7 @@ class TimingConfig:
     settle_above_us: float = 200.0
     heat_compute_fraction: float = 0.25
     heat_memory_fraction: float = 0.7
+    heavy_min_timed_s: float = 0.1
     settle_min_s: float = 0.15
     settle_max_s: float = 0.3
     settle_batch_s: float = 0.02
@@ -105,15 +111,16 @@ def median_ci_ranks(runs: int, confidence: float) -> tuple[int, int] | None:
 
 
 def stop_reason(samples_us: Sequence[float], config: TimingConfig,
-                give_up_above_us: float | None = None) -> str | None:
+                give_up_above_us: float | None = None, min_timed_s: float = 0.0) -> str | None:
     """Returns why timing should stop after these samples (one of STOP_REASONS), or None to
     time another batch. A pure function of the samples, so the rule is tested without a GPU.
 
     Nothing stops before `min_runs`. "slower" comes first: a callable whose interval lies
     wholly above `give_up_above_us` is slower than the caller cares about at the interval's
     confidence (one-sided, (1 + confidence) / 2), and more runs would only refine a number
-    nobody uses. Then "ci": the interval's half-width is under `ci_rel` of the median. Then
-    "max": `max_runs` runs or `max_timed_s` of timed work.
+    nobody uses. Then "ci": the interval's half-width is under `ci_rel` of the median, once
+    the runs add up to `min_timed_s`. Then "max": `max_runs` runs, or `max_timed_s` (or
+    `min_timed_s`, the longer) of timed work.
     """
     runs = len(samples_us)
     if runs < config.min_runs:
@@ -124,9 +131,10 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
         low, high = ordered[ranks[0]], ordered[ranks[1]]
         if give_up_above_us is not None and low > give_up_above_us:
             return "slower"
-        if high - low < 2 * config.ci_rel * statistics.median(ordered):
+        timed_s = sum(ordered) * 1e-6
+        if high - low < 2 * config.ci_rel * statistics.median(ordered) and timed_s >= min_timed_s:
             return "ci"
-    if runs >= config.max_runs or sum(ordered) * 1e-6 >= config.max_timed_s:
+    if runs >= config.max_runs or sum(ordered) * 1e-6 >= max(config.max_timed_s, min_timed_s):
         return "max"
     return None
 

@@ -114,6 +114,30 @@ def test_timed_work_cap_stops_a_slow_kernel_after_min_runs():
     assert (stats.stopped, stats.runs) == ("max", 20)  # 20 runs of ~10 ms: over 0.05 s
 
 
+def test_a_heavy_kernel_is_timed_for_heavy_min_timed_s_however_tight():
+    """268 us at 52% of the peak rate (matmul 4096^3 on an H200): a tight interval after 20
+    runs (5 ms) is not enough; it stops on "ci" once 0.1 s of runs add up. The same
+    latency at 10% of the peak stops at once."""
+    samples = [268.0 + 0.1 * (i % 3) for i in range(400)]
+    assert timing.stop_reason(samples[:20], timing.TimingConfig(), min_timed_s=0.1) is None
+    assert timing.stop_reason(samples[:374], timing.TimingConfig(), min_timed_s=0.1) == "ci"
+    assert timing.stop_reason(samples[:20], timing.TimingConfig()) == "ci"
+
+    def runs(floors):
+        bucket = itertools.cycle(samples)
+
+        def run_batch(active, count):
+            return [[next(bucket) for _ in range(count)] for _ in active]
+
+        [stats] = timing.time_adaptively(run_batch, 1, timing.TimingConfig(), [None],
+                                         ["events"], floors_us=[floors])
+        return stats.runs, stats.stopped
+
+    tensor_core, far_from_it = (139.0, 20.0), (27.0, 20.0)
+    assert runs(tensor_core)[1] == "ci" and runs(tensor_core)[0] * 268.0e-6 >= 0.1
+    assert runs(far_from_it) == (20, "ci")
+
+
 def test_a_zero_ci_target_never_stops_on_the_interval():
     config = timing.TimingConfig(min_runs=30, max_runs=60, max_timed_s=10.0, ci_rel=0.0)
     [stats], _ = timed(stream(6, lambda rng: 10.0), config=config)  # identical samples
@@ -366,8 +390,9 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
 
     stats, spent_s = bench()
     assert (stats.median_us, stats.p20_us, stats.stopped) == (2210.0, 2210.0, "ci")
-    assert 0.15 <= spent_s <= 0.3 + 0.05  # settle_min_s .. settle_max_s, then 20 timed runs
-    stats, spent_s = bench(settle_max_s=0.0)
+    assert stats.runs * 2210.0e-6 >= 0.1  # heavy_min_timed_s of timed runs
+    assert 0.15 + 0.1 <= spent_s <= 0.3 + 0.15  # settle_min_s .. settle_max_s, then the runs
+    stats, spent_s = bench(settle_max_s=0.0, heavy_min_timed_s=0.0)
     assert (stats.median_us, stats.stopped) == (1945.0, "ci") and spent_s < 0.06
 
 
