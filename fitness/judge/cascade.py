@@ -419,7 +419,16 @@ class _Walk:
                     (case.params, self.c.seed()) for case, _ in untimed]},
                     self.c.limits.compile_s)
             with self.c.device_lock.exclusive():
-                self._time_baseline(checker, untimed)
+                reply = self._request(checker, {"op": "time_baseline",
+                                                "timing": self.c.timing_config,
+                                                "cases": [(case.params, self.c.seed())
+                                                          for case, _ in untimed]},
+                                      self.c.limits.bench_s)
+        self.c.count_spent("checker.time_baseline", reply)
+        for (_, key), stats in zip(untimed, reply["cases"]):
+            self.c.baselines.put_first(key, stats)
+            self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
+        self.c.count_kernel_time(reply["cases"])
 
     def _baseline_stats(self) -> list[dict]:
         """Returns the baseline's latency per case, timed by a trusted checker once per
@@ -427,19 +436,6 @@ class _Walk:
         if self._untimed_baseline():
             self.c.baseline_job(self.task, self.candidate).result()
         return [self.c.baselines.get(key) for key in self._case_keys()]
-
-    def _time_baseline(self, checker, untimed: list) -> None:
-        """Times the baseline on the `untimed` (case, key) pairs and remembers the stats."""
-        if not untimed:
-            return
-        reply = self._request(checker, {"op": "time_baseline", "timing": self.c.timing_config,
-                                        "cases": [(case.params, self.c.seed()) for case, _ in untimed]},
-                              self.c.limits.bench_s)
-        self.c.count_spent("checker.time_baseline", reply)
-        for (_, key), stats in zip(untimed, reply["cases"]):
-            self.c.baselines.put_first(key, stats)
-            self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
-        self.c.count_kernel_time(reply["cases"])
 
     def _latency(self, worker, checker) -> None:
         """Times the candidate on every case, the representative case first (the baseline's
