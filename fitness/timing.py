@@ -348,7 +348,6 @@ def _as_graph(fn, gpu: _Gpu):
 
 
 _SPIN_CYCLES = 1_000_000  # about 0.5 ms at an H200's boost clock
-_LEAD_CYCLES = _SPIN_CYCLES // 4
 _PAD_SLACK_US = 10.0
 _PAD_CAP_US = 500.0
 _PEAK_WINDOW_S = 60.0
