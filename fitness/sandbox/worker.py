@@ -198,8 +198,9 @@ class Worker:
         with other values (`timing.variants`), so nothing computed once can be replayed.
         A case's `give_up_above_us` (the judge's best so far, with a margin) lets a clear
         loser stop after its first batch of runs, its `floors_us` (the work at the device's
-        peaks) tell the timing whether it must settle as a kernel that heats the chip; with `screen`, a candidate that stops so
-        on the first case (the representative one) is not timed on the others."""
+        peaks) tell the timing whether it must settle as a kernel that heats the chip; with
+        `screen`, a candidate that stops so on the first case (the representative one) is
+        not timed on the others."""
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
@@ -214,7 +215,8 @@ class Worker:
                 stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill,
                                      give_up_above_us=[give_up if isinstance(give_up, (int, float))
                                                        else None],
-                                     floors_us=[_floors(case.get("floors_us"))])
+                                     floors_us=[tuple(case["floors_us"])
+                                                if case.get("floors_us") else None])
                 self.timed.append(buffers)
                 results.append(stats[0].__dict__)
                 if request.get("screen") and len(results) == 1 and stats[0].stopped == "slower":
@@ -247,15 +249,6 @@ class Worker:
         from fitness.sandbox import harness_run
 
         return harness_run.run(request, self.device, self.launches)
-
-
-def _floors(value) -> tuple[float, float] | None:
-    """Returns a case's (compute us, memory us) floors from a bench request, None unless it
-    is two finite non-negative numbers."""
-    if (isinstance(value, (list, tuple)) and len(value) == 2
-            and all(isinstance(v, (int, float)) and 0.0 <= v < float("inf") for v in value)):
-        return float(value[0]), float(value[1])
-    return None
 
 
 def _arity_mismatch(entry, arity: int, name: str) -> str:
