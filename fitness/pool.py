@@ -285,6 +285,9 @@ class WorkerProcess:
         tail = self.output_tail(20000)
         if "Fatal Python error" in tail and "triton" in tail.split("Fatal Python error")[-1]:
             return "illegal_memory_access", "the worker crashed inside a Triton kernel launch"
+        if code == protocol.STALL_EXIT:
+            return "timeout", ("the candidate's own Python code ran past the stall limit "
+                               "(stall_s) without launching a kernel: a host-side loop")
         # bwrap reports a child killed by signal N as exit status 128 + N.
         signum = -code if code < 0 else code - 128 if self.sandboxed and 128 < code < 160 else 0
         if signum == signal.SIGXCPU:

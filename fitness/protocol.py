@@ -33,6 +33,9 @@ import struct
 _HEADER = struct.Struct("!I")
 MAX_REPLY_BYTES = 8 << 20
 """A reply larger than this is a protocol violation (a flooding or forged reply)."""
+STALL_EXIT = 86
+"""Exit status of a worker that ended itself because its candidate's own code was stuck
+(`fitness.sandbox.instrument.StallWatch`); the pool reports a timeout."""
 
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32",
           "int64", "bool")

@@ -94,6 +94,8 @@ CASES = {
     "os_exit": (add_source(pre_return="import os; os._exit(7)"), "worker_crash", "run"),
     "segfault": (add_source(pre_return="import ctypes; ctypes.string_at(0)"), "worker_crash", "run"),
     "gate": (add_source(pre_return="import os"), "policy_violation", "syntax"),
+    "host_loop": (add_source(pre_return="while True:\n        pass"), "timeout", "run"),
+    "host_loop_at_import": (HEADER + "while True:\n    pass\n", "timeout", "import"),
 }
 UNGATED = {"import", "exit_at_import", "sys_exit_in_call", "os_exit", "segfault"}
 
@@ -118,6 +120,12 @@ def test_failure_is_classified(name, verdicts):
         f"{evaluation.error_trace[-800:]}")
     assert not evaluation.correct and evaluation.speedup is None
     assert evaluation.error_trace.strip()
+
+
+@pytest.mark.parametrize("name", ["host_loop", "host_loop_at_import"])
+def test_host_loop_is_ended_by_the_stall_limit_not_the_stage_limit(name, verdicts):
+    # The stage limit (10 s) would also say "timeout"; the stall watch names itself.
+    assert "stall limit" in verdicts[name].error_trace, verdicts[name].error_trace
 
 
 def test_runtime_error_trace_names_the_candidate_file(verdicts):

@@ -105,6 +105,23 @@ def test_limits_reject_unknown_keys_and_accept_short_names():
         Limits.from_mapping({"check_s": -1})
 
 
+def test_stall_needs_own_code_for_the_whole_limit_with_no_launch_between():
+    from fitness.sandbox.instrument import Stall
+
+    stall = Stall(stall_s=1.0)
+    assert not stall.observe(0.0, True, 0)
+    assert not stall.observe(0.9, True, 0)
+    assert stall.observe(1.0, True, 0)  # one second of nothing but its own code
+
+    launching = Stall(stall_s=1.0)
+    assert not any(launching.observe(0.5 * step, True, step) for step in range(10))
+
+    interrupted = Stall(stall_s=1.0)
+    samples = [(0.0, True), (0.6, False), (1.2, True), (2.1, True), (2.2, True)]
+    assert [interrupted.observe(now, own, 0) for now, own in samples] == [
+        False, False, False, False, True]  # the streak restarts at 1.2 s
+
+
 def test_device_detection_names_the_problem():
     assert detect("interpreter").backend == "interpreter"
     with pytest.raises(DeviceError, match="unknown device 'tpu'"):

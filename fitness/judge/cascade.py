@@ -47,6 +47,11 @@ class Limits:
       check_s: each further correctness call, and each comparison in the checker.
       bench_s: timing every case plus the re-check call.
       ready_s: a new worker's start-up (charged to no candidate).
+      stall_s: not a stage limit: how long the candidate's own Python code may run with no
+        Triton launch in between, during import and correctness calls, before its worker
+        ends it as a timeout (`fitness.sandbox.instrument.StallWatch`). A host loop would
+        otherwise hold a worker for a whole stage limit; a kernel's entry point needs
+        milliseconds of its own host code, not seconds.
     """
 
     import_s: float = 60.0
@@ -54,6 +59,7 @@ class Limits:
     check_s: float = 60.0
     bench_s: float = 300.0
     ready_s: float = 120.0
+    stall_s: float = 3.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, float] | None) -> "Limits":
@@ -71,7 +77,8 @@ class Limits:
 
     @classmethod
     def uniform(cls, seconds: float) -> "Limits":
-        """Returns the same limit for every candidate stage (start-up keeps its default)."""
+        """Returns the same limit for every candidate stage (start-up and the stall limit
+        keep their defaults)."""
         return cls(import_s=seconds, compile_s=seconds, check_s=seconds, bench_s=seconds)
 
 
@@ -361,7 +368,8 @@ class _Walk:
         with self.c.device_lock.shared(compiling=True):
             loaded = self._request(worker, {"op": "load", "source": self.candidate.source,
                                             "entry_point": self.task.entry_point,
-                                            "arity": _arity(self.task.reference)},
+                                            "arity": _arity(self.task.reference),
+                                            "stall_s": limits.stall_s},
                                    limits.import_s)
         if loaded.get("patched"):
             self._judge(worker, loaded, "import")

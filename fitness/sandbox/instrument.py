@@ -3,21 +3,25 @@
 Installed by the worker before any candidate is imported: a Triton launch counter, a torch
 dispatch recorder that also poisons fresh allocations with NaN (a kernel that leaves outputs
 unwritten fails), a thread-start watch (work moved to a thread escapes the recorder), a
-tripwire on the task's reference, and a snapshot of the harness functions a candidate
-might patch. These observations are reported; the verdicts are made by the parent
+tripwire on the task's reference, a snapshot of the harness functions a candidate
+might patch, and a watch that ends the process when the candidate's own code spins. These observations are reported; the verdicts are made by the parent
 (`fitness.anticheat`), whose code the candidate cannot reach.
 """
 
 from __future__ import annotations
 
 import _thread
+import contextlib
 import functools
+import os
 import sys
 import threading
 import time
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from fitness import protocol
 
 _ALLOCATORS = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
                          "new_empty_strided", "empty_permuted"})
@@ -50,6 +54,74 @@ class LaunchCounter:
 
         counted_run.__wrapped__ = run
         return counted_run
+
+
+class Stall:
+    """Decides from samples of the main thread whether a candidate's own code is stuck.
+
+    Stuck means: every sample for `stall_s` seconds found the candidate's own Python code
+    innermost, outside any Triton launch, and no launch happened in between. Compiling,
+    launching, torch's Python layers and the harness all reset the streak, so only a host
+    loop of the candidate's own (`while True: pass`, a sleep, a huge Python computation)
+    can be stuck: a kernel task's call never needs seconds of that.
+    """
+
+    def __init__(self, stall_s: float):
+        self.stall_s = stall_s
+        self._since: float | None = None
+        self._launches = -1
+
+    def observe(self, now: float, own_code: bool, launches: int) -> bool:
+        """Takes one sample; returns whether the streak of own-code samples is now stuck."""
+        if own_code and launches == self._launches and self._since is not None:
+            return now - self._since >= self.stall_s
+        self._since = now if own_code else None
+        self._launches = launches
+        return False
+
+
+class StallWatch:
+    """Ends the process (status `protocol.STALL_EXIT`) when the candidate's own code is stuck.
+
+    Why: a stage limit cannot tell a host loop from a long compilation by time alone, so a
+    `while True` in the entry point held its worker for the whole limit (minutes for a
+    first call). The watch is a daemon thread that samples the main thread's innermost
+    frame while armed (`watching`, around import and correctness calls: timing is left
+    undisturbed). It lives in the untrusted process, so a candidate can disarm it; that
+    only gives the candidate back the stage limit, and ending early only fails itself.
+    """
+
+    def __init__(self, launches: LaunchCounter, interval_s: float = 0.1):
+        self.launches = launches
+        self.interval_s = interval_s
+        self._main = threading.get_ident()
+        self._armed: tuple[str, Stall] | None = None
+
+    def install(self) -> None:
+        threading.Thread(target=self._watch, name="stall-watch", daemon=True).start()
+
+    @contextlib.contextmanager
+    def watching(self, module_path: str, stall_s: float | None):
+        """Arms the watch for code in `module_path` (no watch when `stall_s` is None)."""
+        self._armed = (module_path, Stall(stall_s)) if stall_s else None
+        try:
+            yield
+        finally:
+            self._armed = None
+
+    def _watch(self) -> None:
+        sleep, clock, frames = time.sleep, time.monotonic, sys._current_frames
+        while True:
+            sleep(self.interval_s)
+            armed = self._armed
+            if armed is None:
+                continue
+            module_path, stall = armed
+            frame = frames().get(self._main)
+            own_code = (frame is not None and frame.f_code.co_filename == module_path
+                        and not self.launches.depth)
+            if stall.observe(clock(), own_code, self.launches.count):
+                os._exit(protocol.STALL_EXIT)  # at once: the main thread must not reply in between
 
 
 class OpRecorder(TorchDispatchMode):

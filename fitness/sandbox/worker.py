@@ -71,6 +71,8 @@ class Worker:
         self.torch = torch
         self.launches = instrument.LaunchCounter()
         self.launches.install()
+        self.stall = instrument.StallWatch(self.launches)
+        self.stall.install()  # before the thread watch: its own thread is not the candidate's
         self.threads = instrument.ThreadWatch(self.launches)
         self.threads.install()
         self.host_reads = instrument.HostReadWatch(self.launches)
@@ -79,6 +81,7 @@ class Worker:
         self.snapshot = instrument.HarnessSnapshot()
         self.entry = None
         self.module_path = None
+        self.stall_s = None  # the judge's stall limit for the loaded candidate
         self.timed: list[list] = []  # per case: the buffers the candidate was timed on
         self.previous_inputs: list = []
         self.channel = channel
@@ -100,13 +103,15 @@ class Worker:
         self._loaded += 1
         name = f"candidate_{self._loaded}"
         self.module_path = os.path.abspath(f"{name}.py")
+        self.stall_s = request.get("stall_s")
         with open(self.module_path, "w") as handle:
             handle.write(request["source"])
         try:
             spec = importlib.util.spec_from_file_location(name, self.module_path)
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
-            spec.loader.exec_module(module)
+            with self.stall.watching(self.module_path, self.stall_s):
+                spec.loader.exec_module(module)
         except SyntaxError as error:
             return {"ok": False, "kind": "syntax_error", "trace": _trace(error, self.module_path)}
         except BaseException as error:  # the candidate's import may raise anything, SystemExit included
@@ -151,7 +156,7 @@ class Worker:
         self.threads.started = 0
         self.host_reads.count = 0
         recorder = OpRecorder(self.launches, poison=True)
-        with recorder:
+        with recorder, self.stall.watching(self.module_path, self.stall_s):
             out = self.entry(*inputs)
         self._synchronize()
         return out, {"launches": self.launches.count, "ops": sorted(recorder.ops),
