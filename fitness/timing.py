@@ -251,63 +251,14 @@ def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], No
     return refill
 
 
-@dataclasses.dataclass
-class Prepared:
-    """Callables warmed up (compiled, autotuned, caches filled) and, where they can be,
-    captured as CUDA graphs: what `prepare` leaves for `bench_prepared`. Preparing needs
-    the device but not alone, so a caller can prepare beside other work and hold the device
-    alone only while `bench_prepared` times."""
-
-    runnables: list  # what is timed: the graph replays, or the callables themselves
-    methods: list[str]  # "graph", "events" or "wall", one per runnable
-    device: DeviceInfo
-    config: TimingConfig
-    refill: Callable[[], None]
-
-
-def prepare(fns: Sequence[Callable[[], object]], device: DeviceInfo,
-            config: TimingConfig | None = None,
-            refill: Callable[[], None] | None = None) -> Prepared:
-    """Returns the callables ready to time: `config.warmup_runs` untimed calls of each,
-    then (on a GPU, with `use_graphs`) its capture. `refill` runs before every call."""
-    refill = refill or (lambda: None)
-    interpreted = device.backend == "interpreter"
-    config = config or (INTERPRETER_TIMING if interpreted else TimingConfig())
-    runnables, methods = [], []
-    with phase("prepare"):
-        for fn in fns:
-            for _ in range(config.warmup_runs):
-                refill()
-                fn()
-            if interpreted:
-                method = "wall"
-            elif config.use_graphs:
-                fn, captured = _as_graph(fn, _gpu())
-                method = "graph" if captured else "events"
-            else:
-                method = "events"
-            runnables.append(fn)
-            methods.append(method)
-    return Prepared(runnables, methods, device, config, refill)
-
-
 def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
           config: TimingConfig | None = None,
           refill: Callable[[], None] | None = None,
           give_up_above_us: Sequence[float | None] | None = None,
           floors_us: Sequence[tuple[float, float] | None] | None = None) -> list[LatencyStats]:
-    """Returns the latency of each callable, timed interleaved on `device`: `prepare`, then
-    `bench_prepared` (see both)."""
-    return bench_prepared(prepare(fns, device, config, refill), give_up_above_us, floors_us)
+    """Returns the latency of each callable, timed interleaved on `device`.
 
-
-def bench_prepared(prepared: Prepared,
-                   give_up_above_us: Sequence[float | None] | None = None,
-                   floors_us: Sequence[tuple[float, float] | None] | None = None,
-                   ) -> list[LatencyStats]:
-    """Returns the latency of each prepared callable, timed interleaved.
-
-    `prepared.refill` runs before every timed call, untimed.
+    `refill`, when given, runs before every call (warm-up and timed), untimed.
     `give_up_above_us`, one entry per callable (None: no limit), is the latency beyond which
     the caller does not care how slow the callable is (say, the best so far times a margin):
     timing that callable stops once its median is confidently above it, with
@@ -316,19 +267,22 @@ def bench_prepared(prepared: Prepared,
     us) at the device's peaks (`case_floors_us`): whether a long callable must settle as
     one that heats the chip (`heavy`).
     """
-    count = len(prepared.runnables)
-    give_up = list(give_up_above_us) if give_up_above_us is not None else [None] * count
-    floors = list(floors_us) if floors_us is not None else [None] * count
-    if len(give_up) != count or len(floors) != count:
-        raise ValueError(f"give_up_above_us and floors_us need {count} entries, one per "
+    refill = refill or (lambda: None)
+    give_up = list(give_up_above_us) if give_up_above_us is not None else [None] * len(fns)
+    floors = list(floors_us) if floors_us is not None else [None] * len(fns)
+    if len(give_up) != len(fns) or len(floors) != len(fns):
+        raise ValueError(f"give_up_above_us and floors_us need {len(fns)} entries, one per "
                          f"callable; got {len(give_up)} and {len(floors)}")
-    if prepared.device.backend == "interpreter":
-        return _bench_wall(prepared, give_up)
-    return _bench_events(prepared, give_up, floors)
+    if device.backend == "interpreter":
+        return _bench_wall(fns, config or INTERPRETER_TIMING, refill, give_up)
+    return _bench_events(fns, device, config or TimingConfig(), refill, give_up, floors)
 
 
-def _bench_wall(prepared: Prepared, give_up) -> list[LatencyStats]:
-    fns, refill = prepared.runnables, prepared.refill
+def _bench_wall(fns, config: TimingConfig, refill, give_up) -> list[LatencyStats]:
+    for fn in fns:
+        for _ in range(config.warmup_runs):
+            refill()
+            fn()
 
     def run_batch(active: list[int], runs: int) -> list[list[float]]:
         samples: list[list[float]] = [[] for _ in active]
@@ -340,7 +294,7 @@ def _bench_wall(prepared: Prepared, give_up) -> list[LatencyStats]:
                 bucket.append((_perf_counter() - start) * 1e6)
         return samples
 
-    return time_adaptively(run_batch, len(fns), prepared.config, give_up, prepared.methods)
+    return time_adaptively(run_batch, len(fns), config, give_up, ["wall"] * len(fns))
 
 
 class _Gpu:
@@ -431,18 +385,29 @@ def _peak_mhz() -> float:
     return max((mhz for _, mhz in _clock_reads), default=0.0)
 
 
-def _bench_events(prepared: Prepared, give_up, floors) -> list[LatencyStats]:
-    """Warm-up rounds of what will be timed (which also measure the host's enqueue time),
-    settling batches (`settling`, which waits out a clock that is down), then adaptive
-    batches of event-timed runs, each behind a pad: a spin kernel twice as long as the host
-    takes to enqueue the call, so the whole call is queued before its start event fires and
-    the interval holds GPU work, never launcher jitter."""
+def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill, give_up,
+                  floors) -> list[LatencyStats]:
+    """Count warm-up, capture, warm-up rounds of what will be timed (which also measure the
+    host's enqueue time), settling batches (`settling`, which waits out a clock that is
+    down), then adaptive batches of event-timed runs, each behind a pad: a spin kernel twice as long as the host takes to enqueue the
+    call, so the whole call is queued before its start event fires and the interval holds
+    GPU work, never launcher jitter."""
     gpu = _gpu()
     torch = gpu.torch
-    device, config, refill = prepared.device, prepared.config, prepared.refill
-    runnables, methods = prepared.runnables, prepared.methods
     flush = torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=torch.int8,
                         device=device.torch_device)
+    runnables, methods = [], []
+    with phase("prepare"):
+        for fn in fns:
+            for _ in range(config.warmup_runs):
+                refill()
+                fn()
+            if config.use_graphs:
+                fn, captured = _as_graph(fn, gpu)
+                methods.append("graph" if captured else "events")
+            else:
+                methods.append("events")
+            runnables.append(fn)
     with phase("warm"):
         host_us: list[list[float]] = [[] for _ in runnables]
         for _ in range(max(config.warmup_runs, 1)):

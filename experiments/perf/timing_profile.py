@@ -3,7 +3,7 @@
 A candidate's timing holds the device alone, so its seconds bound the pool's throughput on
 one GPU (issue 12). This times each task's baseline on all its cases back to back, the way
 the worker times a candidate (`timing.one_callers_cases`, buffers cloned, input variants
-made, warm-up and capture for all cases first, then `timing.bench_prepared` per case), and splits each case's wall time into: making the buffers
+made, `timing.bench` per case), and splits each case's wall time into: making the buffers
 and variants ("buffers"), and `timing.SPENT_S`'s phases (warm-up calls and graph capture,
 clock reads and warm-up rounds, discarded settling batches, timed batches). Round 1 starts
 with a fresh process; later rounds show the steady state.
@@ -38,41 +38,23 @@ from fitness.device import detect  # noqa: E402
 PHASES = ("buffers", "prepare", "warm", "settle", "timed")
 
 
-def ready_case(entry, inputs, device, config) -> tuple[timing.Prepared, dict]:
-    """Readies one case like the worker's prepare_bench: buffers cloned, input variants
-    made, warm-up calls and graph capture; returns (prepared, seconds per phase)."""
+def time_case(entry, inputs, device, config, floors=None) -> tuple[timing.LatencyStats, dict]:
+    """Times one case like the worker does (`floors`: the case's roofline floors, as the
+    judge sends them); returns (stats, seconds per phase)."""
     before = collections.Counter(timing.SPENT_S)
     began = time.perf_counter()
     buffers = [v.clone() if hasattr(v, "clone") else v for v in inputs]
     refill = timing.refiller(buffers, timing.variants(inputs))
     made = time.perf_counter()
-    prepared = timing.prepare([lambda: entry(*buffers)], device, config, refill)
-    return prepared, {"buffers": made - began, "prepare": timing.SPENT_S["prepare"] - before["prepare"],
-                      "total": time.perf_counter() - began}
-
-
-def time_ready(prepared, floors=None) -> tuple[timing.LatencyStats, dict]:
-    """Times one readied case like the worker's bench (`floors`: the case's roofline
-    floors, as the judge sends them); returns (stats, seconds per phase)."""
-    before = collections.Counter(timing.SPENT_S)
-    began = time.perf_counter()
-    [stats] = timing.bench_prepared(prepared, floors_us=[floors])
-    spent = {name: timing.SPENT_S[name] - before[name] for name in PHASES[2:]}
-    spent["total"] = time.perf_counter() - began
+    [stats] = timing.bench([lambda: entry(*buffers)], device, config, refill, floors_us=[floors])
+    ended = time.perf_counter()
+    spent = {name: timing.SPENT_S[name] - before[name] for name in PHASES[1:]}
+    spent.update(buffers=made - began, total=ended - began)
     return stats, spent
 
 
-def time_case(entry, inputs, device, config, floors=None) -> tuple[timing.LatencyStats, dict]:
-    """Readies and times one case back to back; returns (stats, seconds per phase)."""
-    prepared, readied = ready_case(entry, inputs, device, config)
-    stats, spent = time_ready(prepared, floors)
-    return stats, {**readied, **spent, "total": readied["total"] + spent["total"]}
-
-
-def profile(tasks, device, config, rounds: int, inline: bool = False) -> list[dict]:
-    """Returns one row per (round, task, case). Each task's cases are readied first, then
-    timed back to back, as the pool does (the device is held alone only for the timing);
-    `inline`: each case readied right before it is timed."""
+def profile(tasks, device, config, rounds: int) -> list[dict]:
+    """Returns one row per (round, task, case)."""
     folder = tempfile.mkdtemp(prefix="timing-profile-")
     entries = {task.name: load_baseline(task, folder) for task in tasks}
     rows = []
@@ -82,21 +64,14 @@ def profile(tasks, device, config, rounds: int, inline: bool = False) -> list[di
             inputs = [task.make_inputs(case.params, 7 + round_index, device.torch_device)
                       for case in cases]
             entries[task.name](*inputs[0])  # compiled before, as the pool's warm-up does
-            readied = [] if inline else [ready_case(entries[task.name], values, device, config)
-                                         for values in inputs]
             with timing.one_callers_cases():
-                for at, (case, values) in enumerate(zip(cases, inputs)):
+                for case, values in zip(cases, inputs):
                     floors = timing.case_floors_us(device, task.flops, task.bytes, case.params)
-                    if inline:
-                        stats, spent = time_case(entries[task.name], values, device, config, floors)
-                    else:
-                        stats, spent = time_ready(readied[at][0], floors)
-                        spent = {**readied[at][1], **spent,
-                                 "total": readied[at][1]["total"] + spent["total"]}
+                    stats, spent = time_case(entries[task.name], values, device, config, floors)
                     rows.append(dict(round=round_index + 1, task=task.name, case=case.name,
                                      median_us=stats.median_us, runs=stats.runs,
                                      stopped=stats.stopped, **spent))
-            del inputs, readied
+            del inputs
     return rows
 
 
@@ -156,8 +131,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="a TimingConfig field to change (repeatable), e.g. ci_rel=0.0075")
-    parser.add_argument("--inline", action="store_true", help="ready each case right before "
-                        "timing it, not all of a task's cases first")
     parser.add_argument("--drift", action="store_true", help="also run the drift experiment")
     parser.add_argument("--drift-above-us", type=float, default=150.0)
     parser.add_argument("--idle-s", type=float, default=1.0)
@@ -179,7 +152,7 @@ def main() -> None:
         changes[key] = value.lower() in ("1", "true", "yes") if types[key] in (bool, "bool") else float(value)
     config = dataclasses.replace(base, **changes)
     started = time.monotonic()
-    rows = profile(tasks, device, config, args.rounds, args.inline)
+    rows = profile(tasks, device, config, args.rounds)
     lines = [f"# Timing profile: {device.name} ({device.backend}), torch {torch.__version__}, "
              f"triton {triton.__version__}, {datetime.date.today()}", "",
              f"`python {' '.join(sys.argv)}`; config changes {changes or 'none'}", "", "```"]

@@ -413,8 +413,8 @@ class _Walk:
                 if self.c.baselines.get(key) is None]
 
     def time_baseline(self) -> None:
-        """Warms (compiles) and readies the baseline beside other work, then times it
-        alone, on a checker leased for it; the stats land in the cache keyed by (task, case, device, harness version).
+        """Warms the baseline beside other work, then times it alone, on a checker leased
+        for it; the stats land in the cache keyed by (task, case, device, harness version).
         Run as a `Cascade.baseline_job`."""
         self.stage = "timed"
         with self.c.checkers.lease() as checker:
@@ -426,15 +426,12 @@ class _Walk:
                 self._request(checker, {"op": "warm_baseline", "cases": [
                     (case.params, self.c.seed()) for case, _ in untimed]},
                     self.c.limits.compile_s)
-            with self.c.device_lock.shared():
-                readied = self._request(checker, {"op": "prepare_baseline",
-                                                  "timing": self.c.timing_config,
-                                                  "cases": [(case.params, self.c.seed())
-                                                            for case, _ in untimed]},
-                                        self.c.limits.bench_s)
             with self.c.device_lock.exclusive():
-                reply = self._request(checker, {"op": "time_baseline"}, self.c.limits.bench_s)
-        self.c.count_spent("checker.prepare_baseline", readied)
+                reply = self._request(checker, {"op": "time_baseline",
+                                                "timing": self.c.timing_config,
+                                                "cases": [(case.params, self.c.seed())
+                                                          for case, _ in untimed]},
+                                      self.c.limits.bench_s)
         self.c.count_spent("checker.time_baseline", reply)
         for (_, key), stats in zip(untimed, reply["cases"]):
             self.c.baselines.put_first(key, stats)
@@ -456,35 +453,25 @@ class _Walk:
         baseline = self._baseline_stats()
         give_up = [self._give_up(key) for key in self._case_keys()]
         order = timing_order(baseline)
+        with self.c.device_lock.shared():
+            timed_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(), expect=False)
+                            for at in order]
         timing_config = self.c.timing_config
         screen = give_up[order[0]] is not None
-        request = {"op": "bench", "screen": screen,
-                   "cases": [{"give_up_above_us": give_up[at],
+        request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
+                   "screen": screen,
+                   "cases": [{"inputs": inputs, "give_up_above_us": give_up[at],
                               "floors_us": timing.case_floors_us(
                                   self.c.device, self.task.flops, self.task.bytes,
-                                  self.cases[at].params)} for at in order]}
-        timed_inputs = []
-        try:
-            with self.c.device_lock.shared():  # inputs, warm-up and capture beside other work
-                for at in order:
-                    timed_inputs.append(self._prepare(checker, worker, self.cases[at],
-                                                      self.c.seed(), expect=False))
-                start = time.monotonic()
-                readied = self._request(worker, {
-                    "op": "prepare_bench", "cases": [{"inputs": inputs} for _, inputs in timed_inputs],
-                    "timing": dataclasses.asdict(timing_config) if timing_config else None},
-                    self.c.limits.bench_s)
-                self.bench_s += time.monotonic() - start
-            self.c.count_spent("candidate.prepare_bench", readied)
-            with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait
-                start = time.monotonic()
-                try:
-                    reply = self._request(worker, request, self.c.limits.bench_s)
-                finally:
-                    wall_s = time.monotonic() - start
-                    self.bench_s += wall_s
-        finally:
-            if timed_inputs:
+                                  self.cases[at].params)}
+                             for (_, inputs), at in zip(timed_inputs, order)]}
+        with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
+            start = time.monotonic()
+            try:
+                reply = self._request(worker, request, self.c.limits.bench_s)
+            finally:
+                wall_s = time.monotonic() - start
+                self.bench_s += wall_s
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
         self.c.count_spent("candidate.bench", reply)

@@ -62,7 +62,6 @@ class Checker:
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
         self.baselines: dict[str, object] = {}
-        self.staged_baseline: tuple[str, list] | None = None  # (task, [(params, Prepared)])
 
     def reset(self, request: dict) -> dict:
         """Forgets the last walk (a new candidate starts) and hands its device memory back."""
@@ -71,7 +70,6 @@ class Checker:
         self.prepared.clear()
         self.last_call = None
         self.output_digests.clear()
-        self.staged_baseline = None
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True}
 
@@ -198,41 +196,22 @@ class Checker:
             self.torch.cuda.synchronize()
         return {"ok": True}
 
-    def prepare_baseline(self, request: dict) -> dict:
-        """Readies the warmed baseline for timing on each case, beside other work: buffers
-        of the case's own, refilled with other values before every run, the warm-up calls
-        and the graph capture (`timing.prepare`); `time_baseline` then only times."""
+    def time_baseline(self, request: dict) -> dict:
+        """Times the task's trusted baseline on each case with the candidates' protocol."""
         from fitness import timing
 
         task = request["task"]
         baseline = self._baseline(task)
-        staged, spent = [], {}
-        with timing.accounted(spent):
+        results, spent = [], {}
+        with timing.accounted(spent), timing.one_callers_cases():
             for params, seed in request["cases"]:
                 with timing.phase("buffers"):
                     inputs = task.make_inputs(params, seed, self.device.torch_device)
                     buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
                     refill = timing.refiller(buffers, timing.variants(inputs))
-                staged.append((params, timing.prepare([lambda b=buffers: baseline(*b)],
-                                                      self.device, request.get("timing"), refill)))
-        self.staged_baseline = (task.name, staged)
-        return {"ok": True, "spent_s": spent}
-
-    def time_baseline(self, request: dict) -> dict:
-        """Times the baseline `prepare_baseline` readied last, on each case, with the
-        candidates' protocol."""
-        from fitness import timing
-
-        task = request["task"]
-        name, staged = self.staged_baseline or (None, [])
-        self.staged_baseline = None
-        if name != task.name:
-            raise RuntimeError(f"time_baseline of {task.name!r} without its prepare_baseline")
-        results, spent = [], {}
-        with timing.accounted(spent), timing.one_callers_cases():
-            for params, prepared in staged:
                 floors = timing.case_floors_us(self.device, task.flops, task.bytes, params)
-                stats = timing.bench_prepared(prepared, floors_us=[floors])
+                stats = timing.bench([lambda: baseline(*buffers)], self.device,
+                                     request.get("timing"), refill, floors_us=[floors])
                 results.append(stats[0].__dict__)
         return {"ok": True, "cases": results, "spent_s": spent}
 
@@ -271,8 +250,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         checker = Checker(init, channel)
         return ({"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
                  "discard": checker.discard, "time_baseline": checker.time_baseline,
-                 "warm_baseline": checker.warm_baseline,
-                 "prepare_baseline": checker.prepare_baseline},
+                 "warm_baseline": checker.warm_baseline},
                 {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's

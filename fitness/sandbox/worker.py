@@ -9,8 +9,7 @@ as they were after the call going back as raw files in its own /sandbox. It make
 torch ops, timings) is evidence, cross-checked by the judge.
 
 Stages, one request each: load (import + entry point + arity), call (one input set; outputs
-written), prepare_bench (buffers of every case, warm-up, graph capture: beside other work),
-bench (time every prepared case on input sets that change between runs, keep the buffers),
+written), bench (time every case on input sets that change between runs, keep the buffers),
 recheck (refill the timed buffers in place with fresh inputs, call, write outputs), harness
 (an external suite's own harness on a module; see `fitness.sandbox.harness_run`).
 """
@@ -83,7 +82,6 @@ class Worker:
         self.entry = None
         self.module_path = None
         self.stall_s = None  # the judge's stall limit for the loaded candidate
-        self.staged: list[tuple] = []  # per case: (buffers, timing.Prepared), for bench
         self.timed: list[list] = []  # per case: the buffers the candidate was timed on
         self.previous_inputs: list = []
         self.channel = channel
@@ -99,7 +97,7 @@ class Worker:
 
     def load(self, request: dict) -> dict:
         self.entry = None
-        self.staged, self.timed, self.previous_inputs = [], [], []  # the last candidate's
+        self.timed, self.previous_inputs = [], []  # the last candidate's, then its memory
         self._remap([])
         shared_memory.return_cached_memory(self.device.backend)
         self._loaded += 1
@@ -200,53 +198,36 @@ class Worker:
         self.previous_inputs = inputs
         return {**written, "observed": observed} if written["ok"] else written
 
-    def prepare_bench(self, request: dict) -> dict:
-        """Readies each case for timing, beside other work (the judge does not hold the
-        device alone yet): the judge's inputs cloned into buffers of the case's own that
-        are refilled before every run with other values (`timing.variants`, so nothing
-        computed once can be replayed), the warm-up calls and the graph capture
-        (`timing.prepare`). `bench` then only times."""
+    def bench(self, request: dict) -> dict:
+        """Times the candidate on each case; its input buffers are refilled before every run
+        with other values (`timing.variants`), so nothing computed once can be replayed.
+        A case's `give_up_above_us` (the judge's best so far, with a margin) lets a clear
+        loser stop after its first batch of runs, its `floors_us` (the work at the device's
+        peaks) tell the timing whether it must settle as a kernel that heats the chip; with
+        `screen`, a candidate that stops so on the first case (the representative one) is
+        not timed on the others."""
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
-        self.staged, self.timed, mapped, spent = [], [], [], {}
-        with timing.accounted(spent):
+        results, self.timed, mapped, spent = [], [], [], {}
+        with timing.accounted(spent), timing.one_callers_cases():
             for case in request["cases"]:
                 with timing.phase("buffers"):
                     inputs, _ = self._inputs(case["inputs"], mapped)
                     buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
                     refill = timing.refiller(buffers, timing.variants(inputs))
-                self.staged.append((buffers, timing.prepare([lambda b=buffers: self.entry(*b)],
-                                                            self.device, config, refill)))
-            with timing.phase("release"):
-                self._remap(mapped)
-        return {"ok": True, "spent_s": spent}
-
-    def bench(self, request: dict) -> dict:
-        """Times the cases `prepare_bench` readied, in order. A case's `give_up_above_us`
-        (the judge's best so far, with a margin) lets a clear loser stop after its first
-        batch of runs, its `floors_us` (the work at the device's peaks) tell the timing
-        whether it must settle as a kernel that heats the chip; with `screen`, a candidate
-        that stops so on the first case (the representative one) is not timed on the
-        others."""
-        from fitness import timing
-
-        staged, self.staged = self.staged, []
-        if len(staged) != len(request["cases"]):
-            return {"ok": False, "kind": "harness_error",
-                    "trace": f"bench of {len(request['cases'])} cases, {len(staged)} prepared"}
-        results, spent = [], {}
-        with timing.accounted(spent), timing.one_callers_cases():
-            for (buffers, prepared), case in zip(staged, request["cases"]):
                 give_up = case.get("give_up_above_us")
-                stats = timing.bench_prepared(
-                    prepared, give_up_above_us=[give_up if isinstance(give_up, (int, float))
-                                                else None],
-                    floors_us=[tuple(case["floors_us"]) if case.get("floors_us") else None])
+                stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill,
+                                     give_up_above_us=[give_up if isinstance(give_up, (int, float))
+                                                       else None],
+                                     floors_us=[tuple(case["floors_us"])
+                                                if case.get("floors_us") else None])
                 self.timed.append(buffers)
                 results.append(stats[0].__dict__)
                 if request.get("screen") and len(results) == 1 and stats[0].stopped == "slower":
                     break  # a clear loser on the representative case: the judge asked no more
+            with timing.phase("release"):
+                self._remap(mapped)
         return {"ok": True, "cases": results, "spent_s": spent}
 
     def recheck(self, request: dict) -> dict:
@@ -290,8 +271,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
 
     def start(init: dict) -> tuple[dict, dict]:
         worker = state["worker"] = Worker(init, channel)
-        return ({"load": worker.load, "call": worker.call,
-                 "prepare_bench": worker.prepare_bench, "bench": worker.bench,
+        return ({"load": worker.load, "call": worker.call, "bench": worker.bench,
                  "recheck": worker.recheck, "harness": worker.harness},
                 {"shares": worker.shares})
 
