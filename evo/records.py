@@ -47,6 +47,7 @@ FAILURE_KINDS = (
     "cheat_forged_timing",
     "nondeterministic",
     "sandbox_error",
+    "out_of_memory",
 )
 """Every value `Evaluation.failure_kind` may take (None means no failure)."""
 

@@ -197,6 +197,17 @@ def test_dying_workers_do_not_stop_the_pool(ungated_evaluator):
     assert after.correct, after.error_trace
 
 
+def test_out_of_memory_is_walked_once_more_before_it_is_blamed(ungated_evaluator):
+    # On a GPU the pool's processes share the device's memory: a neighbour may have taken it.
+    retries_before = ungated_evaluator.stats()["retries"]
+    hungry = add_source(pre_return="raise torch.OutOfMemoryError('CUDA out of memory. Tried to "
+                                   "allocate 1.54 GiB')")
+    evaluation = ungated_evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", hungry))
+    assert (evaluation.failure_kind, evaluation.stage_reached) == ("out_of_memory", "run")
+    assert "Tried to allocate" in evaluation.error_trace
+    assert ungated_evaluator.stats()["retries"] == retries_before + 1
+
+
 def test_candidate_finds_no_secret_in_its_environment(ungated_evaluator, monkeypatch):
     monkeypatch.setenv("FAKE_API_KEY", "sk-fake-do-not-leak")
     monkeypatch.setenv("MYSQL_PWD", "tok-fake-do-not-leak")

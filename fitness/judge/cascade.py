@@ -32,6 +32,11 @@ from fitness.pool import WorkerFault, relay_fd
 RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
 """A worker or checker death of these kinds may be a neighbour's fault or a pool restart:
 the candidate is walked once more on fresh processes before it is blamed."""
+RETRIED_FAILURES = frozenset({"out_of_memory"})
+"""Failures that may be a neighbour's fault too, so the candidate is walked once more: a
+GPU's memory is shared by every worker and checker of the pool, and the candidates being
+walked beside this one (cross_entropy's inputs are 1.5 GiB a case) can leave it none. Seen
+on the whole-suite campaign: 2 of 544 candidates of an H200 failed to clone their inputs."""
 BASELINE_JOBS = 2
 """Baselines warmed and timed at once, each on a checker of its own (`Cascade.baseline_job`):
 the Evaluator's checker pool holds this many beside one per candidate worker."""
@@ -140,15 +145,21 @@ class Cascade:
                 walk.run()
             except _Failed as failed:
                 walk.fail(failed.stage, failed.kind, failed.detail)
+                if failed.kind in RETRIED_FAILURES and attempt == 0:
+                    self._count_retry()
+                    continue
             except WorkerFault as fault:
                 tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
                 walk.fail(walk.stage, fault.kind, fault.detail + tail)
                 if fault.kind in RETRIED_FAULTS and attempt == 0:
-                    with self._counters_lock:
-                        self.retries += 1
+                    self._count_retry()
                     continue
             break
         return walk.evaluation()
+
+    def _count_retry(self) -> None:
+        with self._counters_lock:
+            self.retries += 1
 
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
@@ -267,7 +278,7 @@ class _Walk:
             self.c.count_request(f"{process.role}.{request['op']}", time.monotonic() - started)
         if not reply.get("ok"):
             kind = reply.get("kind", "harness_error")
-            if not process.sandboxed:
+            if not process.sandboxed and kind != "out_of_memory":
                 kind = "harness_error"  # a checker failing is the task's or the harness's fault
             stage = "compile" if kind in ("compile_error", "unsupported_on_backend") else (stage or self.stage)
             raise _Failed(stage, kind, str(reply.get("trace", "")))

@@ -254,7 +254,9 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
                 {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's
-        return {"ok": False, "kind": "harness_error",
+        # fault, unless the shared device ran out of memory (`cascade.RETRIED_FAULTS`)
+        kind = "out_of_memory" if isinstance(error, torch.OutOfMemoryError) else "harness_error"
+        return {"ok": False, "kind": kind,
                 "trace": "".join(traceback.format_exception(error))[-4000:]}
 
     protocol.serve(request_fd, reply_fd, start, on_error, pickled=True)

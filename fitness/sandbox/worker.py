@@ -47,6 +47,8 @@ def _classify(error: BaseException) -> tuple[str, bool]:
     names = {cls.__name__ for cls in type(error).__mro__}
     if any(marker in text for marker in _FATAL_MARKERS):
         return "illegal_memory_access", True
+    if "OutOfMemoryError" in names:  # the device is shared: maybe a neighbour's memory
+        return "out_of_memory", False
     if "cuda error" in text or "hip error" in text or "acceleratorerror" in text.replace(" ", ""):
         return "runtime_error", True
     if any(option in text for option in AMD_ONLY_LAUNCH_OPTIONS):
