@@ -3,9 +3,10 @@
 Installed by the worker before any candidate is imported: a Triton launch counter, a torch
 dispatch recorder that also poisons fresh allocations with NaN (a kernel that leaves outputs
 unwritten fails), a thread-start watch (work moved to a thread escapes the recorder), a
-tripwire on the task's reference, a snapshot of the harness functions a candidate
-might patch, and a watch that ends the process when the candidate's own code spins. These observations are reported; the verdicts are made by the parent
-(`fitness.anticheat`), whose code the candidate cannot reach.
+tripwire on the task's reference, a snapshot of the harness functions a candidate might
+patch, and a watch that ends the process when the candidate's own code spins. These
+observations are reported; the verdicts are made by the parent (`fitness.anticheat`), whose
+code the candidate cannot reach.
 """
 
 from __future__ import annotations
