@@ -87,9 +87,10 @@ class StallWatch:
     Why: a stage limit cannot tell a host loop from a long compilation by time alone, so a
     `while True` in the entry point held its worker for the whole limit (minutes for a
     first call). The watch is a daemon thread that samples the main thread's innermost
-    frame while armed (`watching`, around import and correctness calls: timing is left
-    undisturbed). It lives in the untrusted process, so a candidate can disarm it; that
-    only gives the candidate back the stage limit, and ending early only fails itself.
+    frame while armed (`watching`, around import and correctness calls); disarmed, it
+    sleeps until armed again, so timing is left undisturbed. It lives in the untrusted
+    process, so a candidate can disarm it; that only gives the candidate back the stage
+    limit, and ending early only fails itself.
     """
 
     def __init__(self, launches: LaunchCounter, interval_s: float = 0.1):
@@ -97,6 +98,7 @@ class StallWatch:
         self.interval_s = interval_s
         self._main = threading.get_ident()
         self._armed: tuple[str, Stall] | None = None
+        self._wake = threading.Event()  # set while armed
 
     def install(self) -> None:
         threading.Thread(target=self._watch, name="stall-watch", daemon=True).start()
@@ -104,15 +106,19 @@ class StallWatch:
     @contextlib.contextmanager
     def watching(self, module_path: str, stall_s: float | None):
         """Arms the watch for code in `module_path` (no watch when `stall_s` is None)."""
-        self._armed = (module_path, Stall(stall_s)) if stall_s else None
+        if stall_s:
+            self._armed = (module_path, Stall(stall_s))
+            self._wake.set()
         try:
             yield
         finally:
             self._armed = None
+            self._wake.clear()
 
     def _watch(self) -> None:
         sleep, clock, frames = time.sleep, time.monotonic, sys._current_frames
         while True:
+            self._wake.wait()
             sleep(self.interval_s)
             armed = self._armed
             if armed is None:
