@@ -107,17 +107,26 @@ def available(backend: str) -> bool:
         return False
 
 
-def return_cached_memory(backend: str) -> None:
-    """Returns the blocks torch's caching allocator keeps in this process to the driver.
+def return_cached_memory(backend: str, above_bytes: int = 0) -> None:
+    """Returns the blocks torch's caching allocator keeps in this process to the driver,
+    when they come to more than `above_bytes`.
 
     Every worker and checker of a pool shares one GPU, and each one's allocator would
     otherwise keep its largest walk's memory forever: sixteen processes holding a few GiB
-    each left a 141 GiB H200 without room for a shared buffer. Called between candidates.
+    each left a 141 GiB H200 without room for a shared buffer. Called between candidates,
+    and (with a threshold, so small tasks do not pay a free and a malloc per call) after
+    the requests that leave large temporaries behind: a reference's, a timing's.
     """
     if backend in ("cuda", "rocm"):
         import torch
 
-        torch.cuda.empty_cache()
+        if torch.cuda.memory_reserved() - torch.cuda.memory_allocated() > above_bytes:
+            torch.cuda.empty_cache()
+
+
+LARGE_CACHE_BYTES = 256 << 20
+"""Cached memory past this is returned after a request that allocated it: one case of the
+largest built-in task (cross_entropy) leaves several GiB of temporaries behind."""
 
 
 def _prop(device: int) -> _AllocationProp:

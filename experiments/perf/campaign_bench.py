@@ -39,6 +39,8 @@ from fitness import actor as fitness_actor  # noqa: E402
 from operators import offline  # noqa: E402
 from operators.scripted_server import Reply, ScriptedServer  # noqa: E402
 
+from gpu_memory import MemoryPeak  # noqa: E402  (beside this script)
+
 
 class VariantAnswers:
     """Answers each chat request with a fresh launch-config variant of its task's baseline.
@@ -116,7 +118,8 @@ def main(argv=None) -> int:
           else contextlib.nullcontext()) as server:
         config = build_config(args, server.base_url if server else None)
         started = time.monotonic()
-        summary = campaign.run_campaign(config, Path(args.out), fitness_actors=actors)
+        with MemoryPeak() as memory:
+            summary = campaign.run_campaign(config, Path(args.out), fitness_actors=actors)
         wall_s = time.monotonic() - started
     stats = ray.get([a.stats.remote() for a in actors], timeout=300)
     evaluated = sum(s["evaluated"] - s0["evaluated"] for s, s0 in zip(stats, started_stats))
@@ -138,6 +141,8 @@ def main(argv=None) -> int:
         "gpu_kernel_fraction": kernel_busy,
         "timing_wait_fraction": waited,
         "failures": {kind: count for kind, count in sorted(failures.items()) if count},
+        "retries": sum(s["retries"] - s0["retries"] for s, s0 in zip(stats, started_stats)),
+        "peak_gpu_memory_mib": memory.peak_mib,
         "engine_overhead_ms_per_candidate": summary.engine_overhead_ms_per_candidate,
         "llm_requests": len(server.requests) if server else 0,
         "best_speedup": {name: r.best_speedup for name, r in summary.tasks.items()},
@@ -152,7 +157,9 @@ def main(argv=None) -> int:
           f"{', '.join(f'{100 * b:.1f}%' for b in kernel_busy)} | "
           f"{summary.engine_overhead_ms_per_candidate:.1f} |")
     print(f"timing runs waiting for their GPU: {', '.join(f'{100 * w:.0f}%' for w in waited)} "
-          f"of the wall time; failures by kind: {result['failures']}")
+          f"of the wall time; failures by kind: {result['failures']}; walks retried: "
+          f"{result['retries']}")
+    print(f"peak device memory used (nvidia-smi, twice a second): {memory.text()}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     for handle in actors:

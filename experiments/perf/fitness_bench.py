@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 from benchmarks.registry import builtin  # noqa: E402
 from evo.records import Candidate, Task, make_candidate  # noqa: E402
+from gpu_memory import MemoryPeak  # noqa: E402  (beside this script)
 
 _NAIVE_SCRIPT = r'''
 import importlib.util, sys, torch
@@ -84,7 +85,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         start = time.monotonic()
         before = evaluator.stats()
         evaluations = []
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        with MemoryPeak() as memory, concurrent.futures.ThreadPoolExecutor(workers) as pool:
             futures = {pool.submit(timed_evaluate, evaluator, task, candidate): why
                        for task, candidate, why in batch}
             walk_s = collections.defaultdict(list)  # intent -> seconds per evaluate() call
@@ -107,6 +108,13 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         print(f"  timing runs waited for the device {waited_s:.1f} s in all "
               f"({100 * waited_s / wall_s:.0f}% of the wall time); walks waited for it "
               f"{after['walk_wait_s'] - before['walk_wait_s']:.1f} s in all", flush=True)
+        alone_s = sum(after["request_s"].get(name, 0.0) - before["request_s"].get(name, 0.0)
+                      for name in ("candidate.bench", "checker.time_baseline"))
+        print(f"  device held alone to time: {alone_s:.1f} s ({100 * alone_s / wall_s:.0f}% of "
+              f"the wall time): with nothing else on the critical path the batch could not "
+              f"beat {60 * len(batch) / max(alone_s, 1e-9):.0f} candidates/min", flush=True)
+        print(f"  peak device memory used (nvidia-smi, twice a second): {memory.text()}",
+              flush=True)
         print("  seconds per evaluate() call by intent (mean, max): " + ", ".join(
             f"{why} {statistics.mean(spent):.2f} {max(spent):.2f}" for why, spent in sorted(walk_s.items())),
             flush=True)

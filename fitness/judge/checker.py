@@ -96,10 +96,14 @@ class Checker:
                 shared_memory.send_fd(self.channel, fd, token)
             finally:
                 os.close(fd)
-            return {"ok": True, "shared": layout}
-        specs = protocol.write_values(request["dir"], request["prefix"], inputs)
-        self.prepared[token] = _Prepared(pristine, expected, seed, specs, request["dir"])
-        return {"ok": True, "specs": specs}
+            reply = {"ok": True, "shared": layout}
+        else:
+            specs = protocol.write_values(request["dir"], request["prefix"], inputs)
+            self.prepared[token] = _Prepared(pristine, expected, seed, specs, request["dir"])
+            reply = {"ok": True, "specs": specs}
+        # the reference's temporaries, cached here until the next walk otherwise
+        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
+        return reply
 
     def _outputs(self, entry: _Prepared, where: str, specs) -> list:
         """Returns the worker's outputs as private tensors: from the shared buffer's slots
@@ -194,6 +198,7 @@ class Checker:
             baseline(*task.make_inputs(params, seed, self.device.torch_device))
         if self.device.backend != "interpreter":
             self.torch.cuda.synchronize()
+        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True}
 
     def time_baseline(self, request: dict) -> dict:
@@ -213,6 +218,7 @@ class Checker:
                 stats = timing.bench([lambda: baseline(*buffers)], self.device,
                                      request.get("timing"), refill, floors_us=[floors])
                 results.append(stats[0].__dict__)
+        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, "cases": results, "spent_s": spent}
 
 

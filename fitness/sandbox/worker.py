@@ -246,8 +246,12 @@ class Worker:
             if not written["ok"]:
                 return written
             results.append({**written, "observed": observed})
-        self._remap(mapped)
-        self.timed = []
+        # The walk's last request: its buffers go now, not when the next candidate loads,
+        # so an idle worker does not sit on a walk's inputs and timing copies (GiBs for the
+        # largest tasks) while its neighbours need the memory.
+        self._remap([])
+        self.timed, self.previous_inputs = [], []
+        shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True, "cases": results}
 
     def harness(self, request: dict) -> dict:
