@@ -101,7 +101,9 @@ class Checker:
             specs = protocol.write_values(request["dir"], request["prefix"], inputs)
             self.prepared[token] = _Prepared(pristine, expected, seed, specs, request["dir"])
             reply = {"ok": True, "specs": specs}
-        # the reference's temporaries, cached here until the next walk otherwise
+        # the inputs (packed or written) and the reference's temporaries, which would
+        # otherwise stay cached here until the next walk
+        del inputs
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return reply
 

@@ -89,6 +89,7 @@ class Worker:
         self.channel = channel
         self.shares = channel is not None and shared_memory.available(self.device.backend)
         self.mapped: list = []  # shared buffers of the last request (its inputs and outputs)
+        self.fresh: list = []  # shared buffers this request has mapped so far
         self._loaded = 0
         with instrument.OpRecorder(self.launches):  # the first dispatch mode pays imports
             probe.run(self.device.torch_device)
@@ -100,7 +101,7 @@ class Worker:
     def load(self, request: dict) -> dict:
         self.entry = None
         self.timed, self.previous_inputs = [], []  # the last candidate's, then its memory
-        self._remap([])
+        self._unmap_all()
         shared_memory.return_cached_memory(self.device.backend)
         self._loaded += 1
         name = f"candidate_{self._loaded}"
@@ -129,10 +130,11 @@ class Worker:
         self.entry = entry
         return {"ok": True, "patched": self.snapshot.changed()}
 
-    def _inputs(self, where: dict, mapped: list) -> tuple[list, object]:
+    def _inputs(self, where: dict) -> tuple[list, object]:
         """Returns (input values, the shared buffer they live in or None). A shared buffer
         is mapped from the descriptor the engine relayed, labelled with the call's token,
-        and appended to `mapped`."""
+        and kept in `fresh` from that moment: a request that fails half-way leaves it
+        there, to be released with the next request's older buffers instead of never."""
         if "shared" not in where:
             return protocol.read_values(_INPUTS_DIR, where["specs"], self.device.torch_device), None
         layout = where["shared"]
@@ -141,15 +143,21 @@ class Worker:
             buffer = shared_memory.SharedBuffer.open(fd, layout["size"], self.torch.cuda.current_device())
         finally:
             os.close(fd)
-        mapped.append(buffer)
+        self.fresh.append(buffer)
         return shared_memory.unpack(buffer, layout["values"]), buffer
 
-    def _remap(self, mapped: list) -> None:
-        """Releases the previous request's buffers now that this one's are mapped (so two
+    def _remap(self) -> None:
+        """Releases the older requests' buffers now that this one's are mapped (so two
         calls never share input addresses)."""
         for buffer in self.mapped:
             buffer.release()
-        self.mapped = mapped
+        self.mapped, self.fresh = self.fresh, []
+
+    def _unmap_all(self) -> None:
+        """Releases every buffer this process maps: the walk is over. A mapping dropped
+        without release would hold the checker's memory for as long as this process lives."""
+        self._remap()
+        self._remap()
 
     def _observed_call(self, inputs) -> tuple[object, dict]:
         from fitness.sandbox.instrument import OpRecorder
@@ -189,9 +197,8 @@ class Worker:
     def call(self, request: dict) -> dict:
         if self.entry is None:
             return {"ok": False, "kind": "harness_error", "trace": "call before a successful load"}
-        mapped = []
-        inputs, shared = self._inputs(request["inputs"], mapped)
-        self._remap(mapped)
+        inputs, shared = self._inputs(request["inputs"])
+        self._remap()
         out, observed = self._observed_call(inputs)  # errors: _serve classifies
         written = self._write(out, inputs, request["prefix"], request.get("with_inputs", True),
                               request["inputs"], shared)
@@ -211,11 +218,11 @@ class Worker:
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
-        results, self.timed, mapped, spent = [], [], [], {}
+        results, self.timed, spent = [], [], {}
         with timing.accounted(spent), timing.one_callers_cases():
             for case in request["cases"]:
                 with timing.phase("buffers"):
-                    inputs, _ = self._inputs(case["inputs"], mapped)
+                    inputs, _ = self._inputs(case["inputs"])
                     buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
                     refill = timing.refiller(buffers, timing.variants(inputs))
                 give_up = case.get("give_up_above_us")
@@ -229,16 +236,16 @@ class Worker:
                 if request.get("screen") and len(results) == 1 and stats[0].stopped == "slower":
                     break  # a clear loser on the representative case: the judge asked no more
             with timing.phase("release"):
-                self._remap(mapped)
+                self._remap()
         return {"ok": True, "cases": results, "spent_s": spent}
 
     def recheck(self, request: dict) -> dict:
         """Refills the timed buffers in place (same pointers) with fresh inputs, calls the
         candidate and writes its outputs: a result cached during timing is caught."""
-        results, mapped = [], []
+        results = []
         for buffers, case in zip(self.timed, request["cases"]):
-            fresh, shared = self._inputs(case["inputs"], mapped)
-            for old, new in zip(buffers, fresh):
+            values, shared = self._inputs(case["inputs"])
+            for old, new in zip(buffers, values):
                 if isinstance(old, self.torch.Tensor):
                     old.copy_(new)
             out, observed = self._observed_call(buffers)
@@ -246,10 +253,11 @@ class Worker:
             if not written["ok"]:
                 return written
             results.append({**written, "observed": observed})
-        # The walk's last request: its buffers go now, not when the next candidate loads,
-        # so an idle worker does not sit on a walk's inputs and timing copies (GiBs for the
-        # largest tasks) while its neighbours need the memory.
-        self._remap([])
+        # The walk's last request: every buffer it mapped (the timing's and this one's)
+        # goes now, not when the next candidate loads, so an idle worker does not sit on a
+        # walk's inputs and timing copies (GiBs for the largest tasks) while its neighbours
+        # need the memory.
+        self._unmap_all()
         self.timed, self.previous_inputs = [], []
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True, "cases": results}
