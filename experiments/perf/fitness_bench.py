@@ -89,9 +89,11 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
             futures = {pool.submit(timed_evaluate, evaluator, task, candidate): why
                        for task, candidate, why in batch}
             walk_s = collections.defaultdict(list)  # intent -> seconds per evaluate() call
+            scored_at = {}  # candidate id -> seconds into the batch its verdict came back
             for future in concurrent.futures.as_completed(futures):
                 evaluation, seconds = future.result()
                 evaluations.append(evaluation)
+                scored_at[evaluation.candidate_id] = time.monotonic() - start
                 walk_s[futures[future]].append(seconds)
                 if len(evaluations) % 20 == 0:  # partial numbers survive a cut-off run
                     print(f"  {len(evaluations)}/{len(batch)} scored in "
@@ -127,8 +129,13 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
     for e in false_failures:
         print(f"  FALSE FAILURE {e.candidate_id}: {e.failure_kind} at {e.stage_reached}: "
               f"{e.error_trace[-300:]}", flush=True)
+    in_batch = in_batch_spread(batch, evaluations, evaluator.device)
+    bounded = [d for d in in_batch if d[2] >= REPEAT_BOUND_US]
+    if bounded:
+        print(f"  copies of the case that spread most: {copies_of(max(bounded)[1], batch, evaluations, evaluator.device, scored_at)}",
+              flush=True)
     return {"wall_s": wall_s, "busy": busy_s / wall_s, "kernel_busy": kernel_s / wall_s,
-            "verdicts": verdicts, "in_batch": in_batch_spread(batch, evaluations, evaluator.device),
+            "verdicts": verdicts, "in_batch": in_batch,
             "warmup_s": warmup_s, "repeat": repeat, "false_failures": len(false_failures),
             "retries": retries,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
@@ -167,6 +174,23 @@ def in_batch_spread(batch, evaluations, device) -> list[tuple[float, str, float,
                 latencies[f"{task.name} {case.name}"].append(latency)
     return [(max(values) / min(values) - 1, label, min(values), max(values))
             for label, values in latencies.items() if len(values) > 1]
+
+
+def copies_of(label: str, batch, evaluations, device, scored_at: dict) -> str:
+    """Returns each copy's p20 / median / p80 on case `label` ("task case") and when its
+    verdict came back: whether a slow copy was slow in every run (the clock) or in some
+    (a neighbour on the device), and what ran at the time."""
+    tasks = {candidate.id: task for task, candidate, intent in batch if intent == "correct"}
+    found = []
+    for evaluation in evaluations:
+        task = tasks.get(evaluation.candidate_id)
+        if task is None or not evaluation.correct:
+            continue
+        for at, case in enumerate(task.cases_for(device.backend)):
+            if f"{task.name} {case.name}" == label and evaluation.latency_us[at] is not None:
+                found.append(f"{evaluation.latency_p20_us[at]:.1f}/{evaluation.latency_us[at]:.1f}/"
+                             f"{evaluation.latency_p80_us[at]:.1f} us at {scored_at[evaluation.candidate_id]:.1f} s")
+    return f"{label}: " + "; ".join(found)
 
 
 def repeatability(evaluator, tasks) -> list[tuple[float, str, float, float]]:
