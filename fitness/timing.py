@@ -36,8 +36,8 @@ from typing import Callable, Mapping, Sequence
 
 from fitness.device import DeviceInfo
 from fitness.timing_rules import (  # noqa: F401  (re-exported: the timing vocabulary)
-    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, heavy, median_ci_ranks, next_batch_runs,
-    settled, stop_reason)
+    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, drifted, heavy, median_ci_ranks,
+    next_batch_runs, settled, stop_reason)
 
 _perf_counter = time.perf_counter
 
@@ -195,13 +195,16 @@ def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], co
 
     `run_batch(active, runs)` times `runs` interleaved runs of each callable index in
     `active` and returns their samples (us), one list per index; a callable that stopped is
-    no longer run, the others go on interleaved. Every active callable has the same number
-    of runs, so one batch size serves all. With `floors_us` (one entry per callable), a
+    no longer run, the others go on interleaved. One batch size serves all (sized on the
+    first active callable's runs). With `floors_us` (one entry per callable), a
     callable `heavy` at its first batch's median is timed for `heavy_min_timed_s` at least.
+    A callable whose runs `drifted` by the time it would stop is timed again from no runs,
+    up to `config.retakes` times.
     """
     samples: list[list[float]] = [[] for _ in range(count)]
     stopped: list[str | None] = [None] * count
     min_timed_s: list[float] | None = None
+    retakes = [config.retakes] * count
     while None in stopped:
         active = [index for index in range(count) if stopped[index] is None]
         new = run_batch(active, next_batch_runs(len(samples[active[0]]), config))
@@ -212,8 +215,11 @@ def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], co
                 statistics.median(bucket), floors_us[index], config) else 0.0
                 for index, bucket in enumerate(samples)]
         for index in active:
-            stopped[index] = stop_reason(samples[index], config, give_up_above_us[index],
-                                         min_timed_s[index])
+            why = stop_reason(samples[index], config, give_up_above_us[index], min_timed_s[index])
+            if why in ("ci", "max") and retakes[index] > 0 and drifted(samples[index], config):
+                retakes[index] -= 1
+                samples[index], why = [], None
+            stopped[index] = why
     return [_summarize(bucket, method, why)
             for bucket, method, why in zip(samples, methods, stopped)]
 

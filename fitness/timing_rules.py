@@ -62,6 +62,12 @@ class TimingConfig:
       settle_gap_s: heavy load that ended at most this long before a settling began counts
         toward its `settle_min_s`: the cases of one candidate, timed back to back, heat
         the chip once (each still needs two agreeing batches), not once each.
+      drift_rel, retakes: a callable whose runs, split in time order into halves, have
+        medians more than `drift_rel` apart timed two states of the device (the clock
+        stepped, or a neighbour's launch came or went) and its median is of neither: its
+        runs are dropped and it is timed again, at most `retakes` times. Seen on an H200
+        in a busy pool: one copy of matmul 4097^3 ran 20% of its runs at 1340 us and the
+        rest at 1713-1733 us, while three copies timed seconds later took 1344-1347 us.
     """
 
     warmup_runs: int = 3
@@ -80,9 +86,11 @@ class TimingConfig:
     settle_batch_s: float = 0.02
     settle_rel: float = 0.01
     settle_gap_s: float = 0.05
+    drift_rel: float = 0.03
+    retakes: int = 1
 
 
-INTERPRETER_TIMING = TimingConfig(warmup_runs=1, min_runs=3, max_runs=3)
+INTERPRETER_TIMING = TimingConfig(warmup_runs=1, min_runs=3, max_runs=3, retakes=0)
 
 STOP_REASONS = ("ci", "slower", "max")
 """Why timing a callable stopped: its median's interval is tight; the interval lies above the
@@ -137,6 +145,17 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
     if runs >= config.max_runs or sum(ordered) * 1e-6 >= max(config.max_timed_s, min_timed_s):
         return "max"
     return None
+
+
+def drifted(samples_us: Sequence[float], config: TimingConfig) -> bool:
+    """Returns whether the runs (in the order they ran) drifted: the medians of the first
+    and the second half more than `drift_rel` apart. Too few runs for two medians of
+    `min_runs // 2` each never drift."""
+    half = len(samples_us) // 2
+    if half < max(config.min_runs // 2, 1):
+        return False
+    first, second = statistics.median(samples_us[:half]), statistics.median(samples_us[half:])
+    return abs(first - second) > config.drift_rel * min(first, second)
 
 
 def heavy(median_us: float, floors_us: tuple[float, float] | None,

@@ -14,7 +14,9 @@ from fitness import timing
 from fitness.device import DeviceInfo
 from fitness.judge import timing_report
 
-CONFIG = timing.TimingConfig(min_runs=20, max_runs=300, max_timed_s=10.0, ci_rel=0.005)
+CONFIG = timing.TimingConfig(min_runs=20, max_runs=300, max_timed_s=10.0, ci_rel=0.005,
+                             retakes=0)  # the stop rule alone; retakes are tested on their own
+RETAKING = timing.TimingConfig(min_runs=20, max_runs=300, max_timed_s=10.0, ci_rel=0.005)
 
 
 def stream(seed: int, draw):
@@ -152,7 +154,7 @@ def test_interleaved_callables_stop_independently():
 
 
 def test_wall_clock_bench_gives_up_on_a_clearly_slower_callable():
-    config = timing.TimingConfig(warmup_runs=1, min_runs=8, max_runs=40)
+    config = timing.TimingConfig(warmup_runs=1, min_runs=8, max_runs=40, retakes=0)
     calls = []
     stats = timing.bench([lambda: time.sleep(0.002), lambda: calls.append(1)],
                          DeviceInfo("interpreter", "cpu"), config, give_up_above_us=[500.0, None])
@@ -457,3 +459,27 @@ def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeyp
     assert stats.median_us == stats.p20_us == 28.0 and spent_s >= 0.08
     stats, spent_s = bench(settle_max_s=0.0)
     assert stats.median_us == 30.0 and spent_s < 0.08
+
+
+def test_runs_that_drift_between_halves_are_dropped_and_timed_again_once():
+    """A timing whose runs step from one level to another partway (a clock step, a
+    neighbour's launch) is taken again; the retake's runs alone make the median."""
+    steps = iter([100.0] * 8 + [128.0] * 200)  # 8 fast runs, then the device slowed down
+    [retaken], asked = timed(steps, config=RETAKING)
+    assert retaken.stopped == "ci" and retaken.p20_us == retaken.median_us == 128.0
+    # 30 runs stop on the interval (22 slow ones), drift, and are dropped; 20 new runs
+    assert asked == [((0,), 20), ((0,), 10), ((0,), 20)]
+    assert timing.drifted([100.0] * 8 + [128.0] * 12, RETAKING)
+    assert not timing.drifted([100.0] * 10 + [102.9] * 10, RETAKING)  # within 3%
+    assert not timing.drifted([100.0] * 4 + [128.0] * 4, RETAKING)  # too few runs to tell
+
+    # with no retakes, a drifting timing is kept as it is
+    [kept], asked = timed(iter([100.0] * 8 + [128.0] * 200))
+    assert (kept.p20_us, kept.median_us, kept.runs) == (100.0, 128.0, 30)
+
+
+def test_a_retake_that_drifts_again_is_kept():
+    once = timing.TimingConfig(min_runs=20, max_runs=20, retakes=1)
+    [stats], asked = timed(itertools.cycle([100.0] * 10 + [130.0] * 10), config=once)
+    assert asked == [((0,), 20), ((0,), 20)]  # the first take, one retake, no third
+    assert (stats.stopped, stats.runs, stats.p20_us, stats.p80_us) == ("max", 20, 100.0, 130.0)
