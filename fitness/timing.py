@@ -198,13 +198,14 @@ def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], co
     no longer run, the others go on interleaved. One batch size serves all (sized on the
     first active callable's runs). With `floors_us` (one entry per callable), a
     callable `heavy` at its first batch's median is timed for `heavy_min_timed_s` at least.
-    A callable whose runs `drifted` by the time it would stop is timed again from no runs,
-    up to `config.retakes` times.
+    A callable that is not heavy and whose runs `drifted` by the time it would stop is
+    timed again from no runs, up to `config.retakes` times; a heavy one drifts as it heats
+    the chip, which its settling and `heavy_min_timed_s` already span.
     """
     samples: list[list[float]] = [[] for _ in range(count)]
     stopped: list[str | None] = [None] * count
     min_timed_s: list[float] | None = None
-    retakes = [config.retakes] * count
+    retakes: list[int] = []
     while None in stopped:
         active = [index for index in range(count) if stopped[index] is None]
         new = run_batch(active, next_batch_runs(len(samples[active[0]]), config))
@@ -214,6 +215,7 @@ def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], co
             min_timed_s = [config.heavy_min_timed_s if floors_us is not None and heavy(
                 statistics.median(bucket), floors_us[index], config) else 0.0
                 for index, bucket in enumerate(samples)]
+            retakes = [0 if floor_s else config.retakes for floor_s in min_timed_s]
         for index in active:
             why = stop_reason(samples[index], config, give_up_above_us[index], min_timed_s[index])
             if why in ("ci", "max") and retakes[index] > 0 and drifted(samples[index], config):

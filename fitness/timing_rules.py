@@ -66,8 +66,10 @@ class TimingConfig:
         medians more than `drift_rel` apart timed two states of the device (the clock
         stepped, or a neighbour's launch came or went) and its median is of neither: its
         runs are dropped and it is timed again, at most `retakes` times. Seen on an H200
-        in a busy pool: one copy of matmul 4097^3 ran 20% of its runs at 1340 us and the
-        rest at 1713-1733 us, while three copies timed seconds later took 1344-1347 us.
+        in a busy pool: one copy of matmul 4097^3 (not `heavy`) ran 20% of its runs at
+        1340 us and the rest at 1713-1733 us, while three copies timed seconds later took
+        1344-1347 us. Heavy callables are not retaken: they drift as they heat the chip,
+        and retaking every one cost a whole-suite campaign on one H200 some 20% of its pace.
     """
 
     warmup_runs: int = 3

@@ -483,3 +483,20 @@ def test_a_retake_that_drifts_again_is_kept():
     [stats], asked = timed(itertools.cycle([100.0] * 10 + [130.0] * 10), config=once)
     assert asked == [((0,), 20), ((0,), 20)]  # the first take, one retake, no third
     assert (stats.stopped, stats.runs, stats.p20_us, stats.p80_us) == ("max", 20, 100.0, 130.0)
+
+
+def test_a_heavy_callable_that_drifts_is_not_retaken():
+    """A tensor-core kernel slows as it heats the chip (settling and its minimum timed span
+    cover that); only light callables are timed again."""
+    def timed_with(floors, fast_runs):
+        run_batch, _ = feeder(iter([268.0] * fast_runs + [280.0] * 10_000))
+        [stats] = timing.time_adaptively(run_batch, 1, RETAKING, [None], ["graph"],
+                                         floors_us=[floors])
+        return stats
+
+    # ~50% of the peak rate: heats the chip, timed to max_runs; its halves drift, kept
+    heavy = timed_with((139.0, 20.0), fast_runs=100)
+    assert (heavy.p20_us, heavy.median_us, heavy.runs) == (268.0, 280.0, 300)
+    # far from the peak: a light kernel, whose drift is an anomaly, is retaken
+    light = timed_with((27.0, 20.0), fast_runs=8)
+    assert light.p20_us == light.median_us == 280.0
