@@ -158,20 +158,27 @@ def stage_means(evaluations) -> str:
 REPEAT_BOUND_US = 20.0  # issue 12's repeatability goal holds for cases at least this slow
 
 
+def timed_copies(batch, evaluations, device):
+    """Yields ("task case", evaluation, case index) for every timed case of the batch's
+    correct candidates: copies of their task's baseline."""
+    tasks = {candidate.id: task for task, candidate, intent in batch if intent == "correct"}
+    for evaluation in evaluations:
+        task = tasks.get(evaluation.candidate_id)
+        if task is None or not evaluation.correct:
+            continue
+        for at, case in enumerate(task.cases_for(device.backend)):
+            if evaluation.latency_us[at] is not None:
+                yield f"{task.name} {case.name}", evaluation, at
+
+
 def in_batch_spread(batch, evaluations, device) -> list[tuple[float, str, float, float]]:
     """Returns (max / min - 1, "task case", min, max) per case over the correct candidates
     of each task: copies of its baseline, so one kernel timed several times while the rest
     of the batch compiled and checked beside it. What the repeat pass shows on a quiet
     device, this shows under the pool's own load."""
-    tasks = {candidate.id: task for task, candidate, intent in batch if intent == "correct"}
     latencies = collections.defaultdict(list)
-    for evaluation in evaluations:
-        task = tasks.get(evaluation.candidate_id)
-        if task is None or not evaluation.correct:
-            continue
-        for case, latency in zip(task.cases_for(device.backend), evaluation.latency_us):
-            if latency is not None:
-                latencies[f"{task.name} {case.name}"].append(latency)
+    for label, evaluation, at in timed_copies(batch, evaluations, device):
+        latencies[label].append(evaluation.latency_us[at])
     return [(max(values) / min(values) - 1, label, min(values), max(values))
             for label, values in latencies.items() if len(values) > 1]
 
@@ -180,16 +187,9 @@ def copies_of(label: str, batch, evaluations, device, scored_at: dict) -> str:
     """Returns each copy's p20 / median / p80 on case `label` ("task case") and when its
     verdict came back: whether a slow copy was slow in every run (the clock) or in some
     (a neighbour on the device), and what ran at the time."""
-    tasks = {candidate.id: task for task, candidate, intent in batch if intent == "correct"}
-    found = []
-    for evaluation in evaluations:
-        task = tasks.get(evaluation.candidate_id)
-        if task is None or not evaluation.correct:
-            continue
-        for at, case in enumerate(task.cases_for(device.backend)):
-            if f"{task.name} {case.name}" == label and evaluation.latency_us[at] is not None:
-                found.append(f"{evaluation.latency_p20_us[at]:.1f}/{evaluation.latency_us[at]:.1f}/"
-                             f"{evaluation.latency_p80_us[at]:.1f} us at {scored_at[evaluation.candidate_id]:.1f} s")
+    found = [f"{e.latency_p20_us[at]:.1f}/{e.latency_us[at]:.1f}/{e.latency_p80_us[at]:.1f} us "
+             f"at {scored_at[e.candidate_id]:.1f} s"
+             for case, e, at in timed_copies(batch, evaluations, device) if case == label]
     return f"{label}: " + "; ".join(found)
 
 

@@ -156,8 +156,9 @@ class Worker:
     def _unmap_all(self) -> None:
         """Releases every buffer this process maps: the walk is over. A mapping dropped
         without release would hold the checker's memory for as long as this process lives."""
-        self._remap()
-        self._remap()
+        for buffer in self.mapped + self.fresh:
+            buffer.release()
+        self.mapped, self.fresh = [], []
 
     def _observed_call(self, inputs) -> tuple[object, dict]:
         from fitness.sandbox.instrument import OpRecorder
