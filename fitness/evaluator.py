@@ -133,10 +133,14 @@ class Evaluator:
     def stats(self) -> dict:
         """Returns counters: evaluated, busy_s (device held), kernel_s (device time in timed
         kernels, candidates' and baselines'), timing_wait_s (timing runs waiting for the device),
+        drain_wait_s and stragglers (of that wait, the part spent draining shared holders, and
+        the runs that went ahead beside one past `straggler_wait_s`),
         walk_wait_s (walks waiting for the device while timing waited or ran), gpu_s (sum over candidates), ..."""
         with self._lock:
             return {"evaluated": self._evaluated, "busy_s": self.gate.busy_s(),
                     "timing_wait_s": self.gate.exclusive_wait_s(),
+                    "drain_wait_s": self.gate.drain_wait_s(),
+                    "stragglers": self.gate.stragglers(),
                     "walk_wait_s": self.gate.shared_wait_s(),
                     "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
                     "failures": dict(self._failures), "device": self.device.name,

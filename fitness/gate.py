@@ -36,6 +36,8 @@ class GpuGate:
         self._busy_since: float | None = None
         self._busy_s = 0.0
         self._exclusive_wait_s = 0.0
+        self._drain_wait_s = 0.0
+        self._stragglers = 0
         self._shared_wait_s = 0.0
 
     def _enter(self) -> None:
@@ -80,9 +82,12 @@ class GpuGate:
             self._writers_waiting += 1
             while self._exclusive:
                 self._cond.wait()
-            deadline = time.monotonic() + self._straggler_wait_s
+            draining = time.monotonic()
+            deadline = draining + self._straggler_wait_s
             while self._shared > self._compiling and time.monotonic() < deadline:
                 self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
+            self._stragglers += self._shared > self._compiling
+            self._drain_wait_s += time.monotonic() - draining
             while self._exclusive:
                 self._cond.wait()
             self._writers_waiting -= 1
@@ -96,6 +101,19 @@ class GpuGate:
                 self._exclusive = False
                 self._leave()
                 self._cond.notify_all()
+
+    def drain_wait_s(self) -> float:
+        """Returns the seconds timing runs spent waiting for short shared holders to end:
+        the part of `exclusive_wait_s` not spent behind another timing run, during which
+        no new holder may start and the device may idle."""
+        with self._cond:
+            return self._drain_wait_s
+
+    def stragglers(self) -> int:
+        """Returns how many timing runs went ahead beside a short shared holder that was
+        still in after `straggler_wait_s`."""
+        with self._cond:
+            return self._stragglers
 
     def busy_s(self) -> float:
         """Returns the seconds during which the device had at least one holder."""

@@ -211,6 +211,7 @@ def test_timing_does_not_wait_out_a_hung_shared_holder():
     late.join()
     hung.join()
     assert 0.15 <= waited_s < 1.0
+    assert gate.stragglers() == 1
     assert events.index("exclusive") < events.index("late-shared") < events.index("hung-end")
 
 
@@ -239,3 +240,5 @@ def test_timing_waits_for_short_shared_holders_but_not_for_compiling_ones():
     assert events == ["check-end", "exclusive", "compile-end"]
     assert 0.15 <= waited_s < 0.6
     assert 0.15 <= gate.exclusive_wait_s() < 0.6
+    assert 0.15 <= gate.drain_wait_s() <= gate.exclusive_wait_s()
+    assert gate.stragglers() == 0

@@ -108,8 +108,11 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
             f"{name} {count} {1e3 * (after['request_s'][name] - before['request_s'].get(name, 0)) / max(count - before['requests'].get(name, 0), 1):.0f}"
             for name, count in sorted(after["requests"].items())), flush=True)
         print(f"  timing runs waited for the device {waited_s:.1f} s in all "
-              f"({100 * waited_s / wall_s:.0f}% of the wall time); walks waited for it "
-              f"{after['walk_wait_s'] - before['walk_wait_s']:.1f} s in all", flush=True)
+              f"({100 * waited_s / wall_s:.0f}% of the wall time; draining shared holders "
+              f"{after['drain_wait_s'] - before['drain_wait_s']:.1f} s, "
+              f"{after['stragglers'] - before['stragglers']} went ahead beside a straggler); "
+              f"walks waited for it {after['walk_wait_s'] - before['walk_wait_s']:.1f} s in all",
+              flush=True)
         alone_s = sum(after["request_s"].get(name, 0.0) - before["request_s"].get(name, 0.0)
                       for name in ("candidate.bench", "checker.time_baseline"))
         print(f"  device held alone to time: {alone_s:.1f} s ({100 * alone_s / wall_s:.0f}% of "
