@@ -73,12 +73,12 @@ def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Ca
 
 
 def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
-               repeat: bool = True):
+               repeat: bool = True, spares: int | None = None):
     from fitness.evaluator import Evaluator
     from fitness.judge.cascade import Limits
 
     with Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s),
-                   sandbox=sandbox) as evaluator:
+                   sandbox=sandbox, spares=spares) as evaluator:
         warm_start = time.monotonic()
         evaluator.evaluate(batch[0][0], batch[0][1])  # start-up is paid once per campaign
         warmup_s = time.monotonic() - warm_start
@@ -274,6 +274,9 @@ def main() -> None:
                         help="skip the timing-repeatability pass (each baseline scored twice)")
     parser.add_argument("--sandbox", default="bwrap", choices=("bwrap", "off", "both"),
                         help="score in the OS sandbox, without it, or both (its cost)")
+    parser.add_argument("--spares", type=int, default=None,
+                        help="candidate workers started beside the lent ones (default: the "
+                             "Evaluator's, half of --workers on a GPU)")
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
@@ -290,11 +293,11 @@ def main() -> None:
     intents = collections.Counter(intent for _, _, intent in batch)
     print(f"device: {device.name} ({device.backend}); date: {datetime.date.today()}; "
           f"tasks: {len(tasks)}; batch: {len(batch)} candidates {dict(intents)}; "
-          f"workers: {args.workers}; stage limit: {args.timeout:g} s")
+          f"workers: {args.workers}; spares: {'default' if args.spares is None else args.spares}; stage limit: {args.timeout:g} s")
 
     modes = ("bwrap", "off") if args.sandbox == "both" else (args.sandbox,)
     runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode,
-                             not args.no_repeat) for mode in modes}
+                             not args.no_repeat, args.spares) for mode in modes}
     pooled = runs[modes[0]]
     rows = [(f"pooled, sandbox {mode}", run["wall_s"],
              f"{run['busy']:.0%}/{run['kernel_busy']:.0%}", run["verdicts"])
