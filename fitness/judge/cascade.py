@@ -188,9 +188,10 @@ class Cascade:
             self.requests[name] = self.requests.get(name, 0) + 1
 
     def count_spent(self, request_name: str, reply: dict) -> None:
-        """Adds the phases a timing reply says it spent (`timing.accounted`) to `request_s`
-        as "<request>.<phase>": where timing's seconds go. A worker's numbers are its own
-        word: for diagnosis only, no verdict reads them."""
+        """Adds the phases a reply says it spent to `request_s` as "<request>.<phase>":
+        where timing's seconds go (`timing.accounted`), and how much of a checker's request
+        it spent working ("all") rather than in transit or waiting. A worker's numbers are
+        its own word: for diagnosis only, no verdict reads them."""
         spent = reply.get("spent_s")
         for phase, seconds in (spent.items() if isinstance(spent, dict) else ()):
             if phase in _TIMING_PHASES and isinstance(seconds, (int, float)):
@@ -282,6 +283,7 @@ class _Walk:
                 kind = "harness_error"  # a checker failing is the task's or the harness's fault
             stage = "compile" if kind in ("compile_error", "unsupported_on_backend") else (stage or self.stage)
             raise _Failed(stage, kind, str(reply.get("trace", "")))
+        self.c.count_spent(f"{process.role}.{request['op']}", reply)
         return reply
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
@@ -443,7 +445,6 @@ class _Walk:
                                                 "cases": [(case.params, self.c.seed())
                                                           for case, _ in untimed]},
                                       self.c.limits.bench_s)
-        self.c.count_spent("checker.time_baseline", reply)
         for (_, key), stats in zip(untimed, reply["cases"]):
             self.c.baselines.put_first(key, stats)
             self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
@@ -485,7 +486,6 @@ class _Walk:
                 self.bench_s += wall_s
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
-        self.c.count_spent("candidate.bench", reply)
         reports = reply.get("cases")
         screened_out = screen and isinstance(reports, list) and len(reports) == 1
         if not isinstance(reports, list) or not (len(reports) == len(self.cases) or screened_out):

@@ -18,6 +18,7 @@ import hashlib
 import os
 import socket
 import sys
+import time
 import traceback
 
 import torch
@@ -253,12 +254,23 @@ def _remove(directory: str, specs) -> None:
                 pass
 
 
+def _timed(handler):
+    """Returns `handler` whose reply also says the seconds it took here ("spent_s": {"all"}):
+    set against the request's round trip, what the pool's load adds in transit and waits."""
+    def run(request: dict) -> dict:
+        began = time.perf_counter()
+        reply = handler(request)
+        return {**reply, "spent_s": {"all": time.perf_counter() - began}}
+
+    return run
+
+
 def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
     def start(init: dict) -> tuple[dict, dict]:
         checker = Checker(init, channel)
-        return ({"reset": checker.reset, "prepare": checker.prepare, "compare": checker.compare,
-                 "discard": checker.discard, "time_baseline": checker.time_baseline,
-                 "warm_baseline": checker.warm_baseline},
+        return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
+                 "compare": _timed(checker.compare), "discard": checker.discard,
+                 "time_baseline": checker.time_baseline, "warm_baseline": checker.warm_baseline},
                 {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's
