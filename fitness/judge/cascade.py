@@ -204,7 +204,8 @@ class Cascade:
             self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
 
 
-_TIMING_PHASES = frozenset({"prepare", "warm", "settle", "timed", "buffers", "release", "all"})
+_TIMING_PHASES = frozenset({"prepare", "warm", "settle", "timed", "buffers", "release", "all",
+                            "cpu", "queued"})
 """The phases a timing reply may report (`timing.SPENT_S`); a worker naming others is ignored,
 so it cannot fill the Evaluator's stats with names of its own."""
 

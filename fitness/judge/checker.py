@@ -255,14 +255,29 @@ def _remove(directory: str, specs) -> None:
 
 
 def _timed(handler):
-    """Returns `handler` whose reply also says the seconds it took here ("spent_s": {"all"}):
-    set against the request's round trip, what the pool's load adds in transit and waits."""
+    """Returns `handler` whose reply also says where its seconds went here ("spent_s"):
+    "all" of them (set against the request's round trip: what transit adds), "cpu" (this
+    thread on a core) and "queued" (this thread ready but waiting for a core, from
+    /proc's schedstat where there is one); the rest of "all" is waiting on the device."""
     def run(request: dict) -> dict:
-        began = time.perf_counter()
+        began, cpu, queued = time.perf_counter(), time.thread_time(), _queued_s()
         reply = handler(request)
-        return {**reply, "spent_s": {"all": time.perf_counter() - began}}
+        spent = {"all": time.perf_counter() - began, "cpu": time.thread_time() - cpu}
+        if queued is not None:
+            spent["queued"] = (_queued_s() or 0.0) - queued
+        return {**reply, "spent_s": spent}
 
     return run
+
+
+def _queued_s() -> float | None:
+    """Returns the seconds this thread has waited on a run queue, ready to run (schedstat's
+    second field), or None where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as stats:
+            return int(stats.read().split()[1]) * 1e-9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
