@@ -205,7 +205,8 @@ class Cascade:
 
 
 _TIMING_PHASES = frozenset({"prepare", "warm", "settle", "timed", "buffers", "release", "all",
-                            "cpu", "queued"})
+                            "cpu", "queued", "make", "allocate", "pack", "export", "uncache", "read",
+                            "judge", "digest"})
 """The phases a timing reply may report (`timing.SPENT_S`); a worker naming others is ignored,
 so it cannot fill the Evaluator's stats with names of its own."""
 

@@ -13,6 +13,7 @@ slow nor cache the number it is compared against.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -63,6 +64,7 @@ class Checker:
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
         self.baselines: dict[str, object] = {}
+        self.spent: dict[str, float] = {}  # seconds per step of the request being served
 
     def reset(self, request: dict) -> dict:
         """Forgets the last walk (a new candidate starts) and hands its device memory back."""
@@ -79,24 +81,32 @@ class Checker:
         whose descriptor goes to the engine (`share`), or as files in the worker's input
         directory. Keeps the reference's outputs and, if asked, a pristine copy."""
         task, seed = request["task"], request["seed"]
-        inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
-        pristine = expected = None
-        if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
-            pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
-        if request.get("expect", True):  # timing variants are only discarded, never compared
-            expected = checking.as_list(task.reference(*inputs))
+        with _phase(self.spent, "make"):  # launches; the device runs them by the pack's end
+            inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
+            pristine = expected = None
+            if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
+                pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
+            if request.get("expect", True):  # timing variants are only discarded, never compared
+                expected = checking.as_list(task.reference(*inputs))
         token = request["token"]
         if request.get("share") and self.shares:
             slot_bytes = [t.numel() * t.element_size() for t in expected or []]
-            buffer, layout = shared_memory.pack(
-                inputs, slot_bytes, shared_memory.allocator(self.torch.cuda.current_device()))
+            allocate = shared_memory.allocator(self.torch.cuda.current_device())
+
+            def allocate_timed(nbytes: int) -> shared_memory.SharedBuffer:
+                with _phase(self.spent, "allocate"):
+                    return allocate(nbytes)
+
+            with _phase(self.spent, "pack"):
+                buffer, layout = shared_memory.pack(inputs, slot_bytes, allocate_timed)
             self.prepared[token] = _Prepared(pristine, expected, seed, layout["values"], None,
                                              buffer, layout["slots"])
-            fd = buffer.export()
-            try:
-                shared_memory.send_fd(self.channel, fd, token)
-            finally:
-                os.close(fd)
+            with _phase(self.spent, "export"):
+                fd = buffer.export()
+                try:
+                    shared_memory.send_fd(self.channel, fd, token)
+                finally:
+                    os.close(fd)
             reply = {"ok": True, "shared": layout}
         else:
             specs = protocol.write_values(request["dir"], request["prefix"], inputs)
@@ -105,7 +115,8 @@ class Checker:
         # the inputs (packed or written) and the reference's temporaries, which would
         # otherwise stay cached here until the next walk
         del inputs
-        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
+        with _phase(self.spent, "uncache"):
+            shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return reply
 
     def _outputs(self, entry: _Prepared, where: str, specs) -> list:
@@ -127,14 +138,16 @@ class Checker:
         entry = self.prepared.pop(request["token"])
         where = request["dir"]
         try:
-            actual = self._outputs(entry, where, request["outputs"])
-            if entry.pristine is None:
-                after = []
-            elif entry.shared is not None:  # the very buffer the worker was given
-                after = shared_memory.unpack(entry.shared, entry.specs)
-            else:
-                after = protocol.read_values(where, request["inputs_after"], "cpu")
-            return self._verdict(task, entry, actual, after)
+            with _phase(self.spent, "read"):
+                actual = self._outputs(entry, where, request["outputs"])
+                if entry.pristine is None:
+                    after = []
+                elif entry.shared is not None:  # the very buffer the worker was given
+                    after = shared_memory.unpack(entry.shared, entry.specs)
+                else:
+                    after = protocol.read_values(where, request["inputs_after"], "cpu")
+            with _phase(self.spent, "judge"):
+                return self._verdict(task, entry, actual, after)
         except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
             return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
         finally:
@@ -158,7 +171,8 @@ class Checker:
             reason = checking.disagreement(self.last_call[1], actual, expected, task.tolerance)
             if reason:
                 verdict = {"kind": "nondeterministic", "detail": reason}
-        digest = _digest(actual)
+        with _phase(self.spent, "digest"):
+            digest = _digest(actual)
         if verdict["kind"] == "mismatch" and digest in self.output_digests:
             verdict = {**verdict, "kind": "cheat_cached_result",
                        "detail": "a call on new inputs returned an earlier call's output "
@@ -254,20 +268,33 @@ def _remove(directory: str, specs) -> None:
                 pass
 
 
-def _timed(handler):
+def _timed(checker: Checker, handler):
     """Returns `handler` whose reply also says where its seconds went here ("spent_s"):
     "all" of them (set against the request's round trip: what transit adds), "cpu" (this
-    thread on a core) and "queued" (this thread ready but waiting for a core, from
-    /proc's schedstat where there is one); the rest of "all" is waiting on the device."""
+    thread on a core: work, and a synchronisation's spin), "queued" (ready but waiting for
+    a core, from /proc's schedstat where there is one), and the steps the handler timed
+    itself (`Checker.spent`)."""
     def run(request: dict) -> dict:
+        checker.spent = {}
         began, cpu, queued = time.perf_counter(), time.thread_time(), _queued_s()
         reply = handler(request)
-        spent = {"all": time.perf_counter() - began, "cpu": time.thread_time() - cpu}
+        spent = {**checker.spent, "all": time.perf_counter() - began,
+                 "cpu": time.thread_time() - cpu}
         if queued is not None:
             spent["queued"] = (_queued_s() or 0.0) - queued
         return {**reply, "spent_s": spent}
 
     return run
+
+
+@contextlib.contextmanager
+def _phase(spent: dict, name: str):
+    """Adds the seconds spent inside the block to `spent[name]`."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        spent[name] = spent.get(name, 0.0) + time.perf_counter() - began
 
 
 def _queued_s() -> float | None:
@@ -283,8 +310,8 @@ def _queued_s() -> float | None:
 def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
     def start(init: dict) -> tuple[dict, dict]:
         checker = Checker(init, channel)
-        return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
-                 "compare": _timed(checker.compare), "discard": checker.discard,
+        return ({"reset": checker.reset, "prepare": _timed(checker, checker.prepare),
+                 "compare": _timed(checker, checker.compare), "discard": checker.discard,
                  "time_baseline": checker.time_baseline, "warm_baseline": checker.warm_baseline},
                 {"shares": checker.shares})
 
