@@ -206,7 +206,7 @@ class Cascade:
 
 _TIMING_PHASES = frozenset({"prepare", "warm", "settle", "timed", "buffers", "release", "all",
                             "cpu", "queued", "make", "allocate", "pack", "export", "uncache", "read",
-                            "judge", "digest"})
+                            "judge", "digest", "system", "reference"})
 """The phases a timing reply may report (`timing.SPENT_S`); a worker naming others is ignored,
 so it cannot fill the Evaluator's stats with names of its own."""
 

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import resource
 import socket
 import sys
 import time
@@ -86,6 +87,7 @@ class Checker:
             pristine = expected = None
             if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
                 pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
+        with _phase(self.spent, "reference"):  # launches too
             if request.get("expect", True):  # timing variants are only discarded, never compared
                 expected = checking.as_list(task.reference(*inputs))
         token = request["token"]
@@ -271,15 +273,18 @@ def _remove(directory: str, specs) -> None:
 def _timed(checker: Checker, handler):
     """Returns `handler` whose reply also says where its seconds went here ("spent_s"):
     "all" of them (set against the request's round trip: what transit adds), "cpu" (this
-    thread on a core: work, and a synchronisation's spin), "queued" (ready but waiting for
+    thread on a core in user mode: work, and a synchronisation's spin), "system" (in the
+    kernel: the driver's calls), "queued" (ready but waiting for
     a core, from /proc's schedstat where there is one), and the steps the handler timed
     itself (`Checker.spent`)."""
     def run(request: dict) -> dict:
         checker.spent = {}
-        began, cpu, queued = time.perf_counter(), time.thread_time(), _queued_s()
+        began, queued = time.perf_counter(), _queued_s()
+        used = resource.getrusage(resource.RUSAGE_THREAD)
         reply = handler(request)
+        now = resource.getrusage(resource.RUSAGE_THREAD)
         spent = {**checker.spent, "all": time.perf_counter() - began,
-                 "cpu": time.thread_time() - cpu}
+                 "cpu": now.ru_utime - used.ru_utime, "system": now.ru_stime - used.ru_stime}
         if queued is not None:
             spent["queued"] = (_queued_s() or 0.0) - queued
         return {**reply, "spent_s": spent}
