@@ -42,8 +42,14 @@ def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             evaluations = list(pool.map(lambda i: evaluator.evaluate(task, make_candidate(
                 task.name, f"{task.baseline_source}\n_COPY = {i}\n")), range(3)))
-        requests = evaluator.stats()["requests"]
+        stats = evaluator.stats()
+    requests, spent_s = stats["requests"], stats["request_s"]
 
     assert all(e.correct for e in evaluations), [e.error_trace[-500:] for e in evaluations]
     assert requests["checker.warm_baseline"] == requests["checker.time_baseline"] == 1
+    # every prepare says what it spent inside the checker: no more than its round trip
+    assert requests["checker.prepare.all"] == requests["checker.prepare"] > 0
+    assert 0 < spent_s["checker.prepare.all"] <= spent_s["checker.prepare"]
+    assert (spent_s["checker.prepare.make"] + spent_s["checker.prepare.reference"]
+            <= spent_s["checker.prepare.all"])
     assert len({e.ref_latency_us for e in evaluations}) == 1  # all judged against one timing
