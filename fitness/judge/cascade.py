@@ -194,7 +194,7 @@ class Cascade:
         its own word: for diagnosis only, no verdict reads them."""
         spent = reply.get("spent_s")
         for phase, seconds in (spent.items() if isinstance(spent, dict) else ()):
-            if phase in _TIMING_PHASES and isinstance(seconds, (int, float)):
+            if phase in _SPENT_PHASES and isinstance(seconds, (int, float)):
                 self.count_request(f"{request_name}.{phase}", float(seconds))
 
     def count_kernel_time(self, stats: list[dict]) -> None:
@@ -204,11 +204,12 @@ class Cascade:
             self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
 
 
-_TIMING_PHASES = frozenset({"prepare", "warm", "settle", "timed", "buffers", "release", "all",
-                            "cpu", "queued", "make", "allocate", "pack", "export", "uncache", "read",
-                            "judge", "digest", "system", "reference"})
-"""The phases a timing reply may report (`timing.SPENT_S`); a worker naming others is ignored,
-so it cannot fill the Evaluator's stats with names of its own."""
+_SPENT_PHASES = frozenset({
+    "prepare", "warm", "settle", "timed", "buffers", "release", "all",  # timing.SPENT_S
+    "cpu", "system", "queued", "make", "reference", "allocate", "pack", "export", "uncache",
+    "read", "judge", "digest"})  # the checker's prepare and compare
+"""The phases a reply may report in "spent_s"; a worker naming others is ignored, so it
+cannot fill the Evaluator's stats with names of its own."""
 
 
 def timing_order(baseline: list[dict]) -> list[int]:

@@ -274,9 +274,9 @@ def _timed(checker: Checker, handler):
     """Returns `handler` whose reply also says where its seconds went here ("spent_s"):
     "all" of them (set against the request's round trip: what transit adds), "cpu" (this
     thread on a core in user mode: work, and a synchronisation's spin), "system" (in the
-    kernel: the driver's calls), "queued" (ready but waiting for
-    a core, from /proc's schedstat where there is one), and the steps the handler timed
-    itself (`Checker.spent`)."""
+    kernel: the driver's calls), "queued" (ready but waiting for a core, from /proc's
+    schedstat where there is one), and the steps the handler timed itself (`Checker.spent`).
+    The rest of "all" is time blocked: on the device or in the driver."""
     def run(request: dict) -> dict:
         checker.spent = {}
         began, queued = time.perf_counter(), _queued_s()
