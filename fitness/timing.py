@@ -44,8 +44,8 @@ _perf_counter = time.perf_counter
 SPENT_S: collections.Counter = collections.Counter()
 """Seconds this process's timings spent per phase ("prepare": warm-up calls and graph
 capture; "warm": warm-up rounds and the first clock read; "settle": discarded settling
-batches; "timed": the batches that count; "buffers" and
-"all" where callers add them, see `accounted`). Read by benchmarks that time trusted code in-process
+batches; "timed": the batches that count; "buffers", "all" and the checker's steps
+where callers add them, see `accounted`). Read by benchmarks that time trusted code in-process
 (`experiments/perf/timing_profile.py`); a candidate's process can write anything here, so
 nothing is judged from it."""
 

@@ -13,19 +13,17 @@ slow nor cache the number it is compared against.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import os
 import resource
 import socket
 import sys
-import time
 import traceback
 
 import torch
 
-from fitness import protocol, shared_memory
+from fitness import protocol, shared_memory, timing
 from fitness.judge import checking
 
 
@@ -53,8 +51,6 @@ class Checker:
     """Per-walk state: prepared calls (token -> _Prepared) and what spots replays."""
 
     def __init__(self, request: dict, channel: socket.socket | None):
-        from fitness import timing
-
         timing.bind_clocks()
         self.torch = torch
         self.device = request["device"]
@@ -65,7 +61,6 @@ class Checker:
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
         self.baselines: dict[str, object] = {}
-        self.spent: dict[str, float] = {}  # seconds per step of the request being served
 
     def reset(self, request: dict) -> dict:
         """Forgets the last walk (a new candidate starts) and hands its device memory back."""
@@ -82,12 +77,12 @@ class Checker:
         whose descriptor goes to the engine (`share`), or as files in the worker's input
         directory. Keeps the reference's outputs and, if asked, a pristine copy."""
         task, seed = request["task"], request["seed"]
-        with _phase(self.spent, "make"):  # launches; the device runs them by the pack's end
+        with timing.phase("make"):  # launches; the device runs them by the pack's end
             inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
             pristine = expected = None
             if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
                 pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
-        with _phase(self.spent, "reference"):  # launches too
+        with timing.phase("reference"):  # launches too
             if request.get("expect", True):  # timing variants are only discarded, never compared
                 expected = checking.as_list(task.reference(*inputs))
         token = request["token"]
@@ -96,14 +91,14 @@ class Checker:
             allocate = shared_memory.allocator(self.torch.cuda.current_device())
 
             def allocate_timed(nbytes: int) -> shared_memory.SharedBuffer:
-                with _phase(self.spent, "allocate"):
+                with timing.phase("allocate"):
                     return allocate(nbytes)
 
-            with _phase(self.spent, "pack"):
+            with timing.phase("pack"):
                 buffer, layout = shared_memory.pack(inputs, slot_bytes, allocate_timed)
             self.prepared[token] = _Prepared(pristine, expected, seed, layout["values"], None,
                                              buffer, layout["slots"])
-            with _phase(self.spent, "export"):
+            with timing.phase("export"):
                 fd = buffer.export()
                 try:
                     shared_memory.send_fd(self.channel, fd, token)
@@ -117,7 +112,7 @@ class Checker:
         # the inputs (packed or written) and the reference's temporaries, which would
         # otherwise stay cached here until the next walk
         del inputs
-        with _phase(self.spent, "uncache"):
+        with timing.phase("uncache"):
             shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return reply
 
@@ -140,7 +135,7 @@ class Checker:
         entry = self.prepared.pop(request["token"])
         where = request["dir"]
         try:
-            with _phase(self.spent, "read"):
+            with timing.phase("read"):
                 actual = self._outputs(entry, where, request["outputs"])
                 if entry.pristine is None:
                     after = []
@@ -148,7 +143,7 @@ class Checker:
                     after = shared_memory.unpack(entry.shared, entry.specs)
                 else:
                     after = protocol.read_values(where, request["inputs_after"], "cpu")
-            with _phase(self.spent, "judge"):
+            with timing.phase("judge"):
                 return self._verdict(task, entry, actual, after)
         except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
             return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
@@ -173,7 +168,7 @@ class Checker:
             reason = checking.disagreement(self.last_call[1], actual, expected, task.tolerance)
             if reason:
                 verdict = {"kind": "nondeterministic", "detail": reason}
-        with _phase(self.spent, "digest"):
+        with timing.phase("digest"):
             digest = _digest(actual)
         if verdict["kind"] == "mismatch" and digest in self.output_digests:
             verdict = {**verdict, "kind": "cheat_cached_result",
@@ -222,8 +217,6 @@ class Checker:
 
     def time_baseline(self, request: dict) -> dict:
         """Times the task's trusted baseline on each case with the candidates' protocol."""
-        from fitness import timing
-
         task = request["task"]
         baseline = self._baseline(task)
         results, spent = [], {}
@@ -270,36 +263,25 @@ def _remove(directory: str, specs) -> None:
                 pass
 
 
-def _timed(checker: Checker, handler):
+def _timed(handler):
     """Returns `handler` whose reply also says where its seconds went here ("spent_s"):
-    "all" of them (set against the request's round trip: what transit adds), "cpu" (this
-    thread on a core in user mode: work, and a synchronisation's spin), "system" (in the
-    kernel: the driver's calls), "queued" (ready but waiting for a core, from /proc's
-    schedstat where there is one), and the steps the handler timed itself (`Checker.spent`).
-    The rest of "all" is time blocked: on the device or in the driver."""
+    the steps it timed (`timing.phase`), "all" of them (set against the request's round
+    trip: what transit adds), "cpu" (this thread on a core in user mode: work, and a
+    synchronisation's spin), "system" (in the kernel: the driver's calls), "queued" (ready
+    but waiting for a core, from /proc's schedstat where there is one). The rest of "all"
+    is time blocked: on the device or in the driver."""
     def run(request: dict) -> dict:
-        checker.spent = {}
-        began, queued = time.perf_counter(), _queued_s()
-        used = resource.getrusage(resource.RUSAGE_THREAD)
-        reply = handler(request)
+        spent: dict = {}
+        queued, used = _queued_s(), resource.getrusage(resource.RUSAGE_THREAD)
+        with timing.accounted(spent):
+            reply = handler(request)
         now = resource.getrusage(resource.RUSAGE_THREAD)
-        spent = {**checker.spent, "all": time.perf_counter() - began,
-                 "cpu": now.ru_utime - used.ru_utime, "system": now.ru_stime - used.ru_stime}
+        spent.update(cpu=now.ru_utime - used.ru_utime, system=now.ru_stime - used.ru_stime)
         if queued is not None:
             spent["queued"] = (_queued_s() or 0.0) - queued
         return {**reply, "spent_s": spent}
 
     return run
-
-
-@contextlib.contextmanager
-def _phase(spent: dict, name: str):
-    """Adds the seconds spent inside the block to `spent[name]`."""
-    began = time.perf_counter()
-    try:
-        yield
-    finally:
-        spent[name] = spent.get(name, 0.0) + time.perf_counter() - began
 
 
 def _queued_s() -> float | None:
@@ -315,8 +297,8 @@ def _queued_s() -> float | None:
 def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
     def start(init: dict) -> tuple[dict, dict]:
         checker = Checker(init, channel)
-        return ({"reset": checker.reset, "prepare": _timed(checker, checker.prepare),
-                 "compare": _timed(checker, checker.compare), "discard": checker.discard,
+        return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
+                 "compare": _timed(checker.compare), "discard": checker.discard,
                  "time_baseline": checker.time_baseline, "warm_baseline": checker.warm_baseline},
                 {"shares": checker.shares})
 
