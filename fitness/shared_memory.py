@@ -319,7 +319,7 @@ def pack(values, slot_bytes: list[int],
                       "shape": list(tensor.shape), "stride": list(tensor.stride()),
                       "offset": tensor.storage_offset()})
     if buffer.bytes().is_cuda:
-        torch.cuda.synchronize()  # the worker reads it from another process
+        torch.cuda.current_stream().synchronize()  # the worker reads it from another process
     slots = [{"at": at, "nbytes": nbytes}
              for at, nbytes in zip(offsets[len(tensors):], slot_bytes)]
     return buffer, {"size": total, "values": specs, "slots": slots}

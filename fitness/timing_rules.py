@@ -62,8 +62,8 @@ class TimingConfig:
       settle_gap_s: heavy load that ended at most this long before a settling began counts
         toward its `settle_min_s`: the cases of one candidate, timed back to back, heat
         the chip once (each still needs two agreeing batches), not once each.
-      drift_rel, retakes: a callable whose runs, split in time order into halves, have
-        medians more than `drift_rel` apart timed two states of the device (the clock
+      drift_rel, retakes: a callable whose runs' first and last thirds (in time order)
+        have medians more than `drift_rel` apart timed two states of the device (the clock
         stepped, or a neighbour's launch came or went) and its median is of neither: its
         runs are dropped and it is timed again, at most `retakes` times. Seen on an H200
         in a busy pool: one copy of matmul 4097^3 (not `heavy`) ran 20% of its runs at
@@ -151,13 +151,16 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
 
 def drifted(samples_us: Sequence[float], config: TimingConfig) -> bool:
     """Returns whether the runs (in the order they ran) drifted: the medians of the first
-    and the second half more than `drift_rel` apart. Too few runs for two medians of
-    `min_runs // 2` each never drift."""
-    half = len(samples_us) // 2
-    if half < max(config.min_runs // 2, 1):
+    and the last third more than `drift_rel` apart. Thirds, not halves: a step a fifth of
+    the way in leaves the first half's median already slow (seen on an H200: matmul 4097^3
+    at 1343.8 us for a fifth of its runs, 1697-1714 after), where the first third's is
+    still fast; a step anywhere from a sixth to five sixths of the way is seen. Too few
+    runs for two medians of `min_runs // 3` each never drift."""
+    third = len(samples_us) // 3
+    if third < max(config.min_runs // 3, 1):
         return False
-    first, second = statistics.median(samples_us[:half]), statistics.median(samples_us[half:])
-    return abs(first - second) > config.drift_rel * min(first, second)
+    first, last = statistics.median(samples_us[:third]), statistics.median(samples_us[-third:])
+    return abs(first - last) > config.drift_rel * min(first, last)
 
 
 def heavy(median_us: float, floors_us: tuple[float, float] | None,

@@ -461,7 +461,7 @@ def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeyp
     assert stats.median_us == 30.0 and spent_s < 0.08
 
 
-def test_runs_that_drift_between_halves_are_dropped_and_timed_again_once():
+def test_runs_that_drift_between_thirds_are_dropped_and_timed_again_once():
     """A timing whose runs step from one level to another partway (a clock step, a
     neighbour's launch) is taken again; the retake's runs alone make the median."""
     steps = iter([100.0] * 8 + [128.0] * 200)  # 8 fast runs, then the device slowed down
@@ -472,6 +472,11 @@ def test_runs_that_drift_between_halves_are_dropped_and_timed_again_once():
     assert timing.drifted([100.0] * 8 + [128.0] * 12, RETAKING)
     assert not timing.drifted([100.0] * 10 + [102.9] * 10, RETAKING)  # within 3%
     assert not timing.drifted([100.0] * 4 + [128.0] * 4, RETAKING)  # too few runs to tell
+    # a step a fifth of the way in: the first half's median is already slow, the first
+    # third's is not
+    assert timing.drifted([100.0] * 6 + [128.0] * 24, RETAKING)
+    assert timing.drifted([100.0] * 24 + [128.0] * 6, RETAKING)  # and four fifths in
+    assert not timing.drifted([100.0] * 4 + [128.0] * 26, RETAKING)  # the slow state only
 
     # with no retakes, a drifting timing is kept as it is
     [kept], asked = timed(iter([100.0] * 8 + [128.0] * 200))
