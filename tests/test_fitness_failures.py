@@ -271,6 +271,9 @@ def test_an_honest_candidate_is_unaffected_by_a_hostile_one_before_it(ungated_ev
     assert first.failure_kind == "cheat_patched_harness", first.error_trace
     honest = ungated_evaluator.evaluate(task, make_candidate(task.name, honest_source))
     assert honest.correct, honest.error_trace
-    # A baseline timed beside the hostile code would be >= 0.5 s per call: a speedup of 5x or
-    # more for the honest copy of that same baseline. Timed by the checker, it is about 1x.
-    assert 0.5 < honest.speedup < 2.0, (honest.latency_us, honest.ref_latency_us)
+    # A baseline timed beside the hostile code would take >= 0.5 s per launch, a flattering
+    # speedup for the honest copy of that same baseline. Timed by the checker, each case is
+    # far below that, and the copy scores about 1x (interpreter timings on two busy cores
+    # spread by up to 2x, hence the wide band; the cheat's is 5x and more).
+    assert all(ref < 250_000 for ref in honest.ref_latency_us), honest.ref_latency_us
+    assert 0.25 < honest.speedup < 4.0, (honest.latency_us, honest.ref_latency_us)
