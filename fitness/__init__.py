@@ -1,5 +1,6 @@
 """How candidates are scored: sandboxed workers, the compile -> correctness -> latency cascade, the FitnessActor."""
 
-HARNESS_VERSION = "fitness-4"
+HARNESS_VERSION = "fitness-5"
 """Bumped whenever a change to the cascade could change a verdict or a timing; part of
-every Evaluation and of the baseline-timing cache key."""
+every Evaluation and of the baseline-timing cache key. fitness-5: a light callable whose
+runs drift (first vs last third) is timed again (`timing_rules.drifted`)."""
