@@ -88,15 +88,13 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         with MemoryPeak() as memory, concurrent.futures.ThreadPoolExecutor(workers) as pool:
             futures = {pool.submit(timed_evaluate, evaluator, task, candidate): why
                        for task, candidate, why in batch}
-            walk_s = collections.defaultdict(list)  # intent -> seconds per evaluate() call
-            by_intent = collections.defaultdict(list)  # intent -> its evaluations
+            walks = collections.defaultdict(list)  # intent -> (seconds evaluate() took, evaluation)
             scored_at = {}  # candidate id -> seconds into the batch its verdict came back
             for future in concurrent.futures.as_completed(futures):
                 evaluation, seconds = future.result()
                 evaluations.append(evaluation)
                 scored_at[evaluation.candidate_id] = time.monotonic() - start
-                walk_s[futures[future]].append(seconds)
-                by_intent[futures[future]].append(evaluation)
+                walks[futures[future]].append((seconds, evaluation))
                 if len(evaluations) % 20 == 0:  # partial numbers survive a cut-off run
                     print(f"  {len(evaluations)}/{len(batch)} scored in "
                           f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}", flush=True)
@@ -123,10 +121,10 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         print(f"  peak device memory used (nvidia-smi, twice a second): {memory.text()}",
               flush=True)
         print("  seconds per evaluate() call by intent (mean, max): " + ", ".join(
-            f"{why} {statistics.mean(spent):.2f} {max(spent):.2f}" for why, spent in sorted(walk_s.items())),
-            flush=True)
+            f"{why} {statistics.mean(s for s, _ in spent):.2f} {max(s for s, _ in spent):.2f}"
+            for why, spent in sorted(walks.items())), flush=True)
         print(f"  where the {workers} calls in flight spent the batch, by intent: "
-              + walker_seconds(walk_s, by_intent, workers * wall_s), flush=True)
+              + walker_seconds(walks, workers * wall_s), flush=True)
         repeat = (repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
                   if repeat else [])
         retries = evaluator.stats()["retries"]
@@ -148,15 +146,15 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
 
 
-def walker_seconds(walk_s: dict, by_intent: dict, capacity_s: float) -> str:
+def walker_seconds(walks: dict, capacity_s: float) -> str:
     """Returns, per intent, the share of the in-flight calls' seconds (`capacity_s`: calls
     in flight times the wall time) its evaluate() calls took, and what their stages took of
     that (the rest: waits for a worker, a checker, the baseline's timing). With a fixed
     number of calls in flight, the batch's pace is that capacity over the mean call."""
     parts = []
-    for why in sorted(walk_s):
-        total = sum(walk_s[why])
-        stages = {name: sum(getattr(e, name) for e in by_intent[why])
+    for why, spent in sorted(walks.items()):
+        total = sum(seconds for seconds, _ in spent)
+        stages = {name: sum(getattr(e, name) for _, e in spent)
                   for name in ("compile_s", "check_s", "bench_s")}
         parts.append(f"{why} {total:.0f} s ({100 * total / capacity_s:.0f}%: " + ", ".join(
             f"{name} {seconds:.0f}" for name, seconds in stages.items())

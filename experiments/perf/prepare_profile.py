@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import concurrent.futures
 import json
 import os
@@ -144,9 +145,9 @@ def profile_threads(device, tasks, rounds: int, threads: int) -> list[dict]:
     import torch
 
     def one(_: int) -> dict:
-        if device.backend == "interpreter":
-            return profile_suite(device, tasks, rounds, table=False)
-        with torch.cuda.stream(torch.cuda.Stream()):
+        own = (contextlib.nullcontext() if device.backend == "interpreter"
+               else torch.cuda.stream(torch.cuda.Stream()))
+        with own:
             return profile_suite(device, tasks, rounds, table=False)
 
     with concurrent.futures.ThreadPoolExecutor(threads) as pool:
@@ -232,7 +233,7 @@ def main() -> None:
             print("| task case | " + " | ".join(STEPS) + " |")
             print("|---|" + "---|" * len(STEPS))
             totals = [profile_suite(device, tasks, args.rounds, table=True)]
-        print(f"\n{args.processes or 0} processes, {args.threads or 0} threads, {args.load} "
+        print(f"\n{args.processes} processes, {args.threads} threads, {args.load} "
               f"load processes, {time.monotonic() - began:.1f} s; steady state, ms per call: "
               + summary(totals), flush=True)
     finally:
