@@ -1,6 +1,8 @@
 """How candidates are scored: sandboxed workers, the compile -> correctness -> latency cascade, the FitnessActor."""
 
-HARNESS_VERSION = "fitness-5"
+HARNESS_VERSION = "fitness-6"
 """Bumped whenever a change to the cascade could change a verdict or a timing; part of
 every Evaluation and of the baseline-timing cache key. fitness-5: a light callable whose
-runs drift (first vs last third) is timed again (`timing_rules.drifted`)."""
+runs drift (first vs last third) is timed again (`timing_rules.drifted`). fitness-6: warm-up
+and graph capture are staged beside other work (`timing.stage`), and the device is held
+alone only for the timing proper (`timing.time_staged`)."""

@@ -259,14 +259,48 @@ def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], No
     return refill
 
 
-def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
-          config: TimingConfig | None = None,
-          refill: Callable[[], None] | None = None,
-          give_up_above_us: Sequence[float | None] | None = None,
-          floors_us: Sequence[tuple[float, float] | None] | None = None) -> list[LatencyStats]:
-    """Returns the latency of each callable, timed interleaved on `device`.
+@dataclasses.dataclass
+class Staged:
+    """Callables made ready to time by `stage`: warmed up (compiled, autotuned, caches
+    filled) and, on a GPU, captured in graphs. None of that needs a quiet device, so a caller
+    that holds the device alone to time (the fitness gate) stages beside other work first and
+    holds it only for `time_staged`."""
 
-    `refill`, when given, runs before every call (warm-up and timed), untimed.
+    runnables: list[Callable[[], object]]
+    methods: list[str]  # "graph", "events" or "wall", one per callable
+    device: DeviceInfo
+    config: TimingConfig
+    refill: Callable[[], None]
+
+
+def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
+          config: TimingConfig | None = None,
+          refill: Callable[[], None] | None = None) -> Staged:
+    """Runs each callable `config.warmup_runs` times (`refill` before every call), then, on a
+    GPU with `use_graphs`, captures it in a CUDA graph where it can be captured."""
+    refill = refill or (lambda: None)
+    interpreted = device.backend == "interpreter"
+    config = config or (INTERPRETER_TIMING if interpreted else TimingConfig())
+    runnables, methods = [], []
+    with phase("prepare"):
+        for fn in fns:
+            for _ in range(config.warmup_runs):
+                refill()
+                fn()
+            method = "wall" if interpreted else "events"
+            if config.use_graphs and not interpreted:
+                fn, captured = _as_graph(fn, _gpu())
+                method = "graph" if captured else method
+            runnables.append(fn)
+            methods.append(method)
+    return Staged(runnables, methods, device, config, refill)
+
+
+def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None = None,
+                floors_us: Sequence[tuple[float, float] | None] | None = None,
+                ) -> list[LatencyStats]:
+    """Returns the latency of each staged callable, timed interleaved on its device.
+
     `give_up_above_us`, one entry per callable (None: no limit), is the latency beyond which
     the caller does not care how slow the callable is (say, the best so far times a margin):
     timing that callable stops once its median is confidently above it, with
@@ -275,22 +309,36 @@ def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
     us) at the device's peaks (`case_floors_us`): whether a long callable must settle as
     one that heats the chip (`heavy`).
     """
-    refill = refill or (lambda: None)
-    give_up = list(give_up_above_us) if give_up_above_us is not None else [None] * len(fns)
-    floors = list(floors_us) if floors_us is not None else [None] * len(fns)
-    if len(give_up) != len(fns) or len(floors) != len(fns):
-        raise ValueError(f"give_up_above_us and floors_us need {len(fns)} entries, one per "
+    give_up, floors = _per_callable(len(staged.runnables), give_up_above_us, floors_us)
+    if staged.device.backend == "interpreter":
+        return _time_wall(staged, give_up)
+    return _time_events(staged, give_up, floors)
+
+
+def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
+          config: TimingConfig | None = None,
+          refill: Callable[[], None] | None = None,
+          give_up_above_us: Sequence[float | None] | None = None,
+          floors_us: Sequence[tuple[float, float] | None] | None = None) -> list[LatencyStats]:
+    """Returns the latency of each callable, staged and timed at once (see `stage` and
+    `time_staged`); `refill`, when given, runs before every call (warm-up and timed), untimed."""
+    _per_callable(len(fns), give_up_above_us, floors_us)  # before any call
+    return time_staged(stage(fns, device, config, refill), give_up_above_us, floors_us)
+
+
+def _per_callable(count: int, give_up_above_us, floors_us) -> tuple[list, list]:
+    """Returns both per-callable lists (None entries where not given), or raises ValueError
+    when one has not `count` entries."""
+    give_up = list(give_up_above_us) if give_up_above_us is not None else [None] * count
+    floors = list(floors_us) if floors_us is not None else [None] * count
+    if len(give_up) != count or len(floors) != count:
+        raise ValueError(f"give_up_above_us and floors_us need {count} entries, one per "
                          f"callable; got {len(give_up)} and {len(floors)}")
-    if device.backend == "interpreter":
-        return _bench_wall(fns, config or INTERPRETER_TIMING, refill, give_up)
-    return _bench_events(fns, device, config or TimingConfig(), refill, give_up, floors)
+    return give_up, floors
 
 
-def _bench_wall(fns, config: TimingConfig, refill, give_up) -> list[LatencyStats]:
-    for fn in fns:
-        for _ in range(config.warmup_runs):
-            refill()
-            fn()
+def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
+    runnables, refill = staged.runnables, staged.refill
 
     def run_batch(active: list[int], runs: int) -> list[list[float]]:
         samples: list[list[float]] = [[] for _ in active]
@@ -298,11 +346,11 @@ def _bench_wall(fns, config: TimingConfig, refill, give_up) -> list[LatencyStats
             for index, bucket in zip(active, samples):
                 refill()
                 start = _perf_counter()
-                fns[index]()
+                runnables[index]()
                 bucket.append((_perf_counter() - start) * 1e6)
         return samples
 
-    return time_adaptively(run_batch, len(fns), config, give_up, ["wall"] * len(fns))
+    return time_adaptively(run_batch, len(runnables), staged.config, give_up, staged.methods)
 
 
 class _Gpu:
@@ -393,29 +441,17 @@ def _peak_mhz() -> float:
     return max((mhz for _, mhz in _clock_reads), default=0.0)
 
 
-def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill, give_up,
-                  floors) -> list[LatencyStats]:
-    """Count warm-up, capture, warm-up rounds of what will be timed (which also measure the
-    host's enqueue time), settling batches (`settling`, which waits out a clock that is
-    down), then adaptive batches of event-timed runs, each behind a pad: a spin kernel twice as long as the host takes to enqueue the
-    call, so the whole call is queued before its start event fires and the interval holds
-    GPU work, never launcher jitter."""
-    gpu = _gpu()
-    torch = gpu.torch
-    flush = torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=torch.int8,
-                        device=device.torch_device)
-    runnables, methods = [], []
-    with phase("prepare"):
-        for fn in fns:
-            for _ in range(config.warmup_runs):
-                refill()
-                fn()
-            if config.use_graphs:
-                fn, captured = _as_graph(fn, gpu)
-                methods.append("graph" if captured else "events")
-            else:
-                methods.append("events")
-            runnables.append(fn)
+def _time_events(staged: Staged, give_up, floors) -> list[LatencyStats]:
+    """Warm-up rounds of what will be timed (a graph's first replay uploads it; the rounds
+    also measure the host's enqueue time), settling batches (`settling`, which waits out a
+    clock that is down), then adaptive batches of event-timed runs, each behind a pad: a
+    spin kernel twice as long as the host takes to enqueue the call, so the whole call is
+    queued before its start event fires and the interval holds GPU work, never launcher
+    jitter. The last-level cache is flushed before every run."""
+    gpu, device, config = _gpu(), staged.device, staged.config
+    runnables, refill = staged.runnables, staged.refill
+    flush = gpu.torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=gpu.torch.int8,
+                            device=device.torch_device)
     with phase("warm"):
         host_us: list[list[float]] = [[] for _ in runnables]
         for _ in range(max(config.warmup_runs, 1)):
@@ -447,7 +483,7 @@ def _bench_events(fns, device: DeviceInfo, config: TimingConfig, refill, give_up
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 
     settled_batch = settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config, floors)
-    return time_adaptively(settled_batch, len(runnables), config, give_up, methods, floors)
+    return time_adaptively(settled_batch, len(runnables), config, give_up, staged.methods, floors)
 
 
 def roofline_fraction(device: DeviceInfo, flops: float, bytes_moved: float,

@@ -296,6 +296,24 @@ def test_a_timing_accounts_its_seconds_by_phase(fake_gpu):
     assert first["settle"] < 0.01 <= second["settle"]
 
 
+def test_staging_warms_up_apart_and_timing_runs_only_what_was_staged(fake_gpu):
+    staging, timed = {}, {}
+    with timing.accounted(staging):
+        staged = timing.stage([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
+    assert fake_gpu.log == ["kernel"] * _EVENTS.warmup_runs  # warm-up calls, nothing timed
+    fake_gpu.log.clear()
+    with timing.accounted(timed):
+        [stats] = timing.time_staged(staged)
+
+    assert "prepare" in staging and not {"warm", "settle", "timed"} & set(staging)
+    assert "prepare" not in timed and {"warm", "timed"} <= set(timed)
+    # the timing starts with the warm rounds that measure the host, not with warm-up calls
+    assert fake_gpu.log[:2] == ["kernel", "kernel"] and stats.runs == 20
+    assert (stats.method, stats.stopped) == ("events", "ci")
+    with pytest.raises(ValueError, match="need 1 entries"):
+        timing.time_staged(staged, give_up_above_us=[None, None])
+
+
 SETTLE = timing.TimingConfig(settle_above_us=200.0, settle_min_s=0.15, settle_max_s=0.3,
                              settle_rel=0.01)
 

@@ -429,9 +429,9 @@ class _Walk:
                 if self.c.baselines.get(key) is None]
 
     def time_baseline(self) -> None:
-        """Warms the baseline beside other work, then times it alone, on a checker leased
-        for it; the stats land in the cache keyed by (task, case, device, harness version).
-        Run as a `Cascade.baseline_job`."""
+        """Warms (compiles) and stages the baseline beside other work, then times it alone,
+        on a checker leased for it; the stats land in the cache keyed by (task, case, device,
+        harness version). Run as a `Cascade.baseline_job`."""
         self.stage = "timed"
         with self.c.checkers.lease() as checker:
             untimed = self._untimed_baseline()
@@ -442,12 +442,13 @@ class _Walk:
                 self._request(checker, {"op": "warm_baseline", "cases": [
                     (case.params, self.c.seed()) for case, _ in untimed]},
                     self.c.limits.compile_s)
+            with self.c.device_lock.shared():  # buffers, warm-up and capture
+                self._request(checker, {"op": "stage_baseline", "timing": self.c.timing_config,
+                                        "cases": [(case.params, self.c.seed())
+                                                  for case, _ in untimed]},
+                              self.c.limits.bench_s)
             with self.c.device_lock.exclusive():
-                reply = self._request(checker, {"op": "time_baseline",
-                                                "timing": self.c.timing_config,
-                                                "cases": [(case.params, self.c.seed())
-                                                          for case, _ in untimed]},
-                                      self.c.limits.bench_s)
+                reply = self._request(checker, {"op": "time_baseline"}, self.c.limits.bench_s)
         for (_, key), stats in zip(untimed, reply["cases"]):
             self.c.baselines.put_first(key, stats)
             self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
@@ -468,18 +469,26 @@ class _Walk:
         baseline = self._baseline_stats()
         give_up = [self._give_up(key) for key in self._case_keys()]
         order = timing_order(baseline)
-        with self.c.device_lock.shared():
+        timing_config = self.c.timing_config
+        timing_request = dataclasses.asdict(timing_config) if timing_config else None
+        with self.c.device_lock.shared():  # buffers, warm-up and capture need no quiet device
             timed_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(), expect=False)
                             for at in order]
-        timing_config = self.c.timing_config
+            start = time.monotonic()
+            try:
+                self._request(worker, {"op": "stage", "timing": timing_request, "cases": [
+                    {"inputs": inputs} for _, inputs in timed_inputs]}, self.c.limits.bench_s)
+            finally:
+                self.bench_s += time.monotonic() - start
+                self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
+                              self.c.limits.check_s)
         screen = give_up[order[0]] is not None
-        request = {"op": "bench", "timing": dataclasses.asdict(timing_config) if timing_config else None,
-                   "screen": screen,
-                   "cases": [{"inputs": inputs, "give_up_above_us": give_up[at],
+        request = {"op": "bench", "screen": screen,
+                   "cases": [{"give_up_above_us": give_up[at],
                               "floors_us": timing.case_floors_us(
                                   self.c.device, self.task.flops, self.task.bytes,
                                   self.cases[at].params)}
-                             for (_, inputs), at in zip(timed_inputs, order)]}
+                             for at in order]}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()
             try:
@@ -487,8 +496,6 @@ class _Walk:
             finally:
                 wall_s = time.monotonic() - start
                 self.bench_s += wall_s
-                self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
-                              self.c.limits.check_s)
         reports = reply.get("cases")
         screened_out = screen and isinstance(reports, list) and len(reports) == 1
         if not isinstance(reports, list) or not (len(reports) == len(self.cases) or screened_out):

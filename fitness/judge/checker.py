@@ -61,6 +61,7 @@ class Checker:
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
         self.baselines: dict[str, object] = {}
+        self.staged_baseline: list = []  # (timing.Staged, floors) per case, until timed
 
     def reset(self, request: dict) -> dict:
         """Forgets the last walk (a new candidate starts) and hands its device memory back."""
@@ -69,6 +70,7 @@ class Checker:
         self.prepared.clear()
         self.last_call = None
         self.output_digests.clear()
+        self.staged_baseline = []
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True}
 
@@ -215,23 +217,35 @@ class Checker:
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True}
 
-    def time_baseline(self, request: dict) -> dict:
-        """Times the task's trusted baseline on each case with the candidates' protocol."""
+    def stage_baseline(self, request: dict) -> dict:
+        """Makes each case's buffers and stages the baseline on them (`timing.stage`: warm-up,
+        capture) beside other work; `time_baseline` then times what was staged."""
         task = request["task"]
         baseline = self._baseline(task)
-        results, spent = [], {}
-        with timing.accounted(spent), timing.one_callers_cases():
-            for params, seed in request["cases"]:
-                with timing.phase("buffers"):
-                    inputs = task.make_inputs(params, seed, self.device.torch_device)
-                    buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
-                    refill = timing.refiller(buffers, timing.variants(inputs))
-                floors = timing.case_floors_us(self.device, task.flops, task.bytes, params)
-                stats = timing.bench([lambda: baseline(*buffers)], self.device,
-                                     request.get("timing"), refill, floors_us=[floors])
-                results.append(stats[0].__dict__)
+        self.staged_baseline = []
+        for params, seed in request["cases"]:
+            with timing.phase("buffers"):
+                inputs = task.make_inputs(params, seed, self.device.torch_device)
+                buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
+                refill = timing.refiller(buffers, timing.variants(inputs))
+            floors = timing.case_floors_us(self.device, task.flops, task.bytes, params)
+            staged = timing.stage([lambda b=buffers: baseline(*b)], self.device,
+                                  request.get("timing"), refill)
+            self.staged_baseline.append((staged, floors))
+        return {"ok": True}
+
+    def time_baseline(self, request: dict) -> dict:
+        """Times the staged baseline cases with the candidates' protocol (the device held
+        alone by the caller)."""
+        staged, self.staged_baseline = self.staged_baseline, []
+        results = []
+        with timing.one_callers_cases():
+            for ready, floors in staged:
+                [stats] = timing.time_staged(ready, floors_us=[floors])
+                results.append(stats.__dict__)
+        del staged
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
-        return {"ok": True, "cases": results, "spent_s": spent}
+        return {"ok": True, "cases": results}
 
 
 def _digest(outputs: list) -> tuple:
@@ -299,7 +313,9 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         checker = Checker(init, channel)
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
                  "compare": _timed(checker.compare), "discard": checker.discard,
-                 "time_baseline": checker.time_baseline, "warm_baseline": checker.warm_baseline},
+                 "warm_baseline": checker.warm_baseline,
+                 "stage_baseline": _timed(checker.stage_baseline),
+                 "time_baseline": _timed(checker.time_baseline)},
                 {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's

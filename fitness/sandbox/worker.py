@@ -9,8 +9,9 @@ as they were after the call going back as raw files in its own /sandbox. It make
 torch ops, timings) is evidence, cross-checked by the judge.
 
 Stages, one request each: load (import + entry point + arity), call (one input set; outputs
-written), bench (time every case on input sets that change between runs, keep the buffers),
-recheck (refill the timed buffers in place with fresh inputs, call, write outputs), harness
+written), stage (copy every case's inputs to buffers of its own, warm up and capture on
+them, beside other work), bench (time the staged cases on input sets that change between
+runs, with the device held alone; keep the buffers), recheck (refill the timed buffers in place with fresh inputs, call, write outputs), harness
 (an external suite's own harness on a module; see `fitness.sandbox.harness_run`).
 """
 
@@ -85,6 +86,7 @@ class Worker:
         self.module_path = None
         self.stall_s = None  # the judge's stall limit for the loaded candidate
         self.timed: list[list] = []  # per case: the buffers the candidate was timed on
+        self.staged: list = []  # per case: `timing.Staged`, from `stage` until `bench`
         self.previous_inputs: list = []
         self.channel = channel
         self.shares = channel is not None and shared_memory.available(self.device.backend)
@@ -100,7 +102,7 @@ class Worker:
 
     def load(self, request: dict) -> dict:
         self.entry = None
-        self.timed, self.previous_inputs = [], []  # the last candidate's, then its memory
+        self.timed, self.staged, self.previous_inputs = [], [], []  # the last candidate's, then its memory
         self._unmap_all()
         shared_memory.return_cached_memory(self.device.backend)
         self._loaded += 1
@@ -208,36 +210,52 @@ class Worker:
         self.previous_inputs = inputs
         return {**written, "observed": observed} if written["ok"] else written
 
-    def bench(self, request: dict) -> dict:
-        """Times the candidate on each case; its input buffers are refilled before every run
-        with other values (`timing.variants`), so nothing computed once can be replayed.
-        A case's `give_up_above_us` (the judge's best so far, with a margin) lets a clear
-        loser stop after its first batch of runs, its `floors_us` (the work at the device's
-        peaks) tell the timing whether it must settle as a kernel that heats the chip; with
-        `screen`, a candidate that stops so on the first case (the representative one) is
-        not timed on the others."""
+    def stage(self, request: dict) -> dict:
+        """Makes each case's timing buffers (copies of the inputs the judge made, refilled
+        before every run with other values, `timing.variants`, so nothing computed once can
+        be replayed), warms the candidate up on them and captures it (`timing.stage`): the
+        part of timing the judge lets run beside other work."""
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
-        results, self.timed, spent = [], [], {}
-        with timing.accounted(spent), timing.one_callers_cases():
+        self.timed, self.staged, spent = [], [], {}
+        with timing.accounted(spent):
             for case in request["cases"]:
                 with timing.phase("buffers"):
                     inputs, _ = self._inputs(case["inputs"])
                     buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
                     refill = timing.refiller(buffers, timing.variants(inputs))
-                give_up = case.get("give_up_above_us")
-                stats = timing.bench([lambda: self.entry(*buffers)], self.device, config, refill,
-                                     give_up_above_us=[give_up if isinstance(give_up, (int, float))
-                                                       else None],
-                                     floors_us=[tuple(case["floors_us"])
-                                                if case.get("floors_us") else None])
+                self.staged.append(timing.stage([lambda b=buffers: self.entry(*b)], self.device,
+                                                config, refill))
                 self.timed.append(buffers)
-                results.append(stats[0].__dict__)
-                if request.get("screen") and len(results) == 1 and stats[0].stopped == "slower":
-                    break  # a clear loser on the representative case: the judge asked no more
             with timing.phase("release"):
                 self._remap()
+        return {"ok": True, "spent_s": spent}
+
+    def bench(self, request: dict) -> dict:
+        """Times the staged cases, in order, with the device held alone. A case's
+        `give_up_above_us` (the judge's best so far, with a margin) lets a clear loser stop
+        after its first batch of runs, its `floors_us` (the work at the device's peaks) tell
+        the timing whether it must settle as a kernel that heats the chip; with `screen`, a
+        candidate that stops so on the first case (the representative one) is not timed on
+        the others."""
+        from fitness import timing
+
+        cases, staged = request["cases"], self.staged
+        self.staged = []  # the graphs go with this request; the buffers stay for the re-check
+        if len(cases) != len(staged):
+            return {"ok": False, "kind": "harness_error",
+                    "trace": f"bench of {len(cases)} cases, {len(staged)} staged"}
+        results, spent = [], {}
+        with timing.accounted(spent), timing.one_callers_cases():
+            for case, ready in zip(cases, staged):
+                give_up = case.get("give_up_above_us")
+                [stats] = timing.time_staged(
+                    ready, give_up_above_us=[give_up if isinstance(give_up, (int, float)) else None],
+                    floors_us=[tuple(case["floors_us"]) if case.get("floors_us") else None])
+                results.append(stats.__dict__)
+                if request.get("screen") and len(results) == 1 and stats.stopped == "slower":
+                    break  # a clear loser on the representative case: the judge asked no more
         return {"ok": True, "cases": results, "spent_s": spent}
 
     def recheck(self, request: dict) -> dict:
@@ -286,7 +304,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
 
     def start(init: dict) -> tuple[dict, dict]:
         worker = state["worker"] = Worker(init, channel)
-        return ({"load": worker.load, "call": worker.call, "bench": worker.bench,
+        return ({"load": worker.load, "call": worker.call, "stage": worker.stage, "bench": worker.bench,
                  "recheck": worker.recheck, "harness": worker.harness},
                 {"shares": worker.shares})
 
