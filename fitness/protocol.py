@@ -152,6 +152,20 @@ def extent(shape, stride, offset: int) -> int:
     return offset + sum((size - 1) * step for size, step in zip(shape, stride)) + 1
 
 
+def tensor_spec(value) -> dict:
+    """Returns a tensor's layout spec {"dtype", "shape", "stride", "offset"}: what a raw
+    file's or a shared buffer's spec adds its place to, and all Triton specialises on."""
+    return {"dtype": str(value.dtype).removeprefix("torch."), "shape": list(value.shape),
+            "stride": list(value.stride()), "offset": value.storage_offset()}
+
+
+def layouts(values) -> list[dict]:
+    """Returns one spec per value: a tensor's `tensor_spec`, a JSON scalar as {"value": v}."""
+    import torch
+
+    return [tensor_spec(v) if isinstance(v, torch.Tensor) else {"value": v} for v in values]
+
+
 def write_values(directory: str, prefix: str, values) -> list[dict]:
     """Writes each tensor of `values` as `<prefix>-<i>.bin`; returns one JSON spec per value.
 
@@ -173,9 +187,7 @@ def write_values(directory: str, prefix: str, values) -> list[dict]:
         base = torch.as_strided(value.detach(), (span,), (1,), 0).cpu().contiguous()
         with open(os.path.join(directory, name), "wb") as handle:
             handle.write(memoryview(base.view(torch.uint8).numpy()))
-        specs.append({"file": name, "dtype": str(value.dtype).removeprefix("torch."),
-                      "shape": list(value.shape), "stride": list(value.stride()),
-                      "offset": value.storage_offset()})
+        specs.append({"file": name, **tensor_spec(value)})
     return specs
 
 

@@ -315,9 +315,7 @@ def pack(values, slot_bytes: list[int],
         if span:
             storage = torch.as_strided(tensor.detach(), (span,), (1,), 0)
             buffer.view(at, tensor.dtype, [span], [1], 0).copy_(storage)
-        specs.append({"at": at, "dtype": str(tensor.dtype).removeprefix("torch."),
-                      "shape": list(tensor.shape), "stride": list(tensor.stride()),
-                      "offset": tensor.storage_offset()})
+        specs.append({"at": at, **protocol.tensor_spec(tensor)})
     if buffer.bytes().is_cuda:
         torch.cuda.current_stream().synchronize()  # the worker reads it from another process
     slots = [{"at": at, "nbytes": nbytes}

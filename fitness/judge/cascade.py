@@ -127,6 +127,7 @@ class Cascade:
         self.requests: dict[str, int] = {}
         self._counters_lock = threading.Lock()
         self._baseline_jobs: dict[str, concurrent.futures.Future] = {}
+        self.input_layouts: dict[str, list] = {}  # task name -> its cases' input layouts
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
             BASELINE_JOBS, thread_name_prefix="baseline")
         self._seeds = random.SystemRandom()
@@ -375,8 +376,8 @@ class _Walk:
         self.fields["correct"] = True
 
     def _walk(self, worker, checker) -> None:
-        """The stages on one leased worker and checker: import, the first call (compiles),
-        correctness, timing."""
+        """The stages on one leased worker and checker: import, compiling (holding no
+        device), the first call, correctness, timing."""
         limits = self.c.limits
         self._request(checker, {"op": "reset"}, limits.check_s)
         self.stage = "import"
@@ -389,9 +390,10 @@ class _Walk:
                                    limits.import_s)
         if loaded.get("patched"):
             self._judge(worker, loaded, "import")
-        self.stage = "run"  # the first call compiles, then launches
+        self.stage = "run"  # compiling, then the first call launches
+        compiled = self._precompile(worker, checker)
         first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s,
-                           compiling=True)
+                           compiling=not compiled)
         self.compile_s = time.monotonic() - start
         self.fields["call_ok"] = True
         self.stage = "correct"
@@ -401,6 +403,28 @@ class _Walk:
         self.stage = "timed"
         self._latency(worker, checker)
         self.fields["correct"] = True
+
+    def _precompile(self, worker, checker) -> bool:
+        """Has the worker compile the candidate for every case before its first call, on
+        stand-ins of the inputs (`Worker.precompile`), holding nothing: it launches no
+        kernel, so it runs while other candidates are timed instead of waiting for them, and
+        the correctness calls that follow hold the device only for device work (a call that
+        compiled inside its hold kept a timing run waiting). The cases' input layouts come
+        from a checker, once per task. Returns whether the worker says it got through every
+        case (if not, the first call is held as compiling). Its word picks only a hold, and
+        the name of a failure: a candidate that would have launched here and launches
+        nothing in its first call replays what it stored here (`_judge`)."""
+        layouts = self.c.input_layouts.get(self.task.name)
+        if layouts is None:
+            with self.c.device_lock.shared():
+                layouts = self._request(checker, {"op": "describe", "cases": [
+                    (case.params, self.c.seed()) for case in self.cases]},
+                    self.c.limits.check_s)["cases"]
+            self.c.input_layouts[self.task.name] = layouts
+        reply = self._request(worker, {"op": "precompile", "cases": layouts}, self.c.limits.compile_s)
+        withheld = reply.get("withheld")
+        self._launched_before = isinstance(withheld, int) and withheld > 0
+        return reply.get("stopped") is None
 
     def _correctness(self, worker, checker, first: dict) -> None:
         """Every case on new inputs; the first case once more on new inputs (a replayed

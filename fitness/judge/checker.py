@@ -118,6 +118,16 @@ class Checker:
             shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return reply
 
+    def describe(self, request: dict) -> dict:
+        """Returns each case's input layouts (`protocol.layouts`), from inputs made as
+        `prepare` makes them: what a worker needs to compile a candidate for the case
+        before any call (`fitness.sandbox.worker.Worker.precompile`)."""
+        task = request["task"]
+        cases = [protocol.layouts(task.make_inputs(params, seed, self.device.torch_device))
+                 for params, seed in request["cases"]]
+        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
+        return {"ok": True, "cases": cases}
+
     def _outputs(self, entry: _Prepared, where: str, specs) -> list:
         """Returns the worker's outputs as private tensors: from the shared buffer's slots
         or from raw files (a spec says which; both validated)."""
@@ -313,6 +323,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         checker = Checker(init, channel)
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
                  "compare": _timed(checker.compare), "discard": checker.discard,
+                 "describe": checker.describe,
                  "warm_baseline": checker.warm_baseline,
                  "stage_baseline": _timed(checker.stage_baseline),
                  "time_baseline": _timed(checker.time_baseline)},

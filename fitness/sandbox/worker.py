@@ -8,15 +8,19 @@ each output; elsewhere raw files under /inputs (read-only here), the outputs and
 as they were after the call going back as raw files in its own /sandbox. It makes no judgement: what it reports (launch counts,
 torch ops, timings) is evidence, cross-checked by the judge.
 
-Stages, one request each: load (import + entry point + arity), call (one input set; outputs
+Stages, one request each: load (import + entry point + arity), precompile (compile every
+case's kernels on stand-in inputs, launching nothing), call (one input set; outputs
 written), stage (copy every case's inputs to buffers of its own, warm up and capture on
 them, beside other work), bench (time the staged cases on input sets that change between
-runs, with the device held alone; keep the buffers), recheck (refill the timed buffers in place with fresh inputs, call, write outputs), harness
-(an external suite's own harness on a module; see `fitness.sandbox.harness_run`).
+runs, with the device held alone; keep the buffers), recheck (refill the timed buffers in
+place with fresh inputs, call, write outputs), harness (an external suite's own harness on
+a module; see `fitness.sandbox.harness_run`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import faulthandler
 import importlib.util
 import inspect
@@ -28,6 +32,7 @@ import traceback
 from fitness import protocol, shared_memory
 
 _TRACE_CHARS = 4000
+_COMPILE_THREADS = 4  # a candidate's kernels compiled at once by `precompile`
 _FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
                   "hsa_status_error", "unspecified launch failure", "illegal instruction")
 _INPUTS_DIR = os.environ.get("KERNELEVO_INPUTS", "/inputs")  # set only with the sandbox off
@@ -131,6 +136,30 @@ class Worker:
             return {"ok": False, "kind": "signature_mismatch", "trace": mismatch}
         self.entry = entry
         return {"ok": True, "patched": self.snapshot.changed()}
+
+    def precompile(self, request: dict) -> dict:
+        """Compiles the candidate's kernels for every case before its first call, launching
+        nothing (`LaunchCounter.compiling_only`; Triton compiles the kernels side by side
+        where it can): the engine then lets this run while another candidate is timed,
+        since it is the CPU's work. The inputs are stand-ins, zeros in each case's layout
+        as the judge describes it (dtype, shape, strides, offset: what Triton specialises
+        on). An exception ends it early and is not a verdict: the calls that follow meet
+        whatever the candidate does on real inputs and are judged on that. The reply says
+        how many launches were withheld: a candidate that launched here and no more later
+        replays a stored result."""
+        if self.entry is None:
+            return {"ok": False, "kind": "harness_error", "trace": "precompile before a successful load"}
+        stopped, self.launches.withheld = None, 0
+        with self.stall.watching(self.module_path, self.stall_s), \
+                self.launches.compiling_only(), _compiling_side_by_side():
+            for layouts in request["cases"]:
+                try:
+                    self.entry(*_stand_ins(layouts, self.device.torch_device))
+                except Exception as error:  # the candidate's, on stand-ins: not judged
+                    stopped = f"{type(error).__name__}: {error}"[:300]
+                    break
+        shared_memory.return_cached_memory(self.device.backend)
+        return {"ok": True, "stopped": stopped, "withheld": self.launches.withheld}
 
     def _inputs(self, where: dict) -> tuple[list, object]:
         """Returns (input values, the shared buffer they live in or None). A shared buffer
@@ -289,6 +318,36 @@ class Worker:
         return harness_run.run(request, self.device, self.launches)
 
 
+def _stand_ins(layouts: list, device: str) -> list:
+    """Returns zeros in the layout of each tensor spec (`protocol.layouts`), scalars as given."""
+    import torch
+
+    values = []
+    for spec in layouts:
+        if "dtype" not in spec:
+            values.append(spec.get("value"))
+            continue
+        dtype, shape, stride, offset = protocol.tensor_layout(spec)
+        storage = torch.zeros(protocol.extent(shape, stride, offset), dtype=dtype, device=device)
+        values.append(torch.as_strided(storage, shape, stride, offset))
+    return values
+
+
+@contextlib.contextmanager
+def _compiling_side_by_side():
+    """Inside the block Triton compiles on a thread pool and a launch returns at once
+    (its compile-only launches), so a candidate's kernels compile side by side; leaving it
+    waits for them all. Triton before 3.4 has no such mode: one compile after another."""
+    try:
+        from triton.runtime._async_compile import AsyncCompileMode
+    except ImportError:
+        yield
+        return
+    with concurrent.futures.ThreadPoolExecutor(_COMPILE_THREADS) as pool, \
+            AsyncCompileMode(pool, ignore_errors=True):
+        yield
+
+
 def _arity_mismatch(entry, arity: int, name: str) -> str:
     """Returns why `entry` cannot take `arity` positional arguments, or "" when it can."""
     try:
@@ -304,7 +363,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
 
     def start(init: dict) -> tuple[dict, dict]:
         worker = state["worker"] = Worker(init, channel)
-        return ({"load": worker.load, "call": worker.call, "stage": worker.stage, "bench": worker.bench,
+        return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call, "stage": worker.stage, "bench": worker.bench,
                  "recheck": worker.recheck, "harness": worker.harness},
                 {"shares": worker.shares})
 
