@@ -86,8 +86,9 @@ def test_stand_ins_keep_each_input_layout_and_pass_scalars_through():
 
     assert (stand_in_view.dtype, stand_in_view.shape, stand_in_view.stride()) == (
         torch.float16, (3, 4), (1, 3))
-    assert stand_in_view.storage_offset() == 5 and not stand_in_view.any()
-    assert stand_in_indices.dtype == torch.int64 and stand_in_indices.tolist() == [0, 0, 0]
+    assert stand_in_view.storage_offset() == 5
+    assert stand_in_view.untyped_storage().nbytes() == 2 * (5 + 2 * 1 + 3 * 3 + 1)  # its span
+    assert (stand_in_indices.dtype, stand_in_indices.shape) == (torch.int64, (3,))
     assert (n, scale) == (7, 0.5)
 
 

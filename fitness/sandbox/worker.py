@@ -141,8 +141,8 @@ class Worker:
         """Compiles the candidate's kernels for every case before its first call, launching
         nothing (`LaunchCounter.compiling_only`; Triton compiles the kernels side by side
         where it can): the engine then lets this run while another candidate is timed,
-        since it is the CPU's work. The inputs are stand-ins, zeros in each case's layout
-        as the judge describes it (dtype, shape, strides, offset: what Triton specialises
+        since it is the CPU's work. The inputs are stand-ins in each case's layout as the
+        judge describes it (dtype, shape, strides, offset: what Triton specialises
         on). An exception ends it early and is not a verdict: the calls that follow meet
         whatever the candidate does on real inputs and are judged on that. The reply says
         how many launches were withheld: a candidate that launched here and no more later
@@ -319,7 +319,10 @@ class Worker:
 
 
 def _stand_ins(layouts: list, device: str) -> list:
-    """Returns zeros in the layout of each tensor spec (`protocol.layouts`), scalars as given."""
+    """Returns uninitialised tensors in the layout of each tensor spec (`protocol.layouts`),
+    scalars as given. Uninitialised, since filling them would be device work beside another
+    candidate's timing; nothing reads their values (launches are withheld, and the static
+    gate lets a candidate's host code neither read values nor compute with torch)."""
     import torch
 
     values = []
@@ -328,7 +331,7 @@ def _stand_ins(layouts: list, device: str) -> list:
             values.append(spec.get("value"))
             continue
         dtype, shape, stride, offset = protocol.tensor_layout(spec)
-        storage = torch.zeros(protocol.extent(shape, stride, offset), dtype=dtype, device=device)
+        storage = torch.empty(protocol.extent(shape, stride, offset), dtype=dtype, device=device)
         values.append(torch.as_strided(storage, shape, stride, offset))
     return values
 
