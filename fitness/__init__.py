@@ -5,4 +5,5 @@ HARNESS_VERSION = "fitness-6"
 every Evaluation and of the baseline-timing cache key. fitness-5: a light callable whose
 runs drift (first vs last third) is timed again (`timing_rules.drifted`). fitness-6: warm-up
 and graph capture are staged beside other work (`timing.stage`), and the device is held
-alone only for the timing proper (`timing.time_staged`)."""
+alone only for the timing proper (`timing.time_staged`); a candidate compiles for every case
+before its first call, on stand-ins, launches withheld (`Worker.precompile`)."""
