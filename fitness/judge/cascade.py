@@ -1,5 +1,6 @@
 """The fitness cascade: syntax -> static gate -> import -> compile (on stand-ins, launching
-nothing) -> first launch -> correctness -> latency -> re-check. This is the judge; it runs in the engine's process.
+nothing) -> first launch -> correctness -> latency -> re-check. This is the judge; it runs
+in the engine's process.
 
 One candidate walks the stages on one leased sandboxed worker and one leased trusted
 checker; the first failure ends the walk and names its kind. Every judgement is made on
