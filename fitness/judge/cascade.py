@@ -49,7 +49,8 @@ class Limits:
 
     Attributes:
       import_s: writing and importing the candidate module.
-      compile_s: the first call (Triton compilation and first launch).
+      compile_s: the precompile (every case's kernels compiled, none launched) and the
+        first call, each.
       check_s: each further correctness call, and each comparison in the checker.
       bench_s: timing every case plus the re-check call.
       ready_s: a new worker's start-up (charged to no candidate).
