@@ -52,7 +52,7 @@ class Limits:
       compile_s: the precompile (every case's kernels compiled, none launched) and the
         first call, each.
       check_s: each further correctness call, and each comparison in the checker.
-      bench_s: timing every case plus the re-check call.
+      bench_s: staging the timing, timing every case, and the re-check call, each.
       ready_s: a new worker's start-up (charged to no candidate).
       stall_s: not a stage limit: how long the candidate's own Python code may run with no
         Triton launch in between, during import and correctness calls, before its worker
