@@ -240,6 +240,15 @@ def variants(inputs: Sequence, count: int = 2) -> list[list]:
     return sets
 
 
+def refilled_copies(inputs: Sequence) -> tuple[list, Callable[[], None]]:
+    """Returns copies of `inputs` to time a callable on, and the `refiller` that copies the
+    next of their `variants` into them before every call."""
+    import torch
+
+    buffers = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+    return buffers, refiller(buffers, variants(inputs))
+
+
 def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], None]:
     """Returns a callable that copies the next input set into `buffers`, in place.
 

@@ -43,8 +43,7 @@ def time_case(entry, inputs, device, config, floors=None) -> tuple[timing.Latenc
     judge sends them); returns (stats, seconds per phase)."""
     before = collections.Counter(timing.SPENT_S)
     began = time.perf_counter()
-    buffers = [v.clone() if hasattr(v, "clone") else v for v in inputs]
-    refill = timing.refiller(buffers, timing.variants(inputs))
+    buffers, refill = timing.refilled_copies(inputs)
     made = time.perf_counter()
     [stats] = timing.bench([lambda: entry(*buffers)], device, config, refill, floors_us=[floors])
     ended = time.perf_counter()

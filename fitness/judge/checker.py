@@ -235,9 +235,8 @@ class Checker:
         self.staged_baseline = []
         for params, seed in request["cases"]:
             with timing.phase("buffers"):
-                inputs = task.make_inputs(params, seed, self.device.torch_device)
-                buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
-                refill = timing.refiller(buffers, timing.variants(inputs))
+                buffers, refill = timing.refilled_copies(
+                    task.make_inputs(params, seed, self.device.torch_device))
             floors = timing.case_floors_us(self.device, task.flops, task.bytes, params)
             staged = timing.stage([lambda b=buffers: baseline(*b)], self.device,
                                   request.get("timing"), refill)
@@ -248,12 +247,10 @@ class Checker:
         """Times the staged baseline cases with the candidates' protocol (the device held
         alone by the caller)."""
         staged, self.staged_baseline = self.staged_baseline, []
-        results = []
         with timing.one_callers_cases():
-            for ready, floors in staged:
-                [stats] = timing.time_staged(ready, floors_us=[floors])
-                results.append(stats.__dict__)
-        del staged
+            results = [timing.time_staged(ready, floors_us=[floors])[0].__dict__
+                       for ready, floors in staged]
+        staged.clear()  # the graphs and buffers go before the cache is handed back
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, "cases": results}
 

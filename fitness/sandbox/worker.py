@@ -252,8 +252,7 @@ class Worker:
             for case in request["cases"]:
                 with timing.phase("buffers"):
                     inputs, _ = self._inputs(case["inputs"])
-                    buffers = [v.clone() if isinstance(v, self.torch.Tensor) else v for v in inputs]
-                    refill = timing.refiller(buffers, timing.variants(inputs))
+                    buffers, refill = timing.refilled_copies(inputs)
                 self.staged.append(timing.stage([lambda b=buffers: self.entry(*b)], self.device,
                                                 config, refill))
                 self.timed.append(buffers)
@@ -366,8 +365,9 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
 
     def start(init: dict) -> tuple[dict, dict]:
         worker = state["worker"] = Worker(init, channel)
-        return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call, "stage": worker.stage, "bench": worker.bench,
-                 "recheck": worker.recheck, "harness": worker.harness},
+        return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call,
+                 "stage": worker.stage, "bench": worker.bench, "recheck": worker.recheck,
+                 "harness": worker.harness},
                 {"shares": worker.shares})
 
     def on_error(error: BaseException) -> dict:
