@@ -39,7 +39,8 @@ from fitness import actor as fitness_actor  # noqa: E402
 from operators import offline  # noqa: E402
 from operators.scripted_server import Reply, ScriptedServer  # noqa: E402
 
-from gpu_memory import MemoryPeak  # noqa: E402  (beside this script)
+from gpu_sampler import GpuSampler  # noqa: E402  (beside this script)
+from host_cpu import HostCpu  # noqa: E402
 
 
 class VariantAnswers:
@@ -118,7 +119,7 @@ def main(argv=None) -> int:
           else contextlib.nullcontext()) as server:
         config = build_config(args, server.base_url if server else None)
         started = time.monotonic()
-        with MemoryPeak() as memory:
+        with GpuSampler() as gpus, HostCpu() as cpu:
             summary = campaign.run_campaign(config, Path(args.out), fitness_actors=actors)
         wall_s = time.monotonic() - started
     stats = ray.get([a.stats.remote() for a in actors], timeout=300)
@@ -142,7 +143,9 @@ def main(argv=None) -> int:
         "timing_wait_fraction": waited,
         "failures": {kind: count for kind, count in sorted(failures.items()) if count},
         "retries": sum(s["retries"] - s0["retries"] for s, s0 in zip(stats, started_stats)),
-        "peak_gpu_memory_mib": memory.peak_mib,
+        "peak_gpu_memory_mib": gpus.peak_mib,
+        "gpu_utilization_samples": gpus.utilization,
+        "host_cpu_busy_samples": cpu.busy_shares,
         "engine_overhead_ms_per_candidate": summary.engine_overhead_ms_per_candidate,
         "llm_requests": len(server.requests) if server else 0,
         "best_speedup": {name: r.best_speedup for name, r in summary.tasks.items()},
@@ -159,7 +162,9 @@ def main(argv=None) -> int:
     print(f"timing runs waiting for their GPU: {', '.join(f'{100 * w:.0f}%' for w in waited)} "
           f"of the wall time; failures by kind: {result['failures']}; walks retried: "
           f"{result['retries']}")
-    print(f"peak device memory used (nvidia-smi, twice a second): {memory.text()}")
+    print(f"peak device memory used (nvidia-smi, twice a second): {gpus.memory_text()}")
+    print(f"device utilisation (nvidia-smi: a kernel of any process running): "
+          f"{gpus.utilization_text()}; host cores busy: {cpu.text()}")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     for handle in actors:

@@ -28,7 +28,8 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 from benchmarks.registry import builtin  # noqa: E402
 from evo.records import Candidate, Task, make_candidate  # noqa: E402
-from gpu_memory import MemoryPeak  # noqa: E402  (beside this script)
+from gpu_sampler import GpuSampler  # noqa: E402  (beside this script)
+from host_cpu import HostCpu  # noqa: E402
 
 _NAIVE_SCRIPT = r'''
 import importlib.util, sys, torch
@@ -85,7 +86,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         start = time.monotonic()
         before = evaluator.stats()
         evaluations = []
-        with MemoryPeak() as memory, concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        with GpuSampler() as gpus, HostCpu() as cpu, concurrent.futures.ThreadPoolExecutor(workers) as pool:
             futures = {pool.submit(timed_evaluate, evaluator, task, candidate): why
                        for task, candidate, why in batch}
             walks = collections.defaultdict(list)  # intent -> (seconds evaluate() took, evaluation)
@@ -118,8 +119,10 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         print(f"  device held alone to time: {alone_s:.1f} s ({100 * alone_s / wall_s:.0f}% of "
               f"the wall time): with nothing else on the critical path the batch could not "
               f"beat {60 * len(batch) / max(alone_s, 1e-9):.0f} candidates/min", flush=True)
-        print(f"  peak device memory used (nvidia-smi, twice a second): {memory.text()}",
+        print(f"  peak device memory used (nvidia-smi, twice a second): {gpus.memory_text()}",
               flush=True)
+        print(f"  device utilisation (nvidia-smi: a kernel of any process running): "
+              f"{gpus.utilization_text()}; host cores busy: {cpu.text()}", flush=True)
         print("  seconds per evaluate() call by intent (mean, max): " + ", ".join(
             f"{why} {statistics.mean(s for s, _ in spent):.2f} {max(s for s, _ in spent):.2f}"
             for why, spent in sorted(walks.items())), flush=True)
