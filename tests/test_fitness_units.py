@@ -14,6 +14,7 @@ from fitness.device import DeviceError, DeviceInfo, detect
 from fitness.gate import GpuGate
 from fitness.judge import anticheat, checking
 from fitness.judge.cascade import Cascade, Limits, amd_only_options
+from fitness.judge.checker import Checker
 from fitness.pool import checker_env
 
 H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", 0, 3350.0,
@@ -160,6 +161,15 @@ def test_amd_only_launch_options_fail_on_nvidia_with_a_reason():
     evaluation = cascade.evaluate(builtin().get("vector_add"), make_candidate("vector_add", source))
     assert evaluation.failure_kind == "unsupported_on_backend"
     assert "waves_per_eu" in evaluation.error_trace and "AMD" in evaluation.error_trace
+
+
+def test_a_checker_warms_up_at_start_and_keeps_nothing_of_it():
+    # The warm-up runs a prepare's and a compare's device work on made-up tensors: none of it
+    # may look like a walk's state (a digest kept would make a later output a "replay").
+    checker = Checker({"device": DeviceInfo("interpreter", "cpu-interpreter")}, None)
+    checker.warm_up()
+    assert checker.prepared == {} and checker.last_call is None
+    assert checker.output_digests == set() and checker.staged_baseline == []
 
 
 def test_timing_holds_the_device_alone():
