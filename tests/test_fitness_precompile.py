@@ -7,12 +7,15 @@ launches that never happened), stand-ins in the real layout, an exception there 
 only the precompile, and one description of a task's inputs for all its candidates.
 """
 
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
 
+import pytest
 import torch
+from triton.runtime._async_compile import FutureKernel
 
 from benchmarks.registry import builtin
 from evo.records import make_candidate
@@ -20,7 +23,7 @@ from fitness import protocol
 from fitness.device import DeviceInfo
 from fitness.evaluator import Evaluator
 from fitness.pool import WorkerPool
-from fitness.sandbox.worker import _stand_ins
+from fitness.sandbox.worker import _ready_to_launch, _stand_ins
 from fitness_limits import FITNESS_TEST_LIMITS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -135,3 +138,32 @@ def test_a_walk_precompiles_and_the_inputs_are_described_once_per_task():
 
     assert all(e.correct for e in evaluations), [e.error_trace[-800:] for e in evaluations]
     assert requests["candidate.precompile"] == 2 and requests["checker.describe"] == 1
+
+
+class _Compiled:
+    """What a GPU build's compile-only launch returns, reduced to the one call readying
+    makes (the interpreter compiles nothing, so these tests cannot get a real one)."""
+
+    def __init__(self, fails: bool = False):
+        self.readied, self.fails = 0, fails
+
+    def _init_handles(self):
+        self.readied += 1
+        if self.fails:
+            raise RuntimeError("out of resources: shared memory")
+
+
+def _future_of(kernel):
+    future = concurrent.futures.Future()
+    future.set_result(kernel) if kernel is not None else future.set_exception(RuntimeError("no"))
+    wrapped = FutureKernel(lambda _: None, lambda _: None, future)
+    wrapped.result(ignore_errors=True)  # what leaving Triton's AsyncCompileMode does
+    return wrapped
+
+
+def test_precompiled_kernels_are_readied_for_their_first_launch_and_failed_compiles_skipped():
+    direct, awaited = _Compiled(), _Compiled()
+    _ready_to_launch([direct, _future_of(awaited), _future_of(None), None])
+    assert (direct.readied, awaited.readied) == (1, 1)
+    with pytest.raises(RuntimeError, match="shared memory"):  # the precompile stops there
+        _ready_to_launch([_Compiled(fails=True)])

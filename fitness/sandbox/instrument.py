@@ -37,6 +37,7 @@ class LaunchCounter:
         self.depth = 0  # > 0 while inside a launch: torch ops there are Triton's, not the candidate's
         self.compile_only = False
         self.withheld = 0  # launches that `compiling_only` turned into compilations
+        self.compiled: list = []  # what those compilations returned (kernels, or futures of them)
 
     def install(self) -> None:
         from triton.runtime import autotuner, interpreter, jit
@@ -66,9 +67,12 @@ class LaunchCounter:
                 counter.count += 1
             counter.depth += 1
             try:
-                return run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
+                compiled = run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
             finally:
                 counter.depth -= 1
+            if counter.compile_only and compiled is not None:
+                counter.compiled.append(compiled)
+            return compiled
 
         counted_run.__wrapped__ = run
         return counted_run

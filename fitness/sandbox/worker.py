@@ -149,7 +149,7 @@ class Worker:
         replays a stored result."""
         if self.entry is None:
             return {"ok": False, "kind": "harness_error", "trace": "precompile before a successful load"}
-        stopped, self.launches.withheld = None, 0
+        stopped, self.launches.withheld, self.launches.compiled = None, 0, []
         with self.stall.watching(self.module_path, self.stall_s), \
                 self.launches.compiling_only(), _compiling_side_by_side():
             for layouts in request["cases"]:
@@ -158,6 +158,11 @@ class Worker:
                 except Exception as error:  # the candidate's, on stand-ins: not judged
                     stopped = f"{type(error).__name__}: {error}"[:300]
                     break
+        compiled, self.launches.compiled = self.launches.compiled, []
+        try:
+            _ready_to_launch(compiled)
+        except Exception as error:  # e.g. too much shared memory: the first call says so
+            stopped = stopped or f"{type(error).__name__}: {error}"[:300]
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True, "stopped": stopped, "withheld": self.launches.withheld}
 
@@ -315,6 +320,25 @@ class Worker:
         from fitness.sandbox import harness_run
 
         return harness_run.run(request, self.device, self.launches)
+
+
+def _ready_to_launch(compiled: list) -> None:
+    """Readies each kernel a compile-only launch returned for its first real launch, which
+    Triton otherwise does lazily inside it: building the kernel's launcher (Triton 3.6
+    builds a C launcher per signature with the host's compiler, 200-300 ms, inside the
+    first call's device hold on an H200 host) and loading its binary into the context (a
+    driver call, no kernel). A future whose compile failed is skipped: the call meets the
+    error. Under the interpreter there is nothing to ready."""
+    try:
+        from triton.runtime._async_compile import FutureKernel
+    except ImportError:
+        FutureKernel = ()  # noqa: N806  (Triton before 3.4: every compile is synchronous)
+    for kernel in compiled:
+        if isinstance(kernel, FutureKernel):
+            kernel = kernel.kernel  # set once its compile finished, None if it failed
+        ready = getattr(kernel, "_init_handles", None)
+        if ready is not None:
+            ready()
 
 
 def _stand_ins(layouts: list, device: str) -> list:
