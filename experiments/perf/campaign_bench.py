@@ -39,8 +39,7 @@ from fitness import actor as fitness_actor  # noqa: E402
 from operators import offline  # noqa: E402
 from operators.scripted_server import Reply, ScriptedServer  # noqa: E402
 
-from gpu_sampler import GpuSampler  # noqa: E402  (beside this script)
-from host_cpu import HostCpu  # noqa: E402
+from machine_use import GpuSampler, HostCpu  # noqa: E402  (beside this script)
 
 
 class VariantAnswers:

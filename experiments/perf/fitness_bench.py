@@ -28,8 +28,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 from benchmarks.registry import builtin  # noqa: E402
 from evo.records import Candidate, Task, make_candidate  # noqa: E402
-from gpu_sampler import GpuSampler  # noqa: E402  (beside this script)
-from host_cpu import HostCpu  # noqa: E402
+from machine_use import GpuSampler, HostCpu  # noqa: E402  (beside this script)
 
 _NAIVE_SCRIPT = r'''
 import importlib.util, sys, torch
