@@ -155,7 +155,10 @@ class _Compiled:
 
 def _future_of(kernel):
     future = concurrent.futures.Future()
-    future.set_result(kernel) if kernel is not None else future.set_exception(RuntimeError("no"))
+    if kernel is None:
+        future.set_exception(RuntimeError("the compile failed"))
+    else:
+        future.set_result(kernel)
     wrapped = FutureKernel(lambda _: None, lambda _: None, future)
     wrapped.result(ignore_errors=True)  # what leaving Triton's AsyncCompileMode does
     return wrapped
