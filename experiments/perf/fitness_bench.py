@@ -85,7 +85,8 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         start = time.monotonic()
         before = evaluator.stats()
         evaluations = []
-        with GpuSampler() as gpus, HostCpu() as cpu, concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        with GpuSampler() as gpus, HostCpu() as cpu, \
+                concurrent.futures.ThreadPoolExecutor(workers) as pool:
             futures = {pool.submit(timed_evaluate, evaluator, task, candidate): why
                        for task, candidate, why in batch}
             walks = collections.defaultdict(list)  # intent -> (seconds evaluate() took, evaluation)

@@ -150,19 +150,17 @@ class Worker:
         if self.entry is None:
             return {"ok": False, "kind": "harness_error", "trace": "precompile before a successful load"}
         stopped, self.launches.withheld, self.launches.compiled = None, 0, []
-        with self.stall.watching(self.module_path, self.stall_s), \
-                self.launches.compiling_only(), _compiling_side_by_side():
-            for layouts in request["cases"]:
-                try:
-                    self.entry(*_stand_ins(layouts, self.device.torch_device))
-                except Exception as error:  # the candidate's, on stand-ins: not judged
-                    stopped = f"{type(error).__name__}: {error}"[:300]
-                    break
-        compiled, self.launches.compiled = self.launches.compiled, []
         try:
-            _ready_to_launch(compiled)
-        except Exception as error:  # e.g. too much shared memory: the first call says so
-            stopped = stopped or f"{type(error).__name__}: {error}"[:300]
+            with self.stall.watching(self.module_path, self.stall_s), \
+                    self.launches.compiling_only(), _compiling_side_by_side():
+                for layouts in request["cases"]:
+                    self.entry(*_stand_ins(layouts, self.device.torch_device))
+            _ready_to_launch(self.launches.compiled)
+        except Exception as error:  # the candidate's on stand-ins, or a kernel that cannot
+            # be readied (too much shared memory): not judged, the calls that follow meet it
+            stopped = f"{type(error).__name__}: {error}"[:300]
+        finally:
+            self.launches.compiled = []
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True, "stopped": stopped, "withheld": self.launches.withheld}
 
