@@ -36,8 +36,8 @@ from typing import Callable, Mapping, Sequence
 
 from fitness.device import DeviceInfo
 from fitness.timing_rules import (  # noqa: F401  (re-exported: the timing vocabulary)
-    INTERPRETER_TIMING, STOP_REASONS, TimingConfig, drifted, heavy, median_ci_ranks,
-    next_batch_runs, settled, stop_reason)
+    INTERPRETER_TIMING, STOP_REASONS, ClockWindow, TimingConfig, drifted, heavy,
+    median_ci_ranks, next_batch_runs, settled, stop_reason)
 
 _perf_counter = time.perf_counter
 
@@ -135,15 +135,16 @@ def one_callers_cases():
 def settling(run_batch: Callable[[list[int], int], list[list[float]]],
              read_clock: Callable[[], float | None], clock_mhz: float | None,
              config: TimingConfig, floors_us: Sequence[tuple[float, float] | None],
-             ) -> Callable[[list[int], int], list[list[float]]]:
+             peak_mhz: float = 0.0) -> Callable[[list[int], int], list[list[float]]]:
     """Returns `run_batch` whose first call repeats until `settled` and returns only its last
     batch; later calls pass through. The first batch has the runs asked for; later settling
     batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
     before the first batch, `read_clock` reads it after each (None: not readable); the
-    fastest clock read lately (`_peak_mhz`) is what a light kernel waits for. Heavy
-    load that ended just before (`_HeavyLoad`: the previous case of the same caller, inside
-    `one_callers_cases`) counts toward `settle_min_s`. `floors_us`: each callable's roofline
-    floors, or None (see `heavy`)."""
+    fastest clock read lately, by this process (`_recent_clocks`) or as the caller knows it
+    (`peak_mhz`), is what a light kernel waits for. Heavy load that ended just before
+    (`_HeavyLoad`: the previous case of the same caller, inside `one_callers_cases`) counts
+    toward `settle_min_s`. `floors_us`: each callable's roofline floors, or None (see
+    `heavy`)."""
     first = True
 
     def timed_batch(active: list[int], runs: int) -> list[list[float]]:
@@ -173,7 +174,8 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
             clock = read_clock()
             if clock:
                 clocks.append(clock)
-            if settled(medians, clocks, _perf_counter() - started, config, loaded_s, _peak_mhz(),
+            peak = max(_recent_clocks.peak(_perf_counter()), peak_mhz)
+            if settled(medians, clocks, _perf_counter() - started, config, loaded_s, peak,
                        [floors_us[index] for index in active]):
                 SPENT_S["timed"] += batch_s  # the proving batch is the first timed one
                 SPENT_S["settle"] += _perf_counter() - started - batch_s
@@ -307,7 +309,7 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
 
 def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None = None,
                 floors_us: Sequence[tuple[float, float] | None] | None = None,
-                ) -> list[LatencyStats]:
+                peak_mhz: float = 0.0) -> list[LatencyStats]:
     """Returns the latency of each staged callable, timed interleaved on its device.
 
     `give_up_above_us`, one entry per callable (None: no limit), is the latency beyond which
@@ -316,12 +318,16 @@ def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None 
     `stopped="slower"` and a median that is still the median of the runs it had.
     `floors_us`, one entry per callable (None: unknown), is its work's (compute us, memory
     us) at the device's peaks (`case_floors_us`): whether a long callable must settle as
-    one that heats the chip (`heavy`).
+    one that heats the chip (`heavy`). `peak_mhz` is the fastest SM clock read lately on
+    this device by anyone the caller trusts (0: unknown): a process that has read none
+    itself (new, or idle for a minute) would otherwise take whatever clock it finds for the
+    peak, and time a light kernel right after another's heavy load on a clock still
+    climbing back (measured on an H200: 1374-1404 MHz, a 41-us layernorm timed 31-34% slow).
     """
     give_up, floors = _per_callable(len(staged.runnables), give_up_above_us, floors_us)
     if staged.device.backend == "interpreter":
         return _time_wall(staged, give_up)
-    return _time_events(staged, give_up, floors)
+    return _time_events(staged, give_up, floors, peak_mhz)
 
 
 def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
@@ -415,8 +421,7 @@ def _as_graph(fn, gpu: _Gpu):
 _SPIN_CYCLES = 1_000_000  # about 0.5 ms at an H200's boost clock
 _PAD_SLACK_US = 10.0
 _PAD_CAP_US = 500.0
-_PEAK_WINDOW_S = 60.0
-_clock_reads: collections.deque = collections.deque()  # (perf_counter s, MHz), oldest first
+_recent_clocks = ClockWindow(window_s=60.0)  # this process's reads (perf_counter s, MHz)
 
 
 def _clock_mhz(gpu: _Gpu, cycles: int = _SPIN_CYCLES) -> float | None:
@@ -426,7 +431,7 @@ def _clock_mhz(gpu: _Gpu, cycles: int = _SPIN_CYCLES) -> float | None:
     H200 a 0.1-ms spin behind a 25-us lead read -12.8%..+5.8% (stdev 4.75%) under a steady
     light load, since right after a synchronisation the host took longer than the lead to
     enqueue; a 0.5-ms spin behind a 0.13-ms lead reads within 0.13% (`clock_probe.py` E).
-    None where the backend has no spin kernel. Each read is remembered for `_peak_mhz`."""
+    None where the backend has no spin kernel. Each read is remembered (`_recent_clocks`)."""
     if gpu.sleep is None:
         return None
     start, end = gpu.event(enable_timing=True), gpu.event(enable_timing=True)
@@ -436,21 +441,19 @@ def _clock_mhz(gpu: _Gpu, cycles: int = _SPIN_CYCLES) -> float | None:
     gpu.record(end)
     gpu.synchronize()
     mhz = cycles / max(gpu.elapsed_ms(start, end) * 1e3, 1e-3)
-    now = _perf_counter()
-    _clock_reads.append((now, mhz))
-    while _clock_reads and _clock_reads[0][0] < now - _PEAK_WINDOW_S:
-        _clock_reads.popleft()
+    _recent_clocks.note(_perf_counter(), mhz)
     return mhz
 
 
-def _peak_mhz() -> float:
-    """Returns the fastest SM clock this process read in the last `_PEAK_WINDOW_S` (0.0:
-    none): the clock a light kernel runs at once the chip has recovered from heavy load. A
-    window, not all time, so a chip that runs hotter later is not held to its cool boost."""
-    return max((mhz for _, mhz in _clock_reads), default=0.0)
+def read_clock_mhz(device: DeviceInfo) -> float | None:
+    """Returns the SM clock of `device` now, in MHz (`_clock_mhz`), or None where it cannot
+    be read (the interpreter, a backend without a spin kernel)."""
+    if device.backend == "interpreter":
+        return None
+    return _clock_mhz(_gpu())
 
 
-def _time_events(staged: Staged, give_up, floors) -> list[LatencyStats]:
+def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[LatencyStats]:
     """Warm-up rounds of what will be timed (a graph's first replay uploads it; the rounds
     also measure the host's enqueue time), settling batches (`settling`, which waits out a
     clock that is down), then adaptive batches of event-timed runs, each behind a pad: a
@@ -491,7 +494,8 @@ def _time_events(staged: Staged, give_up, floors) -> list[LatencyStats]:
         gpu.synchronize()
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 
-    settled_batch = settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config, floors)
+    settled_batch = settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config, floors,
+                             peak_mhz)
     return time_adaptively(settled_batch, len(runnables), config, give_up, staged.methods, floors)
 
 

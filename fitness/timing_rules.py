@@ -1,14 +1,17 @@
 """The rules of adaptive timing, as pure functions of the samples: when a median is known
 well enough, when a callable is clearly slower than the caller cares about, when the clock
-has settled, and how many runs come next. `fitness.timing` runs the kernels; these decide,
-and are tested without a GPU.
+has settled, and how many runs come next; and the window of recent clock reads that
+settling weighs a clock against. `fitness.timing` runs the kernels; these decide, and are
+tested without a GPU.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import statistics
+import threading
 from typing import Sequence
 
 @dataclasses.dataclass(frozen=True)
@@ -222,3 +225,30 @@ def next_batch_runs(done: int, config: TimingConfig) -> int:
     if done < config.min_runs:
         return config.min_runs - done
     return max(1, min(done // 2, config.max_runs - done))
+
+
+class ClockWindow:
+    """The SM clock reads of the last `window_s` seconds; their fastest (`peak`) is the
+    clock a light kernel waits for (`settled`). A window, not all time, so a chip that runs
+    hotter later is not held to its cool boost. Thread-safe: the judge notes the checkers'
+    reads from many walks at once."""
+
+    def __init__(self, window_s: float = 60.0):
+        self.window_s = window_s
+        self._reads: collections.deque[tuple[float, float]] = collections.deque()  # (s, MHz)
+        self._lock = threading.Lock()
+
+    def note(self, now_s: float, mhz: float) -> None:
+        with self._lock:
+            self._reads.append((now_s, mhz))
+            self._forget(now_s)
+
+    def peak(self, now_s: float) -> float:
+        """Returns the fastest read of the window ending at `now_s` (0.0: none)."""
+        with self._lock:
+            self._forget(now_s)
+            return max((mhz for _, mhz in self._reads), default=0.0)
+
+    def _forget(self, now_s: float) -> None:
+        while self._reads and self._reads[0][0] < now_s - self.window_s:
+            self._reads.popleft()

@@ -48,6 +48,9 @@ def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
     assert all(e.correct for e in evaluations), [e.error_trace[-500:] for e in evaluations]
     assert requests["checker.warm_baseline"] == requests["checker.time_baseline"] == 1
     assert requests["checker.stage_baseline"] == 1
+    # the judge's clock window: a checker's read beside each staging, the baseline's and
+    # every candidate's (None here: the interpreter has no clock to read)
+    assert requests["checker.read_clock"] == 1 + len(evaluations)
     # every prepare says what it spent inside the checker: no more than its round trip
     assert requests["checker.prepare.all"] == requests["checker.prepare"] > 0
     assert 0 < spent_s["checker.prepare.all"] <= spent_s["checker.prepare"]

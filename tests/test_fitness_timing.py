@@ -1,6 +1,5 @@
 """Adaptive timing: the stop rule on synthetic sample streams, and bench() on the wall clock."""
 
-import collections
 import itertools
 import json
 import random
@@ -249,7 +248,7 @@ def fake_gpu(monkeypatch) -> _FakeGpu:
     """A _FakeGpu at 1980 MHz as the timing module's GPU, in a process that has read no clock."""
     gpu = _FakeGpu(mhz=1980.0)
     monkeypatch.setattr(timing, "_GPU", gpu)
-    monkeypatch.setattr(timing, "_clock_reads", collections.deque())
+    monkeypatch.setattr(timing, "_recent_clocks", timing.ClockWindow())
     return gpu
 
 
@@ -393,7 +392,7 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
     the limited clock (2210 us): settled, every timed run is from after the step; without
     settling, the timing is the boost's."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    monkeypatch.setattr(timing, "_clock_reads", collections.deque([(0.0, 1980.0)]))
+    monkeypatch.setattr(timing, "_recent_clocks", read_lately(1980.0))
 
     def bench(**settle):
         gpu = _FakeGpu(mhz=1980.0)
@@ -421,7 +420,7 @@ def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(m
     second only its two agreeing batches; after a pause longer than `settle_gap_s`, or for
     another caller's kernel, it is paid again."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    monkeypatch.setattr(timing, "_clock_reads", collections.deque([(0.0, 1980.0)]))
+    monkeypatch.setattr(timing, "_recent_clocks", read_lately(1980.0))
     gpu = _FakeGpu(mhz=1980.0)
     monkeypatch.setattr(timing, "_GPU", gpu)
     monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
@@ -448,7 +447,8 @@ def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(m
 def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeypatch):
     """The clock reads 1400 MHz for 80 ms of (fake) GPU time, then the 1975 MHz read before
     (the peak): a light kernel that runs slower at the low clock is timed only on runs from
-    after the climb; without settling, its first batch is the slow one."""
+    after the climb; without settling, its first batch is the slow one. The peak is the
+    process's own reads, or what its caller passes (`peak_mhz`)."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
 
     class Recovering(_FakeGpu):
@@ -460,7 +460,7 @@ def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeyp
         def mhz(self, value):
             pass
 
-    def bench(**settle):
+    def bench(process_reads=(1975.0,), peak_mhz=0.0, **settle):
         gpu = Recovering(mhz=0.0)
 
         def add():
@@ -468,15 +468,40 @@ def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeyp
 
         monkeypatch.setattr(timing, "_GPU", gpu)
         monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
-        monkeypatch.setattr(timing, "_clock_reads", collections.deque([(0.0, 1975.0)]))
+        monkeypatch.setattr(timing, "_recent_clocks", read_lately(*process_reads))
         config = timing.TimingConfig(warmup_runs=2, use_graphs=False, **settle)
-        [stats] = timing.bench([add], device, config)
+        staged = timing.stage([add], device, config)
+        [stats] = timing.time_staged(staged, peak_mhz=peak_mhz)
         return stats, gpu.now_us * 1e-6
 
     stats, spent_s = bench()
     assert stats.median_us == stats.p20_us == 28.0 and spent_s >= 0.08
     stats, spent_s = bench(settle_max_s=0.0)
     assert stats.median_us == 30.0 and spent_s < 0.08
+    # a process that has read no clock lately (new, or idle for a minute) takes the 1400 MHz
+    # it finds for the peak and times the slow state, unless the caller says what the peak is
+    stats, _ = bench(process_reads=())
+    assert stats.median_us == 30.0
+    stats, spent_s = bench(process_reads=(), peak_mhz=1975.0)
+    assert stats.median_us == stats.p20_us == 28.0 and spent_s >= 0.08
+
+
+def read_lately(*mhz: float) -> timing.ClockWindow:
+    """Returns a window holding these clock reads, taken at time 0."""
+    window = timing.ClockWindow()
+    for read in mhz:
+        window.note(0.0, read)
+    return window
+
+
+def test_the_clock_window_keeps_the_fastest_read_of_its_last_seconds():
+    window = timing.ClockWindow(window_s=60.0)
+    assert window.peak(0.0) == 0.0  # nothing read: unknown
+    window.note(0.0, 1980.0)
+    window.note(30.0, 1500.0)
+    assert window.peak(59.0) == 1980.0
+    assert window.peak(61.0) == 1500.0  # the boost read is a minute old: a hotter chip now
+    assert window.peak(91.0) == 0.0
 
 
 def test_runs_that_drift_between_thirds_are_dropped_and_timed_again_once():

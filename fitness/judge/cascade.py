@@ -130,6 +130,7 @@ class Cascade:
         self._counters_lock = threading.Lock()
         self._baseline_jobs: dict[str, concurrent.futures.Future] = {}
         self.input_layouts: dict[str, list] = {}  # task name -> its cases' input layouts
+        self.clocks = timing.ClockWindow()  # the checkers' clock reads (`_Walk._read_clock`)
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
             BASELINE_JOBS, thread_name_prefix="baseline")
         self._seeds = random.SystemRandom()
@@ -473,8 +474,11 @@ class _Walk:
                                         "cases": [(case.params, self.c.seed())
                                                   for case, _ in untimed]},
                               self.c.limits.bench_s)
+                self._read_clock(checker)
             with self.c.device_lock.exclusive():
-                reply = self._request(checker, {"op": "time_baseline"}, self.c.limits.bench_s)
+                reply = self._request(checker, {"op": "time_baseline",
+                                                "peak_mhz": self.c.clocks.peak(time.monotonic())},
+                                      self.c.limits.bench_s)
         for (_, key), stats in zip(untimed, reply["cases"]):
             self.c.baselines.put_first(key, stats)
             self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
@@ -508,6 +512,7 @@ class _Walk:
                 self.bench_s += time.monotonic() - start
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
+            self._read_clock(checker)
         screen = give_up[order[0]] is not None
         request = {"op": "bench", "screen": screen,
                    "cases": [{"give_up_above_us": give_up[at],
@@ -517,6 +522,7 @@ class _Walk:
                              for at in order]}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()
+            request["peak_mhz"] = self.c.clocks.peak(start)
             try:
                 reply = self._request(worker, request, self.c.limits.bench_s)
             finally:
@@ -540,6 +546,16 @@ class _Walk:
         self.c.count_kernel_time([s for s in stats if s is not None])
         self._recheck(worker, checker, timed)
         self._record_speed(stats, baseline)
+
+    def _read_clock(self, checker) -> None:
+        """Has the checker read the SM clock (the caller holds the gate, shared) into the
+        judge's window, whose fastest read each timing is sent as the clock to wait for
+        (`timing.time_staged`'s `peak_mhz`). The checker's, not the worker's: a process that
+        imported a candidate does not report the clock others are held to. A read beside
+        other work may come out low; only the fastest counts."""
+        mhz = self._request(checker, {"op": "read_clock"}, self.c.limits.check_s).get("mhz")
+        if mhz:
+            self.c.clocks.note(time.monotonic(), mhz)
 
     def _give_up(self, key) -> float | None:
         best = self.c.best.get(key)

@@ -223,6 +223,11 @@ class Checker:
                 entry.drop()
         return {"ok": True}
 
+    def read_clock(self, request: dict) -> dict:
+        """Reads the SM clock (`timing.read_clock_mhz`; None where it cannot be read): a read
+        no candidate can touch, for the judge's window of the device's recent clocks."""
+        return {"ok": True, "mhz": timing.read_clock_mhz(self.device)}
+
     def _baseline(self, task):
         """Returns the task's baseline entry point, imported from a file in this process's
         own directory (Triton's @jit reads its kernels' source from the file)."""
@@ -270,10 +275,11 @@ class Checker:
 
     def time_baseline(self, request: dict) -> dict:
         """Times the staged baseline cases with the candidates' protocol (the device held
-        alone by the caller)."""
+        alone by the caller; `peak_mhz`: the clock to wait for, see `timing.time_staged`)."""
         staged, self.staged_baseline = self.staged_baseline, []
+        peak = request.get("peak_mhz", 0.0)
         with timing.one_callers_cases():
-            results = [timing.time_staged(ready, floors_us=[floors])[0].__dict__
+            results = [timing.time_staged(ready, floors_us=[floors], peak_mhz=peak)[0].__dict__
                        for ready, floors in staged]
         staged.clear()  # the graphs and buffers go before the cache is handed back
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
@@ -346,7 +352,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         checker.warm_up()
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
                  "compare": _timed(checker.compare), "discard": checker.discard,
-                 "describe": checker.describe,
+                 "read_clock": checker.read_clock, "describe": checker.describe,
                  "warm_baseline": checker.warm_baseline,
                  "stage_baseline": _timed(checker.stage_baseline),
                  "time_baseline": _timed(checker.time_baseline)},

@@ -267,8 +267,9 @@ class Worker:
         """Times the staged cases, in order, with the device held alone. A case's
         `give_up_above_us` (the judge's best so far, with a margin) lets a clear loser stop
         after its first batch of runs, its `floors_us` (the work at the device's peaks) tell
-        the timing whether it must settle as a kernel that heats the chip; with `screen`, a
-        candidate that stops so on the first case (the representative one) is not timed on
+        the timing whether it must settle as a kernel that heats the chip; `peak_mhz` is the
+        clock a light kernel waits for, as the judge's trusted reads know it; with `screen`,
+        a candidate that stops so on the first case (the representative one) is not timed on
         the others."""
         from fitness import timing
 
@@ -278,12 +279,14 @@ class Worker:
             return {"ok": False, "kind": "harness_error",
                     "trace": f"bench of {len(cases)} cases, {len(staged)} staged"}
         results, spent = [], {}
+        peak = request.get("peak_mhz", 0.0)
         with timing.accounted(spent), timing.one_callers_cases():
             for case, ready in zip(cases, staged):
                 give_up = case.get("give_up_above_us")
                 [stats] = timing.time_staged(
                     ready, give_up_above_us=[give_up if isinstance(give_up, (int, float)) else None],
-                    floors_us=[tuple(case["floors_us"]) if case.get("floors_us") else None])
+                    floors_us=[tuple(case["floors_us"]) if case.get("floors_us") else None],
+                    peak_mhz=peak)
                 results.append(stats.__dict__)
                 if request.get("screen") and len(results) == 1 and stats.stopped == "slower":
                     break  # a clear loser on the representative case: the judge asked no more
