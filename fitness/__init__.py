@@ -8,4 +8,5 @@ and graph capture are staged beside other work (`timing.stage`), and the device 
 alone only for the timing proper (`timing.time_staged`); a candidate compiles for every case
 before its first call, on stand-ins, launches withheld (`Worker.precompile`). fitness-7: a
 light callable waits for the fastest clock the judge's checkers read lately, not only its own
-process's (`timing.time_staged`'s `peak_mhz`)."""
+process's (`timing.time_staged`'s `peak_mhz`); a baseline compiles on stand-ins, launching
+nothing, while candidates are timed (`Checker.warm_baseline`), and first runs when staged."""

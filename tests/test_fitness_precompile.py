@@ -20,10 +20,10 @@ from triton.runtime._async_compile import FutureKernel
 from benchmarks.registry import builtin
 from evo.records import make_candidate
 from fitness import protocol
+from fitness.compile_only import ready_to_launch, stand_ins
 from fitness.device import DeviceInfo
 from fitness.evaluator import Evaluator
 from fitness.pool import WorkerPool
-from fitness.sandbox.worker import _ready_to_launch, _stand_ins
 from fitness_limits import FITNESS_TEST_LIMITS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,7 +85,7 @@ def test_stand_ins_keep_each_input_layout_and_pass_scalars_through():
     indices = torch.tensor([3, 1, 2], dtype=torch.int64)
     layouts = json.loads(json.dumps(protocol.layouts([view, indices, 7, 0.5])))
 
-    stand_in_view, stand_in_indices, n, scale = _stand_ins(layouts, "cpu")
+    stand_in_view, stand_in_indices, n, scale = stand_ins(layouts, "cpu")
 
     assert (stand_in_view.dtype, stand_in_view.shape, stand_in_view.stride()) == (
         torch.float16, (3, 4), (1, 3))
@@ -166,7 +166,38 @@ def _future_of(kernel):
 
 def test_precompiled_kernels_are_readied_for_their_first_launch_and_failed_compiles_skipped():
     direct, awaited = _Compiled(), _Compiled()
-    _ready_to_launch([direct, _future_of(awaited), _future_of(None), None])
+    ready_to_launch([direct, _future_of(awaited), _future_of(None), None])
     assert (direct.readied, awaited.readied) == (1, 1)
     with pytest.raises(RuntimeError, match="shared memory"):  # the precompile stops there
-        _ready_to_launch([_Compiled(fails=True)])
+        ready_to_launch([_Compiled(fails=True)])
+
+
+WARM_BASELINE = '''
+import json
+from benchmarks.registry import builtin
+from fitness.device import DeviceInfo
+from fitness.judge.checker import Checker
+
+checker = Checker({"device": DeviceInfo("interpreter", "cpu-interpreter")}, None)
+checker.launches.install()  # as the checker process does
+task = builtin().get("vector_add")
+cases = [(case.params, 1) for case in task.interpreter_cases]
+layouts = checker.describe({"task": task, "cases": cases})["cases"]
+reply = checker.warm_baseline({"task": task, "cases": layouts})
+print(json.dumps([reply, checker.launches.count, checker.launches.withheld, len(cases)]))
+'''
+
+
+def test_a_checker_compiles_a_baseline_without_launching_it(tmp_path):
+    """A baseline is compiled while candidates are timed: on stand-ins, launching nothing
+    (its real runs beside a timing slowed that timing). In a process of its own (the
+    counter patches Triton's classes for good); the baseline's module lands in its cwd."""
+    script = tmp_path / "warm_baseline.py"
+    script.write_text(WARM_BASELINE)
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": REPO}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reply, launched, withheld, cases = json.loads(done.stdout.strip().splitlines()[-1])
+    assert reply == {"ok": True, "stopped": None}
+    assert launched == 0 and withheld == cases  # one kernel a call, every one withheld

@@ -417,6 +417,15 @@ class _Walk:
         case (if not, the first call is held as compiling). Its word picks only a hold, and
         the name of a failure: a candidate that would have launched here and launches
         nothing in its first call replays what it stored here (`_judge`)."""
+        reply = self._request(worker, {"op": "precompile", "cases": self._layouts(checker)},
+                              self.c.limits.compile_s)
+        withheld = reply.get("withheld")
+        self._launched_before = isinstance(withheld, int) and withheld > 0
+        return reply.get("stopped") is None
+
+    def _layouts(self, checker) -> list:
+        """Returns the input layouts of the task's cases (`protocol.layouts`: what Triton
+        specialises on), which a checker describes once per task."""
         layouts = self.c.input_layouts.get(self.task.name)
         if layouts is None:
             with self.c.device_lock.shared():
@@ -424,10 +433,7 @@ class _Walk:
                     (case.params, self.c.seed()) for case in self.cases]},
                     self.c.limits.check_s)["cases"]
             self.c.input_layouts[self.task.name] = layouts
-        reply = self._request(worker, {"op": "precompile", "cases": layouts}, self.c.limits.compile_s)
-        withheld = reply.get("withheld")
-        self._launched_before = isinstance(withheld, int) and withheld > 0
-        return reply.get("stopped") is None
+        return layouts
 
     def _correctness(self, worker, checker, first: dict) -> None:
         """Every case on new inputs; the first case once more on new inputs (a replayed
@@ -456,19 +462,19 @@ class _Walk:
                 if self.c.baselines.get(key) is None]
 
     def time_baseline(self) -> None:
-        """Warms (compiles) and stages the baseline beside other work, then times it alone,
-        on a checker leased for it; the stats land in the cache keyed by (task, case, device,
-        harness version). Run as a `Cascade.baseline_job`."""
+        """Compiles the baseline on stand-ins (holding nothing: no launch) and stages it
+        beside other work, then times it alone, on a checker leased for it; the stats land
+        in the cache keyed by (task, case, device, harness version). Run as a
+        `Cascade.baseline_job`."""
         self.stage = "timed"
         with self.c.checkers.lease() as checker:
             untimed = self._untimed_baseline()
             if not untimed:
                 return
             self._request(checker, {"op": "reset"}, self.c.limits.check_s)
-            with self.c.device_lock.shared(compiling=True):
-                self._request(checker, {"op": "warm_baseline", "cases": [
-                    (case.params, self.c.seed()) for case, _ in untimed]},
-                    self.c.limits.compile_s)
+            layouts = dict(zip((case.name for case in self.cases), self._layouts(checker)))
+            self._request(checker, {"op": "warm_baseline", "cases": [  # holding nothing:
+                layouts[case.name] for case, _ in untimed]}, self.c.limits.compile_s)  # no launch
             with self.c.device_lock.shared():  # buffers, warm-up and capture
                 self._request(checker, {"op": "stage_baseline", "timing": self.c.timing_config,
                                         "cases": [(case.params, self.c.seed())

@@ -23,8 +23,9 @@ import traceback
 
 import torch
 
-from fitness import protocol, shared_memory, timing
+from fitness import compile_only, protocol, shared_memory, timing
 from fitness.judge import checking
+from fitness.sandbox import instrument
 
 
 @dataclasses.dataclass
@@ -52,6 +53,9 @@ class Checker:
 
     def __init__(self, request: dict, channel: socket.socket | None):
         timing.bind_clocks()
+        # `warm_baseline` compiles only; installed by the checker process (`_serve`), since
+        # it patches Triton's classes for good
+        self.launches = instrument.LaunchCounter()
         self.torch = torch
         self.device = request["device"]
         self.channel = channel
@@ -246,16 +250,26 @@ class Checker:
         return self.baselines[task.name]
 
     def warm_baseline(self, request: dict) -> dict:
-        """Calls the task's baseline once per case: Triton compiles each specialisation
-        here, beside other work, so that timing (the device held alone) only runs it."""
-        task = request["task"]
-        baseline = self._baseline(task)
-        for params, seed in request["cases"]:
-            baseline(*task.make_inputs(params, seed, self.device.torch_device))
-        if self.device.backend != "interpreter":
-            self.torch.cuda.synchronize()
-        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
-        return {"ok": True}
+        """Compiles the task's baseline for every case, on stand-ins in each case's input
+        layout (`request["cases"]`, as `describe` gives them), launching nothing
+        (`compile_only`): it runs while a candidate is timed. Calling it on real inputs
+        did device work beside that timing (the inputs made, each kernel run, an autotuner's
+        benchmarks), and on an H200 a copy of bias_gelu, and the baseline itself, timed 10%
+        slow beside it. What fails here is only reported: staging compiles it again,
+        holding the device shared."""
+        baseline = self._baseline(request["task"])
+        stopped = None
+        try:
+            with self.launches.compiling_only(), compile_only.side_by_side():
+                for layouts in request["cases"]:
+                    baseline(*compile_only.stand_ins(layouts, self.device.torch_device))
+            compile_only.ready_to_launch(self.launches.compiled)
+        except Exception as error:
+            stopped = f"{type(error).__name__}: {error}"[:300]
+        finally:
+            self.launches.compiled = []
+        shared_memory.return_cached_memory(self.device.backend)
+        return {"ok": True, "stopped": stopped}
 
     def stage_baseline(self, request: dict) -> dict:
         """Makes each case's buffers and stages the baseline on them (`timing.stage`: warm-up,
@@ -349,6 +363,7 @@ def _queued_s() -> float | None:
 def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
     def start(init: dict) -> tuple[dict, dict]:
         checker = Checker(init, channel)
+        checker.launches.install()
         checker.warm_up()
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
                  "compare": _timed(checker.compare), "discard": checker.discard,

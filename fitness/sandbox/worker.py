@@ -19,8 +19,6 @@ a module; see `fitness.sandbox.harness_run`).
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
 import faulthandler
 import importlib.util
 import inspect
@@ -29,10 +27,9 @@ import socket
 import sys
 import traceback
 
-from fitness import protocol, shared_memory
+from fitness import compile_only, protocol, shared_memory
 
 _TRACE_CHARS = 4000
-_COMPILE_THREADS = 4  # a candidate's kernels compiled at once by `precompile`
 _FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
                   "hsa_status_error", "unspecified launch failure", "illegal instruction")
 _INPUTS_DIR = os.environ.get("KERNELEVO_INPUTS", "/inputs")  # set only with the sandbox off
@@ -152,10 +149,10 @@ class Worker:
         stopped, self.launches.withheld, self.launches.compiled = None, 0, []
         try:
             with self.stall.watching(self.module_path, self.stall_s), \
-                    self.launches.compiling_only(), _compiling_side_by_side():
+                    self.launches.compiling_only(), compile_only.side_by_side():
                 for layouts in request["cases"]:
-                    self.entry(*_stand_ins(layouts, self.device.torch_device))
-            _ready_to_launch(self.launches.compiled)
+                    self.entry(*compile_only.stand_ins(layouts, self.device.torch_device))
+            compile_only.ready_to_launch(self.launches.compiled)
         except Exception as error:  # the candidate's on stand-ins, or a kernel that cannot
             # be readied (too much shared memory): not judged, the calls that follow meet it
             stopped = f"{type(error).__name__}: {error}"[:300]
@@ -321,58 +318,6 @@ class Worker:
         from fitness.sandbox import harness_run
 
         return harness_run.run(request, self.device, self.launches)
-
-
-def _ready_to_launch(compiled: list) -> None:
-    """Readies each kernel a compile-only launch returned for its first real launch, which
-    Triton otherwise does lazily inside it: building the kernel's launcher (Triton 3.6
-    builds a C launcher per signature with the host's compiler, 200-300 ms, inside the
-    first call's device hold on an H200 host) and loading its binary into the context (a
-    driver call, no kernel). A future whose compile failed is skipped: the call meets the
-    error. Under the interpreter there is nothing to ready."""
-    try:
-        from triton.runtime._async_compile import FutureKernel
-    except ImportError:
-        FutureKernel = ()  # noqa: N806  (Triton before 3.4: every compile is synchronous)
-    for kernel in compiled:
-        if isinstance(kernel, FutureKernel):
-            kernel = kernel.kernel  # set once its compile finished, None if it failed
-        ready = getattr(kernel, "_init_handles", None)
-        if ready is not None:
-            ready()
-
-
-def _stand_ins(layouts: list, device: str) -> list:
-    """Returns uninitialised tensors in the layout of each tensor spec (`protocol.layouts`),
-    scalars as given. Uninitialised, since filling them would be device work beside another
-    candidate's timing; nothing reads their values (launches are withheld, and the static
-    gate lets a candidate's host code neither read values nor compute with torch)."""
-    import torch
-
-    values = []
-    for spec in layouts:
-        if "dtype" not in spec:
-            values.append(spec.get("value"))
-            continue
-        dtype, shape, stride, offset = protocol.tensor_layout(spec)
-        storage = torch.empty(protocol.extent(shape, stride, offset), dtype=dtype, device=device)
-        values.append(torch.as_strided(storage, shape, stride, offset))
-    return values
-
-
-@contextlib.contextmanager
-def _compiling_side_by_side():
-    """Inside the block Triton compiles on a thread pool and a launch returns at once
-    (its compile-only launches), so a candidate's kernels compile side by side; leaving it
-    waits for them all. Triton before 3.4 has no such mode: one compile after another."""
-    try:
-        from triton.runtime._async_compile import AsyncCompileMode
-    except ImportError:
-        yield
-        return
-    with concurrent.futures.ThreadPoolExecutor(_COMPILE_THREADS) as pool, \
-            AsyncCompileMode(pool, ignore_errors=True):
-        yield
 
 
 def _arity_mismatch(entry, arity: int, name: str) -> str:

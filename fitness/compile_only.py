@@ -1,0 +1,69 @@
+"""Compiling a callable's Triton kernels for given input layouts without touching the
+device: launches are turned into compilations (`sandbox.instrument.LaunchCounter.
+compiling_only`) on uninitialised stand-ins of the inputs, side by side, and what they
+compiled is readied for launch. A candidate's worker does it before the candidate's first
+call (`Worker.precompile`), a checker before a baseline is staged (`Checker.warm_baseline`):
+both run while another candidate is timed, so neither may run a kernel or fill memory.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+
+from fitness import protocol
+
+COMPILE_THREADS = 4  # kernels compiled at once
+
+
+@contextlib.contextmanager
+def side_by_side():
+    """Inside the block Triton compiles on a thread pool and a launch returns at once
+    (its compile-only launches), so a callable's kernels compile side by side; leaving it
+    waits for them all. Triton before 3.4 has no such mode: one compile after another."""
+    try:
+        from triton.runtime._async_compile import AsyncCompileMode
+    except ImportError:
+        yield
+        return
+    with concurrent.futures.ThreadPoolExecutor(COMPILE_THREADS) as pool, \
+            AsyncCompileMode(pool, ignore_errors=True):
+        yield
+
+
+def stand_ins(layouts: list, device: str) -> list:
+    """Returns uninitialised tensors in the layout of each tensor spec (`protocol.layouts`),
+    scalars as given. Uninitialised, since filling them would be device work beside another
+    candidate's timing; nothing reads their values (launches are withheld, and the static
+    gate lets a candidate's host code neither read values nor compute with torch; a
+    baseline is project code that does neither)."""
+    import torch
+
+    values = []
+    for spec in layouts:
+        if "dtype" not in spec:
+            values.append(spec.get("value"))
+            continue
+        dtype, shape, stride, offset = protocol.tensor_layout(spec)
+        storage = torch.empty(protocol.extent(shape, stride, offset), dtype=dtype, device=device)
+        values.append(torch.as_strided(storage, shape, stride, offset))
+    return values
+
+
+def ready_to_launch(compiled: list) -> None:
+    """Readies each kernel a compile-only launch returned for its first real launch, which
+    Triton otherwise does lazily inside it: building the kernel's launcher (Triton 3.6
+    builds a C launcher per signature with the host's compiler, 200-300 ms, inside the
+    first call's device hold on an H200 host) and loading its binary into the context (a
+    driver call, no kernel). A future whose compile failed is skipped: the call meets the
+    error. Under the interpreter there is nothing to ready."""
+    try:
+        from triton.runtime._async_compile import FutureKernel
+    except ImportError:
+        FutureKernel = ()  # noqa: N806  (Triton before 3.4: every compile is synchronous)
+    for kernel in compiled:
+        if isinstance(kernel, FutureKernel):
+            kernel = kernel.kernel  # set once its compile finished, None if it failed
+        ready = getattr(kernel, "_init_handles", None)
+        if ready is not None:
+            ready()
