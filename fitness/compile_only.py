@@ -67,3 +67,23 @@ def ready_to_launch(compiled: list) -> None:
         ready = getattr(kernel, "_init_handles", None)
         if ready is not None:
             ready()
+
+
+def compile_cases(fn, cases: list, launches, device: str,
+                  watch=contextlib.nullcontext()) -> str | None:
+    """Calls `fn` once on stand-ins of each case's input layouts (`cases`) with every launch
+    turned into a compilation (`launches`: an installed `LaunchCounter`), side by side, then
+    readies what compiled. `watch` is entered around the calls alone (a worker's stall watch).
+    Returns why it stopped early, or None: an exception from `fn` on stand-ins, or a kernel
+    that cannot be readied (too much shared memory); neither is a verdict, the real calls
+    that follow meet it."""
+    try:
+        with watch, launches.compiling_only(), side_by_side():
+            for layouts in cases:
+                fn(*stand_ins(layouts, device))
+        ready_to_launch(launches.compiled)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"[:300]
+    finally:
+        launches.compiled = []
+    return None

@@ -257,17 +257,8 @@ class Checker:
         benchmarks), and on an H200 a copy of bias_gelu, and the baseline itself, timed 10%
         slow beside it. What fails here is only reported: staging compiles it again,
         holding the device shared."""
-        baseline = self._baseline(request["task"])
-        stopped = None
-        try:
-            with self.launches.compiling_only(), compile_only.side_by_side():
-                for layouts in request["cases"]:
-                    baseline(*compile_only.stand_ins(layouts, self.device.torch_device))
-            compile_only.ready_to_launch(self.launches.compiled)
-        except Exception as error:
-            stopped = f"{type(error).__name__}: {error}"[:300]
-        finally:
-            self.launches.compiled = []
+        stopped = compile_only.compile_cases(self._baseline(request["task"]), request["cases"],
+                                             self.launches, self.device.torch_device)
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True, "stopped": stopped}
 

@@ -146,18 +146,10 @@ class Worker:
         replays a stored result."""
         if self.entry is None:
             return {"ok": False, "kind": "harness_error", "trace": "precompile before a successful load"}
-        stopped, self.launches.withheld, self.launches.compiled = None, 0, []
-        try:
-            with self.stall.watching(self.module_path, self.stall_s), \
-                    self.launches.compiling_only(), compile_only.side_by_side():
-                for layouts in request["cases"]:
-                    self.entry(*compile_only.stand_ins(layouts, self.device.torch_device))
-            compile_only.ready_to_launch(self.launches.compiled)
-        except Exception as error:  # the candidate's on stand-ins, or a kernel that cannot
-            # be readied (too much shared memory): not judged, the calls that follow meet it
-            stopped = f"{type(error).__name__}: {error}"[:300]
-        finally:
-            self.launches.compiled = []
+        self.launches.withheld = 0
+        stopped = compile_only.compile_cases(self.entry, request["cases"], self.launches,
+                                             self.device.torch_device,
+                                             self.stall.watching(self.module_path, self.stall_s))
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True, "stopped": stopped, "withheld": self.launches.withheld}
 
