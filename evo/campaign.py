@@ -55,6 +55,7 @@ class Campaign:
         self._gpu_seconds, self._candidates = state.spend.gpu_seconds, state.candidates
         self._overhead_before_s = state.engine_overhead_s
         self._run_started, self._waiting_s = time.monotonic(), 0.0
+        self._noted = time.monotonic()  # when the progress last named what islands wait on
         self._known = {key: dict(island.known) for key, island in self.state.islands.items()}
         self._breeding: dict = {}  # ObjectRef of breed/seeds -> (island key, generation, deadline)
         self._running: dict = {}  # island key -> generation its brood being scored belongs to
@@ -97,6 +98,7 @@ class Campaign:
                 else:
                     self._conclude(key, generation=self._running.pop(key), outcome=outcome)
             self._check_breeding_deadlines()
+            self._note_waits()
         if self.trip:  # also when it tripped on the last generation: its calls failed
             self.stopped_by = breaker.STOPPED_BY
         return self.state
@@ -150,6 +152,19 @@ class Campaign:
         if overdue:
             raise TimeoutError(f"islands {overdue} did not hand over their offspring within "
                                f"{self.parts.brood_timeout_s:.0f} s")
+
+    def _note_waits(self) -> None:
+        """Names in the progress each evaluation out longer than `note_wait_s`, what its
+        island is and what it is doing (once a `note_wait_s` at most), so a campaign that
+        ends on one island's straggler says what it waits for instead of going quiet."""
+        after_s = self.config.fitness.note_wait_s
+        if not after_s or time.monotonic() - self._noted < after_s:
+            return
+        self._noted = time.monotonic()
+        lingering = self.scorer.lingering(after_s)
+        if lingering:
+            self.progress.waiting([(key, self._running.get(key, 0), candidate.id, out_s, doing)
+                                   for key, candidate, out_s, doing in lingering])
 
     def _seeded(self, task: str, outcome: Outcome) -> None:
         """Concludes generation 0 of each island of `task` with the verdicts on the seeds

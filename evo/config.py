@@ -132,6 +132,9 @@ class Fitness(_Section):
       max_in_flight_per_actor: evaluations submitted to one FitnessActor at once.
       answer_timeout_s: how long the engine waits for one evaluation before declaring
         the fitness actor unresponsive (the actor's own stage limits are much shorter).
+      note_wait_s: an evaluation out longer than this is named in the progress, with the
+        stage and request it is in (a compile near its limit, a wait for the device), at
+        most once per this many seconds; 0: never.
       sandbox: "bwrap" scores candidates only inside the bubblewrap sandbox (and refuses
         to start without one); "off" scores them without it, for machines where it cannot
         run, and marks every progress line and every row (`sandboxed = false`) so.
@@ -142,6 +145,7 @@ class Fitness(_Section):
     timeouts: dict[str, float] = Field(default_factory=dict)
     max_in_flight_per_actor: int = Field(default=8, ge=1)
     answer_timeout_s: float = Field(default=900.0, gt=0)
+    note_wait_s: float = Field(default=60.0, ge=0)
     sandbox: Literal["bwrap", "off"] = "bwrap"
 
 

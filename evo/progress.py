@@ -77,6 +77,7 @@ class Progress:
         self.tasks = {name: TaskProgress() for name in tasks}
         self._live = None
         self._started = time.monotonic()
+        self._waits: list[str] = []  # `waiting`'s lines, shown under the table
 
     def __enter__(self) -> "Progress":
         if self.stream.isatty():
@@ -129,6 +130,7 @@ class Progress:
         shown.llm.add(llm_calls)
         shown.usd += sum(call.get("cost_usd") or 0.0 for call in llm_calls)
         shown.generations[island] = generation
+        self._waits = []
         where = f" island {island}" if self.islands > 1 else ""
         failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
         so_far = " (task so far)" if self.islands > 1 else " so far"
@@ -137,6 +139,15 @@ class Progress:
                     f"speedup {shown.speedup_text()}, LLM {shown.llm.text()} "
                     f"${shown.usd:.4f}, {self.device} time {shown.device_seconds:.1f} s"
                     f"{failure}")
+        self._refresh()
+
+    def waiting(self, lingering: list[tuple]) -> None:
+        """Shows what the islands are waiting on: one line per evaluation out long, given as
+        (island key, generation, candidate id, seconds out, its actor's `in_progress` entry
+        or None). On a terminal they stand under the table until an island moves on."""
+        self._waits = [_wait_text(*entry) for entry in lingering]
+        for line in self._waits:
+            self._print(line)
         self._refresh()
 
     def _print(self, line: str) -> None:
@@ -153,7 +164,7 @@ class Progress:
         failing = [(name, shown.llm.last_error) for name, shown in self.tasks.items()
                    if shown.llm.last_error]
         notes = (["*: interpreter latency, not meaningful"] if interpreted else []) + [
-            f"last LLM failure ({name}): {error}" for name, error in failing]
+            f"last LLM failure ({name}): {error}" for name, error in failing] + self._waits
         table = Table(title=f"KernelEvo ({time.monotonic() - self._started:.0f} s)",
                       caption="\n".join(notes) or None)
         for column in ("task", "gen", "seeds", "scored", "offspring", "correct", "best", "LLM",
@@ -167,6 +178,23 @@ class Progress:
                           str(sum(shown.llm.failed.values())), f"{shown.usd:.2f}",
                           f"{shown.device_seconds:.0f}")
         return table
+
+
+def _wait_text(key, generation: int, candidate_id: str, out_s: float,
+               doing: dict | None) -> str:
+    """Returns "waiting: row_sum island 1 gen 4, candidate 3f2a9c1b out 95 s: compile,
+    candidate.precompile 93 s of its 180 s limit" (key: (task, island), or a task's name
+    while its seeds are scored)."""
+    where = f"{key} seeds" if isinstance(key, str) else f"{key[0]} island {key[1]} gen {generation}"
+    head = f"waiting: {where}, candidate {candidate_id[:8]} out {out_s:.0f} s"
+    if doing is None:
+        return f"{head} (queued on its actor, or the actor did not say)"
+    if doing["stage"] is None:
+        return f"{head}: in its external harness"
+    if doing["request"] is None:
+        return f"{head}: {doing['stage']}, between requests (waiting for a worker or the device)"
+    return (f"{head}: {doing['stage']}, {doing['request']} {doing['request_s']:.0f} s of its "
+            f"{doing['limit_s']:.0f} s limit")
 
 
 def _seeds_text(evaluations: list[Evaluation]) -> str:

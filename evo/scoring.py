@@ -36,6 +36,9 @@ from evo.records import Candidate, Evaluation, Task
 POLL_S = 0.5
 """Longest pause between checks of deadlines while waiting on Ray."""
 
+NOTE_TIMEOUT_S = 10.0
+"""How long `lingering` waits for an actor to say what it is doing."""
+
 AFFINITY_LOOKAHEAD = 64
 """How far down the queue an actor looks for a candidate of a task it already knows."""
 
@@ -112,7 +115,7 @@ class Scorer:
         self._dead: set[int] = set()
         self._broods: dict = {}  # island key -> _Brood
         self._queue: collections.deque = collections.deque()  # (island key, candidate)
-        self._in_flight: dict = {}  # ref -> (island key, candidate, actor index, deadline)
+        self._in_flight: dict = {}  # ref -> (island key, candidate, actor index, sent, deadline)
         self._finished: dict = {}  # island key -> Outcome, until `collect` hands it over
 
     def submit(self, key, candidates: list[Candidate], known: dict, recorded: dict) -> None:
@@ -150,6 +153,28 @@ class Scorer:
         """True while an actor holds one of our candidates."""
         return bool(self._in_flight)
 
+    def lingering(self, after_s: float) -> list[tuple]:
+        """Returns (island key, candidate, seconds out, what its actor says it is doing or
+        None) for each evaluation out longer than `after_s`, longest first. What it is doing
+        is the actor's `in_progress` entry for it (stage, request, seconds against the
+        request's limit); an actor that does not answer within `NOTE_TIMEOUT_S` is left
+        unasked: this only explains a wait, it must not add one."""
+        now = time.monotonic()
+        out = sorted(((now - sent, key, candidate, index)
+                      for key, candidate, index, sent, _ in self._in_flight.values()
+                      if now - sent > after_s), key=lambda entry: -entry[0])
+        asked = {index: self._actors[index].in_progress.remote()
+                 for index in sorted({index for *_, index in out})}
+        doing: dict = {}
+        for index, ref in asked.items():
+            try:
+                doing[index] = ray.get(ref, timeout=NOTE_TIMEOUT_S)
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError):
+                doing[index] = []
+        return [(key, candidate, out_s, next((snapshot for snapshot in doing[index]
+                                              if snapshot["candidate_id"] == candidate.id), None))
+                for out_s, key, candidate, index in out]
+
     def collect(self, ready: list) -> dict:
         """Books the finished evaluations among `ready` (other refs are ignored), expires
         overdue ones, refills the actors; returns island key -> Outcome of broods now done."""
@@ -174,8 +199,8 @@ class Scorer:
             key, candidate = self._take(index)
             self._homes.setdefault(candidate.task, set()).add(index)
             ref = self._actors[index].evaluate.remote(self._tasks[candidate.task], candidate)
-            deadline = time.monotonic() + self._answer_timeout_s
-            self._in_flight[ref] = (key, candidate, index, deadline)
+            sent = time.monotonic()
+            self._in_flight[ref] = (key, candidate, index, sent, sent + self._answer_timeout_s)
             self._load[index] += 1
 
     def _take(self, index: int) -> tuple:
@@ -187,7 +212,7 @@ class Scorer:
         return chosen
 
     def _answer(self, ref) -> tuple:
-        key, candidate, index, _ = self._in_flight.pop(ref)
+        key, candidate, index, _, _ = self._in_flight.pop(ref)
         self._load[index] -= 1
         try:
             return key, candidate, ray.get(ref, timeout=self._answer_timeout_s)
@@ -201,7 +226,7 @@ class Scorer:
 
     def _expire(self) -> None:
         now = time.monotonic()
-        for ref, (key, candidate, index, deadline) in list(self._in_flight.items()):
+        for ref, (key, candidate, index, _, deadline) in list(self._in_flight.items()):
             if now > deadline:
                 self._in_flight.pop(ref)
                 self._dead.add(index)  # an actor that lets one answer hang is not trusted again

@@ -51,6 +51,10 @@ class FitnessService:
         """Returns the Evaluator's counters plus `in_flight` (evaluations not yet returned)."""
         return {**self._evaluator.stats(), "in_flight": self._in_flight}
 
+    async def in_progress(self) -> list[dict]:
+        """Returns what each evaluation under way is doing (`Evaluator.in_progress`)."""
+        return self._evaluator.in_progress()
+
     async def device(self) -> DeviceInfo:
         return self._evaluator.device
 

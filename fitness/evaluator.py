@@ -22,6 +22,7 @@ from fitness import HARNESS_VERSION, jail
 from fitness.device import DeviceInfo, detect
 from fitness.gate import GpuGate
 from fitness.judge import harness
+from fitness.judge.activity import Activity
 from fitness.judge.cascade import BASELINE_JOBS, Cascade, Limits
 from fitness.judge.latency_memory import BaselineCache
 from fitness.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
@@ -100,20 +101,27 @@ class Evaluator:
         self._failures: collections.Counter[str] = collections.Counter()
         self._gpu_s = 0.0
         self._unresponsive = ""
+        self._under_way: dict[int, Activity] = {}  # id -> what each evaluation is doing
 
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
         """Returns the candidate's Evaluation on this device."""
         if self._unresponsive:
             return self._device_down(candidate)
+        activity = Activity(task.name, candidate.id)
+        with self._lock:
+            self._under_way[id(activity)] = activity
         try:
             if task.harness is not None:  # issue 7: external-suite task
                 evaluation = self._harness.evaluate(task, candidate)
             else:
-                evaluation = self._cascade.evaluate(task, candidate)
+                evaluation = self._cascade.evaluate(task, candidate, activity)
         except DeviceUnresponsive as error:
             with self._lock:
                 self._unresponsive = str(error)
             return self._device_down(candidate)
+        finally:
+            with self._lock:
+                del self._under_way[id(activity)]
         if not self.sandboxed:
             evaluation = dataclasses.replace(evaluation, sandboxed=False)
         with self._lock:
@@ -151,6 +159,15 @@ class Evaluator:
                     "request_s": dict(self._cascade.request_s),
                     "requests": dict(self._cascade.requests),
                     "sandboxed": self.sandboxed}
+
+    def in_progress(self) -> list[dict]:
+        """Returns what each evaluation under way is doing (`Activity.snapshot`: its stage,
+        the request it waits on and for how long against that request's limit), longest
+        running first: what a campaign shows when an island has waited long on one."""
+        now = time.monotonic()
+        with self._lock:
+            snapshots = [activity.snapshot(now) for activity in self._under_way.values()]
+        return sorted(snapshots, key=lambda snapshot: -snapshot["for_s"])
 
     def close(self) -> None:
         """Kills every worker and removes the temporary directories."""

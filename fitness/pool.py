@@ -230,7 +230,8 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout_s
         self.limit_cpu(timeout_s)
         self._send(request, deadline)
-        reply = self._await_reply(deadline, f"the stage ran past its {timeout_s:g} s limit")
+        reply = self._await_reply(deadline, f"the {request.get('op', 'stage')!s} request ran "
+                                            f"past its {timeout_s:g} s limit")
         if reply.get("fatal"):
             self.retired = True  # it is exiting: never lend it again
         return reply

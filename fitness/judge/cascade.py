@@ -27,6 +27,7 @@ from evo.records import Candidate, Evaluation, Task, parse_source
 from fitness import HARNESS_VERSION, timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
 from fitness.judge import anticheat, policy, timing_report
+from fitness.judge.activity import Activity
 from fitness.judge.latency_memory import GIVE_UP_FACTOR, BaselineCache, BestLatency
 from fitness.pool import WorkerFault, relay_fd
 
@@ -135,16 +136,19 @@ class Cascade:
             BASELINE_JOBS, thread_name_prefix="baseline")
         self._seeds = random.SystemRandom()
 
-    def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
-        """Returns the candidate's Evaluation; never raises for anything the candidate does."""
-        walk = _Walk(self, task, candidate)
+    def evaluate(self, task: Task, candidate: Candidate,
+                 activity: Activity | None = None) -> Evaluation:
+        """Returns the candidate's Evaluation; never raises for anything the candidate does.
+        `activity`: kept up to date with the walk's stage and request (`Activity`)."""
+        activity = activity or Activity(task.name, candidate.id)
+        walk = _Walk(self, task, candidate, activity)
         try:
             walk.static_checks()
         except _Failed as failed:
             walk.fail(failed.stage, failed.kind, failed.detail)
             return walk.evaluation()
         for attempt in range(2):
-            walk = _Walk(self, task, candidate)
+            walk = _Walk(self, task, candidate, activity)
             try:
                 walk.run()
             except _Failed as failed:
@@ -153,8 +157,7 @@ class Cascade:
                     self._count_retry()
                     continue
             except WorkerFault as fault:
-                tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
-                walk.fail(walk.stage, fault.kind, fault.detail + tail)
+                walk.fail(walk.stage, fault.kind, _described(fault))
                 if fault.kind in RETRIED_FAULTS and attempt == 0:
                     self._count_retry()
                     continue
@@ -223,6 +226,12 @@ def timing_order(baseline: list[dict]) -> list[int]:
     return [first] + [at for at in range(len(baseline)) if at != first]
 
 
+def _described(fault: WorkerFault) -> str:
+    """Returns a worker fault's detail with the tail of the worker's output under it."""
+    tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
+    return fault.detail + tail
+
+
 def _arity(reference) -> int:
     """Returns how many positional arguments the reference takes (the candidate must too)."""
     parameters = inspect.signature(reference).parameters.values()
@@ -232,16 +241,26 @@ def _arity(reference) -> int:
 class _Walk:
     """One candidate's walk through the cascade; accumulates the Evaluation's fields."""
 
-    def __init__(self, cascade: Cascade, task: Task, candidate: Candidate):
+    def __init__(self, cascade: Cascade, task: Task, candidate: Candidate,
+                 activity: Activity | None = None):
         self.c = cascade
         self.task = task
         self.candidate = candidate
+        self.activity = activity or Activity(task.name, candidate.id)
         self.cases = task.cases_for(cascade.device.backend)
         self.stage = "syntax"
         self.fields: dict = {"call_ok": False, "correct": False}
         self.compile_s = self.check_s = self.bench_s = 0.0
         self._calls = 0
         self._launched_before = False
+
+    @property
+    def stage(self) -> str:
+        return self.activity.stage
+
+    @stage.setter
+    def stage(self, stage: str) -> None:
+        self.activity.stage = stage
 
     def fail(self, stage: str, kind: str, detail: str) -> None:
         self.stage = stage
@@ -278,12 +297,15 @@ class _Walk:
                           f"NVIDIA ({self.c.device.name}). Remove them for this device.")
 
     def _request(self, process, request: dict, limit_s: float, stage: str | None = None) -> dict:
+        name = f"{process.role}.{request['op']}"
         started = time.monotonic()
+        self.activity.waiting_on(name, limit_s)
         try:
             reply = process.request({"task": self.task, **request} if not process.sandboxed
                                     else request, limit_s)
         finally:
-            self.c.count_request(f"{process.role}.{request['op']}", time.monotonic() - started)
+            self.activity.waiting_on(None)
+            self.c.count_request(name, time.monotonic() - started)
         if not reply.get("ok"):
             kind = reply.get("kind", "harness_error")
             if not process.sandboxed and kind != "out_of_memory":
@@ -393,16 +415,20 @@ class _Walk:
                                    limits.import_s)
         if loaded.get("patched"):
             self._judge(worker, loaded, "import")
-        self.stage = "run"  # compiling, then the first call launches
-        compiled = self._precompile(worker, checker)
-        first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s,
-                           compiling=not compiled)
-        self.compile_s = time.monotonic() - start
+        try:  # a stage's seconds are kept when it fails too (a compile that ran out of time)
+            self.stage = "run"  # compiling on stand-ins, then the first call launches
+            compiled = self._precompile(worker, checker)
+            first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s,
+                               compiling=not compiled)
+        finally:
+            self.compile_s = time.monotonic() - start
         self.fields["call_ok"] = True
         self.stage = "correct"
         start = time.monotonic()
-        self._correctness(worker, checker, first)
-        self.check_s = time.monotonic() - start
+        try:
+            self._correctness(worker, checker, first)
+        finally:
+            self.check_s = time.monotonic() - start
         self.stage = "timed"
         self._latency(worker, checker)
         self.fields["correct"] = True
@@ -416,9 +442,22 @@ class _Walk:
         from a checker, once per task. Returns whether the worker says it got through every
         case (if not, the first call is held as compiling). Its word picks only a hold, and
         the name of a failure: a candidate that would have launched here and launches
-        nothing in its first call replays what it stored here (`_judge`)."""
-        reply = self._request(worker, {"op": "precompile", "cases": self._layouts(checker)},
-                              self.c.limits.compile_s)
+        nothing in its first call replays what it stored here (`_judge`). Running out of
+        time here is a compile failure (stage "compile"): the candidate's own host code
+        cannot hold it that long (the stall watch ends a host loop within `stall_s`), while
+        a Triton compile of a kernel that spills registers can (a row_sum variant with a
+        64x2048 fp32 accumulator took 60 s on Triton 3.6)."""
+        layouts, limit_s = self._layouts(checker), self.c.limits.compile_s
+        sent = time.monotonic()
+        try:
+            reply = self._request(worker, {"op": "precompile", "cases": layouts}, limit_s)
+        except WorkerFault as fault:
+            if fault.kind != "timeout" or time.monotonic() - sent < limit_s:
+                raise
+            raise _Failed("compile", "timeout", f"compiling the candidate's kernels for its "
+                          f"{len(layouts)} cases (on stand-ins, nothing launched) ran past the "
+                          f"{limit_s:g} s compile limit ([fitness] timeouts.compile): "
+                          f"{_described(fault)}") from None
         withheld = reply.get("withheld")
         self._launched_before = isinstance(withheld, int) and withheld > 0
         return reply.get("stopped") is None
