@@ -404,7 +404,7 @@ class _Walk:
         """The stages on one leased worker and checker: import, compiling (holding no
         device), the first call, correctness, timing."""
         limits = self.c.limits
-        self._request(checker, {"op": "reset"}, limits.check_s)
+        self._reset(checker)
         self.stage = "import"
         start = time.monotonic()
         with self.c.device_lock.shared(compiling=True):
@@ -432,6 +432,14 @@ class _Walk:
         self.stage = "timed"
         self._latency(worker, checker)
         self.fields["correct"] = True
+
+    def _reset(self, checker) -> None:
+        """Has the checker forget its last walk and hand its device memory back, under the
+        shared hold: freeing device memory unmaps it, and a timing run beside an unmap ran
+        slow in all its runs (an H200 batch's request log: the two timings 9-11% slow of
+        183 had a checker's reset begin with them; none of those without one was over 4%)."""
+        with self.c.device_lock.shared():
+            self._request(checker, {"op": "reset"}, self.c.limits.check_s)
 
     def _precompile(self, worker, checker) -> bool:
         """Has the worker compile the candidate for every case before its first call, on
@@ -510,7 +518,7 @@ class _Walk:
             untimed = self._untimed_baseline()
             if not untimed:
                 return
-            self._request(checker, {"op": "reset"}, self.c.limits.check_s)
+            self._reset(checker)
             layouts = dict(zip((case.name for case in self.cases), self._layouts(checker)))
             self._request(checker, {"op": "warm_baseline", "cases": [  # holding nothing:
                 layouts[case.name] for case, _ in untimed]}, self.c.limits.compile_s)  # no launch
