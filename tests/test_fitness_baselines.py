@@ -57,3 +57,43 @@ def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
     assert (spent_s["checker.prepare.make"] + spent_s["checker.prepare.reference"]
             <= spent_s["checker.prepare.all"])
     assert len({e.ref_latency_us for e in evaluations}) == 1  # all judged against one timing
+
+
+def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_path):
+    """A checker's reset frees its device memory (an unmap, which slowed a timing run beside
+    it on an H200), so the walk sends it under the shared hold: while a timing holds the
+    device alone, the walk has its worker and checker but has not reset the checker yet."""
+    import time
+
+    from fitness.device import detect
+    from fitness.gate import GpuGate
+    from fitness.judge.cascade import BASELINE_JOBS, Cascade, Limits
+    from fitness.judge.latency_memory import BaselineCache
+    from fitness.pool import WorkerPool
+    from fitness_limits import FITNESS_TEST_LIMITS
+
+    device, gate = detect("interpreter"), GpuGate(exclusive_timing=True)
+    candidates = WorkerPool(device, 1, "candidate", str(tmp_path))
+    checkers = WorkerPool(device, 1 + BASELINE_JOBS, "checker", str(tmp_path))
+    cascade = Cascade(device, candidates, checkers, gate, BaselineCache(),
+                      Limits.from_mapping(FITNESS_TEST_LIMITS))
+    task = builtin().get("vector_add")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as threads:
+            with gate.exclusive():  # a timing run holds the device alone
+                walked = threads.submit(cascade.evaluate, task,
+                                        make_candidate(task.name, task.baseline_source))
+                deadline = time.monotonic() + 60
+                while "checker.lease" not in cascade.requests and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                time.sleep(1.0)  # ample for a reset sent without a hold
+                during_timing = dict(cascade.requests)
+            evaluation = walked.result(timeout=120)
+    finally:
+        cascade.close()
+        candidates.close()
+        checkers.close()
+
+    assert "checker.lease" in during_timing and "checker.reset" not in during_timing, during_timing
+    assert evaluation.correct, evaluation.error_trace
+    assert cascade.requests["checker.reset"] >= 1
