@@ -182,7 +182,7 @@ class Progress:
 
 def _wait_text(key, generation: int, candidate_id: str, out_s: float,
                doing: dict | None) -> str:
-    """Returns "waiting: row_sum island 1 gen 4, candidate 3f2a9c1b out 95 s: compile,
+    """Returns "waiting: row_sum island 1 gen 4, candidate 3f2a9c1b out 95 s: run,
     candidate.precompile 93 s of its 180 s limit" (key: (task, island), or a task's name
     while its seeds are scored)."""
     where = f"{key} seeds" if isinstance(key, str) else f"{key[0]} island {key[1]} gen {generation}"

@@ -230,7 +230,7 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout_s
         self.limit_cpu(timeout_s)
         self._send(request, deadline)
-        reply = self._await_reply(deadline, f"the {request.get('op', 'stage')!s} request ran "
+        reply = self._await_reply(deadline, f"the {request.get('op', 'stage')} request ran "
                                             f"past its {timeout_s:g} s limit")
         if reply.get("fatal"):
             self.retired = True  # it is exiting: never lend it again

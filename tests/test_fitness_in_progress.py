@@ -49,5 +49,4 @@ def test_a_compile_past_its_limit_is_a_compile_timeout_with_its_seconds_kept():
 
     assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "compile")
     assert "ran past the 2 s compile limit" in evaluation.error_trace
-    assert "precompile request" in evaluation.error_trace
     assert evaluation.compile_s >= 2.0  # the time it cost is in the row, not 0
