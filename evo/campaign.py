@@ -160,9 +160,9 @@ class Campaign:
         after_s = self.config.fitness.note_wait_s
         if not after_s or time.monotonic() - self._noted < after_s:
             return
-        self._noted = time.monotonic()
         lingering = self.scorer.lingering(after_s)
         if lingering:
+            self._noted = time.monotonic()
             self.progress.waiting([(key, self._running.get(key, 0), candidate.id, out_s, doing)
                                    for key, candidate, out_s, doing in lingering])
 

@@ -31,7 +31,8 @@ def vector_add(x, y):
     return out
 '''
 
-WAIT_LINE = re.compile(r"waiting: vector_add island 0 gen 1, candidate [0-9a-f]{8} out \d+ s"
+WAIT_LINE = re.compile(r"waiting: vector_add (?:seeds|island 0 gen 1), "
+                       r"candidate [0-9a-f]{8} out \d+ s"
                        r"(?:: (?P<stage>\w+), (?P<request>(?:candidate|checker)\.\w+) \d+ s "
                        r"of its (?P<limit>\d+) s limit)?")
 
