@@ -22,6 +22,10 @@ from evo.llm_tally import LLMTally
 from evo.records import Evaluation
 
 
+WAITS_SHOWN = 5
+"""How many evaluations a `waiting` note names, longest out first."""
+
+
 def device_label(backend: str) -> str:
     """Returns what fitness time is called: "GPU" on CUDA/ROCm, "device" on the CPU interpreter
     (where there is no GPU to speak of)."""
@@ -144,8 +148,12 @@ class Progress:
     def waiting(self, lingering: list[tuple]) -> None:
         """Shows what the islands are waiting on: one line per evaluation out long, given as
         (island key, generation, candidate id, seconds out, its actor's `in_progress` entry
-        or None). On a terminal they stand under the table until an island moves on."""
-        self._waits = [_wait_text(*entry) for entry in lingering]
+        or None), longest first; the `WAITS_SHOWN` longest, then how many more. On a terminal
+        they stand under the table until an island moves on."""
+        self._waits = [_wait_text(*entry) for entry in lingering[:WAITS_SHOWN]]
+        if len(lingering) > WAITS_SHOWN:
+            self._waits.append(f"waiting: {len(lingering) - WAITS_SHOWN} more evaluations out "
+                               f"longer than the note's threshold")
         for line in self._waits:
             self._print(line)
         self._refresh()

@@ -65,3 +65,24 @@ def test_no_wait_is_named_when_notes_are_off(interpreter_fitness, tmp_path, caps
         campaign.run_campaign(_config(server.base_url, 0), tmp_path / "run",
                               fitness_actors=interpreter_fitness)
     assert "waiting:" not in capsys.readouterr().out
+
+
+def test_a_note_names_the_longest_waits_and_counts_the_rest():
+    import io
+
+    from evo.progress import WAITS_SHOWN, Progress
+
+    stream = io.StringIO()  # not a terminal: one line each
+    doing = {"stage": "run", "request": "candidate.precompile", "request_s": 70.0, "limit_s": 180.0}
+    lingering = [(("row_sum", 1), 4, f"{n:016x}", 100.0 - n, doing if n else None)
+                 for n in range(WAITS_SHOWN + 2)]
+    with Progress(["row_sum"], generations=5, backend="cuda", stream=stream, islands=2) as progress:
+        progress.waiting(lingering)
+
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == WAITS_SHOWN + 1
+    assert lines[0].endswith("waiting: row_sum island 1 gen 4, candidate 00000000 out 100 s "
+                             "(queued on its actor, or the actor did not say)")
+    assert lines[1].endswith("waiting: row_sum island 1 gen 4, candidate 00000000 out 99 s: run, "
+                             "candidate.precompile 70 s of its 180 s limit")
+    assert lines[-1].endswith("waiting: 2 more evaluations out longer than the note's threshold")
