@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evo import passk
+from evo import passk, records
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 """KernelBench's speedup thresholds: fast_p counts tasks correct AND faster than p."""
@@ -118,6 +118,7 @@ def load(directory: Path | str) -> Results:
     missing = [c for c in REQUIRED_EVALUATION_COLUMNS if c not in evaluations.columns]
     if missing:
         raise ValueError(f"{path / 'evaluations'}: missing columns {missing}")
+    evaluations = comparable_speedups(evaluations)
     islands = _config_value(meta, "search", "islands")
     interval = _config_value(meta, "search", "migration_interval")
     independent = None if islands is None or interval is None else (islands == 1 or interval == 0)
@@ -130,6 +131,23 @@ def load(directory: Path | str) -> Results:
 
 def _nan_to_none(value: Any) -> Any:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def comparable_speedups(evaluations: pd.DataFrame) -> pd.DataFrame:
+    """Returns the rows with `speedup` and `worst_speedup` nulled wherever a latency of
+    `latency_us` is null: such a candidate was timed on some cases only (a screened clear
+    loser), and a speedup over fewer cases must never rank against one over all of them.
+    Rows written before the cascade nulled them itself still carry one; every reader
+    (report, best, fast_p, plots, sweeps) goes through here."""
+    if "latency_us" not in evaluations.columns or evaluations.empty:
+        return evaluations
+    keep = [records.speedup_if_fully_timed(True, speedup, latencies) is not None
+            for speedup, latencies in zip(evaluations["speedup"], evaluations["latency_us"])]
+    evaluations = evaluations.copy()
+    for column in ("speedup", "worst_speedup"):
+        if column in evaluations.columns:
+            evaluations[column] = evaluations[column].where(keep)
+    return evaluations
 
 
 def geomean(values: pd.Series) -> float | None:

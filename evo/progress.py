@@ -19,7 +19,7 @@ from rich.live import Live
 from rich.table import Table
 
 from evo.llm_tally import LLMTally
-from evo.records import Evaluation
+from evo.records import Evaluation, speedup_if_fully_timed
 
 
 WAITS_SHOWN = 5
@@ -127,7 +127,7 @@ class Progress:
             if row["correct"]:
                 shown.correct += 1
                 shown.timing_meaningful = row["timing_meaningful"]
-                speedup = row["speedup"]
+                speedup = speedup_if_fully_timed(True, row["speedup"], row.get("latency_us"))
                 if speedup is not None and (shown.best_speedup is None
                                             or speedup > shown.best_speedup):
                     shown.best_speedup = speedup

@@ -163,10 +163,11 @@ class Evaluation:
     """The fitness cascade's verdict on one candidate, on one device.
 
     Per-case lists are aligned with the case set the backend used (`case_names`).
-    `speedup` is the geometric mean over cases of ref_latency/latency; None unless timed.
-    A candidate surely slower than 1.2x the best seen on the representative case (the one
-    the baseline is slowest on, timed first) is not timed on the others: their latencies
-    are None (null in Parquet) and its speedups are over the case timed.
+    `speedup` is the geometric mean over every case of ref_latency/latency, and None unless
+    every case was timed: a candidate surely slower than 1.2x the best seen on the
+    representative case (the one the baseline is slowest on, timed first) is not timed on
+    the others, so their latencies are None (null in Parquet) and so are its speedups. Only
+    numbers measured on the same cases are ever compared (`comparable_speedup`).
     `sandboxed` is False only when the user turned the OS sandbox off (`[fitness] sandbox
     = "off"`): such a verdict was made on code that could reach the judge.
     """
@@ -195,6 +196,23 @@ class Evaluation:
     compile_s: float = 0.0
     check_s: float = 0.0
     bench_s: float = 0.0
+
+    @property
+    def comparable_speedup(self) -> float | None:
+        """Returns the speedup when it may rank against others: correct and timed on every
+        case; None otherwise, whatever the `speedup` field says (rows written before speedups
+        were nulled for partial timings carry one over the cases timed)."""
+        return speedup_if_fully_timed(self.correct, self.speedup, self.latency_us)
+
+
+def speedup_if_fully_timed(correct, speedup, latency_us) -> float | None:
+    """Returns `speedup` if the row is correct and every entry of `latency_us` is a
+    number, else None: the one rule every ranking applies, to records and Parquet rows."""
+    if not correct or speedup is None or latency_us is None or len(latency_us) == 0:
+        return None
+    if any(latency is None or latency != latency for latency in latency_us):  # None or NaN
+        return None
+    return float(speedup) if speedup == speedup else None
 
 
 _PARSE_LOCK = threading.Lock()

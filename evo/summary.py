@@ -13,6 +13,7 @@ from evo.budget import Spend
 from evo.checkpoint import CampaignState
 from evo.config import Config
 from evo.llm_tally import LLMTally
+from evo.records import speedup_if_fully_timed
 from evo.progress import device_label
 
 
@@ -108,11 +109,12 @@ def summarize(config: Config, out: Path, state: CampaignState, stopped_by: str |
     """Returns the Summary of the campaign in `out`, read back from its Parquet rows."""
     tasks = {name: TaskResult(0, 0, None, True) for name in config.campaign.tasks}
     for row in _rows(out / "evaluations", results.EVALUATION_SCHEMA,
-                     ["task", "correct", "speedup", "timing_meaningful"]):
+                     ["task", "correct", "speedup", "latency_us", "timing_meaningful"]):
         result = tasks.get(row["task"], TaskResult(0, 0, None, True))
         best, meaningful = result.best_speedup, result.timing_meaningful
-        if row["correct"] and row["speedup"] is not None:
-            best = row["speedup"] if best is None else max(best, row["speedup"])
+        speedup = speedup_if_fully_timed(row["correct"], row["speedup"], row["latency_us"])
+        if speedup is not None:
+            best = speedup if best is None else max(best, speedup)
             meaningful = meaningful and bool(row["timing_meaningful"])
         tasks[row["task"]] = TaskResult(result.evaluations + 1,
                                         result.correct + bool(row["correct"]), best, meaningful)

@@ -33,11 +33,12 @@ class KernelFitness(base.Fitness):
 
 
 def fitness_values(evaluation: Evaluation) -> tuple[float, float]:
-    """Returns the (correct, speedup) an evaluation earns; speedup counts only if timed for real."""
+    """Returns the (correct, speedup) an evaluation earns; speedup counts only if timed for
+    real and on every case (a screened clear loser ranks below every fully timed kernel)."""
     if not evaluation.correct:
         return (0.0, 0.0)
-    meaningful = evaluation.timing_meaningful and evaluation.speedup is not None
-    return (1.0, float(evaluation.speedup) if meaningful else 0.0)
+    speedup = evaluation.comparable_speedup
+    return (1.0, speedup if evaluation.timing_meaningful and speedup is not None else 0.0)
 
 
 @dataclasses.dataclass(eq=False)

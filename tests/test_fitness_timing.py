@@ -195,7 +195,7 @@ def test_a_clear_loser_is_one_that_stopped_slower_above_the_give_up_latency():
         timing_report.check_clear_loser(report, 36.0)
 
 
-def test_speedups_of_a_screened_candidate_are_over_the_cases_timed():
+def test_a_screened_candidate_keeps_its_latencies_but_has_no_speedup():
     fast = {"median_us": 10.0, "p20_us": 9.0, "p80_us": 11.0}
     fields = timing_report.speedup_fields(
         [None, {"median_us": 40.0, "p20_us": 39.0, "p80_us": 41.0}, None],
@@ -203,7 +203,12 @@ def test_speedups_of_a_screened_candidate_are_over_the_cases_timed():
     assert fields["latency_us"] == (None, 40.0, None)
     assert fields["latency_p80_us"] == (None, 41.0, None)
     assert fields["ref_latency_us"] == (10.0, 20.0, 10.0)
-    assert fields["speedup"] == fields["worst_speedup"] == 0.5
+    assert fields["speedup"] is None and fields["worst_speedup"] is None
+    timed = timing_report.speedup_fields(
+        [{**fast, "median_us": 5.0}, {"median_us": 40.0, "p20_us": 39.0, "p80_us": 41.0}, fast],
+        [fast, {**fast, "median_us": 20.0}, fast])
+    assert timed["speedup"] == pytest.approx((2.0 * 0.5 * 1.0) ** (1 / 3))
+    assert timed["worst_speedup"] == 0.5
 
 
 class _FakeGpu:

@@ -57,15 +57,19 @@ def check_clear_loser(report: dict, give_up_us: float) -> None:
 
 def speedup_fields(latency: list[dict | None], reference: list[dict]) -> dict:
     """Returns the Evaluation's timing fields from per-case candidate and reference stats:
-    the speedup is the geometric mean, over the cases timed, of reference / candidate
-    median. A case not timed (None: a clear loser on another case) has None latencies."""
-    ratios = [ref["median_us"] / max(lat["median_us"], 1e-9)
-              for lat, ref in zip(latency, reference) if lat is not None]
-
+    the speedup is the geometric mean, over every case, of reference / candidate median. A
+    case not timed (None: a clear loser on another case) keeps None latencies and makes
+    both speedups None, so no speedup is ever over fewer cases than another's."""
     def column(key: str) -> tuple:
         return tuple(None if s is None else s[key] for s in latency)
 
-    return dict(latency_us=column("median_us"), latency_p20_us=column("p20_us"),
-                latency_p80_us=column("p80_us"),
-                ref_latency_us=tuple(s["median_us"] for s in reference),
-                speedup=math.exp(sum(map(math.log, ratios)) / len(ratios)), worst_speedup=min(ratios))
+    fields = dict(latency_us=column("median_us"), latency_p20_us=column("p20_us"),
+                  latency_p80_us=column("p80_us"),
+                  ref_latency_us=tuple(s["median_us"] for s in reference),
+                  speedup=None, worst_speedup=None)
+    if latency and all(s is not None for s in latency):
+        ratios = [ref["median_us"] / max(lat["median_us"], 1e-9)
+                  for lat, ref in zip(latency, reference)]
+        fields.update(speedup=math.exp(sum(map(math.log, ratios)) / len(ratios)),
+                      worst_speedup=min(ratios))
+    return fields
