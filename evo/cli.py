@@ -1,4 +1,4 @@
-"""The `evo` command line: tasks, eval, run, report, sweep.
+"""The `evo` command line: tasks, eval, gate, run, report, sweep.
 
 Each command parses its arguments and hands over to the room that does the work;
 imports are lazy so `evo tasks` does not pay for Ray or torch start-up.
@@ -65,6 +65,28 @@ def eval_(
                       sandbox=sandbox)
     except eval_cli.UsageError as error:
         _fail(str(error))
+
+
+@app.command("gate")
+def gate(
+    task: Optional[str] = typer.Argument(None, help="task name (see `evo tasks`)"),
+    files: Optional[List[Path]] = typer.Argument(None, help="candidate module files"),
+    references: bool = typer.Option(False, "--references", help="gate each task's own reference "
+                                                                "as a candidate of its task"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object per file, one per line"),
+    suite: Optional[str] = typer.Option(None, help="suite of the task (default builtin)"),
+    path: Optional[Path] = typer.Option(None, help="local checkout of an external suite"),
+) -> None:
+    """Check files with the static gate alone, nothing imported or run (exit 1: a file is refused)."""
+    from fitness import eval_cli, static_gate_cli
+
+    try:
+        verdicts = static_gate_cli.main(task, [str(f) for f in files or []], as_json=as_json, suite=suite,
+                                        path=str(path) if path else None, references=references)
+    except eval_cli.UsageError as error:
+        _fail(str(error))
+    if not all(v.allowed for v in verdicts):
+        raise typer.Exit(code=1)
 
 
 @app.command()

@@ -1,8 +1,10 @@
 """Rendering the prompt templates in operators/prompts/ from records.
 
 The words live in the .txt files, one per role, so a person can read and edit what the
-model is told; this module only fills them in: metrics as text, traces trimmed, history
-sorted. Each template has a golden test that pins its rendering verbatim.
+model is told; this module only fills them in: metrics as text, traces trimmed (a gate
+verdict never), history sorted. contract.txt, the gate's rules in words, is rendered from
+the gate's own tables (fitness/judge/policy_contract.py) and shown in every role's prompt.
+Each template has a golden test that pins its rendering verbatim.
 """
 
 from __future__ import annotations
@@ -105,7 +107,9 @@ def failure_report(evaluation: Evaluation, max_trace_chars: int) -> str:
             rel_err = evaluation.rel_err[i] if i < len(evaluation.rel_err) else math.nan
             lines.append(f"- {name}: {abs_err:.3g} / {rel_err:.3g}")
         parts.append("\n".join(lines))
-    trace = trim_trace(evaluation.error_trace, max_trace_chars)
+    # the gate's verdict is one line naming the line, the rule and the fix: never cut
+    trace = evaluation.error_trace.strip() if evaluation.failure_kind == "policy_violation" \
+        else trim_trace(evaluation.error_trace, max_trace_chars)
     if trace:
         parts.append(f"```text\n{_ends_line(trace)}```")
     return "\n\n".join(parts) if parts else "(no error text was recorded)"
@@ -137,7 +141,8 @@ def _candidate_section(title: str, candidate: Candidate, evaluation: Evaluation)
 
 
 def _task_fields(task: Task) -> dict[str, str]:
-    return {"task_name": task.name, "instruction": task.instruction.strip(), "entry_point": task.entry_point}
+    return {"task_name": task.name, "instruction": task.instruction.strip(), "entry_point": task.entry_point,
+            "contract": template("contract")}
 
 
 def _knowledge(knowledge: str) -> str:

@@ -99,7 +99,7 @@ def test_gate_cheats_cover_every_rule():
     rules = {cheats.header(path)["rule"] for path in GATE_CHEATS}
     assert rules == {"import", "dunder", "builtin", "module-attribute-store", "torch-internals", "host-read",
                      "host-torch", "grid-callable", "kernel-body", "launch-hook", "global-state", "decorator",
-                     "class"}
+                     "class", "rebind", "entry-point"}
 
 
 def test_violation_names_line_rule_and_code():

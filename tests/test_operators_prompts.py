@@ -7,12 +7,14 @@ tests exist so that nobody changes what the model is told by accident.
 import pytest
 
 from evo.records import Evaluation, Task, make_candidate
+from fitness.judge import policy, policy_contract
 from operators import prompting
 
 TASK = Task(name="scale", suite="test", instruction="Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.",
             reference=None, baseline_source="", entry_point="scale", make_inputs=None, cases=(), interpreter_cases=(),
             tolerance={}, flops=None, bytes=None, difficulty=1)
 SOURCE = "def scale(x):\n    return x * 2\n"
+CONTRACT = prompting.template("contract")
 FAST = make_candidate("scale", SOURCE, strategy="Strategy: wider blocks\nUse 2048.")
 SLOW = make_candidate("scale", SOURCE + "# v2\n")
 FAST_EVAL = Evaluation(FAST.id, "timed", True, True, case_names=("N=1", "N=1025"), latency_us=(5.0, 7.25),
@@ -26,6 +28,8 @@ EXPECTED_GENERATOR = """\
 Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.
 
 Write a Python module that defines `scale` as described above, computing it with Triton kernels.
+
+<contract>
 
 # Hardware notes
 
@@ -69,6 +73,8 @@ Per case, max absolute error / max relative error against the reference:
 AssertionError: boom
 ```
 
+<contract>
+
 # Answer
 
 Start with `Analysis:` and explain in a few sentences what causes the failure. Then give the whole corrected module, still defining `scale`, in one ```python code block.
@@ -78,6 +84,8 @@ EXPECTED_OPTIMIZER = """\
 # Task: scale
 
 Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.
+
+<contract>
 
 # Correct kernels so far, slowest first
 
@@ -123,20 +131,14 @@ Rules for every answer:
 - Mask every load and store at the edges (sizes are not always powers of two); give a masked load the identity of the reduction that consumes it as `other=`.
 - Compute in float32 inside the kernel: load, `.to(tl.float32)`, compute, and cast on the store with `.to(out_ptr.dtype.element_ty)`.
 
-The contract (a static check refuses any module that breaks it, before it runs):
-- Import only torch, triton, triton.language (with its libdevice), math and typing.
-- Host code (outside @triton.jit) only checks inputs, reads shapes, strides, dtypes and devices, allocates outputs (torch.empty, torch.empty_like, torch.zeros), makes views (view, reshape, unsqueeze, expand) and launches kernels. All math happens in Triton kernels: no torch math, copies or casts on the host (x + y, x.sum(), torch.softmax, .clone(), .contiguous(), .to()), and no reads of tensor values (.item(), .tolist(), .cpu(), .numpy(), int(x)).
-- Kernel bodies use only tl.* (and libdevice), other @triton.jit functions, range, tl.static_range, min and max. A launch grid is a tuple, or a lambda built from sizes, meta["BLOCK"], triton.cdiv, triton.next_power_of_2, min and max.
-- Decorators: only @triton.jit, @triton.autotune and @triton.heuristics, without hooks (pre_hook, post_hook, prune_configs_by, perf_model).
-- Nothing survives a call: no caches, no `global`, no module-level dict or list written from a function (a read-only table of constants is fine).
-- No introspection: no dunder names or attributes (so no `if __name__ == "__main__":` block), no getattr, setattr, eval, exec, open, type, vars or globals, no torch internals (torch._C, torch.ops, torch.library, torch.utils, torch.compile, torch.cuda streams).
-- No prints, no tests, no file or network access.
 """
 
 EXPECTED_CROSSOVER = """\
 # Task: scale
 
 Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.
+
+<contract>
 
 # Hardware notes
 
@@ -178,28 +180,46 @@ Both kernels are correct. Write one kernel that combines the best ideas of both 
 """
 
 
+def _with_contract(expected):
+    """The goldens mark where the contract goes; its own text is pinned by test_contract_*."""
+    return expected.replace("<contract>\n", CONTRACT)
+
+
+def test_contract_is_the_gate_tables_rendered():
+    assert CONTRACT == policy_contract.render(), "run: python -m fitness.judge.policy_contract"
+    assert "contiguous" in CONTRACT and "functools (partial, reduce, wraps)" in CONTRACT
+
+
+def test_a_policy_violation_reaches_the_reflector_verbatim():
+    source = "import torch\n\n\ndef scale(x):\n    return x.sum() * 2\n"
+    violation = str(policy.check(source, TASK))
+    failing = Evaluation("c1", "syntax", False, False, "policy_violation", violation)
+    prompt = prompting.reflector_prompt(TASK, make_candidate("scale", source), failing, 20)
+    assert f"```text\n{violation}\n```" in prompt and violation.startswith("line 5: [host-torch]")
+
+
 def test_system_prompt():
     assert prompting.template("system") == EXPECTED_SYSTEM
 
 
 def test_generator_prompt():
     example = ("relu", "def relu(x):\n    return x\n")
-    assert prompting.generator_prompt(TASK, "Warp = 32 threads.", example) == EXPECTED_GENERATOR
+    assert prompting.generator_prompt(TASK, "Warp = 32 threads.", example) == _with_contract(EXPECTED_GENERATOR)
 
 
 def test_reflector_prompt():
     failing = Evaluation("c1", "correct", True, False, "mismatch", "AssertionError: boom", ("N=1", "N=1025"),
                          (0.0, 0.5), (0.0, 1.0))
-    assert prompting.reflector_prompt(TASK, make_candidate("scale", SOURCE), failing, 100) == EXPECTED_REFLECTOR
+    assert prompting.reflector_prompt(TASK, make_candidate("scale", SOURCE), failing, 100) == _with_contract(EXPECTED_REFLECTOR)
 
 
 def test_optimizer_prompt_lists_history_slowest_first():
-    assert prompting.optimizer_prompt(TASK, [(FAST, FAST_EVAL), (SLOW, SLOW_EVAL)], "", 8) == EXPECTED_OPTIMIZER
+    assert prompting.optimizer_prompt(TASK, [(FAST, FAST_EVAL), (SLOW, SLOW_EVAL)], "", 8) == _with_contract(EXPECTED_OPTIMIZER)
 
 
 def test_crossover_prompt():
     pairs = [(FAST, FAST_EVAL), (SLOW, SLOW_EVAL)]
-    assert prompting.crossover_prompt(TASK, pairs, "Warp = 32 threads.") == EXPECTED_CROSSOVER
+    assert prompting.crossover_prompt(TASK, pairs, "Warp = 32 threads.") == _with_contract(EXPECTED_CROSSOVER)
 
 
 def test_long_traces_keep_their_end():

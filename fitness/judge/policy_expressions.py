@@ -30,8 +30,20 @@ class ExpressionRules:
                           "launch or autotuning; pass only configs, keys and launch options")
         func = node.func
         callee = func  # what is left to visit once this call is judged
-        if scope.kind == "kernel":
+        if facts_lib.path_of(func, self.facts.aliases) == "logging.getLogger" and scope.kind == "module" and \
+                [getattr(a, "id", None) for a in node.args] == ["__name__"] and not node.keywords:
+            return  # the module logger: `__name__` read for its name only
+        if isinstance(func, ast.Attribute) and getattr(func.value, "id", None) in self.facts.loggers \
+                and func.value.id not in scope.local and scope.kind != "kernel":
+            self.logger_call(node, func, scope)
+            callee = None
+        elif scope.kind == "kernel":
             self.kernel_call(node, scope)
+        elif facts_lib.path_of(func, self.facts.aliases) == "functools.reduce" and any(
+                self.tensor(e, scope) for a in node.args[1:]
+                for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])):
+            self.flag(node, "host-torch", f"`{code(node)}` folds tensors on the host (torch math); "
+                      "compute in a Triton kernel", "functools.reduce-tensors")
         elif self.reads_values(node, scope):
             self.flag_host_read(node)
             is_path = facts_lib.path_of(func, self.facts.aliases) is not None
@@ -39,13 +51,37 @@ class ExpressionRules:
         elif isinstance(func, ast.Attribute) and self.method_call(node, func, scope):
             callee = None
             self.visit_Name(func.value, scope, True)
+        if scope.kind != "kernel":
+            self.check_launch(node, scope)
         names_ok = isinstance(func, ast.Name) and func.id in rules.READ_BUILTINS
-        for arg in node.args:
+        for arg in node.args + [k.value for k in node.keywords]:
+            if isinstance(arg, ast.Name) and arg.id in self.facts.kernels and scope.kind != "kernel":
+                continue  # a kernel handed to a launcher, which launches it as kernel[grid](...)
             self.visit_Name(arg, scope, True) if names_ok and isinstance(arg, ast.Name) else self.visit(arg, scope)
-        for keyword in node.keywords:
-            self.visit(keyword.value, scope)
         if callee is not None:
             self.visit(callee, scope)
+
+    def check_launch(self, node: ast.Call, scope: Scope) -> None:
+        """Judges the grid of anything called like a launch: `k[grid](...)` where `k` is a kernel
+        handed in as a value (a local name, an attribute, a table entry), and `k.run(..., grid=...)`.
+        A module-level table of functions called by key (`_ACTIVATIONS[name](x)`) is no launch."""
+        func = node.func
+        if isinstance(func, ast.Subscript) and not (isinstance(func.value, ast.Name) and (
+                func.value.id in self.facts.kernels or func.value.id not in scope.local)):
+            self.check_launch_grid(func.slice, scope)
+        for keyword in node.keywords:
+            if keyword.arg == "grid" and isinstance(func, ast.Attribute):
+                self.check_launch_grid(keyword.value, scope)
+
+    def logger_call(self, node: ast.Call, func: ast.Attribute, scope: Scope) -> None:
+        """Checks `logger.info(...)` on the module logger: messages only, never tensor values."""
+        if func.attr not in rules.LOGGER_METHODS:
+            self.flag(node, "global-state", f"`{code(node)}` changes the module logger; call only "
+                      f"{', '.join(sorted(rules.LOGGER_METHODS))} on it", "logger." + func.attr)
+        for arg in node.args[1:] + [k.value for k in node.keywords]:
+            if self.tensor(arg, scope):
+                self.flag(arg, "host-read", f"`{code(arg)}` passed to the logger prints tensor values on "
+                          "the host; log shapes and dtypes instead", "logger-tensor")
 
     def reads_values(self, node: ast.Call, scope: Scope) -> bool:
         """Returns True for `x.item()`, `torch.from_numpy(a)`, `int(x)`, `sum(x)` on a tensor..."""
@@ -60,10 +96,15 @@ class ExpressionRules:
         """Checks a host-side `obj.method(...)`; returns True if `obj` is only read."""
         method = func.attr
         if facts_lib.path_of(func, self.facts.aliases) is not None or dunder(method) \
-                or method in rules.LAUNCH_HOOK_ATTRIBUTES:
+                or method in rules.LAUNCH_HOOK_ATTRIBUTES or getattr(func.value, "id", None) in self.facts.kernels:
             return False  # a module path, or refused by visit_Attribute
         root = facts_lib.root_name(func.value)
         mutates = method in rules.MUTATING_METHODS or method.endswith("_")  # x.copy_(...) is in place
+        receiver = func.value.id if isinstance(func.value, ast.Name) else None
+        if scope.ctx_name and receiver == scope.ctx_name and method in _CTX_METHODS:
+            return False
+        if receiver in self.facts.autograd_classes and method == "apply" and receiver not in scope.local:
+            return False
         if scope.kind == "host" and mutates and root is not None and (
                 root not in scope.local or (root == scope.self_name and not scope.in_init)):
             self.flag(node, "global-state", f"`{code(node)}` mutates `{root}`, which outlives the call; "
@@ -75,15 +116,20 @@ class ExpressionRules:
                 self.flag(node, "dunder", f"`{code(node)}`: format fields may not read attributes or items; "
                           "use an f-string")
         elif not (method in self.policy.tensor_methods or method in rules.PYTHON_METHODS
-                  or (root == scope.self_name and method in self.facts.methods and
-                      isinstance(func.value, ast.Name))):
+                  or (method in self.facts.methods and not dunder(method) and not self.tensor(func.value, scope))):
             self.flag(node, "host-torch", f"`{code(node)}` is not allowed on the host: host code may only "
-                      f"{rules.HOST_TORCH_HINT}")
+                      f"{self.host_hint()}", "." + method)
         return isinstance(func.value, ast.Name) and method in rules.READ_METHODS
 
     def kernel_call(self, node: ast.Call, scope: Scope) -> None:
-        """Flags a call in a @triton.jit body to anything but triton.language, kernels, KERNEL_BUILTINS."""
+        """Flags a call in a @triton.jit body to anything but triton.language, kernels, KERNEL_BUILTINS,
+        and inline assembly that reads a clock."""
         func = node.func
+        text = " ".join(n.value for a in node.args + [k.value for k in node.keywords] for n in ast.walk(a)
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str))
+        if any(clock in text for clock in rules.KERNEL_CLOCKS):
+            self.flag(node, "kernel-body", f"`{code(node)}` reads a clock inside @triton.jit function "
+                      f"`{scope.function}`; kernels compute from their inputs only (no timers)", "asm-clock")
         if isinstance(func, ast.Name):
             path = self.facts.aliases.get(func.id, "")
             ok = func.id in self.facts.kernels or func.id in rules.KERNEL_BUILTINS or \
@@ -100,6 +146,9 @@ class ExpressionRules:
 
     def visit_Subscript(self, node: ast.Subscript, scope: Scope) -> None:
         value = node.value
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "kernel":
+            self.flag(node, "kernel-body", f"`{code(node)}` stores by subscript in @triton.jit function "
+                      f"`{scope.function}`; a kernel writes memory with tl.store only")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "host":
             root = facts_lib.root_name(node)
             if self.tensor(value, scope):
@@ -109,19 +158,16 @@ class ExpressionRules:
                                        (root == scope.self_name and not scope.in_init)):
                 self.flag(node, "global-state", f"`{code(node)}` stores into `{root}`, which outlives "
                           "the call; keep state local to the call")
-        if isinstance(value, ast.Name) and value.id in self.facts.kernels:
-            grid = node.slice
-            if isinstance(grid, ast.Call):
-                self.flag(grid, "grid-callable", f"`{code(grid)}`: a launch grid is a tuple, a "
-                          "lambda, or a grid function of this module")
-            elif isinstance(grid, ast.Name) and grid.id in self.defs and grid.id not in self.facts.grids:
-                self.check_grid_function(self.defs[grid.id])  # a launch at module level
+        if isinstance(value, ast.Name) and value.id in self.facts.kernels and scope.kind != "kernel":
+            self.check_launch_grid(node.slice, scope)
         index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(node.ctx, ast.Load) and self.tensor(value, scope) and \
                 any(self.tensor(i, scope) for i in index):
             self.flag(node, "host-torch", f"`{code(node)}` indexes a tensor with a tensor (a gather "
                       "on the host); gather in a Triton kernel")
-        if isinstance(value, ast.Name) and isinstance(node.ctx, ast.Load):
+        if isinstance(value, ast.Name) and value.id in self.facts.kernels and scope.kind != "kernel":
+            pass  # `kernel[grid]`: the one way a kernel is used on the host
+        elif isinstance(value, ast.Name) and isinstance(node.ctx, ast.Load):
             self.visit_Name(value, scope, True)
         else:
             self.visit(value, scope)
@@ -138,12 +184,89 @@ class ExpressionRules:
         names = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
         self.visit(node.body, dataclasses.replace(scope, local=scope.local | names))
 
+    def check_launch_grid(self, grid: ast.AST, scope: Scope) -> None:
+        """Flags a launch grid that is not a tuple, a lambda, or a grid function of this module.
+
+        Triton calls a callable grid inside the launch, where no torch call may hide, so the
+        grid must be one the gate has read: a lambda (checked where it is written), a function
+        named at the launch, or a local name bound only to those, to a tuple, or to the result
+        of a module function that returns tuples.
+        """
+        if not self.grid_value(grid, scope, 0):
+            self.flag(grid, "grid-callable", f"`{code(grid)}` as a launch grid: a grid is a tuple, a lambda, "
+                      "or a function of this module named at the launch (not a parameter, a table entry, "
+                      "an object's attribute or a call's result)")
+
+    def grid_value(self, grid: ast.AST, scope: Scope, depth: int) -> bool:
+        """True when `grid` can only be a tuple, a lambda or a module grid function (checked)."""
+        if isinstance(grid, (ast.Tuple, ast.List, ast.Lambda, ast.Constant)) or self.sizes_call(grid):
+            return True
+        if isinstance(grid, ast.IfExp):
+            return self.grid_value(grid.body, scope, depth) and self.grid_value(grid.orelse, scope, depth)
+        if not isinstance(grid, ast.Name) or depth > 8:
+            return False
+        if grid.id not in scope.local:
+            kind = self.facts.module_kinds.get(grid.id)
+            if kind == "def" and grid.id in self.defs and grid.id not in self.facts.classes:
+                self.check_grid_function(self.defs[grid.id])
+                return True
+            return kind == "value"
+        return self.local_grid(grid.id, scope, depth)
+
+    def local_grid(self, name: str, scope: Scope, depth: int) -> bool:
+        """True when every binding of local `name` in the current function is a grid value or an
+        inner grid function (never a parameter, a loop variable or a looked-up value)."""
+        function = scope.node
+        args = function.args if function is not None else None
+        if function is None or name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+            return False
+        bound = False
+        for node in ast.walk(function):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For,
+                                                   ast.comprehension)) else \
+                [i.optional_vars for i in node.items if i.optional_vars] if isinstance(node, ast.With) else []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name and node is not function:
+                bound = True
+                self.check_grid_function(node)
+            elif any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                single = len(targets) == 1 and isinstance(targets[0], ast.Name)
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and (
+                        self.sizes_call(node.value) or (single and self.grid_value(node.value, scope, depth + 1))):
+                    bound = True
+                else:
+                    return False
+        return bound
+
+    def sizes_call(self, node: ast.AST) -> bool:
+        """True for a call of a module function that returns tuples and defines no function (a
+        host helper computing the grid before the launch, `grid = _grid(M, N)`)."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            return False
+        function = self.facts.defs.get(node.func.id)
+        if function is None or function in self.facts.kernel_defs or function.decorator_list:
+            return False
+        inner = [n for n in ast.walk(function) if n is not function]
+        return not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in inner) and all(
+            isinstance(n.value, (ast.Tuple, ast.List)) for n in inner if isinstance(n, ast.Return))
+
     def check_grid_function(self, node: ast.FunctionDef) -> None:
-        """Flags what a function launched as `kernel[node]` does beyond computing sizes."""
+        """Flags what a function launched as `kernel[node]` does beyond computing sizes: its
+        body may bind local names to size arithmetic and return it, nothing else."""
+        if node in self._grids_checked:
+            return
+        self._grids_checked.add(node)
+        if node in self.facts.kernel_defs or node.decorator_list:
+            return self.flag(node, "grid-callable", f"grid function `{node.name}` is decorated; a launch "
+                             "grid is a plain function returning sizes")
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.flag(default, "grid-callable", f"`{code(default)}`: a grid function takes no defaults")
         for statement in node.body:
             if is_docstring(statement):
                 continue
-            value = statement.value if isinstance(statement, (ast.Return, ast.Assign)) else None
+            plain = isinstance(statement, ast.Return) or (
+                isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets))
+            value = statement.value if plain else None
             bad = statement if value is None else _grid_violation(value, self.facts.aliases)
             if bad is not None:
                 self.flag(bad, "grid-callable", f"`{code(bad)}` in grid function `{node.name}`: a launch "
@@ -183,6 +306,11 @@ class ExpressionRules:
                       "values on the host; show shapes and dtypes instead")
         for child in facts_lib.children(node):
             self.visit(child, scope)
+
+
+_CTX_METHODS = frozenset({"save_for_backward", "mark_dirty", "mark_non_differentiable",
+                          "set_materialize_grads"})
+"""What an autograd.Function's forward/backward may call on its ctx (which lives for one call)."""
 
 
 def _names_cpu(node: ast.AST) -> bool:

@@ -6,9 +6,9 @@ modules and their dotted paths, which functions are @triton.jit kernels, what ea
 module-level name holds (an immutable value, a read-only table of constants, or an object
 the gate cannot see into), the names each host function binds, and which of them hold
 tensors. The last is a small flow-insensitive inference: tensor-annotated parameters (and,
-for built-in tasks, the entry point's parameters) are tensors, so are torch allocations and
-views of tensors, and a helper called with a tensor gets a tensor parameter. It is what
-lets the gate refuse `x + y` on the host.
+for built-in tasks, the entry point's and the launch wrappers' parameters) are tensors, so
+are torch allocations and views of tensors, and a helper or method called with a tensor
+gets a tensor parameter. It is what lets the gate refuse `x + y` on the host.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class Facts:
     """Module-wide names; see the module docstring."""
 
     aliases: dict[str, str] = dataclasses.field(default_factory=dict)   # "tl" -> "triton.language"
+    import_paths: dict[str, set[str]] = dataclasses.field(default_factory=dict)  # every path a name is imported as
     modules: set[str] = dataclasses.field(default_factory=set)          # names bound to a module
     kernels: set[str] = dataclasses.field(default_factory=set)          # @triton.jit names
     kernel_defs: set[ast.AST] = dataclasses.field(default_factory=set)
@@ -57,6 +58,11 @@ class Facts:
     grids: set[str] = dataclasses.field(default_factory=set)            # names launched as kernel[name]
     classes: set[str] = dataclasses.field(default_factory=set)
     methods: set[str] = dataclasses.field(default_factory=set)
+    method_defs: dict[str, list[ast.AST]] = dataclasses.field(default_factory=dict)  # name -> methods of that name
+    autograd_classes: set[str] = dataclasses.field(default_factory=set)  # torch.autograd.Function subclasses
+    wrappers: set[ast.AST] = dataclasses.field(default_factory=set)     # forward/__call__ methods
+    loggers: set[str] = dataclasses.field(default_factory=set)          # logger = logging.getLogger(...)
+    value_classes: set[str] = dataclasses.field(default_factory=set)    # instances hold only their arguments
     local: dict[ast.AST, frozenset[str]] = dataclasses.field(default_factory=dict)  # host function -> names
     tensors: dict[ast.AST, set[str]] = dataclasses.field(default_factory=dict)      # host function -> tensors
 
@@ -66,10 +72,12 @@ class Facts:
             if isinstance(node, ast.Import):
                 local = alias.asname or alias.name.split(".")[0]
                 self.aliases[local] = alias.name if alias.asname else local
+                self.import_paths.setdefault(local, set()).add(self.aliases[local])
                 self.modules.add(local)
             elif node.module and not node.level:
                 path = f"{node.module}.{alias.name}"
                 self.aliases[alias.asname or alias.name] = path
+                self.import_paths.setdefault(alias.asname or alias.name, set()).add(path)
                 if path in policy.modules:
                     self.modules.add(alias.asname or alias.name)
 
@@ -85,6 +93,8 @@ class Scope:
     self_name: str | None = None            # a method's first parameter
     in_init: bool = False
     function: str = ""
+    ctx_name: str | None = None             # an autograd.Function method's ctx (per call)
+    node: ast.AST | None = None             # the function itself
 
 
 def code(node: ast.AST) -> str:
@@ -119,13 +129,24 @@ def root_name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def gather(tree: ast.Module, policy: rules.Policy, entry_point: str) -> Facts:
-    """Returns the facts of a parsed candidate module under `policy`."""
+def gather(tree: ast.Module, policy: rules.Policy, entry_point: str, implicit: tuple = ()) -> Facts:
+    """Returns the facts of a parsed candidate module under `policy`; `implicit`: the import
+    statements of the harness appended to the module, which bind what the module does not."""
     facts = Facts()
     top = _top_level(tree.body)
     for node in top:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             facts.add_import(node, policy)
+    own = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} | \
+        {n.name for n in top if isinstance(n, (*_FUNCTIONS, ast.ClassDef))} | set(facts.aliases)
+    harness = Facts()
+    for node in implicit:
+        harness.add_import(node, policy)
+    for name, path in harness.aliases.items():
+        if name not in own:
+            facts.aliases[name] = path
+            if name in harness.modules:
+                facts.modules.add(name)
     for node in top:
         if isinstance(node, _FUNCTIONS):
             facts.defs[node.name] = node
@@ -138,6 +159,15 @@ def gather(tree: ast.Module, policy: rules.Policy, entry_point: str) -> Facts:
             facts.classes.add(node.name)
             facts.module_kinds[node.name] = "def"
             facts.methods |= {f.name for f in node.body if isinstance(f, _FUNCTIONS)}
+            for f in node.body:
+                if isinstance(f, _FUNCTIONS):
+                    facts.method_defs.setdefault(f.name, []).append(f)
+            if any(path_of(b, facts.aliases) == "torch.autograd.Function" or getattr(b, "id", None)
+                   in facts.autograd_classes for b in node.bases):
+                facts.autograd_classes.add(node.name)
+            facts.wrappers |= {f for f in node.body if isinstance(f, _FUNCTIONS) and f.name in WRAPPER_METHODS}
+            if _holds_only_its_arguments(node, facts):
+                facts.value_classes.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
             _classify(node, facts)
     hosts = {}
@@ -168,41 +198,99 @@ def _classify(node: ast.AST, facts: Facts) -> None:
     """Records what a module-level assignment binds: a value, a table, or an opaque object."""
     value = node.value
     call = path_of(value.func, facts.aliases) if isinstance(value, ast.Call) else None
-    if call == "triton.jit" and value.args and getattr(value.args[0], "id", None) in facts.defs:
+    if call == "logging.getLogger" and isinstance(node, ast.Assign) and len(node.targets) == 1 \
+            and isinstance(node.targets[0], ast.Name):
+        facts.loggers.add(node.targets[0].id)
+    jit = call == "triton.jit" and value.args and getattr(value.args[0], "id", None) in facts.defs
+    if jit:
         kind = "def"
         facts.kernel_defs.add(facts.defs[value.args[0].id])
-    elif isinstance(value, ast.Lambda) or _frozen(value, facts):
+    elif _function_alias(value, call, facts):
+        kind = "def"
+    elif isinstance(value, ast.Lambda) or frozen(value, facts):
         kind = "value"
+    elif call == "triton.runtime.driver.active.utils.get_device_properties":
+        kind = "table"  # a fresh dict of numbers, read by subscript
     elif isinstance(value, ast.Dict) and None not in value.keys:
-        kind = "table" if all(_frozen(v, facts) for v in value.keys + value.values) else "opaque"
+        kind = "table" if all(frozen(v, facts) for v in value.keys + value.values) else "opaque"
     elif isinstance(value, (ast.List, ast.Set)):
-        kind = "table" if all(_frozen(v, facts) for v in value.elts) else "opaque"
+        kind = "table" if all(frozen(v, facts) for v in value.elts) else "opaque"
     else:
         kind = "opaque"
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+        if name in facts.module_kinds or (name in facts.loggers and call != "logging.getLogger"):
+            facts.loggers.discard(name)  # bound twice: not known to hold a logger
         facts.module_kinds[name] = max(facts.module_kinds.get(name, "def"), kind, key=_RANK.get)
-        if kind == "def":
+        if jit:
             facts.kernels.add(name)
 
 
-def _frozen(node: ast.AST, facts: Facts) -> bool:
+def _function_alias(value: ast.AST, call: str | None, facts: Facts) -> bool:
+    """True for `_Fn.apply` of an autograd.Function and `functools.partial(fn, constants...)`:
+    a function of the module under another name, holding nothing a call could change."""
+    if isinstance(value, ast.Attribute):
+        return value.attr == "apply" and getattr(value.value, "id", None) in facts.autograd_classes
+    return call == "functools.partial" and bool(value.args) and \
+        facts.module_kinds.get(getattr(value.args[0], "id", None)) == "def" and \
+        all(frozen(a, facts) for a in value.args[1:] + [k.value for k in value.keywords])
+
+
+def _holds_only_its_arguments(node: ast.ClassDef, facts: Facts) -> bool:
+    """True for a class whose instances hold nothing but what they were made with: every store
+    on `self` is in __init__ and stores a parameter or a constant (NamedTuples, frozen configs,
+    stateless wrappers). An instance made at module level from constants is then a constant."""
+    if any(isinstance(n, ast.keyword) and n.arg == "default_factory" for n in ast.walk(node)):
+        return False  # a dataclass field made per instance: a container the instance carries
+    for function in (f for f in node.body if isinstance(f, _FUNCTIONS)):
+        params = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}
+        for child in ast.walk(function):
+            if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets) and (
+                        function.name != "__init__" or child.value is None or
+                        not _made_of(child.value, params, facts)):
+                    return False
+    return True
+
+
+def _made_of(node: ast.AST, params: set[str], facts: Facts) -> bool:
+    """True for an expression of `params` and constants only (`block or 512`, `(m, n)`)."""
+    if isinstance(node, ast.Name) and node.id in params:
+        return True
+    if isinstance(node, (ast.BoolOp, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.Tuple, ast.Compare)):
+        return all(_made_of(c, params, facts) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+    return frozen(node, facts)
+
+
+WRAPPER_METHODS = frozenset({"forward", "backward", "__call__"})
+"""Methods through which a class wraps a launch (autograd.Function, nn.Module-like): judged
+like the entry point, their parameters after the first hold tensors."""
+
+
+def frozen(node: ast.AST, facts: Facts) -> bool:
     """Returns True for an expression whose value no one can mutate (constants, tuples of them)."""
     if isinstance(node, (ast.Constant, ast.JoinedStr)):
         return True
     if isinstance(node, ast.Tuple):
-        return all(_frozen(e, facts) for e in node.elts)
+        return all(frozen(e, facts) for e in node.elts)
     if isinstance(node, ast.UnaryOp):
-        return _frozen(node.operand, facts)
+        return frozen(node.operand, facts)
     if isinstance(node, ast.BinOp):
-        return _frozen(node.left, facts) and _frozen(node.right, facts)
+        return frozen(node.left, facts) and frozen(node.right, facts)
     if isinstance(node, ast.Name):
         return node.id in facts.aliases or facts.module_kinds.get(node.id) in ("def", "value")
-    if isinstance(node, ast.Attribute):
-        return path_of(node, facts.aliases) is not None
+    if isinstance(node, ast.Subscript):  # an entry of a module-level table of constants
+        return facts.module_kinds.get(getattr(node.value, "id", None)) == "table" and frozen(node.slice, facts)
+    if isinstance(node, ast.Attribute):  # a module path, or a constant field of a class here
+        return path_of(node, facts.aliases) is not None or getattr(node.value, "id", None) in facts.classes
     if isinstance(node, ast.Call):
-        return path_of(node.func, facts.aliases) in rules.FROZEN_CALLS and \
-            all(_frozen(a, facts) for a in node.args + [k.value for k in node.keywords])
+        path = path_of(node.func, facts.aliases)
+        func = getattr(node.func, "id", None)
+        pure = path in rules.FROZEN_CALLS or (path or "").startswith("math.") or \
+            (path is None and func in rules.FROZEN_BUILTINS and func not in facts.module_kinds) or \
+            (path is None and func in facts.value_classes)
+        return pure and all(frozen(a, facts) for a in node.args + [k.value for k in node.keywords])
     return False
 
 
@@ -232,7 +320,7 @@ def _scan(function: ast.AST, hosts: dict, facts: Facts) -> None:
             bound.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
             assigns.append(node)
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
             calls.append(node)
         elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in facts.kernels \
                 and isinstance(node.slice, ast.Name):
@@ -275,7 +363,8 @@ def _infer_tensors(hosts: dict, facts: Facts, policy: rules.Policy, entry_point:
         for i, a in enumerate(positional + f.args.kwonlyargs):
             if a.annotation is not None and path_of(a.annotation, facts.aliases) == "torch.Tensor":
                 tensors[f].add(a.arg)
-            elif policy.entry_params_are_tensors and f is entry and a.annotation is None and i < required:
+            elif policy.entry_params_are_tensors and a.annotation is None and i < required and (
+                    f is entry or (f in facts.wrappers and i > 0)):
                 tensors[f].add(a.arg)
     total = -1
     while total != sum(map(len, tensors.values())):
@@ -290,10 +379,21 @@ def _infer_tensors(hosts: dict, facts: Facts, policy: rules.Policy, entry_point:
                     mine |= {t.id for t, v in pairs if isinstance(t, ast.Name) and v is not None
                              and is_tensor(v, mine, facts.aliases)}
             for call in calls:
-                callee = facts.defs.get(call.func.id)
-                if callee in tensors:
-                    params = [a.arg for a in callee.args.posonlyargs + callee.args.args]
-                    tensors[callee] |= {p for p, a in zip(params, call.args) if is_tensor(a, mine, facts.aliases)}
-                    tensors[callee] |= {k.arg for k in call.keywords
-                                        if k.arg and is_tensor(k.value, mine, facts.aliases)}
+                for callee, skip in _callees(call, facts):
+                    if callee in tensors:
+                        params = [a.arg for a in callee.args.posonlyargs + callee.args.args][skip:]
+                        tensors[callee] |= {p for p, a in zip(params, call.args) if is_tensor(a, mine, facts.aliases)}
+                        tensors[callee] |= {k.arg for k in call.keywords
+                                            if k.arg and is_tensor(k.value, mine, facts.aliases)}
     return tensors
+
+
+def _callees(call: ast.Call, facts: Facts) -> list[tuple[ast.AST, int]]:
+    """Returns the functions of the module a call may reach, with how many leading parameters
+    the call does not fill: `helper(x)` reaches `helper`; `obj.method(x)` every method of that
+    name in the module's classes (its `self` filled by the instance, unless it is static)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return [(facts.defs[func.id], 0)] if func.id in facts.defs else []
+    return [(m, 0 if any(getattr(d, "id", None) == "staticmethod" for d in m.decorator_list) else 1)
+            for m in facts.method_defs.get(func.attr, ())]

@@ -23,16 +23,36 @@ class PathRules:
     def visit_Import(self, node: ast.Import, scope: Scope) -> None:
         for alias in node.names:
             self.check_module(alias.name, node, scope)
+        self.check_import_binding(node)
         self.facts.add_import(node, self.policy)
+
+    def check_import_binding(self, node: ast.Import | ast.ImportFrom) -> None:
+        """Flags an import that binds a name another import binds to something else (`import torch
+        as tl` in one branch, `import triton.language as tl` in the other): the gate could not
+        tell which one the code uses."""
+        for alias in node.names:
+            if isinstance(node, ast.Import):
+                name = alias.asname or alias.name.split(".")[0]
+                path = alias.name if alias.asname else name
+            else:
+                name, path = alias.asname or alias.name, f"{node.module}.{alias.name}"
+            paths = self.facts.import_paths.get(name, {path})
+            if paths - {path}:
+                self.flag(node, "rebind", f"`{name}` is imported as {' and as '.join(sorted(paths))}; "
+                          "import each thing under a name of its own", name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom, scope: Scope) -> None:
         if node.level or any(a.name == "*" for a in node.names):
             return self.flag(node, "import", f"`{code(node)}`: import by name, from {self.importable()}")
-        if self.check_module(node.module, node, scope):
+        if node.module.split(".")[0] in ("torch", "triton") and node.module not in self.policy.modules:
+            for alias in node.names:  # `from torch.autograd import Function`: each name decides
+                self.check_module(f"{node.module}.{alias.name}", node, scope)
+        elif self.check_module(node.module, node, scope):
             for alias in node.names:
                 path = f"{node.module}.{alias.name}"
                 if path not in self.policy.modules:
                     self.check_path(path, node, scope)
+        self.check_import_binding(node)
         self.facts.add_import(node, self.policy)
 
     def check_module(self, module: str, node: ast.AST, scope: Scope) -> bool:
@@ -43,12 +63,14 @@ class PathRules:
         """
         if module in self.policy.modules:
             return True
+        if any(name.startswith(module + ".") for name in rules.DEVICE_QUERIES):
+            return True  # `from triton.runtime import driver`: each use is a path checked in full
         if module.split(".")[0] in ("torch", "triton"):
             before = len(self.found)
             self.check_path(module, node, scope)
             return len(self.found) == before
         self.flag(node, "import", f"`{code(node)}` imports `{module}`; a kernel module may import "
-                  f"only {self.importable()}")
+                  f"only {self.importable()}", module)
         return False
 
     def importable(self) -> str:
@@ -57,6 +79,9 @@ class PathRules:
     def check_path(self, path: str, node: ast.AST, scope: Scope) -> None:
         """Flags a use of `torch.x`, `triton.x`, `math.x`... that the policy does not allow."""
         parts = path.split(".")
+        if scope.kind == "kernel" and any(clock in parts[-1] for clock in rules.KERNEL_CLOCKS):
+            return self.flag(node, "kernel-body", f"`{code(node)}` reads a clock inside @triton.jit function "
+                             f"`{scope.function}`; kernels compute from their inputs only (no timers)", path)
         if scope.kind == "kernel" and parts[0] == "triton" and parts[1:2] == ["language"]:
             return
         if scope.kind == "kernel":
@@ -64,7 +89,7 @@ class PathRules:
                              "is not triton.language; kernels use only tl.*, other @triton.jit "
                              "functions, range/tl.static_range and min/max (no torch in a kernel)")
         if parts[-1] in rules.HOST_READS:
-            return self.flag_host_read(node)
+            return self.flag_host_read(node, parts[-1])
         if parts[0] == "torch":
             internal = any(p.startswith("_") for p in parts) or path.startswith(rules.TORCH_INTERNALS)
             nn_class = (self.policy.name == "external" and len(parts) == 3 and parts[1] == "nn"
@@ -73,23 +98,44 @@ class PathRules:
                 return
             if internal:
                 return self.flag(node, "torch-internals", f"`{code(node)}` reaches torch internals; on the host "
-                                 f"use only torch allocation, dtypes and read-only device queries")
+                                 f"use only torch allocation, dtypes and read-only device queries", path)
             return self.flag(node, "host-torch", f"`{code(node)}` is torch outside the allowlist; host code may "
-                             f"only {rules.HOST_TORCH_HINT}")
+                             f"only {rules.HOST_TORCH_HINT}", path)
         if parts[0] == "triton" and path not in rules.TRITON_NAMES and \
                 not (parts[1:2] == ["language"] and not any(p.startswith("_") for p in parts)):
             return self.flag(node, "launch-hook", f"`{code(node)}` reaches Triton's runtime; use triton.jit, "
-                             "autotune, heuristics, Config, cdiv, next_power_of_2 and triton.language only")
-        if any(p.startswith("_") for p in parts[1:]) or (parts[0] == "typing" and len(parts) > 1
-                                                         and not parts[1][:1].isupper()):
-            self.flag(node, "import", f"`{code(node)}` is not a plain constant or type of `{parts[0]}`")
+                             "autotune, heuristics, Config, cdiv, next_power_of_2 and triton.language only", path)
+        if parts[0] == "triton":
+            return
+        module = next((m for m in (".".join(parts[:2]), parts[0]) if m in rules.MODULE_NAMES), None)
+        if module is None:  # `import collections.abc` binds `collections`, which is not allowed
+            return self.flag(node, "import", f"`{code(node)}` uses `{parts[0]}`; a kernel module may use only "
+                             f"{self.importable()}", path)
+        names = rules.MODULE_NAMES.get(module)
+        rest = parts[module.count(".") + 1:]
+        if any(p.startswith("_") for p in rest) or (names is not None and rest and rest[0] not in names) or (
+                module == "typing" and rest and not rest[0][:1].isupper() and rest[0] not in ("cast", "overload")):
+            allowed = ", ".join(sorted(names)) if names is not None else "its public constants and types"
+            self.flag(node, "import", f"`{code(node)}` is not allowed from `{module}`; use only {allowed} "
+                      "(no caches, no state that outlives a call)", path)
 
     def visit_Name(self, node: ast.Name, scope: Scope, readonly: bool = False) -> None:
         name = node.id
+        if name == "__all__" and scope.kind == "module" and isinstance(node.ctx, ast.Store):
+            return
         if dunder(name):
             return self.flag(node, "dunder", f"`{name}` is a dunder name; no introspection in a kernel "
-                             "module (and no `if __name__ == ...` block: the harness imports the module)")
-        if name in rules.FORBIDDEN_BUILTINS and name not in self.facts.module_kinds:
+                             "module (a self-test goes under exactly `if __name__ == \"__main__\":`, which is "
+                             "removed before the check)")
+        if not isinstance(node.ctx, ast.Load):
+            self.check_rebinding(node, name, scope)
+            if name == self.entry_point and scope.kind == "module" and id(node) not in self.entry_bindings:
+                self.flag(node, "entry-point", f"`{name}` is bound at import by `{code(node)}` in a loop, "
+                          f"a with, an unpacking or a walrus; define it with `def {name}(...)`")
+        elif name in self.facts.kernels and scope.kind == "host":  # module level: a dispatch table
+            return self.flag(node, "launch-hook", f"`{name}` keeps a @triton.jit kernel as a value; launch it "
+                             f"as {name}[grid](...), or hand it straight to a launcher function")
+        if name in rules.FORBIDDEN_BUILTINS and name not in self.facts.module_kinds and name not in scope.local:
             return self.flag(node, "builtin", f"`{name}` is not allowed (no getattr/setattr/eval/exec/"
                              "compile/open/type/vars/globals); refer to names directly")
         if name in self.facts.aliases and name not in scope.local:
@@ -111,7 +157,7 @@ class PathRules:
         if isinstance(node.ctx, (ast.Store, ast.Del)):
             self.store_attribute(node, scope)
         if attr in rules.HOST_READS and scope.kind != "kernel":
-            return self.flag_host_read(node)
+            return self.flag_host_read(node, attr)
         if (dunder(attr) and not (attr == "__init__" and _is_super(node.value))) \
                 or attr in rules.FRAME_ATTRIBUTES:
             return self.flag(node, "dunder", f"`{code(node)}` is introspection (dunders, frames); "
@@ -123,16 +169,26 @@ class PathRules:
         if path is not None and (root not in scope.local or root in self.facts.modules):
             return self.check_path(path, node, scope)
         if scope.kind == "host" and attr in self.policy.tensor_attributes and root != scope.self_name:
-            self.flag(node, "host-torch", f"`{code(node)}` makes a transposed or aliased tensor on the host; "
-                      f"host code may only {rules.HOST_TORCH_HINT}")
+            why = "is this task's work (data movement)" if attr in rules.REORDERING_ATTRIBUTES else \
+                "aliases a tensor's values"
+            self.flag(node, "host-torch", f"`{code(node)}` on the host {why}; host code may only "
+                      f"{self.host_hint()}", "." + attr)
         self.visit(node.value, scope)
 
-    def flag_host_read(self, node: ast.AST) -> None:
-        self.flag(node, "host-read", f"`{code(node)}` reads tensor values on the host; compute in a Triton kernel")
+    def flag_host_read(self, node: ast.AST, key: str | None = None) -> None:
+        self.flag(node, "host-read", f"`{code(node)}` reads tensor values on the host; compute in a "
+                  "Triton kernel", key)
+
+    def host_hint(self) -> str:
+        """What host code may do instead, for this task (no reordering views where they are its work)."""
+        if rules.REORDERING_METHODS & self.policy.tensor_methods:
+            return rules.HOST_TORCH_HINT
+        return rules.HOST_TORCH_HINT.replace(", transpose...", "") + \
+            " (this task's work is data movement: no transposed or permuted views on the host)"
 
     def store_attribute(self, node: ast.Attribute, scope: Scope) -> None:
         on_self = isinstance(node.value, ast.Name) and node.value.id == scope.self_name
-        if on_self and scope.in_init:
+        if (on_self and scope.in_init) or (scope.ctx_name and getattr(node.value, "id", None) == scope.ctx_name):
             return
         if on_self:
             return self.flag(node, "global-state", f"`{code(node)}` keeps state on the instance between "

@@ -2,9 +2,10 @@
 
 Allowlists, not denylists: a name nobody thought of is refused, and the refusal tells the
 model what is allowed instead. The two policies differ only in how much torch the host side
-may use: built-in tasks get allocation, views and shape queries; external suites (whose own
-reference kernels cast, concatenate and build `nn.Module`s) get a looser list. Everything
-that reaches the interpreter, the harness or the launch machinery is refused in both.
+may use: built-in tasks get allocation, layout (views, .contiguous()) and shape queries;
+external suites (whose own reference kernels cast, concatenate and build `nn.Module`s) get a
+looser list, widened per task by what the task's reference does. Everything that reaches the
+interpreter, the harness or the launch machinery is refused in both.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class Policy:
       class_bases: dotted bases a module class may have besides classes of the module itself.
       entry_params_are_tensors: every unannotated, default-less parameter of the entry point
         holds a tensor (true of the built-in tasks: their references take tensors only).
+      excused: (rule, key) pairs of violations this task's own reference commits on the host
+        (external tasks only, see `policy.reference_excuses`); a candidate may commit them too.
     """
 
     name: str
@@ -35,22 +38,41 @@ class Policy:
     tensor_attributes: frozenset[str]
     class_bases: frozenset[str]
     entry_params_are_tensors: bool
+    excused: frozenset[tuple[str, str]] = frozenset()
 
 
 DTYPES = ("float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16",
           "int32", "int64", "uint8", "long", "int", "short", "bool", "float8_e4m3fn", "float8_e5m2",
           "float8_e4m3fnuz", "float8_e5m2fnuz", "complex64")
 
-_BUILTIN_MODULES = frozenset({
-    "__future__", "math", "typing", "torch", "triton", "triton.language", "triton.language.math",
+MODULE_NAMES: dict[str, frozenset[str] | None] = {
+    "__future__": None, "math": None, "typing": None, "numbers": None, "collections.abc": None,
+    "functools": frozenset({"partial", "wraps", "reduce"}),
+    "dataclasses": frozenset({"dataclass", "field", "replace", "fields", "astuple", "asdict"}),
+    "enum": frozenset({"Enum", "IntEnum", "auto"}),
+    "warnings": frozenset({"warn"}),
+    "logging": frozenset({"getLogger", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"})}
+"""Plain-Python modules a candidate may import, with the names it may use from each (None: any
+public name). No caches (functools.lru_cache, cache), no containers that outlive a call
+(collections), no clocks, files, processes or interpreter access."""
+
+LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical",
+                            "log", "isEnabledFor"})
+"""What host code may call on a module logger (`logger = logging.getLogger(__name__)`)."""
+
+_BUILTIN_MODULES = frozenset(MODULE_NAMES) | frozenset({
+    "torch", "torch.nn", "triton", "triton.language", "triton.language.math",
     "triton.language.extra", "triton.language.extra.cuda", "triton.language.extra.hip",
     "triton.language.extra.libdevice", "triton.tools.tensor_descriptor"})
 
 _BUILTIN_TORCH = frozenset({f"torch.{name}" for name in DTYPES + (
     # allocation (the worker poisons fresh outputs, so an unwritten one shows)
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "full", "full_like",
-    # types for annotations and checks
-    "Tensor", "dtype", "device", "Size", "finfo", "iinfo",
+    # memory layouts for allocation
+    "contiguous_format", "preserve_format", "channels_last", "strided",
+    # types for annotations and checks; autograd wrappers that only change what is recorded
+    "Tensor", "dtype", "device", "Size", "finfo", "iinfo", "is_tensor", "no_grad", "inference_mode",
+    "enable_grad", "autograd.Function", "nn.Module", "nn.Parameter",
     # read-only device queries (SM count, backend)
     "cuda.is_available", "cuda.current_device", "cuda.device_count", "cuda.device",
     "cuda.get_device_properties", "cuda.get_device_capability", "version.hip", "version.cuda")})
@@ -61,35 +83,44 @@ SHAPE_QUERIES = frozenset({"size", "stride", "numel", "nelement", "dim", "ndimen
 """Tensor methods that return plain numbers (data_ptr is for alignment checks; a cache keyed
 on it is module-level state, refused as such)."""
 
-_BUILTIN_TENSOR_METHODS = SHAPE_QUERIES | frozenset({
-    # views that keep the input's memory order
+REORDERING_METHODS = frozenset({"t", "transpose", "permute", "movedim", "swapaxes", "swapdims"})
+REORDERING_ATTRIBUTES = frozenset({"T", "mT"})
+"""Views that change the memory order: harmless layout on the host, except in a task whose
+work is the data movement itself (tagged DATA_MOVEMENT_TAG), where they are refused."""
+
+DATA_MOVEMENT_TAG = "data-movement"
+
+_BUILTIN_TENSOR_METHODS = SHAPE_QUERIES | REORDERING_METHODS | frozenset({
+    # views that keep the input's memory order, and the copy that makes one dense
     "view", "view_as", "reshape", "unsqueeze", "squeeze", "expand", "expand_as", "flatten",
-    "unflatten", "narrow", "select", "split", "chunk", "unbind",
+    "unflatten", "narrow", "select", "split", "chunk", "unbind", "contiguous", "requires_grad_",
     # allocation
     "new_empty", "new_empty_strided", "new_zeros", "new_full", "zero_"})
 
 _EXTERNAL_TORCH = _BUILTIN_TORCH | {f"torch.{name}" for name in (
-    "ones", "ones_like", "arange", "cat", "stack", "tensor", "randn", "rand", "no_grad",
-    "inference_mode", "is_tensor", "nn.Module", "nn.Parameter")}
+    "ones", "ones_like", "arange", "cat", "stack", "tensor", "randn", "rand")}
 
 _EXTERNAL_TENSOR_METHODS = _BUILTIN_TENSOR_METHODS | {
-    "contiguous", "to", "cuda", "t", "transpose", "permute", "movedim", "clone", "copy_",
+    "to", "cuda", "clone", "copy_",
     "fill_", "float", "half", "bfloat16", "int", "long", "type", "detach", "reshape_as",
     "register_buffer", "register_parameter", "parameters"}
 
 BUILTIN = Policy(
     name="builtin", modules=_BUILTIN_MODULES, torch_names=_BUILTIN_TORCH,
     tensor_methods=_BUILTIN_TENSOR_METHODS,
-    tensor_attributes=frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"}),
-    class_bases=frozenset({"object"}), entry_params_are_tensors=True)
+    tensor_attributes=frozenset({"H", "mH", "data", "grad", "real", "imag"}),
+    class_bases=frozenset({"object", "torch.autograd.Function", "torch.nn.Module", "typing.NamedTuple",
+                           "enum.Enum", "enum.IntEnum"}),
+    entry_params_are_tensors=True)
 
 EXTERNAL = Policy(
-    name="external", modules=_BUILTIN_MODULES | {"torch.nn"}, torch_names=_EXTERNAL_TORCH,
+    name="external", modules=_BUILTIN_MODULES, torch_names=_EXTERNAL_TORCH,
     tensor_methods=_EXTERNAL_TENSOR_METHODS, tensor_attributes=frozenset({"grad", "real", "imag"}),
-    class_bases=frozenset({"object", "torch.nn.Module"}), entry_params_are_tensors=False)
+    class_bases=BUILTIN.class_bases, entry_params_are_tensors=False)
 
-HOST_TORCH_HINT = ("allocate (torch.empty...), make views (view, reshape...) and query shapes "
-                   "(size, stride, numel...); compute in a Triton kernel")
+HOST_TORCH_HINT = ("allocate (torch.empty...), make views (view, reshape, transpose...) and dense "
+                   "copies (.contiguous()), and query shapes (size, stride, numel...); compute in a "
+                   "Triton kernel")
 """How a host-torch violation ends: what host code may do instead."""
 
 TORCH_INTERNALS = ("torch.library", "torch.ops", "torch.utils", "torch.compile", "torch.compiler",
@@ -99,16 +130,30 @@ TORCH_INTERNALS = ("torch.library", "torch.ops", "torch.utils", "torch.compile",
                    "torch.func", "torch.storage", "torch.random", "torch.serialization")
 """`torch.*` prefixes that reach the dispatcher, the compiler, streams, or the harness."""
 
+DEVICE_QUERIES = frozenset({"triton.runtime.driver.active.get_active_torch_device",
+                            "triton.runtime.driver.active.get_current_target",
+                            "triton.runtime.driver.active.utils.get_device_properties"})
+"""Read-only device queries of Triton's runtime, as the tutorials write them (`DEVICE = ...`)."""
+
 TRITON_NAMES = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "triton.Config",
                           "triton.cdiv", "triton.next_power_of_2",
-                          "triton.tools.tensor_descriptor.TensorDescriptor"})
+                          "triton.tools.tensor_descriptor.TensorDescriptor"}) | DEVICE_QUERIES
 """`triton.*` names a module may use outside `triton.language` (which is open)."""
 
-DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics", "torch.no_grad",
+                        "torch.inference_mode", "torch.enable_grad", "functools.wraps", "staticmethod",
+                        "classmethod", "property", "dataclasses.dataclass", "typing.overload"})
+"""What may decorate a function or class: Triton's own, autograd-mode wrappers, and the
+plain-Python ones that change no call's result (no caches)."""
 
 GRID_CALLS = frozenset({"triton.cdiv", "triton.next_power_of_2", "min", "max"})
 GRID_METHODS = frozenset({"numel", "size", "stride", "dim", "element_size"})
 """What a launch grid (a lambda, or a function passed as `kernel[grid]`) may call."""
+
+KERNEL_CLOCKS = ("globaltimer", "%clock", "clock64", "s_memtime", "s_memrealtime")
+"""Clock reads inside a kernel (a triton.language name, or text of inline assembly): with
+them a kernel can tell back-to-back timed calls from checked ones, and no honest kernel
+needs the time."""
 
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "abs", "float", "int", "bool", "len"})
 """Plain-Python names a @triton.jit body may call, besides triton.language and other kernels."""
@@ -145,8 +190,14 @@ READ_BUILTINS = frozenset({"len", "sorted", "tuple", "list", "min", "max", "enum
                            "reversed", "any", "all", "sum", "dict", "set", "frozenset"})
 """How a function may use a module-level table: read it, never mutate or hand it on."""
 
-FROZEN_CALLS = frozenset({"torch.device", "torch.finfo", "torch.iinfo"})
-"""Calls whose results are immutable, so a module-level constant may hold one."""
+FROZEN_CALLS = frozenset({"torch.device", "torch.finfo", "torch.iinfo", "triton.cdiv",
+                          "triton.next_power_of_2", "triton.Config",
+                          "triton.runtime.driver.active.get_active_torch_device",
+                          "triton.runtime.driver.active.get_current_target"})
+FROZEN_BUILTINS = frozenset({"int", "float", "bool", "str", "tuple", "frozenset", "min", "max", "abs",
+                             "round", "len", "range"})
+"""Calls whose results are immutable, so a module-level constant may hold one (with
+constant arguments; `math.*` too)."""
 
 _TENSOR_COMPUTE_OVERLAP = frozenset({"add", "index", "sort", "real", "imag"})
 PYTHON_METHODS = frozenset(

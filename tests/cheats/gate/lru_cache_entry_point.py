@@ -1,6 +1,6 @@
 # task: vector_add
-# rule: import
-# line: 5
+# rule: decorator
+# line: 20
 # functools.lru_cache on the entry point, a result cache keyed on the input objects.
 import functools
 import torch
