@@ -23,6 +23,11 @@ class GpuGate:
     their very end; waiting for them idled the pool, since no new holder may start while
     timing waits, so timing goes ahead beside them. Their one launch may overlap a timed
     batch: the median of the timed runs absorbs it, and at worst a measurement is slower.
+    Loading ones (importing a candidate) are waited for however long they take: a module
+    may launch device work at import (a spin to slow whatever is timed beside it), and the
+    worker ends the load only once that work is done, so no timing, a candidate's or a
+    baseline's, runs beside it. An import is short; the stall watch and the import limit
+    bound one that is not.
     """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3):
@@ -31,6 +36,7 @@ class GpuGate:
         self._cond = threading.Condition()
         self._shared = 0
         self._compiling = 0
+        self._loading = 0
         self._exclusive = False
         self._writers_waiting = 0
         self._busy_since: float | None = None
@@ -50,9 +56,10 @@ class GpuGate:
             self._busy_since = None
 
     @contextlib.contextmanager
-    def shared(self, compiling: bool = False):
+    def shared(self, compiling: bool = False, loading: bool = False):
         """Holds the device alongside other shared holders; `compiling`: mostly CPU work
-        (an import, a first call), which a timing run does not wait for."""
+        (a first call that compiles), which a timing run does not wait for; `loading`: a
+        candidate's import, which a timing run waits for to the end."""
         asked = time.monotonic()
         with self._cond:
             while self._exclusive or self._writers_waiting:
@@ -61,12 +68,14 @@ class GpuGate:
             self._enter()
             self._shared += 1
             self._compiling += compiling
+            self._loading += loading
         try:
             yield
         finally:
             with self._cond:
                 self._shared -= 1
                 self._compiling -= compiling
+                self._loading -= loading
                 self._leave()
                 self._cond.notify_all()
 
@@ -84,9 +93,13 @@ class GpuGate:
                 self._cond.wait()
             draining = time.monotonic()
             deadline = draining + self._straggler_wait_s
-            while self._shared > self._compiling and time.monotonic() < deadline:
-                self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
-            self._stragglers += self._shared > self._compiling
+            while True:
+                left_s = deadline - time.monotonic()
+                short = self._shared - self._compiling - self._loading > 0 and left_s > 0
+                if not (short or self._loading):
+                    break
+                self._cond.wait(timeout=max(0.0, left_s) if short else None)
+            self._stragglers += self._shared - self._compiling - self._loading > 0
             self._drain_wait_s += time.monotonic() - draining
             while self._exclusive:
                 self._cond.wait()

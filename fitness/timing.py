@@ -30,6 +30,7 @@ import collections
 import contextlib
 import dataclasses
 import itertools
+import random
 import statistics
 import time
 from typing import Callable, Mapping, Sequence
@@ -122,10 +123,15 @@ class _HeavyLoad:
 
 
 @contextlib.contextmanager
-def one_callers_cases():
+def one_callers_cases(continued: bool = False):
     """Times the cases of one caller (a candidate's, a baseline's) back to back: a heavy
-    case settles on the load of the heavy case before it (`TimingConfig.settle_gap_s`)."""
-    _HeavyLoad.active, _HeavyLoad.began, _HeavyLoad.ended = True, float("-inf"), float("-inf")
+    case settles on the load of the heavy case before it (`TimingConfig.settle_gap_s`).
+    `continued`: the block times more cases of the caller the last block timed (a candidate
+    is timed one case per request, each checked before the next), so the load they left
+    still counts."""
+    _HeavyLoad.active = True
+    if not continued:
+        _HeavyLoad.began, _HeavyLoad.ended = float("-inf"), float("-inf")
     try:
         yield
     finally:
@@ -242,22 +248,10 @@ def variants(inputs: Sequence, count: int = 2) -> list[list]:
     return sets
 
 
-def refilled_copies(inputs: Sequence) -> tuple[list, Callable[[], None]]:
-    """Returns copies of `inputs` to time a callable on, and the `refiller` that copies the
-    next of their `variants` into them before every call."""
-    import torch
-
-    buffers = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-    return buffers, refiller(buffers, variants(inputs))
-
-
 def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], None]:
-    """Returns a callable that copies the next input set into `buffers`, in place.
-
-    Called before every timed run (outside the timed interval): the callable under test
-    meets the same pointers with different values each time, so a result cached by
-    pointer, by shape or by sampled values is never valid, and timing measures real work.
-    """
+    """Returns a callable that copies the next of a few fixed input sets into `buffers`,
+    in place (for experiments that time trusted code; candidates and baselines are timed
+    on `FreshInputs`)."""
     import torch
 
     upcoming = itertools.cycle(variants)
@@ -268,6 +262,96 @@ def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], No
                 buffer.copy_(value)
 
     return refill
+
+
+def run_shifts(seed: int, run: int, numels: Sequence[int]) -> list[int]:
+    """Returns how far each input is rotated for run number `run` of a timing seeded with
+    `seed` (`FreshInputs`): drawn per run and per input, so both sides derive the same."""
+    draw = random.Random(f"{seed}/{run}")
+    return [draw.randrange(numel) if numel > 1 else 0 for numel in numels]
+
+
+def rotated(value, shift: int):
+    """Returns `value`'s elements, in row-major order, rotated left by `shift` (element i
+    holds element i + shift), in `value`'s shape; non-tensors as they are."""
+    import torch
+
+    if not isinstance(value, torch.Tensor) or not shift:
+        return value
+    return torch.roll(value.reshape(-1), -shift).view(value.shape)
+
+
+def inputs_of_run(inputs: Sequence, seed: int, run: int) -> list:
+    """Returns the values `FreshInputs(inputs, seed)` put in its buffers before run `run`:
+    what the trusted side checks a timed run's output against."""
+    import torch
+
+    numels = [v.numel() if isinstance(v, torch.Tensor) else 0 for v in inputs]
+    return [rotated(v, shift) for v, shift in zip(inputs, run_shifts(seed, run, numels))]
+
+
+class FreshInputs:
+    """Buffers a callable is timed on, refilled before every run with new values.
+
+    Each run's values are the inputs with every tensor rotated by an amount drawn for that
+    run from `seed` (`run_shifts`): the same pointers, other values every time, every value
+    valid (indices stay in range, distributions stay the same), so a result cached by
+    pointer, by shape, by sampled values or by content is stale, and the trusted side, which
+    knows the seed, can rebuild any run's inputs (`inputs_of_run`) and check its output.
+    A tensor of one element cannot be rotated; it keeps its value.
+    """
+
+    def __init__(self, inputs: Sequence, seed: int):
+        import torch
+
+        self.base = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        self.buffers = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        self.numels = [v.numel() if isinstance(v, torch.Tensor) else 0 for v in inputs]
+        self.seed = seed
+        self.runs = 0  # refills so far; the last refill's values are run `runs - 1`'s
+
+    def refill(self) -> None:
+        """Writes the next run's values into the buffers (two copies per dense tensor)."""
+        for buffer, base, shift in zip(self.buffers, self.base,
+                                       run_shifts(self.seed, self.runs, self.numels)):
+            if not shift:
+                if hasattr(buffer, "copy_"):
+                    buffer.copy_(base)
+            elif buffer.is_contiguous() and base.is_contiguous():
+                flat, source = buffer.view(-1), base.view(-1)
+                flat[:flat.numel() - shift].copy_(source[shift:])
+                flat[flat.numel() - shift:].copy_(source[:shift])
+            else:
+                buffer.copy_(rotated(base, shift))
+        self.runs += 1
+
+
+def refilled_copies(inputs: Sequence, seed: int = 0) -> tuple[list, Callable[[], None]]:
+    """Returns buffers to time a callable on and their refill (`FreshInputs`)."""
+    fresh = FreshInputs(inputs, seed)
+    return fresh.buffers, fresh.refill
+
+
+class KeptRun:
+    """Keeps the output of one timed run chosen uniformly at random from all of them
+    (reservoir sampling, drawn from `seed`), with that run's number: timing does not know in
+    advance how many runs it makes, and the candidate does not know which one is kept. The
+    copy is made after the run's end event, outside the timed interval."""
+
+    def __init__(self, seed: int):
+        self._draw = random.Random(f"keep/{seed}")
+        self.offered = 0
+        self.run: int | None = None
+        self.output = None
+
+    def offer(self, run: int, output) -> None:
+        import torch
+
+        self.offered += 1
+        if self._draw.random() * self.offered < 1.0:
+            outputs = output if isinstance(output, (tuple, list)) else [output]
+            self.run = run
+            self.output = [v.clone() if isinstance(v, torch.Tensor) else v for v in outputs]
 
 
 @dataclasses.dataclass
@@ -282,13 +366,18 @@ class Staged:
     device: DeviceInfo
     config: TimingConfig
     refill: Callable[[], None]
+    after_run: Callable[[object], None] | None = None
 
 
 def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
           config: TimingConfig | None = None,
-          refill: Callable[[], None] | None = None) -> Staged:
+          refill: Callable[[], None] | None = None,
+          after_run: Callable[[object], None] | None = None) -> Staged:
     """Runs each callable `config.warmup_runs` times (`refill` before every call), then, on a
-    GPU with `use_graphs`, captures it in a CUDA graph where it can be captured."""
+    GPU with `use_graphs`, captures it in a CUDA graph where it can be captured. A runnable
+    returns what its callable returned (a replay: the outputs of the captured call).
+    `after_run(outputs)`, when given, sees every timed run's outputs (settling runs too),
+    outside the timed interval (`KeptRun.offer`)."""
     refill = refill or (lambda: None)
     interpreted = device.backend == "interpreter"
     config = config or (INTERPRETER_TIMING if interpreted else TimingConfig())
@@ -304,7 +393,7 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
                 method = "graph" if captured else method
             runnables.append(fn)
             methods.append(method)
-    return Staged(runnables, methods, device, config, refill)
+    return Staged(runnables, methods, device, config, refill, after_run)
 
 
 def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None = None,
@@ -353,7 +442,16 @@ def _per_callable(count: int, give_up_above_us, floors_us) -> tuple[list, list]:
 
 
 def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
+    """Warm-up rounds of what will be timed, as `_time_events` has (a cache a callable
+    fills on the first call after its staging misses there, not in a timed run), then
+    adaptive batches timed with the wall clock."""
     runnables, refill = staged.runnables, staged.refill
+    after_run = staged.after_run or (lambda outputs: None)
+    with phase("warm"):
+        for _ in range(max(staged.config.warmup_runs, 1)):
+            for fn in runnables:
+                refill()
+                fn()
 
     def run_batch(active: list[int], runs: int) -> list[list[float]]:
         samples: list[list[float]] = [[] for _ in active]
@@ -361,8 +459,9 @@ def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
             for index, bucket in zip(active, samples):
                 refill()
                 start = _perf_counter()
-                runnables[index]()
+                outputs = runnables[index]()
                 bucket.append((_perf_counter() - start) * 1e6)
+                after_run(outputs)
         return samples
 
     return time_adaptively(run_batch, len(runnables), staged.config, give_up, staged.methods)
@@ -411,8 +510,13 @@ def _as_graph(fn, gpu: _Gpu):
         torch.cuda.current_stream().wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            fn()
-        return graph.replay, True
+            outputs = fn()
+
+        def replay():
+            graph.replay()
+            return outputs
+
+        return replay, True
     except Exception:  # capture is an optimisation; eager timing is still correct
         gpu.synchronize()
         return fn, False
@@ -462,6 +566,7 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
     jitter. The last-level cache is flushed before every run."""
     gpu, device, config = _gpu(), staged.device, staged.config
     runnables, refill = staged.runnables, staged.refill
+    after_run = staged.after_run or (lambda outputs: None)
     flush = gpu.torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=gpu.torch.int8,
                             device=device.torch_device)
     with phase("warm"):
@@ -489,8 +594,9 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
                 if pads[index]:
                     gpu.sleep(pads[index])
                 gpu.record(start)
-                runnables[index]()
+                outputs = runnables[index]()
                 gpu.record(end)
+                after_run(outputs)
         gpu.synchronize()
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 

@@ -80,7 +80,8 @@ def vector_add(x, y):
 # forbids (sys, os, ctypes, unknown modules), to test the worker's own classification.
 CASES = {
     "syntax": ("def vector_add(x, y)\n    return x\n", "syntax_error", "syntax"),
-    "import": ("import no_such_module_anywhere\n", "import_error", "import"),
+    "import": ("import no_such_module_anywhere\n\ndef vector_add(x, y):\n"
+               "    return no_such_module_anywhere.add(x, y)\n", "import_error", "import"),
     "exit_at_import": ("import sys\nsys.exit(4)\n", "import_error", "import"),
     "no_entry_point": ("def vector_sum(x, y):\n    return x\n", "missing_entry_point", "import"),
     "signature": ("def vector_add(x):\n    return x\n", "signature_mismatch", "import"),

@@ -159,7 +159,7 @@ def test_wall_clock_bench_gives_up_on_a_clearly_slower_callable():
                          DeviceInfo("interpreter", "cpu"), config, give_up_above_us=[500.0, None])
     assert (stats[0].stopped, stats[0].runs, stats[0].method) == ("slower", 8, "wall")
     assert stats[0].median_us >= 2000.0
-    assert stats[1].stopped != "slower" and len(calls) == 1 + stats[1].runs
+    assert stats[1].stopped != "slower" and len(calls) == 2 + stats[1].runs  # warm-up, warm round
     reports = {str(i): json.loads(json.dumps(s.__dict__)) for i, s in enumerate(stats)}
     assert timing_report.checked(reports, wall_s=10.0)["0"]["stopped"] == "slower"
 
@@ -553,3 +553,68 @@ def test_a_heavy_callable_that_drifts_is_not_retaken():
     # far from the peak: a light kernel, whose drift is an anomaly, is retaken
     light = timed_with((27.0, 20.0), fast_runs=8)
     assert light.p20_us == light.median_us == 280.0
+
+
+def _timing_inputs():
+    import torch
+
+    generator = torch.Generator().manual_seed(3)
+    matrix = torch.randn(7, 13, generator=generator)
+    return [matrix, matrix.t(), torch.randint(0, 9, (33,), generator=generator),
+            torch.tensor([2.5]), 4]
+
+
+def test_every_timed_run_gets_values_the_trusted_side_can_rebuild_from_the_seed():
+    import torch
+
+    inputs = _timing_inputs()
+    fresh = timing.FreshInputs(inputs, seed=1234)
+    seen = set()
+    for run in range(12):
+        fresh.refill()
+        expected = timing.inputs_of_run(inputs, 1234, run)
+        for buffer, value in zip(fresh.buffers, expected):
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(buffer, value), f"run {run}"
+                assert sorted(buffer.flatten().tolist()) == sorted(value.flatten().tolist())
+            else:
+                assert buffer == value
+        seen.add(tuple(fresh.buffers[0].flatten().tolist()))
+    assert len(seen) >= 11  # a content cache of any size misses
+
+
+def test_a_refill_restores_values_the_timed_call_overwrote():
+    inputs = _timing_inputs()
+    fresh = timing.FreshInputs(inputs, seed=5)
+    fresh.refill()
+    fresh.buffers[0].fill_(0.0)
+    fresh.buffers[3].fill_(0.0)
+    fresh.refill()
+    expected = timing.inputs_of_run(inputs, 5, 1)
+    assert bool((fresh.buffers[0] == expected[0]).all()) and float(fresh.buffers[3]) == 2.5
+
+
+def test_the_kept_run_is_drawn_uniformly_from_all_runs_and_is_a_copy():
+    import torch
+
+    counts = [0] * 10
+    for seed in range(2000):
+        kept = timing.KeptRun(seed)
+        for run in range(10):
+            kept.offer(run + 3, torch.tensor([float(run)]))
+        counts[kept.run - 3] += 1
+        assert float(kept.output[0]) == kept.run - 3
+    assert min(counts) > 140 and max(counts) < 260  # 200 expected each
+    kept, out = timing.KeptRun(1), torch.zeros(2)
+    kept.offer(0, (out, 7))
+    out.fill_(1.0)
+    assert kept.output[0].tolist() == [0.0, 0.0] and kept.output[1] == 7
+
+
+def test_after_run_sees_each_timed_run_outside_the_timed_interval():
+    calls, seen = [], []
+    staged = timing.stage([lambda: calls.append(len(calls)) or len(calls)],
+                          DeviceInfo("interpreter", "cpu"), after_run=seen.append)
+    assert seen == []  # warm-up runs are not offered
+    [stats] = timing.time_staged(staged)
+    assert seen == list(range(len(calls) - stats.runs + 1, len(calls) + 1))  # what each run returned

@@ -252,3 +252,40 @@ def test_timing_waits_for_short_shared_holders_but_not_for_compiling_ones():
     assert 0.15 <= gate.exclusive_wait_s() < 0.6
     assert 0.15 <= gate.drain_wait_s() <= gate.exclusive_wait_s()
     assert gate.stragglers() == 0
+
+
+def test_timing_waits_for_a_candidate_that_is_loading_however_long_it_takes():
+    gate = GpuGate(exclusive_timing=True, straggler_wait_s=0.1)
+    entered = threading.Event()
+    events = []
+
+    def loading():
+        with gate.shared(loading=True):
+            entered.set()
+            time.sleep(0.5)  # past the straggler wait: an import's device work still runs
+            events.append("load-end")
+
+    thread = threading.Thread(target=loading)
+    thread.start()
+    entered.wait(timeout=5)
+    with gate.exclusive():
+        events.append("exclusive")
+    thread.join(timeout=5)
+    assert events == ["load-end", "exclusive"]
+    assert gate.stragglers() == 0
+
+
+def test_an_output_left_unwritten_fails_as_nan_whichever_poison_it_holds():
+    from fitness.sandbox import instrument
+
+    expected = torch.ones(8)
+    drawn = set()
+    for _ in range(64):
+        out = torch.empty(8)
+        instrument.poison(out)
+        drawn.add(float(out[0]))
+        out[:4] = 1.0
+        assert checking.compare(expected, out, 1e9, 1e9)["kind"] == "nan"
+    assert {float("inf"), float("-inf")} <= drawn and any(v != v for v in drawn)
+    ints = {int(instrument.poison_value(torch.int64)) for _ in range(64)}
+    assert ints == {torch.iinfo(torch.int64).min, torch.iinfo(torch.int64).max}

@@ -60,14 +60,17 @@ def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Ca
     batch = []
     for task in tasks:
         base, entry = task.baseline_source, task.entry_point
-        wrap = f"\n_original = {entry}\n\n\ndef {entry}(*args):\n    out = _original(*args)\n"
+        # the failing variants wrap the baseline's entry point, renamed (the gate refuses
+        # rebinding a module-level name)
+        renamed = base.replace(f"def {entry}(", "def _original(", 1)
+        wrap = f"\n\ndef {entry}(*args):\n    out = _original(*args)\n"
         out_of_bounds = ("\n\n@triton.jit\ndef _out_of_bounds_kernel(x_ptr):\n"
                          "    tl.store(x_ptr + 1099511627776, tl.load(x_ptr))\n")
         variants = [(f"{base}\n_VARIANT = {i}\n", "correct") for i in range(correct_per_task)]
-        variants += [(f"{base}{wrap}    return args[0]\n", "wrong"),
-                     (f"{base}{out_of_bounds}{wrap}    _out_of_bounds_kernel[(1,)](out)\n"
+        variants += [(f"{renamed}{wrap}    return args[0]\n", "wrong"),
+                     (f"{renamed}{out_of_bounds}{wrap}    _out_of_bounds_kernel[(1,)](out)\n"
                       "    return out\n", "crash"),
-                     (f"{base}{wrap}    while True:\n        pass\n", "hang")]
+                     (f"{renamed}{wrap}    while True:\n        pass\n", "hang")]
         batch += [(task, make_candidate(task.name, source), intent) for source, intent in variants]
     return batch
 

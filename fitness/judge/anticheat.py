@@ -1,7 +1,9 @@
 """Cheat verdicts from what the sandboxed worker observed: the second layer.
 
 The worker reports facts (Triton launches, aten ops, threads started, host reads, harness
-functions that changed); the rules live here, in a process the candidate never runs in.
+functions that changed) over every call, timed ones included (the worker observes every
+call the same way, so none tells the candidate it is watched); the rules live here, in a
+process the candidate never runs in.
 These reports come from the candidate's own process, so they explain a failure well but
 never make a pass: a candidate that silences them still faces the static gate before it
 runs and the trusted checker's comparison after. A speed beyond the device's roofline for the case's bytes and flops is
@@ -11,7 +13,7 @@ runs and the trusted checker's comparison after. A speed beyond the device's roo
 from __future__ import annotations
 
 ALLOWED_TORCH_OPS = frozenset({
-    # allocation and filling (fresh allocations are poisoned with NaN by the worker)
+    # allocation and filling (the worker poisons fresh allocations with NaN or an infinity)
     "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
     "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros", "new_ones",
     "new_full", "zero_", "fill_", "scalar_tensor", "lift_fresh", "arange", "resize_",

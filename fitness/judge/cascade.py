@@ -171,6 +171,10 @@ class Cascade:
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
 
+    def shuffle(self, items: list) -> None:
+        """Shuffles `items` in place from the operating system's RNG."""
+        self._seeds.shuffle(items)
+
     def baseline_job(self, task: Task, candidate: Candidate) -> concurrent.futures.Future:
         """Returns the job that warms and times `task`'s baseline on a checker leased for it,
         started now unless one is under way or has succeeded. A walk starts it when it
@@ -290,7 +294,7 @@ class _Walk:
         violation = policy.check(self.candidate.source, self.task) if self.c.static_gate else None
         if violation is not None:
             raise _Failed("syntax", "policy_violation", str(violation))
-        amd_only = amd_only_options(self.candidate.source)
+        amd_only = amd_only_options(policy.runnable_source(self.candidate.source, self.task))
         if amd_only and self.c.device.backend == "cuda":
             raise _Failed("compile", "unsupported_on_backend", f"launch option(s) "
                           f"{', '.join(amd_only)} exist only on AMD GPUs; Triton rejects them on "
@@ -316,11 +320,12 @@ class _Walk:
         return reply
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
-                 check_inputs: bool = False) -> tuple[str, dict]:
+                 check_inputs: bool = False, run: tuple | None = None) -> tuple[str, dict]:
         """Has the checker make one call's inputs (on the device: the caller holds the
         gate, shared); returns (token, where the worker finds them): a shared GPU buffer
         whose descriptor is relayed here from the checker to the worker, or raw files in
-        the worker's input directory."""
+        the worker's input directory. `run`: (seed, run number) of a timing, whose run's
+        inputs these are (`timing.inputs_of_run`)."""
         self._calls += 1
         token = f"c{self._calls}"
         share = worker.shares and checker.shares
@@ -328,7 +333,7 @@ class _Walk:
                                            "seed": seed, "dir": worker.input_dir,
                                            "prefix": token, "token": token,
                                            "expect": expect, "check_inputs": check_inputs,
-                                           "share": share},
+                                           "share": share, "run": run},
                                  self.c.limits.check_s)
         if "shared" not in prepared:
             return token, {"specs": prepared["specs"]}
@@ -407,8 +412,9 @@ class _Walk:
         self._reset(checker)
         self.stage = "import"
         start = time.monotonic()
-        with self.c.device_lock.shared(compiling=True):
-            loaded = self._request(worker, {"op": "load", "source": self.candidate.source,
+        with self.c.device_lock.shared(loading=True):  # no timing beside an import's device work
+            loaded = self._request(worker, {"op": "load",
+                                            "source": policy.runnable_source(self.candidate.source, self.task),
                                             "entry_point": self.task.entry_point,
                                             "arity": _arity(self.task.reference),
                                             "stall_s": limits.stall_s},
@@ -545,34 +551,70 @@ class _Walk:
         return [self.c.baselines.get(key) for key in self._case_keys()]
 
     def _latency(self, worker, checker) -> None:
-        """Times the candidate on every case, the representative case first (the baseline's
-        slowest: where the work is). A candidate surely slower there than `GIVE_UP_FACTOR`
-        times the best seen is a clear loser: its other cases are not timed (their latency
-        is None), which spares most of the device time spent on losers."""
+        """Times the candidate case by case, each case checked right after its own timing
+        (`_check_timed_case`): the representative case first (the baseline's slowest: where
+        the work is), the others in an order drawn at random. Every timed run gets its own
+        input values, derived from a seed the worker is given only at staging
+        (`timing.FreshInputs`). A candidate surely slower on the representative case than
+        `GIVE_UP_FACTOR` times the best seen is a clear loser: its other cases are not timed
+        (their latency is None), which spares most of the device time spent on losers."""
         baseline = self._baseline_stats()
         give_up = [self._give_up(key) for key in self._case_keys()]
-        order = timing_order(baseline)
+        order = self._timing_order(baseline)
         timing_config = self.c.timing_config
         timing_request = dataclasses.asdict(timing_config) if timing_config else None
+        seeds = [(self.c.seed(), self.c.seed()) for _ in order]  # (inputs, their runs)
         with self.c.device_lock.shared():  # buffers, warm-up and capture need no quiet device
-            timed_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(), expect=False)
-                            for at in order]
+            timed_inputs = [self._prepare(checker, worker, self.cases[at], seed, expect=False)
+                            for at, (seed, _) in zip(order, seeds)]
             start = time.monotonic()
             try:
-                self._request(worker, {"op": "stage", "timing": timing_request, "cases": [
-                    {"inputs": inputs} for _, inputs in timed_inputs]}, self.c.limits.bench_s)
+                staged = self._request(worker, {"op": "stage", "timing": timing_request, "cases": [
+                    {"inputs": inputs, "seed": runs_seed}
+                    for (_, inputs), (_, runs_seed) in zip(timed_inputs, seeds)]},
+                    self.c.limits.bench_s)
             finally:
                 self.bench_s += time.monotonic() - start
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
             self._read_clock(checker)
-        screen = give_up[order[0]] is not None
-        request = {"op": "bench", "screen": screen,
-                   "cases": [{"give_up_above_us": give_up[at],
-                              "floors_us": timing.case_floors_us(
-                                  self.c.device, self.task.flops, self.task.bytes,
-                                  self.cases[at].params)}
-                             for at in order]}
+        for observed in staged.get("observed") or []:
+            self._judge(worker, observed, "timed")
+        stats: list[dict | None] = [None] * len(self.cases)
+        for position, at in enumerate(order):
+            case = self.cases[at]
+            report, kept_run = self._bench_case(worker, position, give_up[at], case)
+            stats[at] = report
+            loser = position == 0 and give_up[at] is not None and report.get("stopped") == "slower"
+            if loser:
+                try:
+                    timing_report.check_clear_loser(report, give_up[at])
+                except timing_report.ForgedTiming as error:
+                    raise _Failed("timed", "cheat_forged_timing", str(error)) from None
+            last = loser or position == len(order) - 1
+            self._check_timed_case(worker, checker, position, case, seeds[position], kept_run,
+                                   last)
+            if loser:
+                break
+        self.c.count_kernel_time([s for s in stats if s is not None])
+        self._record_speed(stats, baseline)
+
+    def _timing_order(self, baseline: list[dict]) -> list[int]:
+        """Returns the order cases are timed in: `timing_order`'s first, the rest shuffled,
+        so a candidate cannot tell from the order which call comes after which timing."""
+        first, *rest = timing_order(baseline)
+        self.c.shuffle(rest)
+        return [first] + rest
+
+    def _bench_case(self, worker, position: int, give_up_us: float | None,
+                    case) -> tuple[dict, int]:
+        """Times staged case `position` with the device held alone; returns its stats, once
+        the report is well formed and fits the wall time this process saw, and the number of
+        the run whose outputs the worker kept for the check."""
+        request = {"op": "bench", "case": position, "continued": position > 0,
+                   "give_up_above_us": give_up_us,
+                   "floors_us": timing.case_floors_us(self.c.device, self.task.flops,
+                                                      self.task.bytes, case.params)}
         with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
             start = time.monotonic()
             request["peak_mhz"] = self.c.clocks.peak(start)
@@ -581,24 +623,18 @@ class _Walk:
             finally:
                 wall_s = time.monotonic() - start
                 self.bench_s += wall_s
-        reports = reply.get("cases")
-        screened_out = screen and isinstance(reports, list) and len(reports) == 1
-        if not isinstance(reports, list) or not (len(reports) == len(self.cases) or screened_out):
-            raise _Failed("timed", "cheat_forged_timing", f"the worker reported timings for "
-                          f"{len(reports) if isinstance(reports, list) else 0} of {len(self.cases)} cases")
-        timed = order[:len(reports)]
         try:
-            by_case = timing_report.checked(
-                dict(zip((self.cases[at].name for at in timed), reports)), wall_s)
-            if screened_out:
-                timing_report.check_clear_loser(by_case[self.cases[order[0]].name],
-                                                give_up[order[0]])
+            report = timing_report.checked({case.name: reply.get("case")}, wall_s)[case.name]
         except timing_report.ForgedTiming as error:
             raise _Failed("timed", "cheat_forged_timing", str(error)) from None
-        stats = [by_case.get(case.name) for case in self.cases]
-        self.c.count_kernel_time([s for s in stats if s is not None])
-        self._recheck(worker, checker, timed)
-        self._record_speed(stats, baseline)
+        self._judge(worker, reply.get("observed") or {}, "timed")
+        kept_run, offered = reply.get("kept_run"), reply.get("offered")
+        if not (isinstance(kept_run, int) and isinstance(offered, int) and kept_run >= 0
+                and offered >= report["runs"]):
+            raise _Failed("timed", "cheat_forged_timing", f"case {case.name!r}: the worker kept "
+                          f"run {str(kept_run)[:20]} of {str(offered)[:20]} offered for "
+                          f"{report['runs']} timed runs")
+        return report, kept_run
 
     def _read_clock(self, checker) -> None:
         """Has the checker read the SM clock (the caller holds the gate, shared) into the
@@ -614,30 +650,42 @@ class _Walk:
         best = self.c.best.get(key)
         return None if best is None else GIVE_UP_FACTOR * best
 
-    def _recheck(self, worker, checker, timed: list[int]) -> None:
-        """Calls the candidate again on the buffers it was timed on (cases `timed`, in the
-        order they were timed), refilled with fresh values."""
-        cases = [self.cases[at] for at in timed]
-        with self.c.device_lock.shared():  # one hold from the prepares to the last compare
-            prepared = [self._prepare(checker, worker, case, self.c.seed()) for case in cases]
+    def _check_timed_case(self, worker, checker, position: int, case, seeds: tuple,
+                          kept_run: int, last: bool) -> None:
+        """Checks case `position` right after its timing, holding the device shared: the
+        outputs of the timed run the worker kept (`kept_run`, chosen at random among all its
+        runs; on a GPU a graph replay) against the reference on that run's inputs, which the
+        checker rebuilds from the seeds (`timing.inputs_of_run`); then a re-check, the
+        candidate called again on the buffers it was timed on, refilled in place with fresh
+        values. `last`: the walk's last request to the worker, which then lets its buffers go."""
+        inputs_seed, runs_seed = seeds
+        with self.c.device_lock.shared():
+            token, inputs = self._prepare(checker, worker, case, inputs_seed,
+                                          run=(runs_seed, kept_run))
+            kept = self._request(worker, {"op": "timed_output", "case": position,
+                                          "inputs": inputs, "prefix": f"{token}t"},
+                                 self.c.limits.bench_s)
+            try:
+                self._compare(checker, worker, token, kept, case)
+            except _Failed as failed:  # right when checked, wrong when timed: a stale result
+                kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
+                raise _Failed("timed", kind, f"the outputs of timed run {kept_run}, chosen at "
+                              f"random, though checked calls were right: {failed.detail}") from None
+            token, inputs = self._prepare(checker, worker, case, self.c.seed())
             start = time.monotonic()
-            rechecked = self._request(worker, {"op": "recheck", "cases": [
-                {"inputs": inputs, "prefix": f"{token}r"} for token, inputs in prepared]},
-                self.c.limits.bench_s)
-            self.bench_s += time.monotonic() - start
-            results = rechecked.get("cases")
-            if not isinstance(results, list) or len(results) != len(cases):
-                raise _Failed("timed", "worker_crash", "protocol violation: the re-check answered "
-                              f"for {len(results) if isinstance(results, list) else 0} of "
-                              f"{len(cases)} cases")
-            for case, (token, _), result in zip(cases, prepared, results):
-                self._judge(worker, result.get("observed", {}), "timed")
-                try:
-                    self._compare(checker, worker, token, result, case)
-                except _Failed as failed:
-                    kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
-                    raise _Failed("timed", kind, f"re-check after timing, inputs refreshed in "
-                                  f"place: {failed.detail}") from None
+            try:
+                rechecked = self._request(worker, {"op": "recheck", "case": position,
+                                                   "last": last, "inputs": inputs,
+                                                   "prefix": f"{token}r"}, self.c.limits.bench_s)
+            finally:
+                self.bench_s += time.monotonic() - start
+            self._judge(worker, rechecked.get("observed", {}), "timed")
+            try:
+                self._compare(checker, worker, token, rechecked, case)
+            except _Failed as failed:
+                kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
+                raise _Failed("timed", kind, f"re-check right after timing, inputs refreshed in "
+                              f"place: {failed.detail}") from None
 
     def _record_speed(self, stats: list[dict | None], baseline: list[dict]) -> None:
         device = self.c.device

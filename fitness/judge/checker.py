@@ -33,8 +33,8 @@ class _Prepared:
     """One prepared call: what the judge keeps, and where the worker's copy lives."""
 
     pristine: list | None  # a copy of the inputs, when the judge checks they stay unchanged
-    expected: list | None  # the reference's outputs; None for timing variants
-    seed: int
+    expected: list | None  # the reference's outputs; None for a timing's inputs
+    seed: tuple  # (the inputs' seed, the timed run they are the values of, or None)
     specs: list  # file specs (raw-file transport), or the shared buffer's layout values
     input_dir: str | None
     shared: shared_memory.SharedBuffer | None = None
@@ -61,7 +61,7 @@ class Checker:
         self.channel = channel
         self.shares = channel is not None and shared_memory.available(self.device.backend)
         self.prepared: dict[str, _Prepared] = {}
-        self.last_call: tuple[int, list] | None = None  # (seed, outputs): the cascade repeats
+        self.last_call: tuple[tuple, list] | None = None  # (seed, outputs): the cascade repeats
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
         self.baselines: dict[str, object] = {}
@@ -106,15 +106,20 @@ class Checker:
     def prepare(self, request: dict) -> dict:
         """Makes a call's inputs from `seed` and hands them over: in a shared GPU buffer
         whose descriptor goes to the engine (`share`), or as files in the worker's input
-        directory. Keeps the reference's outputs and, if asked, a pristine copy."""
+        directory. Keeps the reference's outputs and, if asked, a pristine copy. With `run`
+        ((seed, run number) of a timing), the inputs are those that timed run was given
+        (`timing.inputs_of_run`): its kept outputs are judged against them."""
         task, seed = request["task"], request["seed"]
         with timing.phase("make"):  # launches; the device runs them by the pack's end
             inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
+            run = request.get("run")  # a timed run's inputs: (timing seed, run number)
+            if run is not None:
+                inputs = timing.inputs_of_run(inputs, *run)
             pristine = expected = None
             if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
                 pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
         with timing.phase("reference"):  # launches too
-            if request.get("expect", True):  # timing variants are only discarded, never compared
+            if request.get("expect", True):  # a timing's inputs are only discarded, never compared
                 expected = checking.as_list(task.reference(*inputs))
         token = request["token"]
         if request.get("share") and self.shares:
@@ -127,8 +132,8 @@ class Checker:
 
             with timing.phase("pack"):
                 buffer, layout = shared_memory.pack(inputs, slot_bytes, allocate_timed)
-            self.prepared[token] = _Prepared(pristine, expected, seed, layout["values"], None,
-                                             buffer, layout["slots"])
+            self.prepared[token] = _Prepared(pristine, expected, (seed, run), layout["values"],
+                                             None, buffer, layout["slots"])
             with timing.phase("export"):
                 fd = buffer.export()
                 try:
@@ -138,7 +143,7 @@ class Checker:
             reply = {"ok": True, "shared": layout}
         else:
             specs = protocol.write_values(request["dir"], request["prefix"], inputs)
-            self.prepared[token] = _Prepared(pristine, expected, seed, specs, request["dir"])
+            self.prepared[token] = _Prepared(pristine, expected, (seed, run), specs, request["dir"])
             reply = {"ok": True, "specs": specs}
         # the inputs (packed or written) and the reference's temporaries, which would
         # otherwise stay cached here until the next walk
@@ -220,7 +225,7 @@ class Checker:
         return {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0, "detail": "", **verdict}
 
     def discard(self, request: dict) -> dict:
-        """Drops prepared inputs that were never compared (timing variants)."""
+        """Drops prepared inputs that were never compared (a timing's)."""
         for token in request["tokens"]:
             entry = self.prepared.pop(token, None)
             if entry is not None:
@@ -271,7 +276,7 @@ class Checker:
         for params, seed in request["cases"]:
             with timing.phase("buffers"):
                 buffers, refill = timing.refilled_copies(
-                    task.make_inputs(params, seed, self.device.torch_device))
+                    task.make_inputs(params, seed, self.device.torch_device), seed)
             floors = timing.case_floors_us(self.device, task.flops, task.bytes, params)
             staged = timing.stage([lambda b=buffers: baseline(*b)], self.device,
                                   request.get("timing"), refill)

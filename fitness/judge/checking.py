@@ -4,7 +4,8 @@ The rule is per element, as torch.testing's: |out - ref| <= atol + rtol * |ref|.
 of atol by the output's magnitude: outputs far below 1 (a softmax over 3000 columns is
 ~3e-4 per element) must be right to their own precision, not to 1% of the largest value.
 Per-dtype defaults are torch.testing's; a task may widen them only with a stated reason
-(`Task.tolerance_reason`). NaN where the reference is finite never passes; shape and dtype
+(`Task.tolerance_reason`). NaN or an infinity where the reference is finite never passes
+(kind `nan`: the worker's poison of fresh allocations is one of them); shape and dtype
 must match exactly; integer outputs match exactly.
 
 Determinism: the same inputs twice must give outputs that agree within
@@ -61,11 +62,13 @@ def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: flo
                 "rel_err": float(wrong), "detail": f"{wrong} of {expected.numel()} elements differ"}
     exp, act = expected.double(), actual.double()
     exp_nan, act_nan = exp.isnan(), act.isnan()
-    bad_nan = act_nan & ~exp_nan
+    bad_nan = (act_nan & ~exp_nan) | (act.isinf() & exp.isfinite())
     if bool(bad_nan.any()):
         index = int(bad_nan.flatten().nonzero()[0])
         return {"kind": "nan", "detail": f"{int(bad_nan.sum())} of {exp.numel()} outputs are NaN "
-                f"where the reference is not (first at flat index {index})"}
+                f"or infinite where the reference is finite (first at flat index {index}: "
+                f"{float(act.flatten()[index])!r}); fresh allocations hold NaN or an infinity "
+                "until written, so an output left unwritten shows as this"}
     finite = exp.isfinite() & act.isfinite()
     inf_wrong = ~finite & ~exp_nan & (act != exp)
     error = torch.where(finite, (act - exp).abs(), torch.zeros_like(exp))

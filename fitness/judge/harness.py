@@ -38,7 +38,7 @@ from fitness.judge import harness_outputs, policy, timing_report
 from fitness.judge.cascade import RETRIED_FAULTS
 from fitness.pool import WorkerFault
 
-HARNESS_VERSION = "external-harness-3"
+HARNESS_VERSION = "external-harness-4"
 _SEPARATOR = "#" * 146
 _FILES_DIR = "harness"
 """Folder of the worker's private directory the harness files and outputs are written to."""
@@ -191,7 +191,8 @@ class HarnessRunner:
                 stage, kind, trace = "import", "harness_error", str(error)
         if kind is not None:
             return Evaluation(stage_reached=stage, failure_kind=kind, error_trace=trace, **verdict)
-        run = self._run(task, candidate.source, "ModelNew", "outputs", self.limits.run_s,
+        source = policy.runnable_source(candidate.source, task)  # what the gate judged, never-run code blanked
+        run = self._run(task, source, "ModelNew", "outputs", self.limits.run_s,
                         self.require_triton_launch)
         if run.kind is not None:
             return Evaluation(stage_reached=run.stage, failure_kind=run.kind, error_trace=run.trace[-6000:],
@@ -204,7 +205,7 @@ class HarnessRunner:
                        rel_err=tuple(rel for _, _, rel in check["cases"]),
                        check_s=run.wall_s, **{**verdict, "call_ok": True, "correct": check["kind"] is None})
         if check["kind"] is None:
-            checked.update(self._time(task, candidate.source))
+            checked.update(self._time(task, source))
         return Evaluation(**checked)
 
     def _static_failure(self, task: Task, source: str) -> tuple[str, str | None, str]:

@@ -1,11 +1,13 @@
 """The worker's eyes: what a candidate did during a call, seen from inside its process.
 
 Installed by the worker before any candidate is imported: a Triton launch counter, a torch
-dispatch recorder that also poisons fresh allocations with NaN (a kernel that leaves outputs
-unwritten fails), a thread-start watch (work moved to a thread escapes the recorder), a
+dispatch recorder that also poisons fresh allocations (a kernel that leaves outputs unwritten
+fails), a thread-start watch (work moved to a thread escapes the recorder), a
 tripwire on the task's reference, a snapshot of the harness functions a candidate might
-patch, and a watch that ends the process when the candidate's own code spins. These
-observations are reported; the verdicts are made by the parent (`fitness.anticheat`), whose
+patch, and a watch that ends the process when the candidate's own code spins. The counter,
+recorder and poison are the same in every call the candidate sees (checked, warm-up,
+captured, timed), and a callable launch grid runs outside the launch, where they see it.
+These observations are reported; the verdicts are made by the parent (`fitness.anticheat`), whose
 code the candidate cannot reach.
 """
 
@@ -15,6 +17,7 @@ import _thread
 import contextlib
 import functools
 import os
+import random
 import sys
 import threading
 import time
@@ -65,6 +68,8 @@ class LaunchCounter:
                 warmup = True
             if not warmup:
                 counter.count += 1
+            if callable(grid):
+                grid = counter._seen(grid)
             counter.depth += 1
             try:
                 compiled = run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
@@ -76,6 +81,22 @@ class LaunchCounter:
 
         counted_run.__wrapped__ = run
         return counted_run
+
+    def _seen(self, grid):
+        """Returns `grid` run outside the launch's depth: Triton calls a callable grid inside
+        the launch, where torch ops are Triton's own and go unrecorded, so a grid function
+        that computed the task with torch (`o[:] = x + y`) did so unseen. Its torch ops,
+        threads and host reads are the candidate's, and are recorded as such."""
+        counter = self
+
+        def seen_grid(*args, **kwargs):
+            counter.depth -= 1
+            try:
+                return grid(*args, **kwargs)
+            finally:
+                counter.depth += 1
+
+        return seen_grid
 
     def _wrap_autotuner(self, run):
         """Returns Autotuner.run that, compiling only, compiles each config it would benchmark
@@ -173,7 +194,15 @@ class StallWatch:
 
 
 class OpRecorder(TorchDispatchMode):
-    """Records the aten ops a candidate calls and fills its fresh allocations with poison."""
+    """Records the aten ops a candidate calls and poisons its fresh allocations.
+
+    Every call the candidate sees is made under one (checked, warm-up, captured, timed), so
+    the poison is no sign of being watched: a kernel that reads its own output or a probe to
+    tell a checked call from a timed one sees the same in both. The poison is drawn per
+    allocation (`poison_value`), so a kernel that does the full work only when it sees one
+    poison value leaves the other unwritten and fails. `defer`: record the allocations
+    instead of filling them (a CUDA graph capture, whose fills would be captured into the
+    timed replay); the caller fills them before every replay (`poison`)."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -181,11 +210,13 @@ class OpRecorder(TorchDispatchMode):
         # on the first op: seconds per worker start. Nothing here runs under dynamo.
         return False
 
-    def __init__(self, launches: LaunchCounter, poison: bool = True):
+    def __init__(self, launches: LaunchCounter, poison: bool = True, defer: bool = False):
         super().__init__()
         self.launches = launches
         self.poison = poison
+        self.defer = defer
         self.ops: set[str] = set()
+        self.fresh: list[torch.Tensor] = []  # allocations left unfilled (`defer`)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -194,17 +225,35 @@ class OpRecorder(TorchDispatchMode):
         name = func.overloadpacket.__name__
         self.ops.add(name if func.namespace == "aten" else f"{func.namespace}::{name}")
         if self.poison and name in _ALLOCATORS and isinstance(out, torch.Tensor):
-            _poison(out)
+            if self.defer:
+                self.fresh.append(out)
+            else:
+                poison(out)
         return out
 
 
-def _poison(tensor: torch.Tensor) -> None:
-    if tensor.numel() == 0:
-        return
-    if tensor.is_floating_point() or tensor.is_complex():
-        tensor.fill_(float("nan"))
-    elif tensor.dtype != torch.bool:
-        tensor.fill_(torch.iinfo(tensor.dtype).min)
+_DRAW = random.SystemRandom()
+_FLOAT_POISONS = (float("nan"), float("inf"), float("-inf"), float("inf"))
+
+
+def poison_value(dtype: torch.dtype):
+    """Returns a value no correct output holds where its reference is finite, drawn at
+    random: NaN or an infinity for floating dtypes, the smallest or largest integer for
+    integer ones (None for bool). The checker counts a non-finite output where the reference
+    is finite as `nan`, so an unwritten output fails the same way whichever was drawn."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return _DRAW.choice(_FLOAT_POISONS)
+    if dtype == torch.bool:
+        return None
+    info = torch.iinfo(dtype)
+    return _DRAW.choice((info.min, info.max))
+
+
+def poison(tensor: torch.Tensor) -> None:
+    """Fills `tensor` with a `poison_value` of its dtype."""
+    value = poison_value(tensor.dtype)
+    if tensor.numel() and value is not None:
+        tensor.fill_(value)
 
 
 class ThreadWatch:

@@ -11,14 +11,20 @@ torch ops, timings) is evidence, cross-checked by the judge.
 Stages, one request each: load (import + entry point + arity), precompile (compile every
 case's kernels on stand-in inputs, launching nothing), call (one input set; outputs
 written), stage (copy every case's inputs to buffers of its own, warm up and capture on
-them, beside other work), bench (time the staged cases on input sets that change between
-runs, with the device held alone; keep the buffers), recheck (refill the timed buffers in
-place with fresh inputs, call, write outputs), harness (an external suite's own harness on
-a module; see `fitness.sandbox.harness_run`).
+them, beside other work), then per case: bench (time it on input values that change every
+run, with the device held alone; keep one run's outputs, chosen at random), timed_output
+(write those outputs for the judge to check), recheck (refill the timed buffers in place
+with fresh inputs, call, write outputs); harness (an external suite's own harness on a
+module; see `fitness.sandbox.harness_run`).
+
+Every call of the candidate, checked or timed, warm-up and graph capture included, runs
+under the same instruments (`_observed`): the same recorder, the same poison in fresh
+allocations, so no call tells the candidate whether it is watched.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import importlib.util
 import inspect
@@ -62,6 +68,40 @@ def _classify(error: BaseException) -> tuple[str, bool]:
     return "runtime_error", False
 
 
+class _Observed:
+    """What the candidate did over one or more calls, for the judge's rules
+    (`fitness.judge.anticheat.call_verdict`): the fewest launches of any call, every torch op,
+    threads started and host reads over all of them."""
+
+    def __init__(self):
+        self.launches: int | None = None
+        self.ops: set[str] = set()
+        self.threads_started = 0
+        self.host_reads = 0
+
+    def add(self, launches: int, ops: set[str], threads_started: int, host_reads: int) -> None:
+        self.launches = launches if self.launches is None else min(self.launches, launches)
+        self.ops |= ops
+        self.threads_started += threads_started
+        self.host_reads += host_reads
+
+    def report(self, patched: list[str]) -> dict:
+        return {"launches": self.launches or 0, "ops": sorted(self.ops),
+                "threads_started": self.threads_started, "host_reads": self.host_reads,
+                "patched": patched}
+
+
+@dataclasses.dataclass
+class _TimedCase:
+    """One case's timing state, from `stage` to its re-check."""
+
+    inputs: object  # timing.FreshInputs: the buffers and their refill
+    kept: object  # timing.KeptRun: one timed run's outputs, for the judge
+    observed: _Observed
+    staged: object = None  # timing.Staged until the case is timed
+    deferred: list = dataclasses.field(default_factory=list)  # a graph's fresh allocations
+
+
 class Worker:
     """State of one worker process: its device, instruments and the loaded candidate."""
 
@@ -70,9 +110,10 @@ class Worker:
 
         from fitness import timing
         from fitness.device import DeviceInfo
-        from fitness.sandbox import instrument, probe
+        from fitness.sandbox import instrument, interpreter_autotune, probe
 
         self.device = DeviceInfo(**request["device"])
+        interpreter_autotune.install(self.device.backend)  # the interpreter has no benchmarker
         self.torch = torch
         self.launches = instrument.LaunchCounter()
         self.launches.install()
@@ -87,8 +128,7 @@ class Worker:
         self.entry = None
         self.module_path = None
         self.stall_s = None  # the judge's stall limit for the loaded candidate
-        self.timed: list[list] = []  # per case: the buffers the candidate was timed on
-        self.staged: list = []  # per case: `timing.Staged`, from `stage` until `bench`
+        self.timed: list[_TimedCase] = []  # per staged case, until the walk's last re-check
         self.previous_inputs: list = []
         self.channel = channel
         self.shares = channel is not None and shared_memory.available(self.device.backend)
@@ -104,7 +144,7 @@ class Worker:
 
     def load(self, request: dict) -> dict:
         self.entry = None
-        self.timed, self.staged, self.previous_inputs = [], [], []  # the last candidate's, then its memory
+        self.timed, self.previous_inputs = [], []  # the last candidate's, then its memory
         self._unmap_all()
         shared_memory.return_cached_memory(self.device.backend)
         self._loaded += 1
@@ -123,6 +163,9 @@ class Worker:
             return {"ok": False, "kind": "syntax_error", "trace": _trace(error, self.module_path)}
         except BaseException as error:  # the candidate's import may raise anything, SystemExit included
             return {"ok": False, "kind": "import_error", "trace": _trace(error, self.module_path)}
+        # device work the import launched ends inside the judge's hold on the load (no timing
+        # runs beside it); a fault it raises is classified by `_serve` (a poisoned context)
+        self._synchronize()
         entry_point = request["entry_point"]
         entry = module.__dict__.get(entry_point)
         if not callable(entry):
@@ -183,19 +226,28 @@ class Worker:
             buffer.release()
         self.mapped, self.fresh = [], []
 
-    def _observed_call(self, inputs) -> tuple[object, dict]:
+    def _observed(self, fn, observed: _Observed, capturing: bool = False):
+        """Returns (what `fn()` returned, the fresh allocations left unpoisoned): one call
+        of the candidate under the instruments every call gets, its observations added to
+        `observed`. `capturing`: a CUDA graph capture, whose poison is deferred to before
+        each replay (`OpRecorder`'s `defer`)."""
         from fitness.sandbox.instrument import OpRecorder
 
         self.launches.count = 0
         self.threads.started = 0
         self.host_reads.count = 0
-        recorder = OpRecorder(self.launches, poison=True)
-        with recorder, self.stall.watching(self.module_path, self.stall_s):
-            out = self.entry(*inputs)
+        recorder = OpRecorder(self.launches, defer=capturing)
+        with recorder:
+            out = fn()
+        observed.add(self.launches.count, recorder.ops, self.threads.started, self.host_reads.count)
+        return out, recorder.fresh
+
+    def _observed_call(self, inputs) -> tuple[object, dict]:
+        observed = _Observed()
+        with self.stall.watching(self.module_path, self.stall_s):
+            out, _ = self._observed(lambda: self.entry(*inputs), observed)
         self._synchronize()
-        return out, {"launches": self.launches.count, "ops": sorted(recorder.ops),
-                     "threads_started": self.threads.started, "host_reads": self.host_reads.count,
-                     "patched": self.snapshot.changed()}
+        return out, observed.report(self.snapshot.changed())
 
     def _write(self, out, inputs, prefix: str, with_inputs: bool, where: dict,
                shared) -> dict:
@@ -233,76 +285,131 @@ class Worker:
 
     def stage(self, request: dict) -> dict:
         """Makes each case's timing buffers (copies of the inputs the judge made, refilled
-        before every run with other values, `timing.variants`, so nothing computed once can
-        be replayed), warms the candidate up on them and captures it (`timing.stage`): the
-        part of timing the judge lets run beside other work."""
+        before every run with other values drawn from the case's `seed`, `timing.FreshInputs`,
+        so nothing computed once can be replayed), warms the candidate up on them and
+        captures it (`timing.stage`): the part of timing the judge lets run beside other work."""
         from fitness import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
-        self.timed, self.staged, spent = [], [], {}
-        with timing.accounted(spent):
+        self.timed, spent = [], {}
+        with timing.accounted(spent), self.stall.watching(self.module_path, self.stall_s):
             for case in request["cases"]:
                 with timing.phase("buffers"):
                     inputs, _ = self._inputs(case["inputs"])
-                    buffers, refill = timing.refilled_copies(inputs)
-                self.staged.append(timing.stage([lambda b=buffers: self.entry(*b)], self.device,
-                                                config, refill))
-                self.timed.append(buffers)
+                    timed = _TimedCase(timing.FreshInputs(inputs, case["seed"]),
+                                       timing.KeptRun(case["seed"]), _Observed())
+                    del inputs
+                timed.staged = timing.stage([self._timed_call(timed)], self.device, config,
+                                            self._refill(timed), self._keep(timed))
+                if timed.staged.methods[0] != "graph":
+                    timed.deferred.clear()
+                self.timed.append(timed)
             with timing.phase("release"):
                 self._remap()
-        return {"ok": True, "spent_s": spent}
+        patched = self.snapshot.changed()
+        return {"ok": True, "spent_s": spent,
+                "observed": [case.observed.report(patched) for case in self.timed]}
+
+    def _timed_call(self, case: _TimedCase):
+        """Returns the call timing makes of the candidate on `case`'s buffers: observed like
+        every call; inside a graph capture, its fresh allocations are kept to poison before
+        each replay (`_refill`)."""
+        buffers = case.inputs.buffers
+
+        def call():
+            capturing = (self.device.backend != "interpreter"
+                         and self.torch.cuda.is_current_stream_capturing())
+            out, fresh = self._observed(lambda: self.entry(*buffers), case.observed, capturing)
+            if capturing:
+                case.deferred[:] = fresh
+            return out
+
+        return call
+
+    @staticmethod
+    def _refill(case: _TimedCase):
+        """Returns what runs before every timed call of `case`, untimed: the next run's
+        input values, and the poison a replayed graph's allocations get (an eager call's
+        recorder poisons them itself)."""
+        from fitness.sandbox.instrument import poison
+
+        def refill() -> None:
+            case.inputs.refill()
+            for tensor in case.deferred:
+                poison(tensor)
+
+        return refill
+
+    @staticmethod
+    def _keep(case: _TimedCase):
+        """Returns what sees every timed run's outputs: the run kept for the judge."""
+        def after_run(outputs) -> None:
+            case.kept.offer(case.inputs.runs - 1, outputs)
+
+        return after_run
 
     def bench(self, request: dict) -> dict:
-        """Times the staged cases, in order, with the device held alone. A case's
-        `give_up_above_us` (the judge's best so far, with a margin) lets a clear loser stop
-        after its first batch of runs, its `floors_us` (the work at the device's peaks) tell
-        the timing whether it must settle as a kernel that heats the chip; `peak_mhz` is the
-        clock a light kernel waits for, as the judge's trusted reads know it; with `screen`,
-        a candidate that stops so on the first case (the representative one) is not timed on
-        the others."""
+        """Times one staged case (`case`: its place in `stage`'s list) with the device held
+        alone. `give_up_above_us` (the judge's best so far, with a margin) lets a clear loser
+        stop after its first batch of runs, `floors_us` (the work at the device's peaks)
+        tells the timing whether it must settle as a kernel that heats the chip; `peak_mhz`
+        is the clock a light kernel waits for, as the judge's trusted reads know it;
+        `continued`: the case follows another of this candidate's (`one_callers_cases`).
+        Replies with the stats and what the candidate did in this case's calls so far."""
         from fitness import timing
 
-        cases, staged = request["cases"], self.staged
-        self.staged = []  # the graphs go with this request; the buffers stay for the re-check
-        if len(cases) != len(staged):
+        position = request["case"]
+        if not (isinstance(position, int) and 0 <= position < len(self.timed)
+                and self.timed[position].staged is not None):
             return {"ok": False, "kind": "harness_error",
-                    "trace": f"bench of {len(cases)} cases, {len(staged)} staged"}
-        results, spent = [], {}
-        peak = request.get("peak_mhz", 0.0)
-        with timing.accounted(spent), timing.one_callers_cases():
-            for case, ready in zip(cases, staged):
-                give_up = case.get("give_up_above_us")
-                [stats] = timing.time_staged(
-                    ready, give_up_above_us=[give_up if isinstance(give_up, (int, float)) else None],
-                    floors_us=[tuple(case["floors_us"]) if case.get("floors_us") else None],
-                    peak_mhz=peak)
-                results.append(stats.__dict__)
-                if request.get("screen") and len(results) == 1 and stats.stopped == "slower":
-                    break  # a clear loser on the representative case: the judge asked no more
-        return {"ok": True, "cases": results, "spent_s": spent}
+                    "trace": f"bench of case {position!r}, which is not staged"}
+        case = self.timed[position]
+        staged, case.staged = case.staged, None  # the graph goes with this request
+        give_up, floors = request.get("give_up_above_us"), request.get("floors_us")
+        spent: dict = {}
+        with timing.accounted(spent), timing.one_callers_cases(bool(request.get("continued"))):
+            [stats] = timing.time_staged(
+                staged, give_up_above_us=[give_up if isinstance(give_up, (int, float)) else None],
+                floors_us=[tuple(floors) if floors else None],
+                peak_mhz=request.get("peak_mhz", 0.0))
+        case.deferred.clear()
+        return {"ok": True, "case": stats.__dict__, "spent_s": spent,
+                "kept_run": case.kept.run, "offered": case.kept.offered,
+                "observed": case.observed.report(self.snapshot.changed())}
+
+    def timed_output(self, request: dict) -> dict:
+        """Writes the outputs kept from one timed run of case `case` (`timing.KeptRun`, its
+        number in `bench`'s reply) into the slots of the buffer the judge made from that
+        run's inputs (`timing.inputs_of_run`), for the judge to check."""
+        case = self.timed[request["case"]]
+        if case.kept.output is None:
+            return {"ok": False, "kind": "harness_error", "trace": "no timed run was kept"}
+        _, shared = self._inputs(request["inputs"])
+        self._remap()
+        return self._write(case.kept.output, [], request["prefix"], False, request["inputs"],
+                           shared)
 
     def recheck(self, request: dict) -> dict:
-        """Refills the timed buffers in place (same pointers) with fresh inputs, calls the
-        candidate and writes its outputs: a result cached during timing is caught."""
-        results = []
-        for buffers, case in zip(self.timed, request["cases"]):
-            values, shared = self._inputs(case["inputs"])
-            for old, new in zip(buffers, values):
-                if isinstance(old, self.torch.Tensor):
-                    old.copy_(new)
-            out, observed = self._observed_call(buffers)
-            written = self._write(out, buffers, case["prefix"], False, case["inputs"], shared)
-            if not written["ok"]:
-                return written
-            results.append({**written, "observed": observed})
-        # The walk's last request: every buffer it mapped (the timing's and this one's)
-        # goes now, not when the next candidate loads, so an idle worker does not sit on a
-        # walk's inputs and timing copies (GiBs for the largest tasks) while its neighbours
-        # need the memory.
-        self._unmap_all()
-        self.timed, self.previous_inputs = [], []
-        shared_memory.return_cached_memory(self.device.backend)
-        return {"ok": True, "cases": results}
+        """Refills case `case`'s timed buffers in place (same pointers) with fresh inputs,
+        calls the candidate and writes its outputs: a result cached during timing is caught.
+        `last`: the walk's last request, after which its buffers go."""
+        case = self.timed[request["case"]]
+        values, shared = self._inputs(request["inputs"])
+        self._remap()
+        for old, new in zip(case.inputs.buffers, values):
+            if isinstance(old, self.torch.Tensor):
+                old.copy_(new)
+        out, observed = self._observed_call(case.inputs.buffers)
+        written = self._write(out, case.inputs.buffers, request["prefix"], False,
+                              request["inputs"], shared)
+        if request.get("last"):
+            # every buffer the walk mapped (the timing's and this one's) goes now, not when
+            # the next candidate loads, so an idle worker does not sit on a walk's inputs and
+            # timing copies (GiBs for the largest tasks) while its neighbours need the memory
+            self._unmap_all()
+            self.timed, self.previous_inputs = [], []
+            shared_memory.return_cached_memory(self.device.backend)
+        return {**written, "observed": observed} if written["ok"] else written
 
     def harness(self, request: dict) -> dict:
         """Runs an external suite's own harness (`fitness.sandbox.harness_run`); the engine
@@ -328,7 +435,8 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
     def start(init: dict) -> tuple[dict, dict]:
         worker = state["worker"] = Worker(init, channel)
         return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call,
-                 "stage": worker.stage, "bench": worker.bench, "recheck": worker.recheck,
+                 "stage": worker.stage, "bench": worker.bench,
+                 "timed_output": worker.timed_output, "recheck": worker.recheck,
                  "harness": worker.harness},
                 {"shares": worker.shares})
 

@@ -10,6 +10,11 @@ Each file in `candidates/` starts with header lines:
 verdict with the static gate switched off: what the sandboxed run and the trusted checker
 catch on their own, so no cheat depends on a single layer.
 
+`device: cuda` marks a mechanism that exists only on a GPU (the caching allocator's reused
+blocks, CUDA graphs, `%globaltimer`): the interpreter tests list it as not applicable, and
+`experiments/perf/cheat_sweep.py --device cuda` scores it. `caught-as: none` marks a
+candidate whose own verdict is correct because its harm is to others (`harms:` says whom).
+
 Grow the library whenever a new cheat is seen: add a file, and the test picks it up.
 """
 
@@ -32,3 +37,10 @@ def header(path: pathlib.Path) -> dict[str, str]:
 def library() -> list[pathlib.Path]:
     """Returns every cheat candidate file, sorted by name."""
     return sorted(CANDIDATES_DIR.glob("*.py"))
+
+
+def applies_to(path: pathlib.Path, backend: str) -> bool:
+    """Returns whether the cheat's mechanism exists on `backend` (its `device:` header,
+    none for every backend)."""
+    device = header(path).get("device")
+    return device is None or device == backend
