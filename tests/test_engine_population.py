@@ -27,7 +27,8 @@ def _individual(tag, correct, speedup=None, meaningful=True, island=0, debug=0):
                                island=island, lineage_debug_count=debug)
     evaluation = Evaluation(candidate.id, "timed" if correct else "correct", call_ok=True,
                             correct=correct, failure_kind=None if correct else "mismatch",
-                            speedup=speedup, timing_meaningful=meaningful)
+                            speedup=speedup, timing_meaningful=meaningful,
+                            latency_us=() if speedup is None else (1.0,))  # timed on its one case
     return Individual(candidate, evaluation)
 
 
