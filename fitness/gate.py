@@ -18,9 +18,8 @@ class GpuGate:
     Shared holders are of two kinds. Short ones (a checker's prepare or compare, a
     candidate's call on compiled code) run device work from start to end, and a timing run
     waits for them, at most `straggler_wait_s` (past that, a holder is spinning until its
-    stage limit kills it). Compiling ones (importing a module, the first call, which is
-    mostly Triton's compiler on the CPU: ~1 s a kernel on an H200 host) have one launch at
-    their very end; waiting for them idled the pool, since no new holder may start while
+    stage limit kills it). Compiling ones (a first call that is mostly Triton's compiler on
+    the CPU) have one launch at their very end; waiting for them idled the pool, since no new holder may start while
     timing waits, so timing goes ahead beside them. Their one launch may overlap a timed
     batch: the median of the timed runs absorbs it, and at worst a measurement is slower.
     Loading ones (importing a candidate) are waited for however long they take: a module

@@ -10,9 +10,8 @@ autograd.Function, module-like classes) meet the host rules of functions; an ext
 also admits what its own reference does on the host, and nothing more. Arithmetic the tensor
 inference cannot see is left to the runtime audits, the second layer.
 
-Here: the walk, functions, classes and state; names and paths in `policy_paths`; calls,
-operators and grids in `policy_expressions`; tables in `policy_rules`; facts learnt before
-the walk in `policy_facts`; the prompts' contract, rendered from the tables, in `policy_contract`.
+Here: the walk, functions, classes and state; `policy_paths` names and paths;
+`policy_expressions` calls and grids; `policy_rules` the tables (`policy_contract` renders them).
 """
 
 from __future__ import annotations
