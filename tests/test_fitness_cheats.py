@@ -11,7 +11,7 @@ from cheats.tasks import ROW_SOFTMAX
 from evo.records import FAILURE_KINDS, make_candidate
 
 TASKS = {"vector_add": builtin().get("vector_add"), "softmax": builtin().get("softmax"),
-         "row_softmax": ROW_SOFTMAX}
+         "transpose": builtin().get("transpose"), "row_softmax": ROW_SOFTMAX}
 EVERY_CHEAT = cheats.library()
 LIBRARY = [p for p in EVERY_CHEAT if cheats.applies_to(p, "interpreter")]
 GPU_ONLY = [p for p in EVERY_CHEAT if not cheats.applies_to(p, "interpreter")]

@@ -12,6 +12,8 @@ runs and the trusted checker's comparison after. A speed beyond the device's roo
 
 from __future__ import annotations
 
+from fitness.judge.policy_rules import DATA_MOVEMENT_TAG
+
 ALLOWED_TORCH_OPS = frozenset({
     # allocation and filling (the worker poisons fresh allocations with NaN or an infinity)
     "empty", "empty_like", "empty_strided", "empty_permuted", "new_empty", "new_empty_strided",
@@ -26,6 +28,11 @@ ALLOWED_TORCH_OPS = frozenset({
     "clone", "copy_", "_to_copy", "to", "contiguous", "_local_scalar_dense", "record_stream",
 })
 """aten ops any candidate may call through torch: allocation, views, reshapes, copies, casts."""
+
+TORCH_COPIES = frozenset({"clone", "copy_", "_to_copy", "contiguous"})
+"""Copies through torch. Beside a kernel they are layout work; in a task tagged data-movement
+(transpose, flip2d) a copy from a reordering view is the task's whole work, so there the
+runtime audit refuses them, as the gate refuses the reordering views."""
 
 TAINTING_KINDS = frozenset({"cheat_patched_harness", "cheat_background_work"})
 """Verdicts after which the worker process itself is suspect and is replaced."""
@@ -46,6 +53,8 @@ def call_verdict(task, observed: dict) -> tuple[str, str] | None:
         return ("cheat_torch_compute", f"the candidate read tensors into NumPy/Python "
                 f"{observed['host_reads']} time(s) during the call; do the math in Triton")
     allowed = ALLOWED_TORCH_OPS | set(task.torch_allowlist)
+    if DATA_MOVEMENT_TAG in task.tags:
+        allowed -= TORCH_COPIES
     forbidden = sorted(set(observed.get("ops", ())) - allowed)
     if forbidden:
         return ("cheat_torch_compute", "the candidate computed with torch ops outside the "
