@@ -85,18 +85,43 @@ def snapshot(root: int) -> dict[str, dict[str, float]]:
 
 
 def growth(rows: list[dict], warmup_min: float) -> list[tuple]:
-    """Returns (role, metric, value after warm-up, last value, max after warm-up, growth %)."""
+    """Returns (role, metric, start, end, max, growth %, slope per hour) after the warm-up.
+
+    Start and end are medians of the first and last three samples, so one sample taken just
+    after a worker was replaced (its memory not yet back) is not read as a trend; the slope
+    is a least-squares line through every sample, what an overnight run would add."""
     report = []
     for name in sorted({r["role"] for r in rows}):
         mine = [r for r in rows if r["role"] == name and r["minute"] >= warmup_min]
-        if len(mine) < 2:
+        if len(mine) < 6:
             continue
+        minutes = [r["minute"] for r in mine]
+        mean_minute = sum(minutes) / len(minutes)
+        spread = sum((m - mean_minute) ** 2 for m in minutes) or 1.0
         for metric in METRICS:
-            first, last = mine[0][metric], mine[-1][metric]
-            peak = max(r[metric] for r in mine)
-            report.append((name, metric, first, last, peak,
-                           100.0 * (last - first) / first if first else 0.0))
+            values = [r[metric] for r in mine]
+            first, last = sorted(values[:3])[1], sorted(values[-3:])[1]
+            mean_value = sum(values) / len(values)
+            slope = sum((m - mean_minute) * (v - mean_value)
+                        for m, v in zip(minutes, values)) / spread
+            report.append((name, metric, first, last, max(values),
+                           100.0 * (last - first) / first if first else 0.0, 60.0 * slope))
     return report
+
+
+def print_growth(rows: list[dict], warmup_min: float) -> None:
+    print(f"growth after minute {warmup_min:g} (medians of the first and last three samples; "
+          "slope per hour by least squares):")
+    for name, metric, first, last, peak, percent, per_hour in growth(rows, warmup_min):
+        flag = "" if percent <= 10.0 else "  <-- over 10%"
+        print(f"  {name:28s} {metric:8s} {first:8.1f} -> {last:8.1f} (max {peak:8.1f}) "
+              f"{percent:+6.1f}% {per_hour:+8.1f}/h{flag}")
+
+
+def read_samples(path: pathlib.Path) -> list[dict]:
+    with open(path, newline="") as handle:
+        return [{**row, **{k: float(row[k]) for k in ("minute", "n", *METRICS)}}
+                for row in csv.DictReader(handle)]
 
 
 def main() -> None:
@@ -105,7 +130,11 @@ def main() -> None:
     parser.add_argument("--warmup-minutes", type=float, default=5.0)
     parser.add_argument("--every-s", type=float, default=60.0)
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "results" / "soak")
+    parser.add_argument("--from-csv", type=pathlib.Path, help="only report an earlier samples.csv")
     args = parser.parse_args()
+    if args.from_csv:
+        print_growth(read_samples(args.from_csv), args.warmup_minutes)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "evo", "run", str(ROOT / "experiments" / "quickstart.toml"),
                "--out", str(args.out / "campaign"), "--set", "search.generations=100000",
@@ -127,13 +156,8 @@ def main() -> None:
         writer = csv.DictWriter(handle, fieldnames=["minute", "role", "n", *METRICS])
         writer.writeheader()
         writer.writerows(rows)
-    print(f"campaign exit {driver.returncode} after {(time.monotonic() - started) / 60:.1f} min; "
-          f"growth from minute {args.warmup_minutes:g} to the last sample:")
-    for name, metric, first, last, peak, percent in growth(rows, args.warmup_minutes):
-        flag = "" if percent <= 10.0 else "  <-- over 10%"
-        print(f"  {name:32s} {metric:8s} {first:9.1f} -> {last:9.1f} (max {peak:9.1f}) "
-              f"{percent:+6.1f}%{flag}")
-
+    print(f"campaign exit {driver.returncode} after {(time.monotonic() - started) / 60:.1f} min")
+    print_growth(rows, args.warmup_minutes)
 
 if __name__ == "__main__":
     main()
