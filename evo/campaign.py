@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import shlex
+import sys
 import time
 from pathlib import Path
 
 import ray
 
-from evo import breaker, checkpoint, migration, preflight, provenance, results, scoring
+from evo import (breaker, checkpoint, fatal, migration, preflight, provenance, results, run_log,
+                 scoring, stopping)
 from evo import config as config_lib
-from evo import wiring
+from evo import actor_faults, wiring
 from evo.breaker import Breaker
 from evo.budget import Spend, cap_reached
 from evo.checkpoint import CampaignState, IslandState
@@ -36,6 +39,8 @@ from evo.summary import Summary, summarize
 from operators.replay import ReplayMissError
 
 ACTOR_TIMEOUT_S = wiring.ACTOR_TIMEOUT_S
+ANSWER_PROBE_S = 30.0
+"""How long an island whose ring lost an actor may take to say it is alive."""
 
 
 class Campaign:
@@ -48,8 +53,12 @@ class Campaign:
             key: state.islands.get(key, IslandState()) for key in sorted(parts.islands)})
         self.progress = progress
         self.tasks = {task.name: task for task in parts.tasks}
+        self.replacements = actor_faults.Replacements(
+            provenance.replacements(out), functools.partial(provenance.record_replacements, out))
+        provenance.record_replacements(out, self.replacements.counts)  # 0s until one dies
         self.scorer = Scorer(parts.fitness, self.tasks, config.fitness.max_in_flight_per_actor,
-                             config.fitness.answer_timeout_s, on_result=progress.evaluated)
+                             config.fitness.answer_timeout_s, on_result=progress.evaluated,
+                             replace=self._replace_fitness)
         self._session_started = time.monotonic()
         self._wall_before_s = state.spend.wall_seconds  # spent by earlier runs of this campaign
         self._gpu_seconds, self._candidates = state.spend.gpu_seconds, state.candidates
@@ -61,6 +70,7 @@ class Campaign:
         self._running: dict = {}  # island key -> generation its brood being scored belongs to
         self._seeds: dict = {}  # island key -> its seeds, until its task's islands all have theirs
         self._met: dict = {}  # island key -> generation it finished, waiting for its ring
+        self._salvaged: dict = {}  # (island key, generation) -> verdicts had before a death
         self.breaker = Breaker(config.operators.max_consecutive_failures)
         self.trip: breaker.Trip | None = None
         self.stopped_by: str | None = None
@@ -83,11 +93,14 @@ class Campaign:
                     checkpoint (after migration, so a resume never replays half a step)
 
         A cap or a tripped breaker starts no new generation; those under way finish (their
-        rows written, checkpointed), so islands may stop at different generations.
+        rows written, checkpointed), so islands may stop at different generations. A stop
+        signal (SIGTERM, SIGINT) raises `stopping.Stopped` between two steps: the evaluations
+        in flight are dropped and the last checkpoint stands.
         """
         for key in self.state.islands:
             self._next_generation(key)
         while self._breeding or self.scorer.busy():
+            stopping.check()  # a stop signal: unwind here, between steps, nothing half written
             ready = self._wait()
             for ref in ready:
                 if ref in self._breeding:
@@ -132,26 +145,33 @@ class Campaign:
     def _score(self, ref) -> None:
         """Hands an island's brood to the scorer; seeds wait for their task's other islands."""
         key, generation, _ = self._breeding.pop(ref)
-        brood = ray.get(ref, timeout=ACTOR_TIMEOUT_S)
+        try:
+            brood = ray.get(ref, timeout=ACTOR_TIMEOUT_S)
+        except actor_faults.DEATHS as error:
+            self._rewind([key], actor_faults.why(error))
+            return
         if generation == 0:
             self._seeds[key] = brood
             seeding = self._seeding(key[0])
             if all(member in self._seeds for member in seeding):
                 self.scorer.submit(key[0], [c for m in seeding for c in self._seeds[m]], {}, {})
             return
-        # A part written before a kill, but not checkpointed: its answers are reused so the
-        # redone generation's rows are identical.
+        # A part written before a kill, but not checkpointed, or a brood scored before its
+        # island died: its answers are reused so the redone generation's rows are identical.
         recorded = {row["candidate_id"]: results.evaluation_from_row(row)
                     for row in results.read_rows(self.out / "evaluations", generation, key)}
+        recorded.update(self._salvaged.pop((key, generation), {}))
         self._running[key] = generation
         self.scorer.submit(key, brood, self._known[key], recorded)
 
     def _check_breeding_deadlines(self) -> None:
+        """An island that breeds past its deadline is killed and rewound like a dead one."""
         now = time.monotonic()
-        overdue = sorted(key for key, _, deadline in self._breeding.values() if now > deadline)
-        if overdue:
-            raise TimeoutError(f"islands {overdue} did not hand over their offspring within "
-                               f"{self.parts.brood_timeout_s:.0f} s")
+        for ref, (key, _, deadline) in sorted(self._breeding.items(), key=lambda item: item[1]):
+            if now > deadline:
+                del self._breeding[ref]
+                ray.kill(self.parts.islands[key], no_restart=True)
+                self._rewind([key], f"no offspring within {self.parts.brood_timeout_s:.0f} s")
 
     def _note_waits(self) -> None:
         """Names in the progress each evaluation out longer than `note_wait_s`, what its
@@ -192,8 +212,13 @@ class Campaign:
         the breaker its LLM calls; then the island meets its ring or goes on."""
         island = self.parts.islands[key]
         pairs = [(s.candidate, s.evaluation) for s in outcome.scored]
-        _, calls = ray.get([island.replace.remote(generation, pairs),
-                            island.drain_calls.remote()], timeout=ACTOR_TIMEOUT_S)
+        try:
+            _, calls = ray.get([island.replace.remote(generation, pairs),
+                                island.drain_calls.remote()], timeout=ACTOR_TIMEOUT_S)
+        except actor_faults.DEATHS as error:
+            self._salvaged[key, generation] = outcome.new  # bred again, not scored again
+            self._rewind([key], actor_faults.why(error))
+            return
         calls = sorted(calls, key=lambda call: call["sample_index"])  # not arrival order
         self._known[key].update(outcome.new)
         self._gpu_seconds += outcome.gpu_seconds
@@ -230,21 +255,63 @@ class Campaign:
             return  # the others are still on their way to this generation
         for member in ring:
             del self._met[member]
+        try:
+            if len(ring) > 1:
+                migration.migrate([self.parts.islands[member] for member in ring],
+                                  search.migrants, ACTOR_TIMEOUT_S)
+            states = ray.get([self.parts.islands[member].state.remote() for member in ring],
+                             timeout=ACTOR_TIMEOUT_S)
+        except actor_faults.DEATHS as error:  # half a migration may have landed: all go back
+            self._rewind(ring, actor_faults.why(error))
+            return
         if len(ring) > 1:
-            migration.migrate([self.parts.islands[member] for member in ring], search.migrants,
-                              ACTOR_TIMEOUT_S)
             pooled: dict = {}
             for member in ring:  # in island order, so the pool does not depend on timing
                 pooled = {**self._known[member], **pooled}
             for member in ring:
                 self._known[member] = {**pooled, **self._known[member]}
-        self._checkpoint(ring, generation)
+        self._checkpoint(ring, generation, states)
         for member in ring:
             self._next_generation(member)
 
-    def _checkpoint(self, keys: list, generation: int) -> None:
-        states = ray.get([self.parts.islands[key].state.remote() for key in keys],
-                         timeout=ACTOR_TIMEOUT_S)
+    def _rewind(self, keys: list, cause: str) -> None:
+        """Puts islands `keys` back at their last checkpoint because an actor among them died
+        of `cause` (or hung): each one that no longer answers is replaced, each is restored
+        from its checkpoint and breeds its next generation again. Its rows come out as if
+        nothing had died: the same RNG state breeds the same brood, and verdicts already had
+        (a part written, a brood scored) are taken, not scored again."""
+        dead = [key for key in keys if not _answers(self.parts.islands[key])]
+        done = min(self.state.islands[key].generation_done for key in keys)
+        again = (f"{keys[0][0]} island{'s' * (len(keys) > 1)} "
+                 f"{', '.join(str(key[1]) for key in keys)} back at "
+                 + (f"the generation-{done} checkpoint" if done >= 0 else "the start")
+                 + f", generation {done + 1} bred again")
+        for key in dead:
+            self.replacements.replace(
+                "population", f"population actor of {key[0]} island {key[1]}", cause,
+                lambda key=key: (self.parts.new_island(key), again))
+        try:
+            ray.get([self.parts.islands[key].restore.remote(self.state.islands[key].population)
+                     for key in keys if self.state.islands[key].population is not None],
+                    timeout=ACTOR_TIMEOUT_S)
+        except actor_faults.DEATHS as error:  # another died meanwhile (a node going down)
+            self._rewind(keys, actor_faults.why(error))
+            return
+        for key in keys:
+            self._known[key] = dict(self.state.islands[key].known)
+            for waiting in (self._met, self._running, self._seeds):
+                waiting.pop(key, None)
+            self._next_generation(key)
+
+    def _replace_fitness(self, index: int, cause: str, resubmitted: int):
+        """Returns a fresh fitness actor in place of actor `index` (the scorer re-submits
+        the `resubmitted` evaluations it held)."""
+        return self.replacements.replace(
+            "fitness", f"fitness actor {index}", cause,
+            lambda: (self.parts.new_fitness_actor(index),
+                     f"{resubmitted} evaluation{'s' * (resubmitted != 1)} re-submitted"))
+
+    def _checkpoint(self, keys: list, generation: int, states: list) -> None:
         islands = dict(self.state.islands)
         for key, population in zip(keys, states):
             islands[key] = IslandState(generation, population, dict(self._known[key]))
@@ -265,26 +332,59 @@ class Campaign:
                      refused_by=ledger["stopped_by"])
 
 
+def _answers(actor) -> bool:
+    """Returns True if `actor` answers within `ANSWER_PROBE_S`."""
+    try:
+        ray.get(actor.ready.remote(), timeout=ANSWER_PROBE_S)
+    except actor_faults.DEATHS:
+        return False
+    return True
+
+
 def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
                  address: str | None = None, fitness_actors=None,
                  check_endpoint: bool = True) -> Summary:
     """Runs (or, with `resume`, continues) the campaign `config` into `out`; returns its Summary.
 
-    Everything that can be checked before Ray starts is, cheapest first: the folder, the LLM
-    endpoint (unless `check_endpoint` is False) and the tasks; a failed check raises
-    ConfigError and writes nothing. `fitness_actors`: FitnessActor handles to score on,
-    shared with the caller (a sweep, a test session) and left running; by default the
-    campaign starts and stops its own.
+    Everything that can be checked before Ray starts is, cheapest first: the folder (free,
+    writable, with room for a generation), the tasks and the LLM endpoint (unless
+    `check_endpoint` is False); a failed check raises ConfigError and writes nothing. Once
+    the folder is prepared, a fatal cause the user can fix (`fatal.cause`: a full disk, no
+    sandbox, no fitness actor left) raises fatal.CampaignFailed, its traceback in
+    DIR/evo-run.log; inside `stopping.listening`, a stop signal raises stopping.Stopped.
+    `fitness_actors`: FitnessActor handles to score on, shared with the caller (a sweep, a
+    test session) and left running; by default the campaign starts and stops its own.
     """
     started = time.monotonic()
     out = Path(out)
     _check_folder(config, out, resume)
+    tasks = config_lib.resolve_tasks(config)
+    rows = config.search.offspring * config.search.islands * len(tasks)
+    preflight.check_results_folder(out, rows, run_log.RESERVE_BYTES)
     if check_endpoint:
         preflight.check(config)
-    tasks = config_lib.resolve_tasks(config)
     state = _prepare_folder(out, resume)
+    log = run_log.RunLog(out)
+    try:
+        campaign, backend = _run(config, out, tasks, state, address, fitness_actors)
+    except Exception as error:
+        failed = fatal.failure(error, log)
+        if failed is None:
+            raise  # a bug: its traceback shows as usual (and is in the log)
+        raise failed from error
+    finally:
+        log.release()
+    return summarize(config, out, campaign.state, campaign.stopped_by, campaign.trip, backend,
+                     time.monotonic() - started)
+
+
+def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState,
+         address: str | None, fitness_actors) -> tuple[Campaign, str]:
+    """Starts Ray and the campaign's actors, runs the campaign, stops them; returns the
+    finished Campaign and where fitness ran."""
     with ray_session(address):
         with wiring.start(config, tasks, state, fitness_actors) as parts:
+            stopping.check()  # a signal during the start-up stops before anything is written
             if (out / "campaign.json").exists():
                 provenance.check_device(out, parts.device)
             else:
@@ -293,9 +393,8 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
                           parts.backend, sandboxed=config.fitness.sandbox != "off",
                           islands=config.search.islands) as progress:
                 campaign = Campaign(config, parts, out, state, progress)
-                final = campaign.run()
-    return summarize(config, out, final, campaign.stopped_by, campaign.trip, parts.backend,
-                     time.monotonic() - started)
+                campaign.run()
+    return campaign, parts.backend
 
 
 def _check_folder(config: config_lib.Config, out: Path, resume: bool) -> None:
@@ -318,21 +417,51 @@ def _prepare_folder(out: Path, resume: bool) -> CampaignState:
 
 
 def main(config_path, out=None, resume: bool = False, overrides=(), address=None,
-         check_endpoint: bool = True) -> Summary:
-    """`evo run`: loads the config, runs the campaign, prints the summary."""
+         check_endpoint: bool = True, debug: bool = False) -> Summary:
+    """`evo run`: loads the config, runs the campaign, prints the summary.
+
+    A stop signal or a fatal cause is one line on stderr instead (what ended it, what the
+    last checkpoint kept, the command that continues), then stopping.Stopped or
+    fatal.CampaignFailed is raised again for the exit status; `debug` prints the
+    traceback of a fatal cause above its line.
+    """
     config = config_lib.load(config_path, overrides)
     if out is None:
         if resume:
             raise config_lib.ConfigError("--resume needs --out DIR (the campaign to continue)")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         out = Path("results") / f"{config.campaign.name}-{stamp}"
-    try:
-        summary = run_campaign(config, Path(out), resume=resume, address=address,
-                               check_endpoint=check_endpoint)
-    except ReplayMissError as error:  # the replayed campaign asked something never recorded
-        raise config_lib.ConfigError(f"operators.replay_from: {error}") from None
-    command = ["evo", "run", str(config_path), "--out", str(out), "--resume"]
+    out = Path(out)
+    with stopping.listening():
+        try:
+            summary = run_campaign(config, out, resume=resume, address=address,
+                                   check_endpoint=check_endpoint)
+        except ReplayMissError as error:  # the replayed campaign asked something never recorded
+            raise config_lib.ConfigError(f"operators.replay_from: {error}") from None
+        except stopping.Stopped as stop:
+            _say(f"campaign stopped by {stop.signal.name}", out, config_path, overrides,
+                 address, log=None)
+            raise
+        except fatal.CampaignFailed as failed:
+            if debug:
+                print(failed.traceback, file=sys.stderr, end="")
+            _say(failed.cause, out, config_path, overrides, address, log=failed.log)
+            raise
+    print(summary.text(resume_command=_continue_command(config_path, out, overrides, address)))
+    return summary
+
+
+def _say(what: str, out: Path, config_path, overrides, address, log) -> None:
+    """Prints the one line that ends a stopped or failed campaign."""
+    command = _continue_command(config_path, out, overrides, address)
+    print(fatal.line(what, checkpoint.load(out), command, log), file=sys.stderr, flush=True)
+
+
+def _continue_command(config_path, out: Path, overrides, address) -> str:
+    """Returns the `evo run` that continues the campaign in `out` (`--resume` once
+    campaign.json is written; before, the same run again)."""
+    command = ["evo", "run", str(config_path), "--out", str(out)]
+    command += ["--resume"] if (out / "campaign.json").exists() else []
     command += [part for override in overrides for part in ("--set", override)]
     command += ["--address", address] if address else []
-    print(summary.text(resume_command=shlex.join(command)))
-    return summary
+    return shlex.join(command)

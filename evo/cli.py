@@ -99,15 +99,22 @@ def run(
     preflight: bool = typer.Option(True, help="check the LLM endpoint with one request before "
                                               "starting (--no-preflight: for endpoints that "
                                               "charge per request)"),
+    debug: bool = typer.Option(False, help="show the traceback of a fatal error on the "
+                                           "terminal too (it is always in DIR/evo-run.log)"),
 ) -> None:
-    """Run a campaign (exit 2: bad config or unusable endpoint; 3: stopped, LLM calls failing)."""
-    from evo import campaign, config as config_lib
+    """Run a campaign (exit 2: bad config or unusable endpoint; 3: stopped, LLM calls failing;
+    4: a fatal cause such as a full disk; 143/130: stopped by SIGTERM/SIGINT)."""
+    from evo import campaign, config as config_lib, fatal, stopping
 
     try:
         summary = campaign.main(config, out=out, resume=resume, overrides=set_, address=address,
-                                check_endpoint=preflight)
+                                check_endpoint=preflight, debug=debug)
     except config_lib.ConfigError as error:
         _fail(str(error))
+    except stopping.Stopped as stop:
+        raise typer.Exit(code=stop.exit_status)
+    except fatal.CampaignFailed as failed:
+        raise typer.Exit(code=failed.exit_status)
     if summary.failed:
         raise typer.Exit(code=EXIT_LLM_FAILURES)
 

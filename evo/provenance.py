@@ -33,6 +33,17 @@ def write(folder: Path, config: Config, device: dict) -> None:
     results.write_json(folder / "campaign.json", describe(config, device))
 
 
+def replacements(folder: Path) -> dict:
+    """Returns campaign.json's "actor_replacements" (role -> actors replaced), {} if none."""
+    return json.loads((folder / "campaign.json").read_text()).get("actor_replacements", {})
+
+
+def record_replacements(folder: Path, counts: dict) -> None:
+    """Sets campaign.json's "actor_replacements" to `counts` (role -> actors replaced)."""
+    recorded = json.loads((folder / "campaign.json").read_text())
+    results.write_json(folder / "campaign.json", {**recorded, "actor_replacements": counts})
+
+
 def check_resumable(folder: Path, config: Config) -> None:
     """Raises ConfigError unless `config` may continue the campaign recorded in `folder`."""
     recorded_file = folder / "campaign.json"

@@ -15,6 +15,11 @@ imported, and the driver has imported it long before it knows it will start a lo
 Ray's own default path re-reads it. A user's RAY_AUTH_MODE, RAY_AUTH_TOKEN or
 RAY_AUTH_TOKEN_PATH is left as it is; a cluster (`--address`) uses whatever its nodes were
 set up with (see README).
+
+Closing a local Ray leaves nothing behind: `ray.shutdown` signals the raylet and the GCS
+but does not wait for them or their workers, so the processes the driver started with
+Ray are waited on for at most REAP_WAIT_S, then killed. A cluster is only disconnected from; the
+campaign's own actors there are killed by `wiring.start`.
 """
 
 from __future__ import annotations
@@ -23,8 +28,12 @@ import contextlib
 import logging
 import os
 import secrets
+import signal
 
 import ray
+
+from evo import stopping
+from evo.fatal import Fatal
 
 _RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 _DEFAULT_ON_NOTICE = "Token authentication is enabled for this Ray cluster"
@@ -39,6 +48,8 @@ class _DropDefaultOnNotice(logging.Filter):
 
 
 _FILTER = _DropDefaultOnNotice()
+REAP_WAIT_S = 5.0
+"""Longest wait for a local Ray's processes to exit after `ray.shutdown` before SIGKILL."""
 
 
 @contextlib.contextmanager
@@ -48,15 +59,51 @@ def session(address: str | None):
     if ray.is_initialized():
         yield
         return
-    if address is None:
-        _configure_local()
-        ray.init(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
-    else:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    before = {process.pid for process in _children()} if address is None else set()
     try:
-        yield
-    finally:
+        if address is None:
+            _configure_local()
+            ray.init(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+        else:
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    except SystemExit:  # a SIGTERM met the handlers ray.init installs while it starts
         ray.shutdown()
+        raise stopping.Stopped(signal.SIGTERM) from None
+    except Exception as error:  # Ray raises several kinds; all mean the same to the user
+        where = f"the Ray cluster at {address}" if address else "a local Ray"
+        raise Fatal(f"could not start {where}: {type(error).__name__}: {error}") from error
+    stopping.install()  # ray.init put its own SIGTERM handler in place of ours
+    def started() -> list:
+        return [p for p in _children() if p.pid not in before] if address is None else []
+
+    try:
+        stopping.check()  # a signal came while Ray started: stop before any actor does
+        with stopping.on_second_sigint(started):
+            yield
+    finally:
+        processes = started()  # now: once the raylet is gone, its agents are no longer ours
+        with stopping.on_second_sigint(lambda: processes):
+            ray.shutdown()
+            _reap(processes)
+
+
+def _children() -> list:
+    """Returns this process's descendants: once a local Ray is up, its GCS, raylet, workers
+    and actors, beside any the caller had started before (which `session` leaves alone)."""
+    import psutil  # Ray's own copy (ray/thirdparty_files) when none is installed
+
+    return psutil.Process().children(recursive=True)
+
+
+def _reap(processes: list) -> None:
+    """Waits at most REAP_WAIT_S for `processes` to exit, then SIGKILLs those left."""
+    import psutil
+
+    _, alive = psutil.wait_procs(processes, timeout=REAP_WAIT_S)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=REAP_WAIT_S)
 
 
 def _configure_local() -> None:

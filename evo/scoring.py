@@ -19,6 +19,10 @@ ago: an island's rows then depend on its seed alone, not on how fast its neighbo
 and an island's GPU seconds are its own. A brood's rows come back in slot order and the
 `reused` flag is decided in that order, never in arrival order, so a redone generation
 gives identical rows.
+
+An actor that dies, or lets an answer pass its deadline, is replaced (`replace`) and every
+evaluation it held goes back to the head of the queue: nothing it held is lost or booked
+twice, and the rows are those of a run where it never died.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Callable
 
 import ray
 
+from evo import actor_faults
 from evo.records import Candidate, Evaluation, Task
 
 POLL_S = 0.5
@@ -96,23 +101,32 @@ def unanswered(candidate: Candidate, why: str) -> Evaluation:
                       correct=False, failure_kind="worker_crash", error_trace=why)
 
 
+def _cannot_replace(index: int, cause: str, resubmitted: int):
+    raise RuntimeError(f"fitness actor {index} died ({cause}) and this scorer was given no "
+                       f"way to replace it")
+
+
 class Scorer:
     """Feeds every island's candidates to the FitnessActors and collects Evaluations.
 
     `on_result(task, evaluation)` is called for each candidate scored on an actor.
+    `replace(index, cause, resubmitted)` kills actor `index`, which died (or hung) of
+    `cause` holding `resubmitted` evaluations, and returns a fresh one in its place (or
+    raises to stop the campaign).
     """
 
     def __init__(self, actors: list, tasks: dict[str, Task], max_in_flight_per_actor: int,
                  answer_timeout_s: float,
-                 on_result: Callable[[str, Evaluation], None] = lambda task, ev: None):
+                 on_result: Callable[[str, Evaluation], None] = lambda task, ev: None,
+                 replace: Callable[[int, str, int], object] = _cannot_replace):
         self._actors = list(actors)
         self._tasks = {name: ray.put(task) for name, task in tasks.items()}
         self._limit = max_in_flight_per_actor
         self._answer_timeout_s = answer_timeout_s
         self._on_result = on_result
+        self._replace = replace
         self._load = [0] * len(self._actors)
         self._homes: dict[str, set[int]] = {}  # task -> actors that have scored it
-        self._dead: set[int] = set()
         self._broods: dict = {}  # island key -> _Brood
         self._queue: collections.deque = collections.deque()  # (island key, candidate)
         self._in_flight: dict = {}  # ref -> (island key, candidate, actor index, sent, deadline)
@@ -179,9 +193,9 @@ class Scorer:
         """Books the finished evaluations among `ready` (other refs are ignored), expires
         overdue ones, refills the actors; returns island key -> Outcome of broods now done."""
         for ref in ready:
-            if ref in self._in_flight:
-                key, candidate, evaluation = self._answer(ref)
-                self._book(key, candidate, evaluation)
+            answer = self._answer(ref) if ref in self._in_flight else None
+            if answer is not None:
+                self._book(*answer)
         self._expire()
         self._dispatch()
         finished, self._finished = self._finished, {}
@@ -189,11 +203,7 @@ class Scorer:
 
     def _dispatch(self) -> None:
         while self._queue:
-            alive = [i for i in range(len(self._actors)) if i not in self._dead]
-            if not alive:
-                raise RuntimeError("every fitness actor died or stopped answering; "
-                                   "see the Ray logs (/tmp/ray/session_latest/logs)")
-            index = min(alive, key=lambda i: self._load[i])
+            index = min(range(len(self._actors)), key=lambda i: self._load[i])
             if self._load[index] >= self._limit:
                 return
             key, candidate = self._take(index)
@@ -211,37 +221,48 @@ class Scorer:
         del self._queue[position]
         return chosen
 
-    def _answer(self, ref) -> tuple:
-        key, candidate, index, _, _ = self._in_flight.pop(ref)
-        self._load[index] -= 1
+    def _answer(self, ref) -> tuple | None:
+        """Returns (island key, candidate, Evaluation) of a finished evaluation, or None when
+        its actor died (the actor is replaced and the candidate queued again)."""
+        key, candidate, index, _, _ = self._in_flight[ref]
         try:
-            return key, candidate, ray.get(ref, timeout=self._answer_timeout_s)
+            evaluation = ray.get(ref, timeout=self._answer_timeout_s)
         except ray.exceptions.RayActorError as error:
-            self._dead.add(index)
-            why = f"fitness actor {index} died: {error}"
+            self._replace_actor(index, actor_faults.why(error))
+            return None
         except ray.exceptions.RayTaskError as error:
-            why = f"fitness actor {index} failed: {error}"
-        self._broods[key].unanswered.add(candidate.id)
-        return key, candidate, unanswered(candidate, why)
+            self._broods[key].unanswered.add(candidate.id)
+            evaluation = unanswered(candidate, f"fitness actor {index} failed: {error}")
+        del self._in_flight[ref]
+        self._load[index] -= 1
+        return key, candidate, evaluation
 
     def _expire(self) -> None:
+        """Replaces each actor that let an answer pass its deadline: it is not trusted again."""
         now = time.monotonic()
-        for ref, (key, candidate, index, _, deadline) in list(self._in_flight.items()):
-            if now > deadline:
-                self._in_flight.pop(ref)
-                self._dead.add(index)  # an actor that lets one answer hang is not trusted again
-                self._broods[key].unanswered.add(candidate.id)
-                self._book(key, candidate, unanswered(
-                    candidate, f"fitness actor {index} gave no answer within "
-                    f"{self._answer_timeout_s:.0f} s"), scored=False)
+        overdue = sorted({index for *_, index, _, deadline in self._in_flight.values()
+                          if now > deadline})
+        for index in overdue:
+            self._replace_actor(index, f"no answer within {self._answer_timeout_s:.0f} s")
 
-    def _book(self, key, candidate: Candidate, evaluation: Evaluation,
-              scored: bool = True) -> None:
+    def _replace_actor(self, index: int, cause: str) -> None:
+        """Puts a fresh actor in place of actor `index` and queues again, at the head and in
+        the order they were sent, the evaluations it held."""
+        held = sorted(((sent, ref) for ref, (*_, holder, sent, _) in self._in_flight.items()
+                       if holder == index), key=lambda entry: entry[0])
+        for _, ref in reversed(held):
+            key, candidate, *_ = self._in_flight.pop(ref)
+            self._queue.appendleft((key, candidate))
+        self._load[index] = 0
+        for homes in self._homes.values():
+            homes.discard(index)  # the fresh actor times each task's baseline again
+        self._actors[index] = self._replace(index, cause, len(held))
+
+    def _book(self, key, candidate: Candidate, evaluation: Evaluation) -> None:
         brood = self._broods[key]
         brood.fresh[candidate.id] = evaluation
         brood.waiting.discard(candidate.id)
-        if scored:
-            self._on_result(candidate.task, evaluation)
+        self._on_result(candidate.task, evaluation)
         self._finish_if_complete(key)
 
     def _finish_if_complete(self, key) -> None:

@@ -1,13 +1,16 @@
 """Starting a campaign's Ray parts: fitness actors, the budget ledger, an island per (task, island).
 
 `start` is a context manager: whatever it started is stopped when the campaign ends, even on
-an error, so a shared Ray (tests, a user's cluster) is left as it was found.
+an error, so a shared Ray (tests, a user's cluster) is left as it was found. An actor that
+dies is replaced through `Parts` (`new_fitness_actor`, `new_island`): the same options and
+placement, and the replacement is stopped at the end like the others.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import math
 import sys
@@ -33,18 +36,46 @@ class Parts:
 
     Attributes:
       device: what campaign.json records about the fitness device.
+      fitness: the FitnessActor handles (a replacement takes its index).
       islands: (task name, island) -> PopulationActor handle.
       ledger: the shared LLM budget actor (None offline).
       brood_timeout_s: longest an island may take to breed one generation.
+      fitness_specs: how to start each fitness actor again (`fitness.actor.ActorSpec`).
+      island_starters: (task name, island) -> a call that starts that island's actor.
+      owned, others: the fitness actors and the other actors `start` stops at the end.
     """
 
     tasks: tuple[Task, ...]
     device: dict
     backend: str
-    fitness: tuple
+    fitness: list
     islands: dict
     ledger: object
     brood_timeout_s: float
+    fitness_specs: tuple
+    island_starters: dict
+    owned: list
+    others: list
+
+    def new_fitness_actor(self, index: int):
+        """Kills fitness actor `index` (dead or hung) and returns a fresh one like it."""
+        old, new = self.fitness[index], self.fitness_specs[index].start()
+        ray.kill(old, no_restart=True)
+        if old in self.owned:
+            self.owned.remove(old)
+        self.owned.append(new)
+        self.fitness[index] = new
+        return new
+
+    def new_island(self, key):
+        """Kills island `key`'s actor (dead or hung) and returns a fresh one in its place,
+        in its first state: the caller restores it from the island's checkpoint."""
+        old, new = self.islands[key], self.island_starters[key]()
+        ray.kill(old, no_restart=True)
+        self.others.remove(old)
+        self.others.append(new)
+        self.islands[key] = new
+        return new
 
 
 @contextlib.contextmanager
@@ -82,17 +113,20 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
             _warn_if_unpriced(config, client)
         knowledge = _knowledge(config, device)
         placements = itertools.cycle(_island_placements())
-        islands = {(task.name, island): PopulationActor.options(
-            scheduling_strategy=next(placements)).remote(
+        starters = {(task.name, island): functools.partial(
+            PopulationActor.options(scheduling_strategy=next(placements)).remote,
             _without_callables(task), island, config, device.backend, client, knowledge)
             for task in tasks for island in range(config.search.islands)}
+        islands = {key: start_island() for key, start_island in starters.items()}
         others += islands.values()
         restoring = [islands[key].restore.remote(saved.population)
                      for key, saved in state.islands.items() if saved.population is not None]
+        specs = ray.get([actor.spec.remote() for actor in fitness], timeout=ACTOR_TIMEOUT_S)
         ray.get(restoring + [island.ready.remote() for island in islands.values()],
                 timeout=ACTOR_TIMEOUT_S)
         yield Parts(tuple(tasks), {"backend": device.backend, "name": device.name},
-                    device.backend, tuple(fitness), islands, ledger, _brood_timeout_s(config))
+                    device.backend, list(fitness), islands, ledger, _brood_timeout_s(config),
+                    tuple(specs), starters, owned, others)
     finally:
         _stop(owned, others)
 
@@ -127,12 +161,18 @@ def _fitness_device(actor):
         raise ConfigError(f"fitness.sandbox: {reason}") from None
 
 
+STOP_WAIT_S = 10.0
+"""How long a campaign's end waits for the fitness actors to close their worker pools before
+it kills them (a stop signal must end the campaign within 30 s)."""
+
+
 def _stop(fitness: list, others: list) -> None:
-    """Stops the fitness actors' worker processes, then every actor the campaign started."""
-    try:
-        ray.get([actor.shutdown.remote() for actor in fitness], timeout=ACTOR_TIMEOUT_S)
-    except (ray.exceptions.RayError, TimeoutError):
-        pass  # a dead or hung actor is killed below either way
+    """Stops the fitness actors' worker processes, then every actor the campaign started.
+    Waits for every live actor's shutdown (a dead one answers at once with an error; a hung
+    one is waited for `STOP_WAIT_S`), then kills them all."""
+    stopping = [actor.shutdown.remote() for actor in fitness]
+    if stopping:
+        ray.wait(stopping, num_returns=len(stopping), timeout=STOP_WAIT_S)
     for handle in [*fitness, *others]:
         ray.kill(handle, no_restart=True)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 from typing import Mapping, Sequence
 
 import ray
@@ -22,11 +23,35 @@ from fitness.device import DeviceError, DeviceInfo
 from fitness.evaluator import Evaluator
 
 
+@dataclasses.dataclass(frozen=True)
+class ActorSpec:
+    """How to start a FitnessActor like one that ran: its arguments, its GPUs and its node.
+
+    The campaign replaces an actor that died with `start()`: the same arguments and GPU
+    count, on the same node while that node lives (soft affinity: a lost node's actor is
+    started wherever Ray finds room), so a freed GPU is taken by its replacement.
+    """
+
+    device: str
+    workers: int
+    timeouts: Mapping[str, float] | None
+    sandbox: str
+    num_gpus: int
+    node_id: str
+
+    def start(self):
+        """Returns the handle of a new FitnessActor made from this spec."""
+        placement = NodeAffinitySchedulingStrategy(self.node_id, soft=True)
+        return FitnessActor.options(num_gpus=self.num_gpus, scheduling_strategy=placement).remote(
+            self.device, self.workers, self.timeouts, self.sandbox)
+
+
 class FitnessService:
     """The actor's body; `FitnessActor` is this class under `ray.remote`."""
 
     def __init__(self, device: str = "auto", workers: int = 2,
                  timeouts: Mapping[str, float] | None = None, sandbox: str = "bwrap"):
+        self._arguments = (device, workers, timeouts, sandbox)
         self._evaluator = Evaluator(device, workers=workers, timeouts=timeouts, sandbox=sandbox)
         self._threads = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="fitness")
@@ -57,6 +82,12 @@ class FitnessService:
 
     async def device(self) -> DeviceInfo:
         return self._evaluator.device
+
+    async def spec(self) -> ActorSpec:
+        """Returns how to start an actor like this one (asked while it lives: a dead one
+        cannot say)."""
+        return ActorSpec(*self._arguments, num_gpus=len(ray.get_gpu_ids()),
+                         node_id=ray.get_runtime_context().get_node_id())
 
     async def shutdown(self) -> None:
         """Kills the worker processes; call before `ray.kill` so none is left behind."""
