@@ -62,7 +62,8 @@ class Population:
         self.hall_of_fame = toolbox_lib.new_hall_of_fame()
         self.logbook = tools.Logbook()
         self.generation = 0
-        self.correct_seen: dict[str, Individual] = {}
+        self.correct_seen: dict[str, Individual] = {}  # the HISTORY_SIZE best correct, by arrival
+        self.correct_ids: set[str] = set()  # every correct id seen: a returning one keeps its place
         self.repair_attempts: dict[str, int] = {}
         self._abandoned: set[str] = set()
         self._failures: list[str] = []
@@ -126,8 +127,11 @@ class Population:
 
     def _history(self) -> tuple[tuple[Candidate, Evaluation], ...]:
         """Returns the island's best correct candidates, ascending by speedup (optimizer input)."""
-        ranked = sorted(self.correct_seen.values(), key=lambda ind: ind.fitness.values[1])
-        return tuple((ind.candidate, ind.evaluation) for ind in ranked[-HISTORY_SIZE:])
+        return tuple((ind.candidate, ind.evaluation) for ind in self._ranked()[-HISTORY_SIZE:])
+
+    def _ranked(self) -> list[Individual]:
+        """Returns the kept correct candidates ascending by speedup, ties in arrival order."""
+        return sorted(self.correct_seen.values(), key=lambda ind: ind.fitness.values[1])
 
     def _context(self, generation: int) -> Any:
         if self.client is None:
@@ -190,8 +194,12 @@ class Population:
         """Books new individuals in the hall of fame and, if correct, the optimizer's history."""
         self.hall_of_fame.update(arrivals)
         for ind in arrivals:
-            if ind.correct:
-                self.correct_seen.setdefault(ind.id, ind)
+            if ind.correct and ind.id not in self.correct_ids:
+                self.correct_ids.add(ind.id)
+                self.correct_seen[ind.id] = ind
+        if len(self.correct_seen) > HISTORY_SIZE:  # one outside the best can never come back in
+            best = {ind.id for ind in self._ranked()[-HISTORY_SIZE:]}
+            self.correct_seen = {i: ind for i, ind in self.correct_seen.items() if i in best}
 
     # -- checkpoint -------------------------------------------------------------------------
 
@@ -217,7 +225,7 @@ class Population:
         return {"rng": self.rng.getstate(), "population": self.population,
                 "hall_of_fame": self.hall_of_fame, "logbook": self.logbook,
                 "generation": self.generation, "correct_seen": self.correct_seen,
-                "repair_attempts": self.repair_attempts}
+                "correct_ids": self.correct_ids, "repair_attempts": self.repair_attempts}
 
     def restore(self, state: dict) -> None:
         self.rng.setstate(state["rng"])
@@ -226,6 +234,7 @@ class Population:
         self.logbook = state["logbook"]
         self.generation = state["generation"]
         self.correct_seen = state["correct_seen"]
+        self.correct_ids = state.get("correct_ids", set(self.correct_seen))  # older checkpoints
         self.repair_attempts = state["repair_attempts"]
 
 

@@ -165,3 +165,21 @@ def test_seed_is_the_baseline_stamped_with_its_island():
     seed = island.seeds()[0]
     assert seed.operator == "seed" and seed.island == 2 and seed.generation == 0
     assert seed.source == TASK.baseline_source
+
+
+def test_history_keeps_only_the_best_and_matches_an_unbounded_one():
+    """An island remembers its HISTORY_SIZE best correct candidates, not all of them (a night's
+    campaign would otherwise grow without end), and its history is what ranking every correct
+    candidate ever seen would give: ties in arrival order, a returning id at its first place."""
+    from evo.population import HISTORY_SIZE
+
+    island = Population(TASK, 0, _config(), "interpreter")
+    arrivals = [_individual(f"h{i}", True, float(i % 5)) for i in range(30)]
+    seen = []
+    for start in range(0, 30, 4):
+        batch = arrivals[start:start + 4] + ([arrivals[0]] if start else [])  # one returns
+        island._remember(batch)
+        seen += [ind for ind in batch if ind.id not in {s.id for s in seen} and ind.correct]
+        unbounded = sorted(seen, key=lambda ind: ind.fitness.values[1])[-HISTORY_SIZE:]
+        assert [c.id for c, _ in island._history()] == [ind.id for ind in unbounded]
+        assert len(island.correct_seen) <= HISTORY_SIZE
