@@ -665,12 +665,8 @@ class _Walk:
             kept = self._request(worker, {"op": "timed_output", "case": position,
                                           "inputs": inputs, "prefix": f"{token}t"},
                                  self.c.limits.bench_s)
-            try:
-                self._compare(checker, worker, token, kept, case)
-            except _Failed as failed:  # right when checked, wrong when timed: a stale result
-                kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
-                raise _Failed("timed", kind, f"the outputs of timed run {kept_run}, chosen at "
-                              f"random, though checked calls were right: {failed.detail}") from None
+            self._compare_timed(checker, worker, token, kept, case, f"the outputs of timed run "
+                                f"{kept_run}, chosen at random, though checked calls were right")
             token, inputs = self._prepare(checker, worker, case, self.c.seed())
             start = time.monotonic()
             try:
@@ -680,12 +676,17 @@ class _Walk:
             finally:
                 self.bench_s += time.monotonic() - start
             self._judge(worker, rechecked.get("observed", {}), "timed")
-            try:
-                self._compare(checker, worker, token, rechecked, case)
-            except _Failed as failed:
-                kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
-                raise _Failed("timed", kind, f"re-check right after timing, inputs refreshed in "
-                              f"place: {failed.detail}") from None
+            self._compare_timed(checker, worker, token, rechecked, case,
+                                "re-check right after timing, inputs refreshed in place")
+
+    def _compare_timed(self, checker, worker, token: str, reply: dict, case, what: str) -> None:
+        """`_compare` for outputs of the timing stage: right when checked but wrong here is a
+        stale result (`cheat_cached_result`), named by `what`."""
+        try:
+            self._compare(checker, worker, token, reply, case)
+        except _Failed as failed:
+            kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
+            raise _Failed("timed", kind, f"{what}: {failed.detail}") from None
 
     def _record_speed(self, stats: list[dict | None], baseline: list[dict]) -> None:
         device = self.c.device
