@@ -50,6 +50,8 @@ class _DropDefaultOnNotice(logging.Filter):
 _FILTER = _DropDefaultOnNotice()
 REAP_WAIT_S = 5.0
 """Longest wait for a local Ray's processes to exit after `ray.shutdown` before SIGKILL."""
+GCS_TASK_EVENTS_KEPT = 2000
+"""Task events a local Ray's GCS keeps (Ray's default 100,000 grew it all night)."""
 
 
 @contextlib.contextmanager
@@ -111,6 +113,9 @@ def _configure_local() -> None:
     it (a sweep's next cell) finds the token Ray has cached."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    # The GCS keeps events of the last N tasks (default 100,000) for `ray list tasks`; a
+    # campaign runs several tasks a candidate, so the default let it grow all night.
+    os.environ.setdefault("RAY_task_events_max_num_task_in_gcs", str(GCS_TASK_EVENTS_KEPT))
     if "RAY_AUTH_TOKEN" not in os.environ and "RAY_AUTH_TOKEN_PATH" not in os.environ:
         os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
     logging.getLogger(_RAY_AUTH_LOGGER).addFilter(_FILTER)

@@ -18,6 +18,7 @@ import concurrent.futures
 import dataclasses
 import math
 import inspect
+import itertools
 import random
 import threading
 import time
@@ -135,6 +136,7 @@ class Cascade:
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
             BASELINE_JOBS, thread_name_prefix="baseline")
         self._seeds = random.SystemRandom()
+        self.walks = itertools.count()  # numbers the walks; each names its calls by it
 
     def evaluate(self, task: Task, candidate: Candidate,
                  activity: Activity | None = None) -> Evaluation:
@@ -256,6 +258,10 @@ class _Walk:
         self.fields: dict = {"call_ok": False, "correct": False}
         self.compile_s = self.check_s = self.bench_s = 0.0
         self._calls = 0
+        # in every token: a checker drops what an earlier, failed walk left (files in a
+        # worker's input directory) when it is next reset, by name, maybe while another
+        # walk uses that worker
+        self._walk_number = next(cascade.walks)
         self._launched_before = False
 
     @property
@@ -327,7 +333,7 @@ class _Walk:
         the worker's input directory. `run`: (seed, run number) of a timing, whose run's
         inputs these are (`timing.inputs_of_run`)."""
         self._calls += 1
-        token = f"c{self._calls}"
+        token = f"w{self._walk_number}c{self._calls}"
         share = worker.shares and checker.shares
         prepared = self._request(checker, {"op": "prepare", "params": case.params,
                                            "seed": seed, "dir": worker.input_dir,
@@ -551,13 +557,14 @@ class _Walk:
         return [self.c.baselines.get(key) for key in self._case_keys()]
 
     def _latency(self, worker, checker) -> None:
-        """Times the candidate case by case, each case checked right after its own timing
-        (`_check_timed_case`): the representative case first (the baseline's slowest: where
-        the work is), the others in an order drawn at random. Every timed run gets its own
-        input values, derived from a seed the worker is given only at staging
-        (`timing.FreshInputs`). A candidate surely slower on the representative case than
-        `GIVE_UP_FACTOR` times the best seen is a clear loser: its other cases are not timed
-        (their latency is None), which spares most of the device time spent on losers."""
+        """Times the candidate case by case with the device held alone once for all of them,
+        each case re-checked right after its own timed runs: the representative case first
+        (the baseline's slowest: where the work is), the others in an order drawn at random.
+        Every timed run gets its own input values, derived from a seed the worker is given
+        only at staging (`timing.FreshInputs`). A candidate surely slower on the
+        representative case than `GIVE_UP_FACTOR` times the best seen is a clear loser: its
+        other cases are not timed (their latency is None), which spares most of the device
+        time spent on losers. The outputs are compared once the device is shared again."""
         baseline = self._baseline_stats()
         give_up = [self._give_up(key) for key in self._case_keys()]
         order = self._timing_order(baseline)
@@ -577,25 +584,30 @@ class _Walk:
                 self.bench_s += time.monotonic() - start
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
+            recheck_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed())
+                              for at in order]
             self._read_clock(checker)
         for observed in staged.get("observed") or []:
             self._judge(worker, observed, "timed")
         stats: list[dict | None] = [None] * len(self.cases)
-        for position, at in enumerate(order):
-            case = self.cases[at]
-            report, kept_run = self._bench_case(worker, position, give_up[at], case)
-            stats[at] = report
-            loser = position == 0 and give_up[at] is not None and report.get("stopped") == "slower"
-            if loser:
-                try:
-                    timing_report.check_clear_loser(report, give_up[at])
-                except timing_report.ForgedTiming as error:
-                    raise _Failed("timed", "cheat_forged_timing", str(error)) from None
-            last = loser or position == len(order) - 1
+        timed = []  # (position, case, kept run, re-check token, re-check reply)
+        with self.c.device_lock.exclusive():
+            for position, at in enumerate(order):
+                case = self.cases[at]
+                report, kept_run = self._bench_case(worker, position, give_up[at], case)
+                stats[at] = report
+                token, inputs = recheck_inputs[position]
+                timed.append((position, case, kept_run, token,
+                              self._recheck(worker, position, token, inputs)))
+                if position == 0 and give_up[at] is not None and report.get("stopped") == "slower":
+                    try:
+                        timing_report.check_clear_loser(report, give_up[at])
+                    except timing_report.ForgedTiming as error:
+                        raise _Failed("timed", "cheat_forged_timing", str(error)) from None
+                    break
+        for position, case, kept_run, token, rechecked in timed:
             self._check_timed_case(worker, checker, position, case, seeds[position], kept_run,
-                                   last)
-            if loser:
-                break
+                                   token, rechecked, last=position == timed[-1][0])
         self.c.count_kernel_time([s for s in stats if s is not None])
         self._record_speed(stats, baseline)
 
@@ -608,21 +620,20 @@ class _Walk:
 
     def _bench_case(self, worker, position: int, give_up_us: float | None,
                     case) -> tuple[dict, int]:
-        """Times staged case `position` with the device held alone; returns its stats, once
+        """Times staged case `position` (the caller holds the device alone); returns its stats, once
         the report is well formed and fits the wall time this process saw, and the number of
         the run whose outputs the worker kept for the check."""
         request = {"op": "bench", "case": position, "continued": position > 0,
                    "give_up_above_us": give_up_us,
                    "floors_us": timing.case_floors_us(self.c.device, self.task.flops,
                                                       self.task.bytes, case.params)}
-        with self.c.device_lock.exclusive():  # bench_s counts device time, not the wait for it
-            start = time.monotonic()
-            request["peak_mhz"] = self.c.clocks.peak(start)
-            try:
-                reply = self._request(worker, request, self.c.limits.bench_s)
-            finally:
-                wall_s = time.monotonic() - start
-                self.bench_s += wall_s
+        start = time.monotonic()  # the caller holds the device alone
+        request["peak_mhz"] = self.c.clocks.peak(start)
+        try:
+            reply = self._request(worker, request, self.c.limits.bench_s)
+        finally:
+            wall_s = time.monotonic() - start
+            self.bench_s += wall_s
         try:
             report = timing_report.checked({case.name: reply.get("case")}, wall_s)[case.name]
         except timing_report.ForgedTiming as error:
@@ -650,32 +661,38 @@ class _Walk:
         best = self.c.best.get(key)
         return None if best is None else GIVE_UP_FACTOR * best
 
+    def _recheck(self, worker, position: int, token: str, inputs: dict) -> dict:
+        """The re-check of case `position`, right after its timed runs: the candidate called
+        again on the buffers it was timed on, refilled in place with fresh values (`inputs`,
+        made by the checker), its outputs written for `_check_timed_case`."""
+        start = time.monotonic()
+        try:
+            rechecked = self._request(worker, {"op": "recheck", "case": position,
+                                               "inputs": inputs, "prefix": f"{token}r"},
+                                      self.c.limits.bench_s)
+        finally:
+            self.bench_s += time.monotonic() - start
+        self._judge(worker, rechecked.get("observed", {}), "timed")
+        return rechecked
+
     def _check_timed_case(self, worker, checker, position: int, case, seeds: tuple,
-                          kept_run: int, last: bool) -> None:
-        """Checks case `position` right after its timing, holding the device shared: the
-        outputs of the timed run the worker kept (`kept_run`, chosen at random among all its
-        runs; on a GPU a graph replay) against the reference on that run's inputs, which the
-        checker rebuilds from the seeds (`timing.inputs_of_run`); then a re-check, the
-        candidate called again on the buffers it was timed on, refilled in place with fresh
-        values. `last`: the walk's last request to the worker, which then lets its buffers go."""
+                          kept_run: int, token: str, rechecked: dict, last: bool) -> None:
+        """Checks case `position` after the timing, holding the device shared: the outputs of
+        the timed run the worker kept (`kept_run`, chosen at random among all its runs; on a
+        GPU a graph replay) against the reference on that run's inputs, which the checker
+        rebuilds from the seeds (`timing.inputs_of_run`); then the re-check's (`_recheck`,
+        `token`). `last`: the walk's last request to the worker, which then lets its buffers
+        go."""
         inputs_seed, runs_seed = seeds
         with self.c.device_lock.shared():
-            token, inputs = self._prepare(checker, worker, case, inputs_seed,
-                                          run=(runs_seed, kept_run))
-            kept = self._request(worker, {"op": "timed_output", "case": position,
-                                          "inputs": inputs, "prefix": f"{token}t"},
+            kept_token, inputs = self._prepare(checker, worker, case, inputs_seed,
+                                               run=(runs_seed, kept_run))
+            kept = self._request(worker, {"op": "timed_output", "case": position, "last": last,
+                                          "inputs": inputs, "prefix": f"{kept_token}t"},
                                  self.c.limits.bench_s)
-            self._compare_timed(checker, worker, token, kept, case, f"the outputs of timed run "
-                                f"{kept_run}, chosen at random, though checked calls were right")
-            token, inputs = self._prepare(checker, worker, case, self.c.seed())
-            start = time.monotonic()
-            try:
-                rechecked = self._request(worker, {"op": "recheck", "case": position,
-                                                   "last": last, "inputs": inputs,
-                                                   "prefix": f"{token}r"}, self.c.limits.bench_s)
-            finally:
-                self.bench_s += time.monotonic() - start
-            self._judge(worker, rechecked.get("observed", {}), "timed")
+            self._compare_timed(checker, worker, kept_token, kept, case, f"the outputs of timed "
+                                f"run {kept_run}, chosen at random, though checked calls were "
+                                f"right")
             self._compare_timed(checker, worker, token, rechecked, case,
                                 "re-check right after timing, inputs refreshed in place")
 

@@ -380,19 +380,28 @@ class Worker:
     def timed_output(self, request: dict) -> dict:
         """Writes the outputs kept from one timed run of case `case` (`timing.KeptRun`, its
         number in `bench`'s reply) into the slots of the buffer the judge made from that
-        run's inputs (`timing.inputs_of_run`), for the judge to check."""
+        run's inputs (`timing.inputs_of_run`), for the judge to check. `last`: the walk's
+        last request, after which its buffers go."""
         case = self.timed[request["case"]]
         if case.kept.output is None:
             return {"ok": False, "kind": "harness_error", "trace": "no timed run was kept"}
         _, shared = self._inputs(request["inputs"])
         self._remap()
-        return self._write(case.kept.output, [], request["prefix"], False, request["inputs"],
-                           shared)
+        written = self._write(case.kept.output, [], request["prefix"], False, request["inputs"],
+                              shared)
+        if request.get("last"):
+            # every buffer the walk mapped (the timing's and this one's) goes now, not when
+            # the next candidate loads, so an idle worker does not sit on a walk's inputs and
+            # timing copies (GiBs for the largest tasks) while its neighbours need the memory
+            self._unmap_all()
+            self.timed, self.previous_inputs = [], []
+            shared_memory.return_cached_memory(self.device.backend)
+        return written
 
     def recheck(self, request: dict) -> dict:
         """Refills case `case`'s timed buffers in place (same pointers) with fresh inputs,
         calls the candidate and writes its outputs: a result cached during timing is caught.
-        `last`: the walk's last request, after which its buffers go."""
+        Sent right after the case's timed runs."""
         case = self.timed[request["case"]]
         values, shared = self._inputs(request["inputs"])
         self._remap()
@@ -402,13 +411,6 @@ class Worker:
         out, observed = self._observed_call(case.inputs.buffers)
         written = self._write(out, case.inputs.buffers, request["prefix"], False,
                               request["inputs"], shared)
-        if request.get("last"):
-            # every buffer the walk mapped (the timing's and this one's) goes now, not when
-            # the next candidate loads, so an idle worker does not sit on a walk's inputs and
-            # timing copies (GiBs for the largest tasks) while its neighbours need the memory
-            self._unmap_all()
-            self.timed, self.previous_inputs = [], []
-            shared_memory.return_cached_memory(self.device.backend)
         return {**written, "observed": observed} if written["ok"] else written
 
     def harness(self, request: dict) -> dict:
