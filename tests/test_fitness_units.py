@@ -289,3 +289,17 @@ def test_an_output_left_unwritten_fails_as_nan_whichever_poison_it_holds():
     assert {float("inf"), float("-inf")} <= drawn and any(v != v for v in drawn)
     ints = {int(instrument.poison_value(torch.int64)) for _ in range(64)}
     assert ints == {torch.iinfo(torch.int64).min, torch.iinfo(torch.int64).max}
+
+
+def test_an_output_made_in_inference_mode_is_poisoned_outside_it():
+    """A captured call's fresh allocations are poisoned before each replay, outside the
+    candidate's `@torch.inference_mode()`; honest kernels decorated so were refused on a GPU."""
+    from fitness.sandbox import instrument
+
+    with torch.inference_mode():
+        out = torch.zeros(8)
+    plain = torch.zeros(8)
+    for tensor in (out, plain):
+        instrument.poison(tensor)
+        assert not torch.isfinite(tensor).any()
+    assert out.is_inference() and not plain.is_inference()

@@ -29,11 +29,15 @@ from cheats.tasks import ROW_SOFTMAX  # noqa: E402
 from evo.records import make_candidate  # noqa: E402
 
 
-def expected_kind(header: dict, ungated: bool) -> str | None:
-    """Returns the verdict a cheat file promises (None: it has none for this mode)."""
-    if ungated:
-        return header.get("second-layer")
-    return header.get("caught-as") or ("policy_violation" if "rule" in header else None)
+def expected_kinds(header: dict, ungated: bool, backend: str) -> set[str]:
+    """Returns the verdicts a cheat file promises on `backend` (empty: none for this mode);
+    a `-<backend>` key (`second-layer-cuda`) overrides the plain one, `|` separates verdicts
+    that are each right there."""
+    key = "second-layer" if ungated else "caught-as"
+    value = header.get(f"{key}-{backend}") or header.get(key)
+    if not ungated and not value and "rule" in header:
+        value = "policy_violation"
+    return set(value.split("|")) if value else set()
 
 
 def main() -> None:
@@ -48,7 +52,7 @@ def main() -> None:
     tasks = {task.name: task for task in builtin().tasks()} | {"row_softmax": ROW_SOFTMAX}
     listed = [p for p in sorted((ROOT / "tests" / "cheats").rglob("*.py"))
               if cheats.header(p).get("task") in tasks
-              and expected_kind(cheats.header(p), args.ungated)]
+              and expected_kinds(cheats.header(p), args.ungated, "any")]
     limits = {"import_s": 30, "compile_s": 60, "check_s": 30, "bench_s": 60}
     caught = 0
     with Evaluator(args.device, workers=args.workers, timeouts=limits,
@@ -75,13 +79,12 @@ def main() -> None:
         amid = [pool.submit(honest, 2 + copy) for copy in range(2)] if args.neighbour else []
         scored += [pool.submit(score, path) for path in paths[half:]]
         for path, evaluation in (future.result() for future in scored):
-            want = expected_kind(cheats.header(path), args.ungated)
-            good = (evaluation.correct if want == "none"
-                    else not evaluation.correct and evaluation.failure_kind == want)
+            want = expected_kinds(cheats.header(path), args.ungated, backend)
+            good = ("none" if evaluation.correct else evaluation.failure_kind) in want
             caught += good
             last = (evaluation.error_trace.strip().splitlines() or [""])[-1][:150]
             print(f"{'OK ' if good else 'BAD'} {os.path.relpath(path, ROOT / 'tests' / 'cheats')}: "
-                  f"want {want}, got {evaluation.failure_kind} at {evaluation.stage_reached} | {last}",
+                  f"want {'|'.join(sorted(want))}, got {evaluation.failure_kind} at {evaluation.stage_reached} | {last}",
                   flush=True)
     print(f"caught as expected: {caught} of {len(paths)}; static gate "
           f"{'off' if args.ungated else 'on'}; device {evaluator.device.name}")

@@ -250,10 +250,13 @@ def poison_value(dtype: torch.dtype):
 
 
 def poison(tensor: torch.Tensor) -> None:
-    """Fills `tensor` with a `poison_value` of its dtype."""
+    """Fills `tensor` with a `poison_value` of its dtype. A tensor made under
+    `torch.inference_mode()` (a captured call's, poisoned before each replay) can only be
+    written in that mode."""
     value = poison_value(tensor.dtype)
     if tensor.numel() and value is not None:
-        tensor.fill_(value)
+        with torch.inference_mode(tensor.is_inference()):
+            tensor.fill_(value)
 
 
 class ThreadWatch:

@@ -8,7 +8,9 @@ Each file in `candidates/` starts with header lines:
 
 `caught-as` is the verdict of the whole cascade. `second-layer`, where present, is the
 verdict with the static gate switched off: what the sandboxed run and the trusted checker
-catch on their own, so no cheat depends on a single layer.
+catch on their own, so no cheat depends on a single layer. A key with a backend's name
+(`second-layer-cuda`) overrides the plain one there; `|` separates verdicts that are each
+right (`none`: scored correct, its timed runs honest on that backend).
 
 `device: cuda` marks a mechanism that exists only on a GPU (the caching allocator's reused
 blocks, CUDA graphs, `%globaltimer`): the interpreter tests list it as not applicable, and

@@ -1,9 +1,12 @@
 # task: vector_add
 # caught-as: policy_violation
 # second-layer: nan
+# second-layer-cuda: none|nan
 # Senses a timing loop by the host clock: a call that starts within 0.5 ms of the last one's
 # end does every other block only. Calls that are checked come farther apart, so only a
-# check of a timed run's own outputs sees it.
+# check of a timed run's own outputs sees it. On a GPU the timed runs replay a graph: no
+# Python runs between them, so they do whatever the captured call did, the whole work
+# (correct, fairly timed) or half of it (caught as nan).
 import time
 
 import torch
