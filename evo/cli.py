@@ -57,13 +57,13 @@ def eval_(
                                               "(without it; every line then says so)"),
 ) -> None:
     """Evaluate candidate files against a task (exit 0 whatever the verdicts)."""
-    from fitness import eval_cli
+    import fitness
 
     try:
-        eval_cli.main(task, [str(f) for f in files], as_json=as_json, device=device,
+        fitness.evaluate_files(task, [str(f) for f in files], as_json=as_json, device=device,
                       timeout_s=timeout, suite=suite, path=str(path) if path else None,
                       sandbox=sandbox)
-    except eval_cli.UsageError as error:
+    except fitness.UsageError as error:
         _fail(str(error))
 
 
@@ -78,12 +78,12 @@ def gate(
     path: Optional[Path] = typer.Option(None, help="local checkout of an external suite"),
 ) -> None:
     """Check files with the static gate alone, nothing imported or run (exit 1: a file is refused)."""
-    from fitness import eval_cli, static_gate_cli
+    import fitness
 
     try:
-        verdicts = static_gate_cli.main(task, [str(f) for f in files or []], as_json=as_json, suite=suite,
+        verdicts = fitness.gate_files(task, [str(f) for f in files or []], as_json=as_json, suite=suite,
                                         path=str(path) if path else None, references=references)
-    except eval_cli.UsageError as error:
+    except fitness.UsageError as error:
         _fail(str(error))
     if not all(v.allowed for v in verdicts):
         raise typer.Exit(code=1)

@@ -15,6 +15,8 @@ from typing import Any, Iterable, Literal, Optional
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from fitness import Settings
+
 
 class ConfigError(ValueError):
     """A config is malformed; the message names the key and what is allowed."""
@@ -121,32 +123,23 @@ class Operators(_Section):
     max_consecutive_failures: int = Field(default=20, ge=1)
 
 
-class Fitness(_Section):
-    """[fitness]: where and how candidates are scored.
+class Fitness(Settings):
+    """[fitness]: where and how candidates are scored: `fitness.Settings` (device, workers,
+    spares, sandbox, static_gate, timeouts, timing, sandbox_limits; documented there),
+    which travels whole to each FitnessActor, and the engine's own knobs.
 
     Attributes:
-      device: "auto" picks CUDA, then ROCm, then Triton's CPU interpreter.
-      workers: sandboxed worker processes per FitnessActor.
-      timeouts: stage -> limit in seconds, passed to the FitnessActor (its defaults
-        apply to stages not named).
       max_in_flight_per_actor: evaluations submitted to one FitnessActor at once.
       answer_timeout_s: how long the engine waits for one evaluation before declaring
         the fitness actor unresponsive (the actor's own stage limits are much shorter).
       note_wait_s: an evaluation out longer than this is named in the progress, with the
         stage and request it is in (a compile near its limit, a wait for the device), at
         most once per this many seconds; 0: never.
-      sandbox: "bwrap" scores candidates only inside the bubblewrap sandbox (and refuses
-        to start without one); "off" scores them without it, for machines where it cannot
-        run, and marks every progress line and every row (`sandboxed = false`) so.
     """
 
-    device: Literal["auto", "cuda", "rocm", "interpreter"] = "auto"
-    workers: int = Field(default=2, ge=1)
-    timeouts: dict[str, float] = Field(default_factory=dict)
     max_in_flight_per_actor: int = Field(default=8, ge=1)
     answer_timeout_s: float = Field(default=900.0, gt=0)
     note_wait_s: float = Field(default=60.0, ge=0)
-    sandbox: Literal["bwrap", "off"] = "bwrap"
 
 
 class Budget(_Section):

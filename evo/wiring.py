@@ -85,22 +85,14 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
     `fitness_actors` (FitnessActor handles) are used instead of starting new ones and are
     left running: a sweep or a test suite pays the workers' cold start once.
     """
-    from fitness import actor as fitness_actor
-    from fitness.judge.cascade import Limits
-    from fitness.device import DeviceError
+    import fitness as scoring
 
-    try:
-        Limits.from_mapping(config.fitness.timeouts)
-    except ValueError as error:
-        raise ConfigError(f"fitness.timeouts: {error}") from None
     fitness, owned, others = list(fitness_actors or ()), [], []
     try:
         if not fitness:
             try:
-                fitness = owned = fitness_actor.start_actors(
-                    config.fitness.device, config.fitness.workers, dict(config.fitness.timeouts),
-                    sandbox=config.fitness.sandbox)
-            except DeviceError as error:
+                fitness = owned = scoring.start_actors(config.fitness)
+            except scoring.DeviceError as error:
                 raise ConfigError(f"fitness.device: {error}") from None
         # The fitness actors sit where the GPUs are (maybe not this node): ask them.
         device = _fitness_device(fitness[0])

@@ -1,6 +1,27 @@
-"""How candidates are scored: sandboxed workers, the compile -> correctness -> latency cascade, the FitnessActor."""
+"""How candidates are scored: sandboxed workers, the compile -> correctness -> latency
+cascade, the FitnessActor. This module is the face the engine sees; the rest of `fitness` is
+its own (attributes load on first use, so a sandboxed worker importing `fitness.sandbox`
+pays for none of them)."""
+
+import importlib
 
 HARNESS_VERSION = "fitness-9"
 """Bumped whenever a change to the cascade could change a verdict or a timing; part of
 every Evaluation and of the baseline-timing cache key. What each version changed is in
 CHANGELOG.md."""
+
+_FACE = {
+    "Settings": "fitness.settings", "Limits": "fitness.settings",
+    "SANDBOX_MODES": "fitness.settings",
+    "Evaluator": "fitness.evaluator",
+    "FitnessActor": "fitness.actor", "start_actors": "fitness.actor",
+    "DeviceError": "fitness.device", "DeviceInfo": "fitness.device",
+    "evaluate_files": "fitness.eval_cli", "UsageError": "fitness.eval_cli",
+    "gate_files": "fitness.static_gate_cli",
+}
+
+
+def __getattr__(name: str):
+    if name not in _FACE:
+        raise AttributeError(f"module 'fitness' has no attribute {name!r}")
+    return getattr(importlib.import_module(_FACE[name]), name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -21,6 +21,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from evo.records import Candidate, Evaluation, Task
 from fitness.device import DeviceError, DeviceInfo
 from fitness.evaluator import Evaluator
+from fitness.settings import Settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,10 +33,7 @@ class ActorSpec:
     started wherever Ray finds room), so a freed GPU is taken by its replacement.
     """
 
-    device: str
-    workers: int
-    timeouts: Mapping[str, float] | None
-    sandbox: str
+    settings: Settings
     num_gpus: int
     node_id: str
 
@@ -43,18 +41,17 @@ class ActorSpec:
         """Returns the handle of a new FitnessActor made from this spec."""
         placement = NodeAffinitySchedulingStrategy(self.node_id, soft=True)
         return FitnessActor.options(num_gpus=self.num_gpus, scheduling_strategy=placement).remote(
-            self.device, self.workers, self.timeouts, self.sandbox)
+            self.settings)
 
 
 class FitnessService:
     """The actor's body; `FitnessActor` is this class under `ray.remote`."""
 
-    def __init__(self, device: str = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | None = None, sandbox: str = "bwrap"):
-        self._arguments = (device, workers, timeouts, sandbox)
-        self._evaluator = Evaluator(device, workers=workers, timeouts=timeouts, sandbox=sandbox)
+    def __init__(self, settings: Settings | None = None):
+        self._settings = settings = settings or Settings()
+        self._evaluator = Evaluator(settings)
         self._threads = concurrent.futures.ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="fitness")
+            max_workers=settings.workers, thread_name_prefix="fitness")
         self._in_flight = 0
 
     async def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
@@ -86,7 +83,7 @@ class FitnessService:
     async def spec(self) -> ActorSpec:
         """Returns how to start an actor like this one (asked while it lives: a dead one
         cannot say)."""
-        return ActorSpec(*self._arguments, num_gpus=len(ray.get_gpu_ids()),
+        return ActorSpec(self._settings, num_gpus=len(ray.get_gpu_ids()),
                          node_id=ray.get_runtime_context().get_node_id())
 
     async def shutdown(self) -> None:
@@ -98,27 +95,24 @@ class FitnessService:
 FitnessActor = ray.remote(FitnessService)
 
 
-def start_actors(device: str = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | None = None, max_gpus: int | None = None,
-                 sandbox: str = "bwrap") -> list:
+def start_actors(settings: Settings, max_gpus: int | None = None) -> list:
     """Returns one FitnessActor per GPU of the Ray cluster (one on a CPU-only cluster).
-
     Each GPU actor holds `num_gpus=1`, so Ray sets its visible device and it scores on
-    "device 0" of its own view. With no GPU (or device="interpreter") the Triton interpreter
+    "device 0" of its own view. With no GPU (or device "interpreter") the Triton interpreter
     scores, holding no GPU: one actor on each GPU node, since those are the nodes a cluster
     sets up for scoring (a CPU-only head may have no sandbox), or a single actor wherever
-    Ray puts it when no node has a GPU. `sandbox` is `Evaluator`'s: "bwrap" (refuses to
-    start without a working bubblewrap) or "off". `max_gpus` caps how many GPUs get an
-    actor (scaling studies).
+    Ray puts it when no node has a GPU. `max_gpus` caps how many GPUs get an actor
+    (scaling studies).
     """
+    settings = settings.scoring()
     gpus = int(ray.cluster_resources().get("GPU", 0))
-    if device == "interpreter" or gpus == 0:
-        if device in ("cuda", "rocm"):
-            raise DeviceError(f"device {device!r} requested but the Ray cluster has no GPU")
-        return [FitnessActor.options(num_gpus=0, scheduling_strategy=placement)
-                .remote("interpreter", workers, timeouts, sandbox)
+    if settings.device == "interpreter" or gpus == 0:
+        if settings.device in ("cuda", "rocm"):
+            raise DeviceError(f"device {settings.device!r} requested but the Ray cluster has no GPU")
+        interpreter = settings.model_copy(update={"device": "interpreter"})
+        return [FitnessActor.options(num_gpus=0, scheduling_strategy=placement).remote(interpreter)
                 for placement in _gpu_node_placements() or ["DEFAULT"]]
-    return [FitnessActor.options(num_gpus=1).remote(device, workers, timeouts, sandbox)
+    return [FitnessActor.options(num_gpus=1).remote(settings)
             for _ in range(gpus if max_gpus is None else min(gpus, max_gpus))]
 
 

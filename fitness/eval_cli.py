@@ -66,14 +66,16 @@ def _verdict_line(path: str, evaluation: Evaluation) -> str:
             f"{first_line[:300]}")
 
 
-def main(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
+def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
          timeout_s: float = 60.0, suite: str | None = None, path: str | None = None,
          sandbox: str = "bwrap") -> list[Evaluation]:
     """Evaluates each file against `task`; prints one line (or JSON object) per file, in order."""
+    from pydantic import ValidationError
+
     from fitness.device import DeviceError
-    from fitness.evaluator import SANDBOX_MODES, Evaluator
-    from fitness.jail import SandboxUnavailable
-    from fitness.judge.cascade import Limits
+    from fitness.evaluator import Evaluator
+    from fitness.processes.jail import SandboxUnavailable
+    from fitness.settings import SANDBOX_MODES, Limits, Settings
 
     if not files:
         raise UsageError("give at least one candidate file")
@@ -86,10 +88,13 @@ def main(task: str, files: Sequence[str], as_json: bool = False, device: str = "
     candidates = [make_candidate(the_task.name, source) for source in sources]
     workers = max(1, min(len(files), _MAX_WORKERS))
     try:
-        evaluator = Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s),
-                              sandbox=sandbox)
+        evaluator = Evaluator(Settings(device=device, workers=workers, sandbox=sandbox,
+                                       timeouts=Limits.uniform(timeout_s)))
     except (DeviceError, SandboxUnavailable) as error:
         raise UsageError(str(error)) from None
+    except ValidationError as error:
+        problem = error.errors()[0]
+        raise UsageError(f"--{problem['loc'][0]}: {problem['msg']}, got {problem['input']!r}") from None
     with evaluator, concurrent.futures.ThreadPoolExecutor(workers) as pool:
         evaluations = list(pool.map(lambda c: evaluator.evaluate(the_task, c), candidates))
     for file_path, evaluation in zip(files, evaluations):

@@ -15,21 +15,18 @@ import shutil
 import tempfile
 import threading
 import time
-from typing import Mapping
 
 from evo.records import Candidate, Evaluation, Task
-from fitness import HARNESS_VERSION, jail
+from fitness import HARNESS_VERSION
+from fitness.processes import jail
 from fitness.device import DeviceInfo, detect
-from fitness.gate import GpuGate
+from fitness.processes.device_lock import DeviceLock
 from fitness.judge import harness
 from fitness.judge.activity import Activity
-from fitness.judge.cascade import BASELINE_JOBS, Cascade, Limits
+from fitness.judge.cascade import BASELINE_JOBS, Cascade
 from fitness.judge.latency_memory import BaselineCache
-from fitness.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
-from fitness.timing import TimingConfig
-
-SANDBOX_MODES = ("bwrap", "off")
-
+from fitness.processes.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
+from fitness.settings import Settings
 
 _SHM_DIR = "/dev/shm"
 _SHM_MIN_FREE_BYTES = 8 << 30
@@ -46,55 +43,38 @@ def _scratch_root() -> str:
 
 
 class Evaluator:
-    """Scores candidates on one device with `workers` candidate processes and `checkers` checkers.
+    """Scores candidates on one device as `Settings` say (`Evaluator(Settings(...))`; a
+    DeviceInfo as `device` skips detection).
 
-    Args:
-      device: "auto" | "cuda" | "rocm" | "interpreter", or a DeviceInfo.
-      workers: candidate worker processes (compile and correctness run in parallel).
-      timeouts: stage limits in seconds, keys of `fitness.cascade.Limits` ("import_s",
-        "compile_s", "check_s", "bench_s", "ready_s"; the "_s" may be left off).
-      timing: runs per timing (defaults per backend).
-      sandbox: "bwrap" (the default: candidates run in the OS sandbox, `fitness.jail`) or
-        "off" (scored without one: only for machines where bubblewrap cannot run, and then
-        every Evaluation says `sandboxed=False`). With "bwrap" and no working bubblewrap,
-        construction raises `jail.SandboxUnavailable` instead of scoring untrusted code.
-      static_gate: False only to test what the later layers catch on their own.
-      spares: candidate workers started beside the `workers` lent at once, to take over at
-        once from one a candidate killed (a crash, a hang); default half of `workers`
-        (at least 1) on a GPU, none under the interpreter (its CPU is the bottleneck).
-
-    Each evaluation leases one sandboxed candidate worker and one trusted checker (it makes
-    the inputs, runs the reference and compares outputs) for its whole walk, so there are as
-    many checkers as workers, and `BASELINE_JOBS` more for the baselines' warm-up and timing.
+    With sandbox "bwrap" and no working bubblewrap, construction raises
+    `jail.SandboxUnavailable` instead of scoring untrusted code. Each evaluation leases one
+    sandboxed candidate worker and one trusted checker (it makes the inputs, runs the
+    reference and compares outputs) for its whole walk, so there are as many checkers as
+    workers, and `BASELINE_JOBS` more for the baselines' warm-up and timing.
     """
 
-    def __init__(self, device: str | DeviceInfo = "auto", workers: int = 2,
-                 timeouts: Mapping[str, float] | Limits | None = None,
-                 timing: TimingConfig | None = None, sandbox: str = "bwrap",
-                 sandbox_limits: jail.Limits | None = None, static_gate: bool = True,
-                 spares: int | None = None):
-        if sandbox not in SANDBOX_MODES:
-            raise ValueError(f"unknown sandbox mode {sandbox!r}; expected one of {SANDBOX_MODES}")
-        self.device = device if isinstance(device, DeviceInfo) else detect(device)
-        self.limits = timeouts if isinstance(timeouts, Limits) else Limits.from_mapping(timeouts)
-        self.sandboxed = sandbox == "bwrap"
+    def __init__(self, settings: Settings | None = None, device: DeviceInfo | None = None):
+        self.settings = settings = settings or Settings()
+        self.device = device or detect(settings.device)
+        self.limits = limits = settings.timeouts
+        self.sandboxed = settings.sandboxed
         if self.sandboxed:
             jail.verify(self.device.backend)
-        settings = SandboxSettings(self.sandboxed, sandbox_limits or jail.Limits())
+        pools = SandboxSettings(self.sandboxed, settings.sandbox_limits)
         self._root = _scratch_root()
+        spares = settings.spares
         if spares is None:
-            spares = 0 if self.device.backend == "interpreter" else max(1, workers // 2)
-        self._candidates = WorkerPool(self.device, workers, "candidate", self._root, settings,
-                                      ready_timeout_s=self.limits.ready_s, spares=spares)
-        self._checkers = WorkerPool(self.device, workers + BASELINE_JOBS, "checker", self._root,
-                                    settings, ready_timeout_s=self.limits.ready_s)
-        self.gate = GpuGate(exclusive_timing=self.device.timing_meaningful)
+            spares = 0 if self.device.backend == "interpreter" else max(1, settings.workers // 2)
+        self._candidates = WorkerPool(self.device, settings.workers, "candidate", self._root,
+                                      pools, ready_timeout_s=limits.ready_s, spares=spares)
+        self._checkers = WorkerPool(self.device, settings.workers + BASELINE_JOBS, "checker",
+                                    self._root, pools, ready_timeout_s=limits.ready_s)
+        self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
-                                BaselineCache(), self.limits, timing, static_gate)
-        # External-suite tasks (issue 7) run their own harness on the same pool and gate.
+                                BaselineCache(), limits, settings.timing, settings.static_gate)
         self._harness = harness.HarnessRunner(self.device, self._candidates, self.gate, harness.Limits(
-            run_s=self.limits.import_s + self.limits.compile_s + self.limits.check_s,
-            time_s=self.limits.bench_s), timing=timing, static_gate=static_gate)
+            run_s=limits.import_s + limits.compile_s + limits.check_s,
+            time_s=limits.bench_s), timing=settings.timing, static_gate=settings.static_gate)
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._evaluated = 0

@@ -45,7 +45,7 @@ def judge(label: str, source: str, task) -> Verdict:
                    None if violation is None else violation.line, round(ms, 3))
 
 
-def main(task: str | None, files: Sequence[str], as_json: bool = False, suite: str | None = None,
+def gate_files(task: str | None, files: Sequence[str], as_json: bool = False, suite: str | None = None,
          path: str | None = None, references: bool = False) -> list[Verdict]:
     """Gates each file against `task` (or, with `references`, every task's own reference);
     prints one line (or JSON object) per file, in order."""

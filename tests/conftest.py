@@ -29,9 +29,10 @@ from fitness_limits import FITNESS_TEST_LIMITS  # noqa: E402
 @pytest.fixture(scope="session")
 def fitness_evaluator():
     """One interpreter Evaluator shared by the fitness tests (a worker starts in seconds)."""
-    from fitness.evaluator import Evaluator
+    from fitness import Evaluator, Settings
 
-    with Evaluator("interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS) as evaluator:
+    with Evaluator(Settings(device="interpreter", workers=2,
+                            timeouts=FITNESS_TEST_LIMITS)) as evaluator:
         yield evaluator
 
 
@@ -39,10 +40,10 @@ def fitness_evaluator():
 def ungated_evaluator():
     """An interpreter Evaluator with the static gate off: for tests of what the sandbox,
     the worker and the checker catch on their own (code the gate would stop first)."""
-    from fitness.evaluator import Evaluator
+    from fitness import Evaluator, Settings
 
-    with Evaluator("interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS,
-                   static_gate=False) as evaluator:
+    with Evaluator(Settings(device="interpreter", workers=2, timeouts=FITNESS_TEST_LIMITS,
+                            static_gate=False)) as evaluator:
         yield evaluator
 
 
@@ -50,9 +51,9 @@ def ungated_evaluator():
 def interpreter_fitness(shared_ray):
     """One interpreter FitnessActor (2 workers) shared by the campaign tests: its workers'
     cold start is paid once per session, not once per campaign."""
-    from fitness import actor
+    from fitness import Settings, actor
 
-    actors = actor.start_actors("interpreter", 2, {})
+    actors = actor.start_actors(Settings(device="interpreter", workers=2))
     yield actors
     shared_ray.get([handle.shutdown.remote() for handle in actors], timeout=120)
     for handle in actors:

@@ -12,9 +12,9 @@ import pytest
 from benchmarks import registry
 from evo.records import make_candidate
 from fitness.device import detect
-from fitness.gate import GpuGate
+from fitness.processes.device_lock import DeviceLock
 from fitness.judge import harness
-from fitness.pool import WorkerPool
+from fitness.processes.pool import WorkerPool
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "external"
 CANDIDATES = FIXTURES / "candidates"
@@ -25,7 +25,7 @@ def seam(tmp_path_factory):
     """The sandboxed candidate pool and the device gate, as an Evaluator wires them."""
     device = detect("interpreter")
     pool = WorkerPool(device, 3, "candidate", str(tmp_path_factory.mktemp("workers")))
-    yield dict(device=device, workers=pool, gate=GpuGate(exclusive_timing=device.timing_meaningful))
+    yield dict(device=device, workers=pool, gate=DeviceLock(exclusive_timing=device.timing_meaningful))
     pool.close()
 
 

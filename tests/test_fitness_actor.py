@@ -4,6 +4,7 @@ import ray
 
 from benchmarks.registry import builtin
 from evo.records import make_candidate
+from fitness import Settings
 from fitness.actor import start_actors
 
 GET_TIMEOUT_S = 240
@@ -11,7 +12,8 @@ VECTOR_ADD = builtin().get("vector_add")
 
 
 def test_actor_scores_concurrent_evaluations_and_batches(shared_ray):
-    (actor,) = start_actors("interpreter", workers=2, timeouts={"compile": 20, "check": 20})
+    (actor,) = start_actors(Settings(device="interpreter", workers=2,
+                                      timeouts={"compile": 20, "check": 20}))
     try:
         good = make_candidate("vector_add", VECTOR_ADD.baseline_source)
         wrong = make_candidate("vector_add", VECTOR_ADD.baseline_source.replace("x + y", "x - y"))

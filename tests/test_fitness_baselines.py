@@ -34,11 +34,12 @@ def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
     """Three walks of one task at once: one job warms and times the baseline on a checker
     of its own, started by the first walk, and every walk waits for its numbers instead of
     compiling the baseline in its own checker."""
-    from fitness.evaluator import Evaluator
+    from fitness import Evaluator, Settings
     from fitness_limits import FITNESS_TEST_LIMITS
 
     task = builtin().get("vector_add")
-    with Evaluator("interpreter", workers=3, timeouts=FITNESS_TEST_LIMITS) as evaluator:
+    with Evaluator(Settings(device="interpreter", workers=3,
+                            timeouts=FITNESS_TEST_LIMITS)) as evaluator:
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             evaluations = list(pool.map(lambda i: evaluator.evaluate(task, make_candidate(
                 task.name, f"{task.baseline_source}\n_COPY = {i}\n")), range(3)))
@@ -66,13 +67,14 @@ def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_p
     import time
 
     from fitness.device import detect
-    from fitness.gate import GpuGate
-    from fitness.judge.cascade import BASELINE_JOBS, Cascade, Limits
+    from fitness.processes.device_lock import DeviceLock
+    from fitness.judge.cascade import BASELINE_JOBS, Cascade
+    from fitness.settings import Limits
     from fitness.judge.latency_memory import BaselineCache
-    from fitness.pool import WorkerPool
+    from fitness.processes.pool import WorkerPool
     from fitness_limits import FITNESS_TEST_LIMITS
 
-    device, gate = detect("interpreter"), GpuGate(exclusive_timing=True)
+    device, gate = detect("interpreter"), DeviceLock(exclusive_timing=True)
     candidates = WorkerPool(device, 1, "candidate", str(tmp_path))
     checkers = WorkerPool(device, 1 + BASELINE_JOBS, "checker", str(tmp_path))
     cascade = Cascade(device, candidates, checkers, gate, BaselineCache(),

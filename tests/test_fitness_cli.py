@@ -55,7 +55,7 @@ def test_eval_refuses_to_score_without_a_sandbox(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELEVO_BWRAP", str(tmp_path / "no-bwrap-here"))
     (tmp_path / "c.py").write_text(builtin().get("vector_add").baseline_source)
     try:
-        eval_cli.main("vector_add", [str(tmp_path / "c.py")], device="interpreter")
+        eval_cli.evaluate_files("vector_add", [str(tmp_path / "c.py")], device="interpreter")
     except eval_cli.UsageError as error:
         assert "bubblewrap" in str(error) and 'sandbox = "off"' in str(error)
     else:
@@ -66,7 +66,7 @@ def test_eval_without_the_sandbox_says_so_on_every_line(tmp_path, capsys):
     from fitness import eval_cli
 
     (tmp_path / "c.py").write_text(builtin().get("vector_add").baseline_source)
-    (evaluation,) = eval_cli.main("vector_add", [str(tmp_path / "c.py")], device="interpreter",
+    (evaluation,) = eval_cli.evaluate_files("vector_add", [str(tmp_path / "c.py")], device="interpreter",
                                   timeout_s=30, sandbox="off")
     assert evaluation.correct and evaluation.sandboxed is False
     assert "UNSANDBOXED" in capsys.readouterr().out

@@ -241,10 +241,10 @@ def test_task_without_input_generator_is_a_harness_error(fitness_evaluator):
 
 
 def test_device_that_stops_answering_is_reported_not_waited_on():
-    from fitness.evaluator import Evaluator
+    from fitness import Evaluator, Settings
 
     start = time.monotonic()
-    with Evaluator("interpreter", workers=1, timeouts={"ready_s": 0.01}) as evaluator:
+    with Evaluator(Settings(device="interpreter", workers=1, timeouts={"ready_s": 0.01})) as evaluator:
         evaluation = evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", add_source()))
         stats = evaluator.stats()
     assert evaluation.failure_kind == "harness_error"

@@ -6,7 +6,7 @@ import time
 
 from benchmarks.registry import builtin
 from evo.records import STAGES, make_candidate
-from fitness.evaluator import Evaluator
+from fitness import Evaluator, Settings
 from fitness_limits import FITNESS_TEST_LIMITS
 
 VECTOR_ADD = builtin().get("vector_add")
@@ -44,7 +44,8 @@ def test_a_compile_past_its_limit_is_a_compile_timeout_with_its_seconds_kept():
         "def vector_add(", 1).replace("    out = ", "    _slow_compile()\n    out = ", 1)
     assert "_slow_compile()\n    out = " in source
     limits = {**FITNESS_TEST_LIMITS, "compile_s": 2.0, "stall_s": 60.0}
-    with Evaluator("interpreter", workers=1, timeouts=limits, static_gate=False) as evaluator:
+    with Evaluator(Settings(device="interpreter", workers=1, timeouts=limits,
+                            static_gate=False)) as evaluator:
         evaluation = evaluator.evaluate(VECTOR_ADD, make_candidate("vector_add", source))
 
     assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "compile")

@@ -16,7 +16,8 @@ import torch
 import cheats
 from benchmarks import registry
 from evo.records import make_candidate
-from fitness.judge import policy, policy_rules
+from fitness.judge import policy
+from fitness.judge.policy import rules as policy_rules
 from operators import offline, retrieval
 from operators.knowledge import SHEETS_DIR
 

@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from fitness.device import DeviceInfo
-from fitness.pool import WorkerPool
+from fitness.processes.pool import WorkerPool
 
 INTERPRETER = DeviceInfo("interpreter", "cpu-interpreter")
 

@@ -19,18 +19,18 @@ from triton.runtime._async_compile import FutureKernel
 
 from benchmarks.registry import builtin
 from evo.records import make_candidate
-from fitness import protocol
-from fitness.compile_only import ready_to_launch, stand_ins
+from fitness.processes import protocol
+from fitness.measure.compile_only import ready_to_launch, stand_ins
 from fitness.device import DeviceInfo
-from fitness.evaluator import Evaluator
-from fitness.pool import WorkerPool
+from fitness import Evaluator, Settings
+from fitness.processes.pool import WorkerPool
 from fitness_limits import FITNESS_TEST_LIMITS
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 COMPILING_ONLY = '''
 import json, torch, triton, triton.language as tl
-from fitness.sandbox.instrument import LaunchCounter
+from fitness.measure.launches import LaunchCounter
 
 counter = LaunchCounter()
 counter.install()
@@ -131,7 +131,8 @@ def test_an_exception_on_stand_ins_ends_the_precompile_not_the_worker(tmp_path):
 
 def test_a_walk_precompiles_and_the_inputs_are_described_once_per_task():
     task = builtin().get("vector_add")
-    with Evaluator("interpreter", workers=1, timeouts=FITNESS_TEST_LIMITS) as evaluator:
+    with Evaluator(Settings(device="interpreter", workers=1,
+                            timeouts=FITNESS_TEST_LIMITS)) as evaluator:
         evaluations = [evaluator.evaluate(task, make_candidate(
             task.name, f"{task.baseline_source}\n_COPY = {i}\n")) for i in range(2)]
         requests = evaluator.stats()["requests"]

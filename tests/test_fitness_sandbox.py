@@ -2,7 +2,7 @@
 
 These tests bypass the static gate on purpose: they show what the walls hold on their own,
 for code that slipped past every other check. Each runs a small Python program the way a
-fitness worker runs (`fitness.jail.command`) and looks at the host afterwards.
+fitness worker runs (`fitness.processes.jail.command`) and looks at the host afterwards.
 """
 
 import json
@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from fitness import jail
+from fitness.processes import jail
 
 @pytest.fixture()
 def workdir(tmp_path):
@@ -238,7 +238,7 @@ def test_a_worker_outlives_the_thread_that_started_it(tmp_path):
     import threading
 
     from fitness.device import DeviceInfo
-    from fitness.pool import WorkerPool
+    from fitness.processes.pool import WorkerPool
 
     pools = []
     starter = threading.Thread(target=lambda: pools.append(

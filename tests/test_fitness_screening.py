@@ -15,8 +15,8 @@ import pytest
 from benchmarks.registry import builtin
 from evo import results
 from evo.records import make_candidate
-from fitness.evaluator import Evaluator
-from fitness.timing import TimingConfig
+from fitness import Evaluator, Settings
+from fitness.measure.timing import TimingConfig
 from fitness_limits import FITNESS_TEST_LIMITS
 from kernel_variants import vector_add_at
 
@@ -24,8 +24,8 @@ from kernel_variants import vector_add_at
 def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
     task = builtin().get("vector_add")
     timing = TimingConfig(warmup_runs=1, min_runs=20, max_runs=20, max_timed_s=60.0)
-    with Evaluator("interpreter", workers=1, timeouts=FITNESS_TEST_LIMITS,
-                   timing=timing) as evaluator:
+    with Evaluator(Settings(device="interpreter", workers=1,
+                            timeouts=FITNESS_TEST_LIMITS, timing=timing)) as evaluator:
         candidate = make_candidate(task.name, vector_add_at(16))
         loser = evaluator.evaluate(task, candidate)
         requests = evaluator.stats()["requests"]

@@ -14,7 +14,8 @@ import socket
 import pytest
 import torch
 
-from fitness import protocol, shared_memory
+from fitness.processes import protocol
+from fitness.processes import shared_memory
 
 
 def _pipe_with(text: bytes) -> int:

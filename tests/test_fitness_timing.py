@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from fitness import timing
+from fitness.measure import timing
 from fitness.device import DeviceInfo
 from fitness.judge import timing_report
 

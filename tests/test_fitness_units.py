@@ -9,13 +9,15 @@ import torch
 
 from benchmarks.registry import builtin
 from evo.records import make_candidate
-from fitness import jail, timing
+from fitness.processes import jail
+from fitness.measure import timing
 from fitness.device import DeviceError, DeviceInfo, detect
-from fitness.gate import GpuGate
+from fitness.processes.device_lock import DeviceLock
 from fitness.judge import anticheat, checking
-from fitness.judge.cascade import Cascade, Limits, amd_only_options
+from fitness.judge.cascade import Cascade, amd_only_options
+from fitness.settings import Limits
 from fitness.judge.checker import Checker
-from fitness.pool import checker_env
+from fitness.processes.pool import checker_env
 
 H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", 0, 3350.0,
                   {"float32": 67.0, "bfloat16": 989.0}, 50 << 20)
@@ -157,7 +159,7 @@ def test_amd_only_launch_options_fail_on_nvidia_with_a_reason():
     source = builtin().get("vector_add").baseline_source.replace(
         'num_warps=config["num_warps"]', 'num_warps=config["num_warps"], waves_per_eu=2')
     assert amd_only_options(source) == ["waves_per_eu"]
-    cascade = Cascade(H100, None, None, GpuGate(), None, Limits())
+    cascade = Cascade(H100, None, None, DeviceLock(), None, Limits())
     evaluation = cascade.evaluate(builtin().get("vector_add"), make_candidate("vector_add", source))
     assert evaluation.failure_kind == "unsupported_on_backend"
     assert "waves_per_eu" in evaluation.error_trace and "AMD" in evaluation.error_trace
@@ -173,7 +175,7 @@ def test_a_checker_warms_up_at_start_and_keeps_nothing_of_it():
 
 
 def test_timing_holds_the_device_alone():
-    gate = GpuGate(exclusive_timing=True)
+    gate = DeviceLock(exclusive_timing=True)
     events = []
 
     def checker():
@@ -195,7 +197,7 @@ def test_timing_holds_the_device_alone():
 def test_timing_does_not_wait_out_a_hung_shared_holder():
     # A candidate spinning until its stage limit holds the device shared; timing must not
     # stall the whole pool for that limit, and new shared holders must still wait for it.
-    gate = GpuGate(exclusive_timing=True, straggler_wait_s=0.2)
+    gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.2)
     events = []
 
     def hung_candidate():
@@ -226,7 +228,7 @@ def test_timing_does_not_wait_out_a_hung_shared_holder():
 
 
 def test_timing_waits_for_short_shared_holders_but_not_for_compiling_ones():
-    gate = GpuGate(exclusive_timing=True, straggler_wait_s=1.0)
+    gate = DeviceLock(exclusive_timing=True, straggler_wait_s=1.0)
     entered = threading.Barrier(3)
     events = []
 
@@ -255,7 +257,7 @@ def test_timing_waits_for_short_shared_holders_but_not_for_compiling_ones():
 
 
 def test_timing_waits_for_a_candidate_that_is_loading_however_long_it_takes():
-    gate = GpuGate(exclusive_timing=True, straggler_wait_s=0.1)
+    gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.1)
     entered = threading.Event()
     events = []
 

@@ -14,7 +14,7 @@ import pytest
 from benchmarks import registry
 from evo.records import make_candidate
 from fitness.judge import policy
-from fitness.judge.policy_strip import runnable_source
+from fitness.judge.policy.strip import runnable_source
 
 BUILTIN = registry.builtin()
 HONEST = sorted((pathlib.Path(__file__).parent / "fixtures" / "honest_gate").glob("*.py"))

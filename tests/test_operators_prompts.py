@@ -7,7 +7,8 @@ tests exist so that nobody changes what the model is told by accident.
 import pytest
 
 from evo.records import Evaluation, Task, make_candidate
-from fitness.judge import policy, policy_contract
+from fitness.judge import policy
+from fitness.judge.policy import contract as policy_contract
 from operators import prompting
 
 TASK = Task(name="scale", suite="test", instruction="Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.",
@@ -186,7 +187,7 @@ def _with_contract(expected):
 
 
 def test_contract_is_the_gate_tables_rendered():
-    assert CONTRACT == policy_contract.render(), "run: python -m fitness.judge.policy_contract"
+    assert CONTRACT == policy_contract.render(), "run: python -m fitness.judge.policy.contract"
     assert "contiguous" in CONTRACT and "functools (partial, reduce, wraps)" in CONTRACT
 
 

@@ -35,6 +35,7 @@ import ray  # noqa: E402
 from benchmarks import registry  # noqa: E402
 from evo import campaign, config as config_lib  # noqa: E402
 from evo.records import make_candidate  # noqa: E402
+from fitness import Settings  # noqa: E402
 from fitness import actor as fitness_actor  # noqa: E402
 from operators import offline  # noqa: E402
 from operators.scripted_server import Reply, ScriptedServer  # noqa: E402
@@ -110,7 +111,8 @@ def main(argv=None) -> int:
     ray.init(include_dashboard=False, log_to_driver=False,
              num_gpus=None if args.device != "interpreter" else 0)
     gpus_seen = int(ray.cluster_resources().get("GPU", 0))
-    actors = fitness_actor.start_actors(args.device, args.workers, None, max_gpus=args.gpus)
+    actors = fitness_actor.start_actors(Settings(device=args.device, workers=args.workers),
+                                        max_gpus=args.gpus)
     device = ray.get(actors[0].device.remote(), timeout=300)
     started_stats = ray.get([a.stats.remote() for a in actors], timeout=300)
     answers = VariantAnswers(registry.builtin().tasks(), device.backend, args.seed)

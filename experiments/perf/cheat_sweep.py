@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--ungated", action="store_true", help="switch the static gate off")
     parser.add_argument("--neighbour", metavar="TASK", help="time TASK's baseline alone and amid")
     args = parser.parse_args()
-    from fitness.evaluator import Evaluator
+    from fitness import Evaluator, Settings
 
     tasks = {task.name: task for task in builtin().tasks()} | {"row_softmax": ROW_SOFTMAX}
     listed = [p for p in sorted((ROOT / "tests" / "cheats").rglob("*.py"))
@@ -55,8 +55,8 @@ def main() -> None:
               and expected_kinds(cheats.header(p), args.ungated, "any")]
     limits = {"import_s": 30, "compile_s": 60, "check_s": 30, "bench_s": 60}
     caught = 0
-    with Evaluator(args.device, workers=args.workers, timeouts=limits,
-                   static_gate=not args.ungated) as evaluator, \
+    with Evaluator(Settings(device=args.device, workers=args.workers, timeouts=limits,
+                            static_gate=not args.ungated)) as evaluator, \
             concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
         backend = evaluator.device.backend
         paths = [p for p in listed if cheats.applies_to(p, backend)]

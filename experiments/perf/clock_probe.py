@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 import torch  # noqa: E402
 
-from fitness import timing  # noqa: E402
+from fitness.measure import timing  # noqa: E402
 
 GPU = timing._gpu()
 X = torch.randn(1 << 24, device="cuda")

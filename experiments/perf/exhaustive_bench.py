@@ -29,7 +29,7 @@ import pandas as pd
 from benchmarks import registry
 from evo import analysis
 from evo.records import make_candidate
-from fitness.evaluator import Evaluator
+from fitness import Evaluator, Settings
 from operators import offline
 
 
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     suite = registry.builtin()
     names = args.tasks.split(",") if args.tasks else sorted(searched) or [t.name for t in suite.tasks()]
     rows = []
-    with Evaluator(args.device, workers=args.workers) as evaluator:
+    with Evaluator(Settings(device=args.device, workers=args.workers)) as evaluator:
         backend = evaluator.device.backend
         print(f"device: {evaluator.device.name} ({backend})")
         print("| task | space | swept | sweep best | search best | search evals to best | "

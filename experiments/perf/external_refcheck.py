@@ -26,10 +26,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks import external  # noqa: E402
-from fitness import device as device_lib, jail  # noqa: E402
-from fitness.gate import GpuGate  # noqa: E402
+from fitness import device as device_lib
+from fitness.processes import jail  # noqa: E402
+from fitness.processes.device_lock import DeviceLock  # noqa: E402
 from fitness.judge import harness  # noqa: E402
-from fitness.pool import WorkerPool  # noqa: E402
+from fitness.processes.pool import WorkerPool  # noqa: E402
 
 
 def check_suite(suite: str, path: str, runner: harness.HarnessRunner, sample: int | None,
@@ -77,7 +78,7 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="kernelevo-refcheck-") as root:
         workers = WorkerPool(info, args.jobs, "candidate", root)
-        runner = harness.HarnessRunner(info, workers, GpuGate(info.timing_meaningful),
+        runner = harness.HarnessRunner(info, workers, DeviceLock(info.timing_meaningful),
                                        harness.Limits(reference_s=args.timeout),
                                        salt_seeds=not args.suite_seeds)
         try:

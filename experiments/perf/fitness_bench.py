@@ -33,7 +33,8 @@ from machine_use import GpuSampler, HostCpu  # noqa: E402  (beside this script)
 _NAIVE_SCRIPT = r'''
 import importlib.util, sys, torch
 from benchmarks.registry import builtin
-from fitness import device as device_lib, timing
+from fitness import device as device_lib
+from fitness.measure import timing
 task = builtin().get(sys.argv[1])
 device = device_lib.detect(sys.argv[3])
 spec = importlib.util.spec_from_file_location("candidate", sys.argv[2])
@@ -77,11 +78,11 @@ def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Ca
 
 def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
                repeat: bool = True, spares: int | None = None):
-    from fitness.evaluator import Evaluator
-    from fitness.judge.cascade import Limits
+    from fitness import Evaluator, Settings
+    from fitness import Limits
 
-    with Evaluator(device, workers=workers, timeouts=Limits.uniform(timeout_s),
-                   sandbox=sandbox, spares=spares) as evaluator:
+    with Evaluator(Settings(device=device, workers=workers, sandbox=sandbox, spares=spares,
+                            timeouts=Limits.uniform(timeout_s))) as evaluator:
         warm_start = time.monotonic()
         evaluator.evaluate(batch[0][0], batch[0][1])  # start-up is paid once per campaign
         warmup_s = time.monotonic() - warm_start
@@ -239,12 +240,12 @@ def run_naive(batch, device: str, workers: int, timeout_s: float, startup_s: flo
               sandbox: str):
     """One fresh process per candidate (with the same parallelism), as GEAK-eval runs them;
     with `sandbox` "bwrap" each process is walled in exactly as a pooled worker is
-    (`fitness.jail`), with the task code it needs mounted read-only.
+    (`fitness.processes.jail`), with the task code it needs mounted read-only.
 
     Its limit is the stage limit plus `startup_s`: a fresh process cannot tell a slow
     import from a hang, so it must allow for the import on every candidate.
     """
-    from fitness import jail
+    from fitness.processes import jail
 
     folder = tempfile.mkdtemp(prefix="naive-fitness-")
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

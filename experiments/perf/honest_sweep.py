@@ -52,11 +52,12 @@ def main() -> None:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--workers", type=int, default=4)
     args = parser.parse_args()
-    from fitness.evaluator import Evaluator
+    from fitness import Evaluator, Settings
 
     tasks = {task.name: task for task in builtin().tasks()} | {"row_softmax": ROW_SOFTMAX}
     files = honest_files(tasks)
-    with Evaluator(args.device, workers=args.workers, timeouts=LIMITS) as evaluator, \
+    with Evaluator(Settings(device=args.device, workers=args.workers,
+                            timeouts=LIMITS)) as evaluator, \
             concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
         correct = sweep(evaluator, pool, tasks, files)
         print(f"honest files correct: {correct} of {len(files)}; device {evaluator.device.name}",

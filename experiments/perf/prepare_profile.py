@@ -41,7 +41,7 @@ import time
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 from benchmarks.registry import builtin  # noqa: E402
-from fitness import shared_memory  # noqa: E402
+from fitness.processes import shared_memory  # noqa: E402
 from fitness.device import detect  # noqa: E402
 from fitness.judge import checking  # noqa: E402
 from fitness.judge.checker import Checker  # noqa: E402

@@ -6,7 +6,7 @@ taken from a datasheet: the device-to-device copy bandwidth (bytes read + writte
 rate of a large fp16 matmul.
 
 Baselines are trusted project code, so they run in this process; latencies come from
-`fitness.timing.bench` (device events, L2 flushed, callables interleaved), the same code
+`fitness.measure.timing.bench` (device events, L2 flushed, callables interleaved), the same code
 that times candidates.
 
     python experiments/perf/suite_bench.py --modes eager,default [--tasks softmax,matmul]
@@ -29,7 +29,7 @@ import torch
 
 from benchmarks import registry
 from fitness import device as device_lib
-from fitness import timing
+from fitness.measure import timing
 
 
 def measure_ceilings(device) -> dict:

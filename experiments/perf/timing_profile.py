@@ -32,7 +32,7 @@ import time
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 from experiments.perf.timing_repeat import baseline_parser, chosen_tasks, load_baseline  # noqa: E402
-from fitness import timing  # noqa: E402
+from fitness.measure import timing  # noqa: E402
 from fitness.device import detect  # noqa: E402
 
 PHASES = ("buffers", "prepare", "warm", "settle", "timed")

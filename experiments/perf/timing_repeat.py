@@ -1,6 +1,6 @@
 """Timing repeatability and cost: every built-in baseline, every case, timed several times.
 
-What it answers: does `fitness.timing.bench` give the same median for the same kernel when
+What it answers: does `fitness.measure.timing.bench` give the same median for the same kernel when
 it is timed again later (fresh inputs at new addresses, other kernels timed in between), and
 what does a timing cost. Issue 12's goal: max spread <= 2% over cases of at least 20 us.
 
@@ -36,7 +36,7 @@ import time
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 
 from benchmarks.registry import builtin  # noqa: E402
-from fitness import timing  # noqa: E402
+from fitness.measure import timing  # noqa: E402
 from fitness.device import detect  # noqa: E402
 
 FIXED = timing.TimingConfig(min_runs=30, max_runs=500, max_timed_s=0.02, ci_rel=0.0,

@@ -2,7 +2,7 @@
 
 What it answers: per task and case, how fast is what a user already has (the PyTorch op in
 eager mode, under torch.compile's default mode and under max-autotune-no-cudagraphs), with
-the protocol that times candidates and baselines (`fitness.timing.bench`: L2 flushed before
+the protocol that times candidates and baselines (`fitness.measure.timing.bench`: L2 flushed before
 every run, CUDA-graph replays when the call can be captured, input buffers refilled with other
 values before every run), so its medians sit beside a campaign's latency_us. `evo report DIR`
 joins this file with the campaign's best kernels (it looks for DIR/torch_timings.parquet).
@@ -77,7 +77,7 @@ def run_job(spec: dict) -> None:
 
     from benchmarks import registry
     from fitness import device as device_lib
-    from fitness import timing
+    from fitness.measure import timing
 
     device = device_lib.detect(spec["device"])
     task = registry.builtin().get(spec["task"])

@@ -12,7 +12,7 @@ runs and the trusted checker's comparison after. A speed beyond the device's roo
 
 from __future__ import annotations
 
-from fitness.judge.policy_rules import DATA_MOVEMENT_TAG
+from fitness.judge.policy.rules import DATA_MOVEMENT_TAG
 
 ALLOWED_TORCH_OPS = frozenset({
     # allocation and filling (the worker poisons fresh allocations with NaN or an infinity)

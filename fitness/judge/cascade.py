@@ -22,15 +22,17 @@ import itertools
 import random
 import threading
 import time
-from typing import Mapping
 
 from evo.records import Candidate, Evaluation, Task, parse_source
-from fitness import HARNESS_VERSION, timing
+from fitness import HARNESS_VERSION
+from fitness.measure import timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
-from fitness.judge import anticheat, policy, timing_report
+from fitness.judge import anticheat, timing_report
+from fitness.judge import policy
 from fitness.judge.activity import Activity
+from fitness.settings import Limits
 from fitness.judge.latency_memory import GIVE_UP_FACTOR, BaselineCache, BestLatency
-from fitness.pool import WorkerFault, relay_fd
+from fitness.processes.pool import WorkerFault, relay_fd
 
 RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
 """A worker or checker death of these kinds may be a neighbour's fault or a pool restart:
@@ -43,52 +45,6 @@ on the whole-suite campaign: 2 of 544 candidates of an H200 failed to clone thei
 BASELINE_JOBS = 2
 """Baselines warmed and timed at once, each on a checker of its own (`Cascade.baseline_job`):
 the Evaluator's checker pool holds this many beside one per candidate worker."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """Time limit of each stage, in seconds; a stage past its limit is killed.
-
-    Attributes:
-      import_s: writing and importing the candidate module.
-      compile_s: the precompile (every case's kernels compiled, none launched) and the
-        first call, each.
-      check_s: each further correctness call, and each comparison in the checker.
-      bench_s: staging the timing, timing every case, and the re-check call, each.
-      ready_s: a new worker's start-up (charged to no candidate).
-      stall_s: not a stage limit: how long the candidate's own Python code may run with no
-        Triton launch in between, during import and correctness calls, before its worker
-        ends it as a timeout (`fitness.sandbox.instrument.StallWatch`). A host loop would
-        otherwise hold a worker for a whole stage limit; a kernel's entry point needs
-        milliseconds of its own host code, not seconds.
-    """
-
-    import_s: float = 60.0
-    compile_s: float = 180.0
-    check_s: float = 60.0
-    bench_s: float = 300.0
-    ready_s: float = 120.0
-    stall_s: float = 3.0
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, float] | None) -> "Limits":
-        """Returns Limits from {"import_s": 30, "compile": 60, ...}; unknown keys raise."""
-        names = {field.name for field in dataclasses.fields(cls)}
-        chosen = {}
-        for key, value in (values or {}).items():
-            name = key if key.endswith("_s") else f"{key}_s"
-            if name not in names:
-                raise ValueError(f"unknown fitness timeout {key!r}; known: {sorted(names)}")
-            if not (isinstance(value, (int, float)) and value > 0):
-                raise ValueError(f"fitness timeout {key!r} must be a positive number, got {value!r}")
-            chosen[name] = float(value)
-        return cls(**chosen)
-
-    @classmethod
-    def uniform(cls, seconds: float) -> "Limits":
-        """Returns the same limit for every candidate stage (start-up and the stall limit
-        keep their defaults)."""
-        return cls(import_s=seconds, compile_s=seconds, check_s=seconds, bench_s=seconds)
 
 
 class _Failed(Exception):
@@ -311,14 +267,14 @@ class _Walk:
         started = time.monotonic()
         self.activity.waiting_on(name, limit_s)
         try:
-            reply = process.request({"task": self.task, **request} if not process.sandboxed
+            reply = process.request({"task": self.task, **request} if not process.untrusted
                                     else request, limit_s)
         finally:
             self.activity.waiting_on(None)
             self.c.count_request(name, time.monotonic() - started)
         if not reply.get("ok"):
             kind = reply.get("kind", "harness_error")
-            if not process.sandboxed and kind != "out_of_memory":
+            if not process.untrusted and kind != "out_of_memory":
                 kind = "harness_error"  # a checker failing is the task's or the harness's fault
             stage = "compile" if kind in ("compile_error", "unsupported_on_backend") else (stage or self.stage)
             raise _Failed(stage, kind, str(reply.get("trace", "")))
@@ -350,7 +306,7 @@ class _Walk:
               check_inputs: bool = True, compiling: bool = False) -> dict:
         """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
         `check_inputs`: also verify the call left its inputs unchanged (once per case).
-        `compiling`: the first call, mostly Triton's compiler (see `GpuGate`), held apart
+        `compiling`: the first call, mostly Triton's compiler (see `DeviceLock`), held apart
         from its short prepare and compare. Any other call is one shared hold from prepare
         to compare (tens of ms): a waiting timing run then delays this walk once per call,
         not once per request."""

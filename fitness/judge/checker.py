@@ -1,6 +1,6 @@
 """The checker: a trusted process that makes inputs, runs references, compares, times baselines.
 
-Started by `fitness.pool` (unsandboxed: it never imports a candidate) as
+Started by `fitness.processes.pool` (unsandboxed: it never imports a candidate) as
 `python -m fitness.judge.checker REQ REPLY [CHANNEL]`. One walk of the cascade leases one checker for
 its whole duration: `prepare` makes a case's inputs from a seed the candidate has not seen,
 hands them over (a GPU buffer this process owns, lent by descriptor, or raw files in the
@@ -23,9 +23,12 @@ import traceback
 
 import torch
 
-from fitness import compile_only, protocol, shared_memory, timing
+from fitness.measure import compile_only
+from fitness.processes import protocol
+from fitness.processes import shared_memory
+from fitness.measure import timing
 from fitness.judge import checking
-from fitness.sandbox import instrument
+from fitness.measure.launches import LaunchCounter
 
 
 @dataclasses.dataclass
@@ -55,7 +58,7 @@ class Checker:
         timing.bind_clocks()
         # `warm_baseline` compiles only; installed by the checker process (`_serve`), since
         # it patches Triton's classes for good
-        self.launches = instrument.LaunchCounter()
+        self.launches = LaunchCounter()
         self.torch = torch
         self.device = request["device"]
         self.channel = channel

@@ -4,8 +4,8 @@ External candidates cross the same seam as built-in ones: the static gate first
 (`policy.check`, with the external suites' rules), then the harness runs inside a sandboxed
 worker leased from the Evaluator's candidate pool (op "harness", body in
 `fitness.sandbox.harness_run`), so time limits, output floods and deaths are handled by
-`fitness.pool` like every other stage. The harness's outputs come back as raw tensor files
-plus a JSON structure (`fitness.protocol`) and are compared here, on the trusted side, with
+`fitness.processes.pool` like every other stage. The harness's outputs come back as raw tensor files
+plus a JSON structure (`fitness.processes.protocol`) and are compared here, on the trusted side, with
 `fitness.judge.checking`'s per-element rule and the suite's tolerance. External test code
 may alter the process it runs in, so every worker that ran a harness is retired.
 
@@ -16,7 +16,7 @@ expected outputs to copy. Every seed the harness sets is salted with this runner
 expected output covers.
 
 A candidate whose outputs pass gets a timing pass, holding the device alone
-(`GpuGate.exclusive`), where the suite gives a way to call the kernel: the ROCm benchmark's
+(`DeviceLock.exclusive`), where the suite gives a way to call the kernel: the ROCm benchmark's
 `test_performance` op_callables and KernelBench's `Model`/`ModelNew` on `get_inputs()`. The
 reference is timed the same way in its own worker, once per task. TritonBench-revised has
 no timing harness: its correct candidates end at stage "correct", untimed, with the reason
@@ -33,10 +33,11 @@ import threading
 import time
 
 from evo.records import Candidate, Evaluation, Task, parse_source
-from fitness import protocol
-from fitness.judge import harness_outputs, policy, timing_report
+from fitness.processes import protocol
+from fitness.judge import harness_outputs, timing_report
+from fitness.judge import policy
 from fitness.judge.cascade import RETRIED_FAULTS
-from fitness.pool import WorkerFault
+from fitness.processes.pool import WorkerFault
 
 HARNESS_VERSION = "external-harness-4"
 _SEPARATOR = "#" * 146
@@ -157,7 +158,7 @@ class HarnessRunner:
     Args:
       device: the DeviceInfo the pool's workers run on.
       workers: the Evaluator's candidate WorkerPool (sandboxed workers).
-      gate: the Evaluator's GpuGate: runs share the device, timing passes hold it alone.
+      gate: the Evaluator's DeviceLock: runs share the device, timing passes hold it alone.
       input_seed: salts the harness's seeds (drawn at random when None); with
         `salt_seeds=False` the harness keeps its own seeds, as the suite publishes them.
       static_gate: False only to test what the later layers catch on their own.

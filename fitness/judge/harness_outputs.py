@@ -3,7 +3,7 @@
 A harness returns whatever its suite returns: dicts of tests or trials holding tensors,
 NumPy arrays, tuples, numbers and strings. Inside the sandbox
 (`fitness.sandbox.harness_run`) every tensor and number becomes a raw tensor file
-(`fitness.protocol`) and the containers a JSON structure naming them by index, so nothing
+(`fitness.processes.protocol`) and the containers a JSON structure naming them by index, so nothing
 that crosses can run code here. `read` validates both; `compare` judges each top-level
 entry (a test, a trial) as one case with `fitness.judge.checking`'s per-element rule.
 """
@@ -15,7 +15,7 @@ import json
 
 import torch
 
-from fitness import protocol
+from fitness.processes import protocol
 from fitness.judge import checking
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from fitness.timing import STOP_REASONS
+from fitness.measure.timing import STOP_REASONS
 
 
 class ForgedTiming(ValueError):
@@ -21,7 +21,7 @@ class ForgedTiming(ValueError):
 def checked(reports: dict, wall_s: float) -> dict[str, dict]:
     """Returns {case: {"median_us", "p20_us", "p80_us", "runs"[, "stopped"]}} from `reports`,
     or raises ForgedTiming naming the case and what is wrong. "stopped" (why the worker
-    stopped timing, one of `fitness.timing.STOP_REASONS`) is passed on when reported."""
+    stopped timing, one of `fitness.measure.timing.STOP_REASONS`) is passed on when reported."""
     stats = {}
     for name, result in reports.items():
         try:

@@ -1,6 +1,6 @@
 """The first code that runs inside a sandbox: limits, uid drop, then the real program.
 
-Started by `fitness.jail.command` as `python -m fitness.sandbox.entry SETTINGS MODULE ARGS...`.
+Started by `fitness.processes.jail.command` as `python -m fitness.sandbox.entry SETTINGS MODULE ARGS...`.
 It runs before any untrusted code, so the hard limits it sets cannot be raised again, and
 when the engine is root it drops to nobody (no capabilities remain after setuid).
 """

@@ -4,9 +4,9 @@ The worker's "harness" op delegates to `run`. The engine sends the files to writ
 kernel module, a candidate's or the suite's reference, and the suite's test code) and
 what to do with them; the worker writes them into a folder of its private /sandbox and runs
 the suite's way of exercising the module there. Nothing here judges: with mode "outputs"
-the harness's results are written as raw tensor files (`fitness.protocol.write_values`)
+the harness's results are written as raw tensor files (`fitness.processes.protocol.write_values`)
 plus a JSON structure saying where each value sat, for the trusted side to compare; with
-mode "time" each case is timed through `fitness.timing`, the engine's one timer. External
+mode "time" each case is timed through `fitness.measure.timing`, the engine's one timer. External
 test code may leave the process altered (patched modules, salted seeds, imported test
 files), so the engine retires the worker after one harness run.
 
@@ -30,12 +30,12 @@ import os
 import sys
 import traceback
 
-from fitness import protocol
+from fitness.processes import protocol
 
 _TRACE_CHARS = 6000
 
 _GEAK_PERF_SHIM = '''"""Stand-in for geak_eval.perf.ROCm.performance_utils_pytest, written by KernelEvo's harness:
-hands op_callable to TIMER, which the timing pass sets to fitness.timing (never do_bench)."""
+hands op_callable to TIMER, which the timing pass sets to fitness.measure.timing (never do_bench)."""
 TIMER = None
 
 
@@ -95,7 +95,7 @@ class _Harness:
 
     def bench(self, fns) -> list[dict]:
         """Times the callables interleaved; returns their LatencyStats as dicts."""
-        from fitness import timing
+        from fitness.measure import timing
 
         config = self.request.get("timing")
         stats = timing.bench(fns, self.device, timing.TimingConfig(**config) if config else None)

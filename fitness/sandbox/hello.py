@@ -1,3 +1,3 @@
-"""A trivial sandboxed program: `fitness.jail.verify` runs it to prove the sandbox works."""
+"""A trivial sandboxed program: `fitness.processes.jail.verify` runs it to prove the sandbox works."""
 
 print("sandbox-ok", flush=True)

@@ -2,8 +2,7 @@
 
 Installed by the worker before any candidate is imported: a Triton launch counter, a torch
 dispatch recorder that also poisons fresh allocations (a kernel that leaves outputs unwritten
-fails), a thread-start watch (work moved to a thread escapes the recorder), a
-tripwire on the task's reference, a snapshot of the harness functions a candidate might
+fails), a thread-start watch (work moved to a thread escapes the recorder), a snapshot of the harness functions a candidate might
 patch, and a watch that ends the process when the candidate's own code spins. The counter,
 recorder and poison are the same in every call the candidate sees (checked, warm-up,
 captured, timed), and a callable launch grid runs outside the launch, where they see it.
@@ -25,98 +24,11 @@ import time
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fitness import protocol
+from fitness.measure.launches import LaunchCounter
+from fitness.processes import protocol
 
 _ALLOCATORS = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
                          "new_empty_strided", "empty_permuted"})
-
-
-class LaunchCounter:
-    """Counts Triton launches (compiled and interpreted) made outside warm-up; inside
-    `compiling_only`, turns every launch into a compilation alone."""
-
-    def __init__(self):
-        self.count = 0
-        self.depth = 0  # > 0 while inside a launch: torch ops there are Triton's, not the candidate's
-        self.compile_only = False
-        self.withheld = 0  # launches that `compiling_only` turned into compilations
-        self.compiled: list = []  # what those compilations returned (kernels, or futures of them)
-
-    def install(self) -> None:
-        from triton.runtime import autotuner, interpreter, jit
-
-        for cls in (jit.JITFunction, interpreter.InterpretedFunction):
-            cls.run = self._wrap(cls.run)
-        autotuner.Autotuner.run = self._wrap_autotuner(autotuner.Autotuner.run)
-
-    @contextlib.contextmanager
-    def compiling_only(self):
-        """Inside the block a kernel launch compiles the kernel (Triton's own warm-up path)
-        and launches nothing: the candidate's kernels compile without touching the device."""
-        self.compile_only = True
-        try:
-            yield
-        finally:
-            self.compile_only = False
-
-    def _wrap(self, run):
-        counter = self
-
-        def counted_run(kernel, *args, grid, warmup, **kwargs):
-            if counter.compile_only and not warmup:
-                counter.withheld += 1
-                warmup = True
-            if not warmup:
-                counter.count += 1
-            if callable(grid):
-                grid = counter._seen(grid)
-            counter.depth += 1
-            try:
-                compiled = run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
-            finally:
-                counter.depth -= 1
-            if counter.compile_only and compiled is not None:
-                counter.compiled.append(compiled)
-            return compiled
-
-        counted_run.__wrapped__ = run
-        return counted_run
-
-    def _seen(self, grid):
-        """Returns `grid` run outside the launch's depth: Triton calls a callable grid inside
-        the launch, where torch ops are Triton's own and go unrecorded, so a grid function
-        that computed the task with torch (`o[:] = x + y`) did so unseen. Its torch ops,
-        threads and host reads are the candidate's, and are recorded as such."""
-        counter = self
-
-        def seen_grid(*args, **kwargs):
-            counter.depth -= 1
-            try:
-                return grid(*args, **kwargs)
-            finally:
-                counter.depth += 1
-
-        return seen_grid
-
-    def _wrap_autotuner(self, run):
-        """Returns Autotuner.run that, compiling only, compiles each config it would benchmark
-        and keeps no choice: a benchmark of launches that never happen would cache an
-        arbitrary config for the calls that count."""
-        counter = self
-
-        def tuned_run(tuner, *args, **kwargs):
-            if not counter.compile_only:
-                return run(tuner, *args, **kwargs)
-            tuner.nargs = dict(zip(tuner.arg_names, args))
-            try:
-                configs = tuner.prune_configs(kwargs) if len(tuner.configs) > 1 else tuner.configs
-                for config in configs:
-                    tuner.fn.run(*args, **kwargs, **config.all_kwargs())
-            finally:
-                tuner.nargs = None
-
-        tuned_run.__wrapped__ = run
-        return tuned_run
 
 
 class Stall:
@@ -306,31 +218,6 @@ class HostReadWatch:
             return method(tensor, *args, **kwargs)
 
         return counted
-
-
-class ReferenceTripwire:
-    """Replaces the task's reference in its module with a wrapper that records calls."""
-
-    def __init__(self):
-        self.calls = 0
-        self._installed: set[tuple[str, str]] = set()
-
-    def install(self, reference) -> None:
-        if reference is None:
-            return
-        key = (reference.__module__, reference.__qualname__)
-        module = sys.modules.get(reference.__module__)
-        if key in self._installed or module is None or "." in reference.__qualname__:
-            return
-        tripwire = self
-
-        @functools.wraps(reference)
-        def watched_reference(*args, **kwargs):
-            tripwire.calls += 1
-            return reference(*args, **kwargs)
-
-        setattr(module, reference.__name__, watched_reference)
-        self._installed.add(key)
 
 
 _TORCH_FUNCTIONS = ("allclose", "isclose", "equal", "save", "load", "empty", "empty_like",

@@ -1,7 +1,7 @@
 """The sandboxed worker: loads one candidate at a time, runs it on the judge's inputs, times it.
 
-Started inside the sandbox (`fitness.jail`) as `python -m fitness.sandbox.worker REQ REPLY
-[CHANNEL]`. Requests and replies are JSON (`fitness.protocol`). The worker never sees a
+Started inside the sandbox (`fitness.processes.jail`) as `python -m fitness.sandbox.worker REQ REPLY
+[CHANNEL]`. Requests and replies are JSON (`fitness.processes.protocol`). The worker never sees a
 Task: it gets a source text, an entry point name, and input tensors the trusted judge made:
 on a CUDA GPU a buffer the judge owns, whose descriptor arrives on CHANNEL, with a slot for
 each output; elsewhere raw files under /inputs (read-only here), the outputs and the inputs
@@ -33,7 +33,9 @@ import socket
 import sys
 import traceback
 
-from fitness import compile_only, protocol, shared_memory
+from fitness.measure import compile_only
+from fitness.processes import protocol
+from fitness.processes import shared_memory
 
 _TRACE_CHARS = 4000
 _FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
@@ -108,7 +110,7 @@ class Worker:
     def __init__(self, request: dict, channel: socket.socket | None):
         import torch
 
-        from fitness import timing
+        from fitness.measure import timing
         from fitness.device import DeviceInfo
         from fitness.sandbox import instrument, interpreter_autotune, probe
 
@@ -288,7 +290,7 @@ class Worker:
         before every run with other values drawn from the case's `seed`, `timing.FreshInputs`,
         so nothing computed once can be replayed), warms the candidate up on them and
         captures it (`timing.stage`): the part of timing the judge lets run beside other work."""
-        from fitness import timing
+        from fitness.measure import timing
 
         config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
         self.timed, spent = [], {}
@@ -356,7 +358,7 @@ class Worker:
         is the clock a light kernel waits for, as the judge's trusted reads know it;
         `continued`: the case follows another of this candidate's (`one_callers_cases`).
         Replies with the stats and what the candidate did in this case's calls so far."""
-        from fitness import timing
+        from fitness.measure import timing
 
         position = request["case"]
         if not (isinstance(position, int) and 0 <= position < len(self.timed)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from fitness.judge import policy_rules as rules
+from fitness.judge.policy import rules
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NOT_TENSOR_CALLS = ("torch.device", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.Size",

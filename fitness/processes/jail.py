@@ -46,7 +46,7 @@ ENV_ALLOWLIST = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA
 
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 _GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/kfd", "/dev/dri")
-_PROJECT_PACKAGE = pathlib.Path(__file__).resolve().parent
+_PROJECT_PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 """Only the `fitness` package of the project is visible inside (not benchmarks, not results)."""
 
 SANDBOX_TMP = "/sandbox"

@@ -36,7 +36,7 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from fitness.device import DeviceInfo
-from fitness.timing_rules import (  # noqa: F401  (re-exported: the timing vocabulary)
+from fitness.measure.timing_rules import (  # noqa: F401  (re-exported: the timing vocabulary)
     INTERPRETER_TIMING, STOP_REASONS, ClockWindow, TimingConfig, drifted, heavy,
     median_ci_ranks, next_batch_runs, settled, stop_reason)
 

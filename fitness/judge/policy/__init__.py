@@ -21,13 +21,13 @@ import dataclasses
 import functools
 
 from evo.records import parse_source
-from fitness.judge import policy_facts as facts_lib
-from fitness.judge import policy_rules as rules
-from fitness.judge.policy_expressions import ExpressionRules
-from fitness.judge.policy_facts import Scope, code, dunder, is_docstring
-from fitness.judge.policy_paths import PathRules
-from fitness.judge.policy_rules import Policy
-from fitness.judge.policy_strip import harness_imports, runnable_source, strip
+from fitness.judge.policy import facts as facts_lib
+from fitness.judge.policy import rules
+from fitness.judge.policy.expressions import ExpressionRules
+from fitness.judge.policy.facts import Scope, code, dunder, is_docstring
+from fitness.judge.policy.paths import PathRules
+from fitness.judge.policy.rules import Policy
+from fitness.judge.policy.strip import harness_imports, runnable_source, strip
 
 _KERNEL_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.Import,
                       ast.ImportFrom, ast.Global, ast.Nonlocal, ast.With, ast.Try, ast.Delete)

@@ -1,4 +1,4 @@
-"""The GPU gate: many holders share the device for compile/check, timing holds it alone.
+"""The device lock: many holders share the device for compile/check, timing holds it alone.
 
 A readers-writer lock that prefers the writer (a waiting timing run stops new shared
 holders), and that also accounts the device's busy time (the union of intervals during
@@ -12,7 +12,7 @@ import threading
 import time
 
 
-class GpuGate:
+class DeviceLock:
     """Shared/exclusive access to one device, with busy-time accounting.
 
     Shared holders are of two kinds. Short ones (a checker's prepare or compare, a

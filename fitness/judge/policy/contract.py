@@ -4,16 +4,16 @@ What the model is told it may write and what the gate allows must never drift ap
 prompt's contract is not written by hand: `render()` builds it from the same tables the gate
 reads. operators/ may not import fitness/ (DESIGN.md), so the rendering is kept as the
 prompt template operators/prompts/contract.txt; a test fails when the two differ, and
-`python -m fitness.judge.policy_contract` rewrites the template.
+`python -m fitness.judge.policy.contract` rewrites the template.
 """
 
 from __future__ import annotations
 
 import pathlib
 
-from fitness.judge import policy_rules as rules
+from fitness.judge.policy import rules
 
-TEMPLATE = pathlib.Path(__file__).parents[2] / "operators" / "prompts" / "contract.txt"
+TEMPLATE = pathlib.Path(__file__).parents[3] / "operators" / "prompts" / "contract.txt"
 _READS = ("item", "tolist", "cpu", "numpy")
 
 

@@ -24,7 +24,9 @@ import tempfile
 import threading
 import time
 
-from fitness import jail, protocol, shared_memory
+from fitness.processes import jail
+from fitness.processes import protocol
+from fitness.processes import shared_memory
 from fitness.device import DeviceInfo
 
 _POLL_S = 0.05
@@ -79,7 +81,7 @@ def checker_env(device: DeviceInfo, workdir: str) -> dict[str, str]:
 
 @dataclasses.dataclass(frozen=True)
 class SandboxSettings:
-    """How candidate workers are walled in (see `fitness.jail`).
+    """How candidate workers are walled in (see `fitness.processes.jail`).
 
     Attributes:
       enabled: False only when the user set `[fitness] sandbox = "off"`.
@@ -112,7 +114,7 @@ def _cpu_seconds(pid: int) -> float:
 class WorkerProcess:
     """One worker subprocess with its pipes, its output drain and its directories.
 
-    A "candidate" worker runs sandboxed (`fitness.jail`): its private directory is its
+    A "candidate" worker runs sandboxed (`fitness.processes.jail`): its private directory is its
     /sandbox, and `input_dir` (written by the trusted checker) is mounted read-only as /inputs.
     A "checker" runs unsandboxed: it never loads a candidate.
     """
@@ -120,10 +122,10 @@ class WorkerProcess:
     def __init__(self, role: str, device: DeviceInfo, root_dir: str, flood_limit_bytes: int,
                  sandbox: SandboxSettings, tail_bytes: int = 16 << 10):
         self.role = role
-        self.sandboxed = role == "candidate"
+        self.untrusted = role == "candidate"  # imports candidates; jailed unless sandbox off
         self.workdir = tempfile.mkdtemp(prefix=f"{role}-", dir=root_dir)
         self.input_dir = (tempfile.mkdtemp(prefix=f"{role}-inputs-", dir=root_dir)
-                          if self.sandboxed else None)
+                          if self.untrusted else None)
         self.uses = 0
         self.retired = False
         self.ready = False
@@ -137,14 +139,14 @@ class WorkerProcess:
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
         inherited = [request_read, reply_write]
-        # GPU buffers cross as file descriptors (`fitness.shared_memory`), relayed by the
+        # GPU buffers cross as file descriptors (`fitness.processes.shared_memory`), relayed by the
         # engine through a datagram socket each process gets at birth.
         self.channel = None
         if device.backend == "cuda":
             self.channel, far_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
             inherited.append(far_end.detach())
         fds = [str(fd) for fd in inherited]
-        if self.sandboxed:
+        if self.untrusted:
             jail.prepare_workdir(self.workdir)
             os.chmod(self.input_dir, 0o755)
             argv, env = jail.command("fitness.sandbox.worker", fds, workdir=self.workdir,
@@ -168,14 +170,14 @@ class WorkerProcess:
         self._reader = protocol.ReplyReader(self._reply_fd)
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
         self._drain.start()
-        init = ({"op": "init", "device": dataclasses.asdict(device)} if self.sandboxed
+        init = ({"op": "init", "device": dataclasses.asdict(device)} if self.untrusted
                 else {"op": "init", "device": device})
         self._send(init, deadline=time.monotonic() + 10)
 
     def limit_cpu(self, seconds: float) -> None:
         """Lowers the sandboxed process's CPU limit to (CPU used so far + seconds): the kernel
         then kills a spinning candidate at its limit even if this engine is stopped."""
-        if not self.sandboxed:
+        if not self.untrusted:
             return
         with contextlib.suppress(OSError, ValueError):
             if self._inner_pid is None:
@@ -211,7 +213,7 @@ class WorkerProcess:
         kill_group(self.proc.pid)
 
     def _send(self, request: dict, deadline: float) -> None:
-        data = protocol.encode_request(request, pickled=not self.sandboxed)
+        data = protocol.encode_request(request, pickled=not self.untrusted)
         while data:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -290,7 +292,7 @@ class WorkerProcess:
             return "timeout", ("the candidate's own Python code ran past the stall limit "
                                "(stall_s) without launching a kernel: a host-side loop")
         # bwrap reports a child killed by signal N as exit status 128 + N.
-        signum = -code if code < 0 else code - 128 if self.sandboxed and 128 < code < 160 else 0
+        signum = -code if code < 0 else code - 128 if self.untrusted and 128 < code < 160 else 0
         if signum == signal.SIGXCPU:
             return "timeout", "the worker ran past its CPU-time limit (killed by the kernel)"
         if signum:

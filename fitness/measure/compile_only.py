@@ -11,7 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 
-from fitness import protocol
+from fitness.processes import protocol
 
 COMPILE_THREADS = 4  # kernels compiled at once
 

@@ -1,7 +1,7 @@
 """The rules of adaptive timing, as pure functions of the samples: when a median is known
 well enough, when a callable is clearly slower than the caller cares about, when the clock
 has settled, and how many runs come next; and the window of recent clock reads that
-settling weighs a clock against. `fitness.timing` runs the kernels; these decide, and are
+settling weighs a clock against. `fitness.measure.timing` runs the kernels; these decide, and are
 tested without a GPU.
 """
 

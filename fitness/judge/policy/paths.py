@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import ast
 
-from fitness.judge import policy_facts as facts_lib
-from fitness.judge import policy_rules as rules
-from fitness.judge.policy_facts import Scope, code, dunder
+from fitness.judge.policy import facts as facts_lib
+from fitness.judge.policy import rules
+from fitness.judge.policy.facts import Scope, code, dunder
 
 class PathRules:
     """Mixin of the gate (see `policy._Gate`): the rules for imports, names and attributes."""

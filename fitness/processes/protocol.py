@@ -13,7 +13,7 @@ Two kinds of process talk to the engine over pipes:
 
 Tensors never travel through a pipe or a pickle. On a CUDA GPU they stay on the GPU: the
 checker puts a call's inputs and empty output slots in a device buffer it owns and the
-engine lends it to the worker as a file descriptor (`fitness.shared_memory`). Elsewhere (the
+engine lends it to the worker as a file descriptor (`fitness.processes.shared_memory`). Elsewhere (the
 interpreter, ROCm) the judge writes inputs as raw bytes into a directory the sandbox sees
 read-only and the worker writes its outputs as raw bytes into its own directory. Either
 way each tensor is described by a small JSON spec (dtype, shape, stride; a file name, a

@@ -15,9 +15,9 @@ import ast
 import dataclasses
 import string
 
-from fitness.judge import policy_facts as facts_lib
-from fitness.judge import policy_rules as rules
-from fitness.judge.policy_facts import Scope, code, dunder, is_docstring
+from fitness.judge.policy import facts as facts_lib
+from fitness.judge.policy import rules
+from fitness.judge.policy.facts import Scope, code, dunder, is_docstring
 
 
 class ExpressionRules:

@@ -31,7 +31,7 @@ import os
 import socket
 from typing import Callable
 
-from fitness import protocol
+from fitness.processes import protocol
 
 ALIGN_BYTES = 512
 """Every tensor of a buffer starts at a multiple of this (vector loads, any dtype)."""
