@@ -3,7 +3,7 @@
 The words live in the .txt files, one per role, so a person can read and edit what the
 model is told; this module only fills them in: metrics as text, traces trimmed (a gate
 verdict never), history sorted. contract.txt, the gate's rules in words, is rendered from
-the gate's own tables (fitness/judge/policy_contract.py) and shown in every role's prompt.
+the gate's own tables (fitness/judge/policy/contract.py) and shown in every role's prompt.
 Each template has a golden test that pins its rendering verbatim.
 """
 
