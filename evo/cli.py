@@ -128,7 +128,7 @@ def report(
                    "kernels with (default: DIR/torch_timings.parquet when present)"),
 ) -> None:
     """Print metrics tables and write figures for a results folder."""
-    from evo import report as report_lib
+    from evo.analysis import report as report_lib
 
     try:
         report_lib.main(directory, as_json=as_json, torch_timings=torch_timings)

@@ -32,7 +32,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from evo import compare, provenance
+from evo import provenance
+from evo.analysis import compare
 from evo import config as config_lib
 from evo.config import ConfigError
 

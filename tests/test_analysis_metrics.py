@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evo import analysis
+from evo.analysis import metrics as analysis
 from synthetic_results import evaluation, example_campaign, write_campaign
 
 

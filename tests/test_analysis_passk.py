@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from evo import passk
+from evo.analysis import passk
 
 
 def test_pass_at_k_matches_hand_computed_binomials():

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from evo import analysis
+from evo.analysis import metrics as analysis
 from evo.records import Evaluation, speedup_if_fully_timed
 from evo.toolbox import fitness_values
 from synthetic_results import evaluation, write_campaign

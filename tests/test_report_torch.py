@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from evo import cli, torch_comparison
+from evo import cli
+from evo.analysis import torch_comparison
 from synthetic_results import evaluation, write_campaign
 
 GPU = "NVIDIA H200"

@@ -5,7 +5,8 @@ import json
 
 import pyarrow.parquet as pq
 
-from evo import report, sweep
+from evo import sweep
+from evo.analysis import report
 
 SWEEP = """
 [sweep]

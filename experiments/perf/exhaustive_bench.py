@@ -27,7 +27,7 @@ import time
 import pandas as pd
 
 from benchmarks import registry
-from evo import analysis
+from evo.analysis import metrics as analysis
 from evo.records import make_candidate
 from fitness import Evaluator, Settings
 from operators import offline

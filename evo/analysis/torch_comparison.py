@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evo import analysis
+from evo.analysis import metrics as analysis
 
 TIMINGS_FILE = "torch_timings.parquet"
 """Where `evo report DIR` looks for torch's timings when none is named."""

@@ -2,7 +2,7 @@
 
 The JSON and the printed tables come from one dict, so what a script reads is what a person
 sees. Figures land in DIR/figures either way. A campaign timed on a GPU is also read against
-torch's own timings of the same cases when they exist (evo.torch_comparison).
+torch's own timings of the same cases when they exist (evo.analysis.torch_comparison).
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evo import analysis, compare, plots, torch_comparison
+from evo.analysis import metrics as analysis
+from evo.analysis import compare
+from evo.analysis import plots
+from evo.analysis import torch_comparison
 
 
 def campaign_report(results: analysis.Results,

@@ -14,7 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from evo import analysis, plots
+from evo.analysis import metrics as analysis
+from evo.analysis import plots
 
 CELL_MARKER = "sweep_cell.json"
 """Written by evo.sweep into each cell folder: the cell's overrides and how its run ended."""

@@ -1,6 +1,6 @@
 """Figures of a campaign or a sweep, as PNG files (matplotlib's Agg backend, no display).
 
-Each function draws one figure from tables evo.analysis computed, saves it and returns its
+Each function draws one figure from tables evo.analysis.metrics computed, saves it and returns its
 path: the report prints the same numbers it plots.
 """
 

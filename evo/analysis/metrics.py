@@ -4,7 +4,7 @@ Definitions follow GEAK (call / execution accuracy: the fraction of tasks with a
 that runs / is correct; speedup averaged over solved tasks) and KernelBench (fast_p: the
 fraction of all tasks with a correct candidate faster than p x the baseline). Each island is
 one run; a run is solved when any of its candidates is correct; pass@k is estimated over a
-task's runs (evo.passk). Rows whose operator is "seed" (the baseline kernel placed in the
+task's runs (evo.analysis.passk). Rows whose operator is "seed" (the baseline kernel placed in the
 first population) are spend, not search results: they count toward compute, never toward
 accuracy or speedup, or every run would be solved by construction.
 """
@@ -22,7 +22,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evo import passk, records
+from evo import records
+from evo.analysis import passk
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 """KernelBench's speedup thresholds: fast_p counts tasks correct AND faster than p."""
