@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER = 0
 export RAY_USAGE_STATS_ENABLED = 0
 
-.PHONY: setup sandbox run test clean
+.PHONY: setup sandbox run test clean wheelhouse
 
 setup: $(VENV)/.installed sandbox
 
@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 	else \
 		$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q "$(TORCH_SPEC)"; \
 	fi
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e '.[test]'
 	@touch $@
 
 run: setup
@@ -39,6 +39,12 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The offline install for a GPU box without network, built on a machine with network:
+# `make wheelhouse DIR=path` (default .wheelhouse; README.md, "Running on a GPU").
+DIR ?= .wheelhouse
+wheelhouse:
+	$(PYTHON) tools/wheelhouse.py "$(DIR)"
 
 clean:
 	rm -rf $(VENV) *.egg-info
