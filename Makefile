@@ -12,7 +12,7 @@ export RAY_USAGE_STATS_ENABLED = 0
 
 setup: $(VENV)/.installed sandbox
 
-# Candidate kernels are scored only inside a bubblewrap sandbox (fitness/jail.py).
+# Candidate kernels are scored only inside a bubblewrap sandbox (fitness/processes/jail.py).
 sandbox:
 	@if ! command -v bwrap >/dev/null 2>&1 && [ -z "$$KERNELEVO_BWRAP" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

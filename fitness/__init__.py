@@ -6,9 +6,15 @@ pays for none of them)."""
 import importlib
 
 HARNESS_VERSION = "fitness-9"
-"""Bumped whenever a change to the cascade could change a verdict or a timing; part of
-every Evaluation and of the baseline-timing cache key. What each version changed is in
-CHANGELOG.md."""
+"""Bumped whenever a change to the walk could change a verdict or a timing of a built-in
+task; part of every Evaluation and of the baseline-timing cache key (history: CHANGELOG.md)."""
+EXTERNAL_HARNESS_VERSION = "external-harness-4"
+"""The same for external-suite tasks, which run their suite's own harness."""
+
+
+def harness_version(suite: str) -> str:
+    """Returns the version of the harness that scores tasks of `suite`."""
+    return HARNESS_VERSION if suite == "builtin" else EXTERNAL_HARNESS_VERSION
 
 _FACE = {
     "Settings": "fitness.settings", "Limits": "fitness.settings",

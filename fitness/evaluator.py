@@ -72,9 +72,9 @@ class Evaluator:
         self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
                                 BaselineCache(), limits, settings.timing, settings.static_gate)
-        self._harness = harness.HarnessRunner(self.device, self._candidates, self.gate, harness.Limits(
-            run_s=limits.import_s + limits.compile_s + limits.check_s,
-            time_s=limits.bench_s), timing=settings.timing, static_gate=settings.static_gate)
+        self._harness = harness.HarnessRunner(self.device, self._candidates, self.gate, limits,
+                                              timing=settings.timing,
+                                              static_gate=settings.static_gate)
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._evaluated = 0

@@ -24,7 +24,10 @@ class Limits:
       compile_s: the precompile (every case's kernels compiled, none launched) and the
         first call, each.
       check_s: each further correctness call, and each comparison in the checker.
-      bench_s: staging the timing, timing every case, and the re-check call, each.
+      bench_s: staging the timing, timing every case, and the re-check call, each; an
+        external task's timing pass.
+      reference_s: an external task's reference run through its own harness, once per task
+        (it may autotune every config). An external candidate's run gets `harness_run_s`.
       ready_s: a new worker's start-up (charged to no candidate).
       stall_s: not a stage limit: how long the candidate's own Python code may run with no
         Triton launch in between, during import and correctness calls, before its worker
@@ -37,6 +40,7 @@ class Limits:
     compile_s: float = 180.0
     check_s: float = 60.0
     bench_s: float = 300.0
+    reference_s: float = 900.0
     ready_s: float = 120.0
     stall_s: float = 3.0
 
@@ -53,6 +57,11 @@ class Limits:
                 raise ValueError(f"fitness timeout {key!r} must be a positive number, got {value!r}")
             chosen[name] = float(value)
         return cls(**chosen)
+
+    @property
+    def harness_run_s(self) -> float:
+        """An external candidate's harness run: its import, compile and check in one process."""
+        return self.import_s + self.compile_s + self.check_s
 
     @classmethod
     def uniform(cls, seconds: float) -> "Limits":

@@ -13,7 +13,9 @@ from benchmarks import registry
 from evo.records import make_candidate
 from fitness.device import detect
 from fitness.processes.device_lock import DeviceLock
+import fitness
 from fitness.judge import harness
+from fitness.settings import Limits
 from fitness.processes.pool import WorkerPool
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "external"
@@ -38,16 +40,21 @@ def threads(seam):
         yield threads
 
 
+def _run_limit(seconds: float) -> Limits:
+    """Stage limits whose harness run (import + compile + check) is `seconds`."""
+    return Limits(import_s=seconds / 3, compile_s=seconds / 3, check_s=seconds / 3)
+
+
 @pytest.fixture(scope="module")
 def runner(seam):
-    return harness.HarnessRunner(**seam, limits=harness.Limits(run_s=240.0), input_seed=1234)
+    return harness.HarnessRunner(**seam, limits=_run_limit(240.0), input_seed=1234)
 
 
 @pytest.fixture(scope="module")
 def ungated(seam):
     """A runner with the static gate off: for what the sandbox and the comparison catch on
     their own (candidates the gate stops first)."""
-    return harness.HarnessRunner(**seam, limits=harness.Limits(run_s=240.0), input_seed=1234,
+    return harness.HarnessRunner(**seam, limits=_run_limit(240.0), input_seed=1234,
                                  static_gate=False)
 
 
@@ -79,7 +86,7 @@ def test_reference_as_candidate_matches_itself_through_the_checker(runner):
     assert evaluation.correct and evaluation.call_ok and evaluation.stage_reached == "correct"
     assert evaluation.case_names == ("test_case_1", "test_case_2")
     assert evaluation.max_abs_err == (0.0, 0.0)
-    assert evaluation.harness_version == harness.HARNESS_VERSION
+    assert evaluation.harness_version == fitness.EXTERNAL_HARNESS_VERSION
 
 
 def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(ungated, scale_shift, monkeypatch):
@@ -154,7 +161,7 @@ def test_checks_that_need_no_process(runner, scale_shift):
 
 def test_hung_kernel_is_killed(seam, scale_shift):
     limit_s = 8.0
-    quick = harness.HarnessRunner(**seam, limits=harness.Limits(run_s=limit_s), input_seed=1)
+    quick = harness.HarnessRunner(**seam, limits=_run_limit(limit_s), input_seed=1)
     quick.reference_outputs(scale_shift)  # outside the timed window: references get their own limit
     start = time.monotonic()
     evaluation = _evaluate(quick, scale_shift, "tb_scale_shift_hang.py")
@@ -206,7 +213,7 @@ def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference
 def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout(seam):
     limit_s = 8.0
     task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
-    quick = harness.HarnessRunner(**seam, limits=harness.Limits(time_s=limit_s), input_seed=1, static_gate=False)
+    quick = harness.HarnessRunner(**seam, limits=Limits(bench_s=limit_s), input_seed=1, static_gate=False)
     evaluation = _evaluate(quick, task, "kb_scale_and_add_hangs_when_timed.py")
     assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "timed"), evaluation.error_trace
     assert not evaluation.correct and evaluation.max_abs_err  # its outputs had passed

@@ -30,6 +30,7 @@ from fitness import device as device_lib
 from fitness.processes import jail  # noqa: E402
 from fitness.processes.device_lock import DeviceLock  # noqa: E402
 from fitness.judge import harness  # noqa: E402
+from fitness.settings import Limits  # noqa: E402
 from fitness.processes.pool import WorkerPool  # noqa: E402
 
 
@@ -79,7 +80,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kernelevo-refcheck-") as root:
         workers = WorkerPool(info, args.jobs, "candidate", root)
         runner = harness.HarnessRunner(info, workers, DeviceLock(info.timing_meaningful),
-                                       harness.Limits(reference_s=args.timeout),
+                                       Limits(reference_s=args.timeout),
                                        salt_seeds=not args.suite_seeds)
         try:
             for suite, path in paths.items():

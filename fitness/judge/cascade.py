@@ -30,18 +30,12 @@ from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
 from fitness.judge import anticheat, timing_report
 from fitness.judge import policy
 from fitness.judge.activity import Activity
+from fitness.judge.retries import worth_retrying
+from fitness.judge.static_checks import static_failure
 from fitness.settings import Limits
 from fitness.judge.latency_memory import GIVE_UP_FACTOR, BaselineCache, BestLatency
 from fitness.processes.pool import WorkerFault, relay_fd
 
-RETRIED_FAULTS = frozenset({"worker_crash", "harness_error"})
-"""A worker or checker death of these kinds may be a neighbour's fault or a pool restart:
-the candidate is walked once more on fresh processes before it is blamed."""
-RETRIED_FAILURES = frozenset({"out_of_memory"})
-"""Failures that may be a neighbour's fault too, so the candidate is walked once more: a
-GPU's memory is shared by every worker and checker of the pool, and the candidates being
-walked beside this one (cross_entropy's inputs are 1.5 GiB a case) can leave it none. Seen
-on the whole-suite campaign: 2 of 544 candidates of an H200 failed to clone their inputs."""
 BASELINE_JOBS = 2
 """Baselines warmed and timed at once, each on a checker of its own (`Cascade.baseline_job`):
 the Evaluator's checker pool holds this many beside one per candidate worker."""
@@ -111,12 +105,12 @@ class Cascade:
                 walk.run()
             except _Failed as failed:
                 walk.fail(failed.stage, failed.kind, failed.detail)
-                if failed.kind in RETRIED_FAILURES and attempt == 0:
+                if worth_retrying(failed.kind, attempt, died=False):
                     self._count_retry()
                     continue
             except WorkerFault as fault:
                 walk.fail(walk.stage, fault.kind, _described(fault))
-                if fault.kind in RETRIED_FAULTS and attempt == 0:
+                if worth_retrying(fault.kind, attempt):
                     self._count_retry()
                     continue
             break
@@ -242,20 +236,14 @@ class _Walk:
                           **self.fields)
 
     def static_checks(self) -> None:
-        """Syntax, the static gate, and what the task and device allow; no process involved."""
-        try:
-            parse_source(self.candidate.source)
-        except (SyntaxError, ValueError) as error:
-            raise _Failed("syntax", "syntax_error", f"{type(error).__name__}: {error}") from None
-        if self.c.device.backend not in self.task.runnable_on:
-            raise _Failed("syntax", "unsupported_on_backend", f"task {self.task.name!r} does not "
-                          f"run on {self.c.device.backend}: {self.task.skip_reason}")
+        """`static_failure`'s checks, then what this walk needs: a reference and inputs to
+        check against, and no AMD-only launch option on an NVIDIA GPU."""
+        failure = static_failure(self.task, self.candidate.source, self.c.device, self.c.static_gate)
+        if failure is not None:
+            raise _Failed(*failure)
         if self.task.reference is None or self.task.make_inputs is None:
             raise _Failed("syntax", "harness_error", f"task {self.task.name!r} has no PyTorch "
                           "reference or no input generator: the cascade cannot check it")
-        violation = policy.check(self.candidate.source, self.task) if self.c.static_gate else None
-        if violation is not None:
-            raise _Failed("syntax", "policy_violation", str(violation))
         amd_only = amd_only_options(policy.runnable_source(self.candidate.source, self.task))
         if amd_only and self.c.device.backend == "cuda":
             raise _Failed("compile", "unsupported_on_backend", f"launch option(s) "

@@ -33,30 +33,18 @@ import threading
 import time
 
 from evo.records import Candidate, Evaluation, Task, parse_source
+from fitness import EXTERNAL_HARNESS_VERSION
 from fitness.processes import protocol
 from fitness.judge import harness_outputs, timing_report
 from fitness.judge import policy
-from fitness.judge.cascade import RETRIED_FAULTS
+from fitness.judge.retries import worth_retrying
+from fitness.judge.static_checks import static_failure
+from fitness.settings import Limits
 from fitness.processes.pool import WorkerFault
 
-HARNESS_VERSION = "external-harness-4"
 _SEPARATOR = "#" * 146
 _FILES_DIR = "harness"
 """Folder of the worker's private directory the harness files and outputs are written to."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Limits:
-    """Attributes:
-      run_s: wall-clock limit of one candidate's harness run, in seconds.
-      reference_s: the same for the reference's runs, which happen once per task and may
-        autotune every config.
-      time_s: wall-clock limit of a timing pass, in seconds.
-    """
-
-    run_s: float = 300.0
-    reference_s: float = 900.0
-    time_s: float = 300.0
 
 
 class HarnessError(RuntimeError):
@@ -159,6 +147,8 @@ class HarnessRunner:
       device: the DeviceInfo the pool's workers run on.
       workers: the Evaluator's candidate WorkerPool (sandboxed workers).
       gate: the Evaluator's DeviceLock: runs share the device, timing passes hold it alone.
+      limits: the stage limits (`Limits.harness_run_s` a run, `bench_s` a timing pass,
+        `reference_s` the reference's run).
       input_seed: salts the harness's seeds (drawn at random when None); with
         `salt_seeds=False` the harness keeps its own seeds, as the suite publishes them.
       static_gate: False only to test what the later layers catch on their own.
@@ -183,7 +173,7 @@ class HarnessRunner:
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
         """Returns the verdict of the task's own harness on the candidate."""
         verdict = dict(candidate_id=candidate.id, device=self.device.name, backend=self.device.backend,
-                       harness_version=HARNESS_VERSION, call_ok=False, correct=False)
+                       harness_version=EXTERNAL_HARNESS_VERSION, call_ok=False, correct=False)
         stage, kind, trace = self._static_failure(task, candidate.source)
         if kind is None:
             try:
@@ -193,7 +183,7 @@ class HarnessRunner:
         if kind is not None:
             return Evaluation(stage_reached=stage, failure_kind=kind, error_trace=trace, **verdict)
         source = policy.runnable_source(candidate.source, task)  # what the gate judged, never-run code blanked
-        run = self._run(task, source, "ModelNew", "outputs", self.limits.run_s,
+        run = self._run(task, source, "ModelNew", "outputs", self.limits.harness_run_s,
                         self.require_triton_launch)
         if run.kind is not None:
             return Evaluation(stage_reached=run.stage, failure_kind=run.kind, error_trace=run.trace[-6000:],
@@ -210,16 +200,10 @@ class HarnessRunner:
         return Evaluation(**checked)
 
     def _static_failure(self, task: Task, source: str) -> tuple[str, str | None, str]:
-        """Syntax, backend, the static gate and the entry point: checks no process runs."""
-        try:
-            parse_source(source)
-        except (SyntaxError, ValueError) as error:
-            return "syntax", "syntax_error", f"{type(error).__name__}: {error}"
-        if self.device.backend not in task.runnable_on:
-            return "syntax", "unsupported_on_backend", task.skip_reason or f"not runnable on {self.device.backend}"
-        violation = policy.check(source, task) if self.static_gate else None
-        if violation is not None:
-            return "syntax", "policy_violation", str(violation)
+        """The checks no process runs: `static_failure`'s, then the entry point."""
+        failure = static_failure(task, source, self.device, self.static_gate)
+        if failure is not None:
+            return failure
         if not defines(source, task.entry_point):
             return "import", "missing_entry_point", f"the module does not define {task.entry_point!r}"
         return "syntax", None, ""
@@ -235,7 +219,8 @@ class HarnessRunner:
             reference = self._once(task, "timings", lambda: self._reference_timings(task))
         except HarnessError as error:
             return dict(failed, failure_kind="harness_error", error_trace=str(error)[-6000:])
-        run = self._run(task, source, "ModelNew", "time", self.limits.time_s, self.require_triton_launch)
+        run = self._run(task, source, "ModelNew", "time", self.limits.bench_s,
+                        self.require_triton_launch)
         if run.kind is None:
             try:
                 timings = _timings(run.report, run.wall_s)
@@ -265,7 +250,7 @@ class HarnessRunner:
             raise HarnessError(f"the reference of {task.name!r} failed its timing pass: {error}") from None
 
     def _reference_run(self, task: Task, mode: str) -> _Run:
-        limit_s = self.limits.reference_s if mode == "outputs" else self.limits.time_s
+        limit_s = self.limits.reference_s if mode == "outputs" else self.limits.bench_s
         run = self._run(task, task.baseline_source, "Model", mode, limit_s, require_launch=False)
         if run.kind is not None:
             raise HarnessError(f"the reference of {task.name!r} failed its own harness on "
@@ -318,7 +303,7 @@ class HarnessRunner:
                         start = time.monotonic()
                         report = worker.request(request, limit_s)
                 except WorkerFault as fault:
-                    if fault.kind in RETRIED_FAULTS and attempt == 0:
+                    if worth_retrying(fault.kind, attempt):
                         continue
                     tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
                     return _Run("run", fault.kind, fault.detail + tail, time.monotonic() - start)

@@ -209,8 +209,8 @@ def command(module: str, args: list[str], *, workdir: str, backend: str, limits:
 def unavailable_message(detail: str = "") -> str:
     return ("no working bubblewrap sandbox" + (f" ({detail})" if detail else "") + ": candidate "
             "kernels are untrusted code and are only scored inside one. Install it (Debian/Ubuntu: "
-            "`apt-get install bubblewrap`; a GPU box without network: the `bwrap/` folder of "
-            "shared/tools/device_wheelhouse.sh, via KERNELEVO_BWRAP=/path/to/bwrap), or set "
+            "`apt-get install bubblewrap`; a GPU box without network: the `bwrap/` folder that "
+            "`make wheelhouse` builds, via KERNELEVO_BWRAP=/path/to/bwrap), or set "
             "`[fitness] sandbox = \"off\"` to score without one (every verdict is then marked "
             "unsandboxed).")
 
