@@ -135,10 +135,7 @@ class Evaluator:
                     "backend": self.device.backend, "device_ok": not self._unresponsive,
                     "device_error": self._unresponsive,
                     "respawns": self._candidates.respawns + self._checkers.respawns,
-                    "retries": self._cascade.retries, "kernel_s": self._cascade.kernel_s,
-                    "request_s": dict(self._cascade.request_s),
-                    "requests": dict(self._cascade.requests),
-                    "sandboxed": self.sandboxed}
+                    **self._cascade.meter.snapshot(), "sandboxed": self.sandboxed}
 
     def in_progress(self) -> list[dict]:
         """Returns what each evaluation under way is doing (`Activity.snapshot`: its stage,

@@ -86,10 +86,10 @@ def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_p
                 walked = threads.submit(cascade.evaluate, task,
                                         make_candidate(task.name, task.baseline_source))
                 deadline = time.monotonic() + 60
-                while "checker.lease" not in cascade.requests and time.monotonic() < deadline:
+                while "checker.lease" not in cascade.meter.requests and time.monotonic() < deadline:
                     time.sleep(0.05)
                 time.sleep(1.0)  # ample for a reset sent without a hold
-                during_timing = dict(cascade.requests)
+                during_timing = dict(cascade.meter.requests)
             evaluation = walked.result(timeout=120)
     finally:
         cascade.close()
@@ -98,4 +98,4 @@ def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_p
 
     assert "checker.lease" in during_timing and "checker.reset" not in during_timing, during_timing
     assert evaluation.correct, evaluation.error_trace
-    assert cascade.requests["checker.reset"] >= 1
+    assert cascade.meter.requests["checker.reset"] >= 1

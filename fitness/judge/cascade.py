@@ -33,6 +33,7 @@ from fitness.judge.activity import Activity
 from fitness.judge.retries import worth_retrying
 from fitness.judge.static_checks import static_failure
 from fitness.settings import Limits
+from fitness.measure.meter import Meter
 from fitness.judge.latency_memory import GIVE_UP_FACTOR, BaselineCache, BestLatency
 from fitness.processes.pool import WorkerFault, relay_fd
 
@@ -75,11 +76,8 @@ class Cascade:
         self.limits = limits
         self.timing_config = timing_config
         self.best = BestLatency()
-        self.retries = 0
-        self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
-        self.request_s: dict[str, float] = {}  # "role.op" -> wall seconds of its requests
-        self.requests: dict[str, int] = {}
-        self._counters_lock = threading.Lock()
+        self.meter = Meter()
+        self._jobs_lock = threading.Lock()
         self._baseline_jobs: dict[str, concurrent.futures.Future] = {}
         self.input_layouts: dict[str, list] = {}  # task name -> its cases' input layouts
         self.clocks = timing.ClockWindow()  # the checkers' clock reads (`_Walk._read_clock`)
@@ -106,19 +104,15 @@ class Cascade:
             except _Failed as failed:
                 walk.fail(failed.stage, failed.kind, failed.detail)
                 if worth_retrying(failed.kind, attempt, died=False):
-                    self._count_retry()
+                    self.meter.retry()
                     continue
             except WorkerFault as fault:
                 walk.fail(walk.stage, fault.kind, _described(fault))
                 if worth_retrying(fault.kind, attempt):
-                    self._count_retry()
+                    self.meter.retry()
                     continue
             break
         return walk.evaluation()
-
-    def _count_retry(self) -> None:
-        with self._counters_lock:
-            self.retries += 1
 
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
@@ -133,7 +127,7 @@ class Cascade:
         begins and waits for it only when it reaches timing, so the baseline's compile
         (~1.5 s on an H200 host) overlaps the candidate's compile and correctness instead of
         holding up every walk of the task that reaches timing first."""
-        with self._counters_lock:
+        with self._jobs_lock:
             job = self._baseline_jobs.get(task.name)
             if job is None or (job.done() and job.exception() is not None):
                 job = self._baseline_runner.submit(_Walk(self, task, candidate).time_baseline)
@@ -143,36 +137,6 @@ class Cascade:
     def close(self) -> None:
         """Stops starting baseline jobs (the pools' close ends those under way)."""
         self._baseline_runner.shutdown(wait=False, cancel_futures=True)
-
-    def count_request(self, name: str, seconds: float) -> None:
-        """Adds one request's wall time to `request_s` (where a verdict's time goes)."""
-        with self._counters_lock:
-            self.request_s[name] = self.request_s.get(name, 0.0) + seconds
-            self.requests[name] = self.requests.get(name, 0) + 1
-
-    def count_spent(self, request_name: str, reply: dict) -> None:
-        """Adds the phases a reply says it spent to `request_s` as "<request>.<phase>":
-        where timing's seconds go (`timing.accounted`), and how much of a checker's request
-        it spent working ("all") rather than in transit or waiting. A worker's numbers are
-        its own word: for diagnosis only, no verdict reads them."""
-        spent = reply.get("spent_s")
-        for phase, seconds in (spent.items() if isinstance(spent, dict) else ()):
-            if phase in _SPENT_PHASES and isinstance(seconds, (int, float)):
-                self.count_request(f"{request_name}.{phase}", float(seconds))
-
-    def count_kernel_time(self, stats: list[dict]) -> None:
-        """Adds timed runs (runs x median) to `kernel_s`: the device's useful work, as
-        opposed to the time a lock was held around it."""
-        with self._counters_lock:
-            self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
-
-
-_SPENT_PHASES = frozenset({
-    "prepare", "warm", "settle", "timed", "buffers", "release", "all",  # timing.SPENT_S
-    "cpu", "system", "queued", "make", "reference", "allocate", "pack", "export", "uncache",
-    "read", "judge", "digest"})  # the checker's prepare and compare
-"""The phases a reply may report in "spent_s"; a worker naming others is ignored, so it
-cannot fill the Evaluator's stats with names of its own."""
 
 
 def timing_order(baseline: list[dict]) -> list[int]:
@@ -259,14 +223,14 @@ class _Walk:
                                     else request, limit_s)
         finally:
             self.activity.waiting_on(None)
-            self.c.count_request(name, time.monotonic() - started)
+            self.c.meter.request(name, time.monotonic() - started)
         if not reply.get("ok"):
             kind = reply.get("kind", "harness_error")
             if not process.untrusted and kind != "out_of_memory":
                 kind = "harness_error"  # a checker failing is the task's or the harness's fault
             stage = "compile" if kind in ("compile_error", "unsupported_on_backend") else (stage or self.stage)
             raise _Failed(stage, kind, str(reply.get("trace", "")))
-        self.c.count_spent(f"{process.role}.{request['op']}", reply)
+        self.c.meter.spent(f"{process.role}.{request['op']}", reply)
         return reply
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
@@ -348,10 +312,10 @@ class _Walk:
             self.c.baseline_job(self.task, self.candidate)  # waited for at timing
         asked = time.monotonic()
         with self.c.candidates.lease() as worker:
-            self.c.count_request("candidate.lease", time.monotonic() - asked)
+            self.c.meter.request("candidate.lease", time.monotonic() - asked)
             asked = time.monotonic()
             with self.c.checkers.lease() as checker:
-                self.c.count_request("checker.lease", time.monotonic() - asked)
+                self.c.meter.request("checker.lease", time.monotonic() - asked)
                 self._walk(worker, checker)
         self.fields["correct"] = True
 
@@ -491,7 +455,7 @@ class _Walk:
         for (_, key), stats in zip(untimed, reply["cases"]):
             self.c.baselines.put_first(key, stats)
             self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
-        self.c.count_kernel_time(reply["cases"])
+        self.c.meter.kernel_time(reply["cases"])
 
     def _baseline_stats(self) -> list[dict]:
         """Returns the baseline's latency per case, timed by a trusted checker once per
@@ -552,7 +516,7 @@ class _Walk:
         for position, case, kept_run, token, rechecked in timed:
             self._check_timed_case(worker, checker, position, case, seeds[position], kept_run,
                                    token, rechecked, last=position == timed[-1][0])
-        self.c.count_kernel_time([s for s in stats if s is not None])
+        self.c.meter.kernel_time([s for s in stats if s is not None])
         self._record_speed(stats, baseline)
 
     def _timing_order(self, baseline: list[dict]) -> list[int]:

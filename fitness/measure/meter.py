@@ -1,0 +1,56 @@
+"""One meter for where an Evaluator's time goes: the wall time of each kind of request, the
+phases processes say they spent, the device's useful work and the walks tried again. For
+diagnosis only: no verdict reads it."""
+
+from __future__ import annotations
+
+import threading
+
+SPENT_PHASES = frozenset({
+    "prepare", "warm", "settle", "timed", "buffers", "release", "all",  # timing.SPENT_S
+    "cpu", "system", "queued", "make", "reference", "allocate", "pack", "export", "uncache",
+    "read", "judge", "digest"})  # the checker's prepare and compare
+"""The phases a reply may report in "spent_s"; a worker naming others is ignored, so it
+cannot fill the Evaluator's stats with names of its own."""
+
+
+class Meter:
+    """Thread-safe counters, read whole by `snapshot`."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.retries = 0
+        self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
+        self.request_s: dict[str, float] = {}  # "role.op" -> wall seconds of its requests
+        self.requests: dict[str, int] = {}
+
+    def request(self, name: str, seconds: float) -> None:
+        """Adds one request's wall time to `request_s` (where a verdict's time goes)."""
+        with self._lock:
+            self.request_s[name] = self.request_s.get(name, 0.0) + seconds
+            self.requests[name] = self.requests.get(name, 0) + 1
+
+    def spent(self, request_name: str, reply: dict) -> None:
+        """Adds the phases a reply says it spent to `request_s` as "<request>.<phase>":
+        where timing's seconds go (`timing.accounted`), and how much of a checker's request
+        it spent working ("all") rather than in transit or waiting. A worker's numbers are
+        its own word."""
+        spent = reply.get("spent_s")
+        for phase, seconds in (spent.items() if isinstance(spent, dict) else ()):
+            if phase in SPENT_PHASES and isinstance(seconds, (int, float)):
+                self.request(f"{request_name}.{phase}", float(seconds))
+
+    def kernel_time(self, stats: list[dict]) -> None:
+        """Adds timed runs (runs x median) to `kernel_s`: the device's useful work, as
+        opposed to the time a lock was held around it."""
+        with self._lock:
+            self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
+
+    def retry(self) -> None:
+        with self._lock:
+            self.retries += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {"retries": self.retries, "kernel_s": self.kernel_s,
+                    "request_s": dict(self.request_s), "requests": dict(self.requests)}
