@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible server on 127.0.0.1, for tests and offline benchmarks.
+"""A test double: a scripted OpenAI-compatible server on 127.0.0.1, for tests and benchmarks.
 
 Real HTTP (stdlib `ThreadingHTTPServer` in a thread) serving `POST /v1/chat/completions`,
 plain JSON or streamed as server-sent events. Each request consumes the next entry of a
@@ -85,7 +85,7 @@ class ScriptedServer:
     `script` is a list of entries consumed in order (a plain string is a `Reply`), or a
     callable `(request_json) -> entry`. When a list runs out the server answers 400 with
     a message saying so, which the client does not retry, so a test fails loudly.
-    `latency_s` delays every answer (issue 8 uses 5 s to keep GPUs busy while LLMs think).
+    `latency_s` delays every answer (a slow hosted model, so GPUs stay busy while LLMs think).
     `models`: the model names served (None: any name is served). `api_key`: the key every
     request must carry as `Authorization: Bearer ...` (None: no key needed).
     """

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from evo import campaign, checkpoint, config as config_lib
-from operators.scripted_server import Reply, ScriptedServer
+from scripted_server import Reply, ScriptedServer
 
 from kernel_variants import vector_add_at
 

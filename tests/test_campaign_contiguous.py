@@ -7,7 +7,7 @@ import itertools
 import pandas as pd
 
 from evo import campaign, config as config_lib
-from operators.scripted_server import ScriptedServer
+from scripted_server import ScriptedServer
 
 LLM_ROLES = {"generator", "reflector", "optimizer", "crossover"}
 

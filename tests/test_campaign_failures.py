@@ -17,7 +17,7 @@ import pytest
 
 from evo import breaker, campaign, checkpoint, config as config_lib
 from evo.config import ConfigError
-from operators.scripted_server import Die, Error, Garbage, Reply, ScriptedServer
+from scripted_server import Die, Error, Garbage, Reply, ScriptedServer
 
 from kernel_variants import vector_add_at
 

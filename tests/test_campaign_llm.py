@@ -8,7 +8,7 @@ import pytest
 from benchmarks.builtin import common
 from evo import campaign, config as config_lib
 from operators.replay import ReplayMissError
-from operators.scripted_server import ScriptedServer
+from scripted_server import ScriptedServer
 
 from kernel_variants import vector_add_at
 

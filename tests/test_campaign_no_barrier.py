@@ -11,7 +11,7 @@ import pandas as pd
 
 from benchmarks.builtin import common
 from evo import campaign, checkpoint, config as config_lib
-from operators.scripted_server import Reply, ScriptedServer, Stall
+from scripted_server import Reply, ScriptedServer, Stall
 
 SLOW_S = 12.0
 """How long each of row_sum's LLM calls takes."""

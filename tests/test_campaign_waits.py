@@ -6,7 +6,7 @@ import re
 
 from evo import campaign, config as config_lib
 from evo.records import STAGES
-from operators.scripted_server import Reply, ScriptedServer
+from scripted_server import Reply, ScriptedServer
 
 SLOW_ADD = '''import torch
 import triton

@@ -8,7 +8,7 @@ import pytest
 
 from operators.budget import Budget
 from operators.llm_client import BudgetExceeded, LLMClient
-from operators.scripted_server import Error, Garbage, NoChoices, Reply, ScriptedServer, Stall
+from scripted_server import Error, Garbage, NoChoices, Reply, ScriptedServer, Stall
 
 KEY = "sk-test-very-secret-0123456789"
 MESSAGES = [{"role": "system", "content": "You write Triton."}, {"role": "user", "content": "add two vectors"}]

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from evo.cli import app
 from operators.llm_client import LLMClient
-from operators.scripted_server import Error, ScriptedServer
+from scripted_server import Error, ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_VARIABLE = "KE_PREFLIGHT_KEY"

@@ -12,7 +12,7 @@ from operators import generator, optimizer, reflector
 from operators.context import OperatorContext
 from operators.llm_client import LLMClient
 from operators.replay import Recording, ReplayMissError
-from operators.scripted_server import ScriptedServer
+from scripted_server import ScriptedServer
 
 from kernel_variants import vector_add_at
 

@@ -21,7 +21,7 @@ from operators import generator, optimizer, reflector
 from operators.context import OperatorContext
 from operators.llm_client import LLMClient
 from operators.replay import ReplayMissError
-from operators.scripted_server import ScriptedServer
+from scripted_server import ScriptedServer
 from test_llm_replay import scripted_answer, variant  # different prompts get different kernels
 
 TASK = registry.load().get("vector_add")

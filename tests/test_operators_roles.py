@@ -10,7 +10,7 @@ from operators import crossover, generator, optimizer, reflector, retrieval
 from operators.budget import Budget
 from operators.context import OperatorContext
 from operators.llm_client import BudgetExceeded, LLMClient
-from operators.scripted_server import Error, Reply, ScriptedServer
+from scripted_server import Error, Reply, ScriptedServer
 
 from kernel_variants import vector_add_at
 

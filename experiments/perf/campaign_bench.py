@@ -38,9 +38,11 @@ from evo.records import make_candidate  # noqa: E402
 from fitness import Settings  # noqa: E402
 from fitness import actor as fitness_actor  # noqa: E402
 from operators import offline  # noqa: E402
-from operators.scripted_server import Reply, ScriptedServer  # noqa: E402
 
 from machine_use import GpuSampler, HostCpu  # noqa: E402  (beside this script)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from scripted_server import Reply, ScriptedServer  # noqa: E402  (a test double, in tests/)
 
 
 class VariantAnswers:
