@@ -213,7 +213,8 @@ def test_a_screened_candidate_keeps_its_latencies_but_has_no_speedup():
 
 class _FakeGpu:
     """Stands in for `timing._Gpu`: a fake device clock that spin kernels and the callable
-    advance, a log of what was queued, in order, and a small flush buffer."""
+    advance, a log of what was queued, in order, and a small flush buffer. `clock` times
+    on it with the host's seconds, in a process that has read no SM clock."""
 
     def __init__(self, mhz: float):
         import torch
@@ -221,6 +222,13 @@ class _FakeGpu:
         small = torch.empty(64, dtype=torch.int8)
         self.torch = types.SimpleNamespace(int8=torch.int8, empty=lambda *shape, **kw: small)
         self.mhz, self.now_us, self.log = mhz, 0.0, []
+        self.clock = timing.Clock(now=time.perf_counter, gpu=self)
+
+    def gpu_time_clock(self, *reads_mhz: float) -> timing.Clock:
+        """Returns a Clock whose host seconds are this GPU's time (the host waits on every
+        call) and that has read these SM clocks lately."""
+        return timing.Clock(now=lambda: self.now_us * 1e-6, gpu=self,
+                            recent=read_lately(*reads_mhz))
 
     def event(self, enable_timing: bool):
         return {}
@@ -249,12 +257,9 @@ _EVENTS = timing.TimingConfig(warmup_runs=2, use_graphs=False)
 
 
 @pytest.fixture
-def fake_gpu(monkeypatch) -> _FakeGpu:
-    """A _FakeGpu at 1980 MHz as the timing module's GPU, in a process that has read no clock."""
-    gpu = _FakeGpu(mhz=1980.0)
-    monkeypatch.setattr(timing, "_GPU", gpu)
-    monkeypatch.setattr(timing, "_recent_clocks", timing.ClockWindow())
-    return gpu
+def fake_gpu() -> _FakeGpu:
+    """A _FakeGpu at 1980 MHz."""
+    return _FakeGpu(mhz=1980.0)
 
 
 def test_event_path_pads_each_run_behind_one_clock_read_after_counted_warm_up(fake_gpu):
@@ -265,7 +270,7 @@ def test_event_path_pads_each_run_behind_one_clock_read_after_counted_warm_up(fa
         """Returns the stats, the untimed runs and the clock reads before the first pad, the
         timed log entries, and what came after."""
         gpu.log.clear()
-        [stats] = timing.bench([gpu.kernel], device, config)
+        [stats] = timing.bench([gpu.kernel], device, config, clock=gpu.clock)
         reads = (clock_read[1], clock_read[1] // 4)
         first_pad = next(i for i, entry in enumerate(gpu.log)
                          if entry[0] == "spin" and entry[1] not in reads)
@@ -290,10 +295,10 @@ def test_event_path_pads_each_run_behind_one_clock_read_after_counted_warm_up(fa
 def test_a_timing_accounts_its_seconds_by_phase(fake_gpu):
     first, second = {}, {}
     with timing.accounted(first):
-        timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
+        timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS, clock=fake_gpu.clock)
     fake_gpu.mhz = 600.0  # the clock is down: the light kernel settles until settle_max_s
     with timing.accounted(second):
-        timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
+        timing.bench([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS, clock=fake_gpu.clock)
 
     assert {"prepare", "warm", "settle", "timed", "all"} <= set(first) and "buffers" not in first
     assert first["all"] >= first["prepare"] + first["warm"] + first["settle"] + first["timed"]
@@ -303,7 +308,7 @@ def test_a_timing_accounts_its_seconds_by_phase(fake_gpu):
 def test_staging_warms_up_apart_and_timing_runs_only_what_was_staged(fake_gpu):
     staging, timed = {}, {}
     with timing.accounted(staging):
-        staged = timing.stage([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS)
+        staged = timing.stage([fake_gpu.kernel], _FAKE_DEVICE, _EVENTS, clock=fake_gpu.clock)
     assert fake_gpu.log == ["kernel"] * _EVENTS.warmup_runs  # warm-up calls, nothing timed
     fake_gpu.log.clear()
     with timing.accounted(timed):
@@ -391,13 +396,11 @@ def test_settling_stops_at_settle_max_s_and_never_with_settle_max_s_zero():
     assert timing.settled([[1945.0]], [1980.0, 600.0], 0.0, no_settling)
 
 
-def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clock_down(
-        monkeypatch):
+def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clock_down():
     """A 2 ms kernel runs at boost (1945 us) for its first 0.1 s of (fake) GPU time, then at
     the limited clock (2210 us): settled, every timed run is from after the step; without
     settling, the timing is the boost's."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    monkeypatch.setattr(timing, "_recent_clocks", read_lately(1980.0))
 
     def bench(**settle):
         gpu = _FakeGpu(mhz=1980.0)
@@ -406,10 +409,8 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
             gpu.now_us += 1945.0 if gpu.now_us < 100_000.0 else 2210.0
             gpu.log.append("kernel")
 
-        monkeypatch.setattr(timing, "_GPU", gpu)
-        monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
         config = timing.TimingConfig(warmup_runs=2, use_graphs=False, **settle)
-        [stats] = timing.bench([matmul], device, config)
+        [stats] = timing.bench([matmul], device, config, clock=gpu.gpu_time_clock(1980.0))
         return stats, gpu.now_us * 1e-6
 
     stats, spent_s = bench()
@@ -420,15 +421,13 @@ def test_a_heavy_kernel_is_timed_only_after_the_power_limiter_has_pulled_its_clo
     assert (stats.median_us, stats.stopped) == (1945.0, "ci") and spent_s < 0.06
 
 
-def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(monkeypatch):
+def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first():
     """Two heavy cases of one caller timed back to back: the first pays `settle_min_s`, the
     second only its two agreeing batches; after a pause longer than `settle_gap_s`, or for
     another caller's kernel, it is paid again."""
     device = DeviceInfo("cuda", "fake", llc_bytes=1 << 20)
-    monkeypatch.setattr(timing, "_recent_clocks", read_lately(1980.0))
     gpu = _FakeGpu(mhz=1980.0)
-    monkeypatch.setattr(timing, "_GPU", gpu)
-    monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
+    clock = gpu.gpu_time_clock(1980.0)
     config = timing.TimingConfig(warmup_runs=2, use_graphs=False)
 
     def matmul():
@@ -436,7 +435,7 @@ def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(m
 
     def spent_s() -> float:
         began = gpu.now_us
-        timing.bench([matmul], device, config)
+        timing.bench([matmul], device, config, clock=clock)
         return (gpu.now_us - began) * 1e-6
 
     with timing.one_callers_cases():
@@ -449,7 +448,7 @@ def test_the_second_heavy_case_of_a_candidate_settles_on_the_load_of_the_first(m
     assert unrelated >= config.settle_min_s
 
 
-def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeypatch):
+def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back():
     """The clock reads 1400 MHz for 80 ms of (fake) GPU time, then the 1975 MHz read before
     (the peak): a light kernel that runs slower at the low clock is timed only on runs from
     after the climb; without settling, its first batch is the slow one. The peak is the
@@ -471,11 +470,8 @@ def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeyp
         def add():
             gpu.now_us += 30.0 if gpu.now_us < 80_000.0 else 28.0
 
-        monkeypatch.setattr(timing, "_GPU", gpu)
-        monkeypatch.setattr(timing, "_perf_counter", lambda: gpu.now_us * 1e-6)
-        monkeypatch.setattr(timing, "_recent_clocks", read_lately(*process_reads))
         config = timing.TimingConfig(warmup_runs=2, use_graphs=False, **settle)
-        staged = timing.stage([add], device, config)
+        staged = timing.stage([add], device, config, clock=gpu.gpu_time_clock(*process_reads))
         [stats] = timing.time_staged(staged, peak_mhz=peak_mhz)
         return stats, gpu.now_us * 1e-6
 
@@ -489,6 +485,13 @@ def test_a_light_kernel_after_heavy_load_is_timed_once_the_clock_is_back(monkeyp
     assert stats.median_us == 30.0
     stats, spent_s = bench(process_reads=(), peak_mhz=1975.0)
     assert stats.median_us == stats.p20_us == 28.0 and spent_s >= 0.08
+
+
+def test_a_candidate_that_patches_time_later_does_not_move_the_real_clock(monkeypatch):
+    """The real clock's host function is bound when timing is imported, before any candidate."""
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    assert timing.REAL_CLOCK.now is not time.perf_counter and timing.REAL_CLOCK.now() > 0.0
+    assert timing.Staged([], [], _FAKE_DEVICE, _EVENTS, lambda: None).clock is timing.REAL_CLOCK
 
 
 def read_lately(*mhz: float) -> timing.ClockWindow:

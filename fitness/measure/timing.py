@@ -19,9 +19,11 @@ timing shorter than that measures whatever the previous work left behind. The se
 batches are timed like the real ones and discarded, except the one that shows the state has
 settled, which is the first timed batch.
 
-The clock functions are bound when this module is imported, which the worker does before
-it imports any candidate: a candidate that patches `time` or `torch.cuda.Event` afterwards
-does not change what is measured.
+Every timing reads time through a `Clock`. The real one, `REAL_CLOCK`, binds
+`time.perf_counter` when this module is imported and the GPU's event and spin functions at
+`bind_clocks`, both of which the worker does before it imports any candidate: a candidate that
+patches `time` or `torch.cuda.Event` afterwards does not change what is measured. Tests pass
+a fake `Clock` instead.
 """
 
 from __future__ import annotations
@@ -40,7 +42,40 @@ from fitness.measure.timing_rules import (  # noqa: F401  (re-exported: the timi
     INTERPRETER_TIMING, STOP_REASONS, ClockWindow, TimingConfig, drifted, heavy,
     median_ci_ranks, next_batch_runs, settled, stop_reason)
 
-_perf_counter = time.perf_counter
+
+class _Gpu:
+    """Real CUDA/HIP timing primitives, bound when made (see the module docstring)."""
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        self.event = torch.cuda.Event
+        self.record = torch.cuda.Event.record
+        self.elapsed_ms = torch.cuda.Event.elapsed_time
+        self.synchronize = torch.cuda.synchronize
+        self.sleep = getattr(torch.cuda, "_sleep", None)  # a spin kernel of N clock cycles
+
+
+@dataclasses.dataclass(eq=False)
+class Clock:
+    """What a timing reads time from: the host's seconds (`now`), the GPU's primitives
+    (`gpu`: a `_Gpu`, made on first use when None) and this process's recent SM-clock reads
+    (`recent`: (host seconds, MHz), the peak a light kernel waits for)."""
+
+    now: Callable[[], float]
+    gpu: object = None
+    recent: ClockWindow = dataclasses.field(default_factory=ClockWindow)  # a 60-s window
+
+    def device(self) -> _Gpu:
+        """Returns the GPU's primitives, binding the real ones on the first call."""
+        if self.gpu is None:
+            self.gpu = _Gpu()
+        return self.gpu
+
+
+REAL_CLOCK = Clock(now=time.perf_counter)
+"""The clock every timing uses unless given another: `time.perf_counter` as bound at import."""
 
 SPENT_S: collections.Counter = collections.Counter()
 """Seconds this process's timings spent per phase ("prepare": warm-up calls and graph
@@ -52,13 +87,13 @@ nothing is judged from it."""
 
 
 @contextlib.contextmanager
-def phase(name: str):
+def phase(name: str, clock: Clock = REAL_CLOCK):
     """Adds the seconds spent inside the block to `SPENT_S[name]`."""
-    began = _perf_counter()
+    began = clock.now()
     try:
         yield
     finally:
-        SPENT_S[name] += _perf_counter() - began
+        SPENT_S[name] += clock.now() - began
 
 
 @contextlib.contextmanager
@@ -141,12 +176,13 @@ def one_callers_cases(continued: bool = False):
 def settling(run_batch: Callable[[list[int], int], list[list[float]]],
              read_clock: Callable[[], float | None], clock_mhz: float | None,
              config: TimingConfig, floors_us: Sequence[tuple[float, float] | None],
-             peak_mhz: float = 0.0) -> Callable[[list[int], int], list[list[float]]]:
+             peak_mhz: float = 0.0,
+             clock: Clock = REAL_CLOCK) -> Callable[[list[int], int], list[list[float]]]:
     """Returns `run_batch` whose first call repeats until `settled` and returns only its last
     batch; later calls pass through. The first batch has the runs asked for; later settling
     batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
     before the first batch, `read_clock` reads it after each (None: not readable); the
-    fastest clock read lately, by this process (`_recent_clocks`) or as the caller knows it
+    fastest clock read lately, by this process (`clock.recent`) or as the caller knows it
     (`peak_mhz`), is what a light kernel waits for. Heavy load that ended just before
     (`_HeavyLoad`: the previous case of the same caller, inside `one_callers_cases`) counts
     toward `settle_min_s`. `floors_us`: each callable's roofline floors, or None (see
@@ -154,9 +190,9 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     first = True
 
     def timed_batch(active: list[int], runs: int) -> list[list[float]]:
-        began = _perf_counter()
+        began = clock.now()
         samples = run_batch(active, runs)
-        _HeavyLoad.note(began, _perf_counter(),
+        _HeavyLoad.note(began, clock.now(),
                         [statistics.median(b) if b else 0.0 for b in samples],
                         [floors_us[index] for index in active], config)
         return samples
@@ -164,27 +200,27 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     def run_settled(active: list[int], runs: int) -> list[list[float]]:
         nonlocal first
         if not first:
-            with phase("timed"):
+            with phase("timed", clock):
                 return timed_batch(active, runs)
         first = False
         medians: list[list[float]] = [[] for _ in active]
         clocks = [clock_mhz] if clock_mhz else []
-        started = _perf_counter()
+        started = clock.now()
         loaded_s = _HeavyLoad.loaded_s(started, config)
         while True:
-            began = _perf_counter()
+            began = clock.now()
             samples = timed_batch(active, runs)
-            batch_s = _perf_counter() - began
+            batch_s = clock.now() - began
             for series, batch in zip(medians, samples):
                 series.append(statistics.median(batch))
-            clock = read_clock()
-            if clock:
-                clocks.append(clock)
-            peak = max(_recent_clocks.peak(_perf_counter()), peak_mhz)
-            if settled(medians, clocks, _perf_counter() - started, config, loaded_s, peak,
+            mhz = read_clock()
+            if mhz:
+                clocks.append(mhz)
+            peak = max(clock.recent.peak(clock.now()), peak_mhz)
+            if settled(medians, clocks, clock.now() - started, config, loaded_s, peak,
                        [floors_us[index] for index in active]):
                 SPENT_S["timed"] += batch_s  # the proving batch is the first timed one
-                SPENT_S["settle"] += _perf_counter() - started - batch_s
+                SPENT_S["settle"] += clock.now() - started - batch_s
                 return samples
             wanted = int(runs * config.settle_batch_s / max(batch_s, 1e-9)) + 1
             runs = max(config.min_runs, min(config.max_runs, wanted))
@@ -367,12 +403,14 @@ class Staged:
     config: TimingConfig
     refill: Callable[[], None]
     after_run: Callable[[object], None] | None = None
+    clock: Clock = REAL_CLOCK
 
 
 def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
           config: TimingConfig | None = None,
           refill: Callable[[], None] | None = None,
-          after_run: Callable[[object], None] | None = None) -> Staged:
+          after_run: Callable[[object], None] | None = None,
+          clock: Clock = REAL_CLOCK) -> Staged:
     """Runs each callable `config.warmup_runs` times (`refill` before every call), then, on a
     GPU with `use_graphs`, captures it in a CUDA graph where it can be captured. A runnable
     returns what its callable returned (a replay: the outputs of the captured call).
@@ -382,18 +420,18 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
     interpreted = device.backend == "interpreter"
     config = config or (INTERPRETER_TIMING if interpreted else TimingConfig())
     runnables, methods = [], []
-    with phase("prepare"):
+    with phase("prepare", clock):
         for fn in fns:
             for _ in range(config.warmup_runs):
                 refill()
                 fn()
             method = "wall" if interpreted else "events"
             if config.use_graphs and not interpreted:
-                fn, captured = _as_graph(fn, _gpu())
+                fn, captured = _as_graph(fn, clock.device())
                 method = "graph" if captured else method
             runnables.append(fn)
             methods.append(method)
-    return Staged(runnables, methods, device, config, refill, after_run)
+    return Staged(runnables, methods, device, config, refill, after_run, clock)
 
 
 def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None = None,
@@ -423,11 +461,13 @@ def bench(fns: Sequence[Callable[[], object]], device: DeviceInfo,
           config: TimingConfig | None = None,
           refill: Callable[[], None] | None = None,
           give_up_above_us: Sequence[float | None] | None = None,
-          floors_us: Sequence[tuple[float, float] | None] | None = None) -> list[LatencyStats]:
+          floors_us: Sequence[tuple[float, float] | None] | None = None,
+          clock: Clock = REAL_CLOCK) -> list[LatencyStats]:
     """Returns the latency of each callable, staged and timed at once (see `stage` and
     `time_staged`); `refill`, when given, runs before every call (warm-up and timed), untimed."""
     _per_callable(len(fns), give_up_above_us, floors_us)  # before any call
-    return time_staged(stage(fns, device, config, refill), give_up_above_us, floors_us)
+    return time_staged(stage(fns, device, config, refill, clock=clock), give_up_above_us,
+                       floors_us)
 
 
 def _per_callable(count: int, give_up_above_us, floors_us) -> tuple[list, list]:
@@ -445,9 +485,9 @@ def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
     """Warm-up rounds of what will be timed, as `_time_events` has (a cache a callable
     fills on the first call after its staging misses there, not in a timed run), then
     adaptive batches timed with the wall clock."""
-    runnables, refill = staged.runnables, staged.refill
+    runnables, refill, now = staged.runnables, staged.refill, staged.clock.now
     after_run = staged.after_run or (lambda outputs: None)
-    with phase("warm"):
+    with phase("warm", staged.clock):
         for _ in range(max(staged.config.warmup_runs, 1)):
             for fn in runnables:
                 refill()
@@ -458,43 +498,19 @@ def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
         for _ in range(runs):
             for index, bucket in zip(active, samples):
                 refill()
-                start = _perf_counter()
+                start = now()
                 outputs = runnables[index]()
-                bucket.append((_perf_counter() - start) * 1e6)
+                bucket.append((now() - start) * 1e6)
                 after_run(outputs)
         return samples
 
     return time_adaptively(run_batch, len(runnables), staged.config, give_up, staged.methods)
 
 
-class _Gpu:
-    """Real CUDA/HIP timing primitives, bound at import time (see the module docstring)."""
-
-    def __init__(self):
-        import torch
-
-        self.torch = torch
-        self.event = torch.cuda.Event
-        self.record = torch.cuda.Event.record
-        self.elapsed_ms = torch.cuda.Event.elapsed_time
-        self.synchronize = torch.cuda.synchronize
-        self.sleep = getattr(torch.cuda, "_sleep", None)  # a spin kernel of N clock cycles
-
-
-_GPU = None
-
-
-def _gpu() -> _Gpu:
-    global _GPU
-    if _GPU is None:
-        _GPU = _Gpu()
-    return _GPU
-
-
 def bind_clocks() -> None:
-    """Binds the GPU clock functions now (the worker calls this before any candidate)."""
+    """Binds `REAL_CLOCK`'s GPU functions now (the worker calls this before any candidate)."""
     try:
-        _gpu()
+        REAL_CLOCK.device()
     except (ImportError, AttributeError):
         pass
 
@@ -525,17 +541,17 @@ def _as_graph(fn, gpu: _Gpu):
 _SPIN_CYCLES = 1_000_000  # about 0.5 ms at an H200's boost clock
 _PAD_SLACK_US = 10.0
 _PAD_CAP_US = 500.0
-_recent_clocks = ClockWindow(window_s=60.0)  # this process's reads (perf_counter s, MHz)
 
 
-def _clock_mhz(gpu: _Gpu, cycles: int = _SPIN_CYCLES) -> float | None:
+def _clock_mhz(clock: Clock, cycles: int = _SPIN_CYCLES) -> float | None:
     """Returns the SM clock now, in MHz: a spin kernel of `cycles`, timed with events
     (cycles per microsecond), behind a lead spin that keeps the GPU busy while the host
     enqueues the timed one, so the interval holds the spin alone. Both must be long: on an
     H200 a 0.1-ms spin behind a 25-us lead read -12.8%..+5.8% (stdev 4.75%) under a steady
     light load, since right after a synchronisation the host took longer than the lead to
     enqueue; a 0.5-ms spin behind a 0.13-ms lead reads within 0.13% (`clock_probe.py` E).
-    None where the backend has no spin kernel. Each read is remembered (`_recent_clocks`)."""
+    None where the backend has no spin kernel. Each read is remembered (`clock.recent`)."""
+    gpu = clock.device()
     if gpu.sleep is None:
         return None
     start, end = gpu.event(enable_timing=True), gpu.event(enable_timing=True)
@@ -545,16 +561,16 @@ def _clock_mhz(gpu: _Gpu, cycles: int = _SPIN_CYCLES) -> float | None:
     gpu.record(end)
     gpu.synchronize()
     mhz = cycles / max(gpu.elapsed_ms(start, end) * 1e3, 1e-3)
-    _recent_clocks.note(_perf_counter(), mhz)
+    clock.recent.note(clock.now(), mhz)
     return mhz
 
 
-def read_clock_mhz(device: DeviceInfo) -> float | None:
+def read_clock_mhz(device: DeviceInfo, clock: Clock = REAL_CLOCK) -> float | None:
     """Returns the SM clock of `device` now, in MHz (`_clock_mhz`), or None where it cannot
     be read (the interpreter, a backend without a spin kernel)."""
     if device.backend == "interpreter":
         return None
-    return _clock_mhz(_gpu())
+    return _clock_mhz(clock)
 
 
 def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[LatencyStats]:
@@ -564,22 +580,23 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
     spin kernel twice as long as the host takes to enqueue the call, so the whole call is
     queued before its start event fires and the interval holds GPU work, never launcher
     jitter. The last-level cache is flushed before every run."""
-    gpu, device, config = _gpu(), staged.device, staged.config
+    clock, device, config = staged.clock, staged.device, staged.config
+    gpu = clock.device()
     runnables, refill = staged.runnables, staged.refill
     after_run = staged.after_run or (lambda outputs: None)
     flush = gpu.torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=gpu.torch.int8,
                             device=device.torch_device)
-    with phase("warm"):
+    with phase("warm", clock):
         host_us: list[list[float]] = [[] for _ in runnables]
         for _ in range(max(config.warmup_runs, 1)):
             for fn, spent in zip(runnables, host_us):
                 refill()
                 flush.zero_()
-                enqueued = _perf_counter()
+                enqueued = clock.now()
                 fn()
-                spent.append((_perf_counter() - enqueued) * 1e6)
+                spent.append((clock.now() - enqueued) * 1e6)
             gpu.synchronize()
-        clock_mhz = _clock_mhz(gpu)
+        clock_mhz = _clock_mhz(clock)
     pads = [int((clock_mhz or 0.0) * min(_PAD_CAP_US, 2 * statistics.median(spent) + _PAD_SLACK_US))
             for spent in host_us]
 
@@ -600,8 +617,8 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
         gpu.synchronize()
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 
-    settled_batch = settling(run_batch, lambda: _clock_mhz(gpu), clock_mhz, config, floors,
-                             peak_mhz)
+    settled_batch = settling(run_batch, lambda: _clock_mhz(clock), clock_mhz, config, floors,
+                             peak_mhz, clock)
     return time_adaptively(settled_batch, len(runnables), config, give_up, staged.methods, floors)
 
 
