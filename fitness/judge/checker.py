@@ -24,7 +24,7 @@ import traceback
 import torch
 
 from fitness.measure import compile_only
-from fitness.processes import protocol
+from fitness.processes import modules, protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
 from fitness.judge import checking
@@ -244,16 +244,11 @@ class Checker:
         """Returns the task's baseline entry point, imported from a file in this process's
         own directory (Triton's @jit reads its kernels' source from the file)."""
         if task.name not in self.baselines:
-            import importlib.util
-
             name = f"baseline_{task.name}"
             path = os.path.abspath(f"{name}.py")
             with open(path, "w") as handle:
                 handle.write(task.baseline_source)
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
+            module = modules.import_file(path, name)
             self.baselines[task.name] = getattr(module, task.entry_point)
         return self.baselines[task.name]
 

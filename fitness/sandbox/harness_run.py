@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import importlib.util
 import os
 import sys
 import traceback
 
-from fitness.processes import protocol
+from fitness.processes import modules, protocol
 
 _TRACE_CHARS = 6000
 
@@ -137,14 +136,6 @@ def _seed(value: int) -> None:
     torch.manual_seed(value)
 
 
-def _import_file(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 # --- outputs as raw tensor files ----------------------------------------------------------
 
 def _write_outputs(workdir: str, result) -> dict:
@@ -198,7 +189,7 @@ def _flatten(value, leaves: list) -> dict:
 
 def _run_tritonbench(harness: _Harness):
     request = harness.request
-    module = _import_file(harness.path(f"{request['module']}.py"), request["module"])
+    module = modules.import_file(harness.path(f"{request['module']}.py"), request["module"])
     harness.report["phase"] = "run"
     _seed(42)  # GEAK-eval seeds once before running the file; salted when the seed is set
     tests_path = harness.path("harness_tests.py")
@@ -281,8 +272,8 @@ def _run_rocm(harness: _Harness):
 def _kernelbench_models(harness: _Harness):
     """Returns (problem module, the model KernelBench builds after its fixed seed)."""
     request = harness.request
-    problem = _import_file(harness.path("problem.py"), "problem")
-    owner = problem if request["entry"] == "Model" else _import_file(
+    problem = modules.import_file(harness.path("problem.py"), "problem")
+    owner = problem if request["entry"] == "Model" else modules.import_file(
         harness.path(f"{request['module']}.py"), request["module"])
     model_class = getattr(owner, request["entry"])
     harness.report["phase"] = "run"

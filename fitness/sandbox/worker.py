@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import faulthandler
-import importlib.util
 import inspect
 import os
 import socket
@@ -34,7 +33,7 @@ import sys
 import traceback
 
 from fitness.measure import compile_only
-from fitness.processes import protocol
+from fitness.processes import modules, protocol
 from fitness.processes import shared_memory
 
 _TRACE_CHARS = 4000
@@ -156,11 +155,8 @@ class Worker:
         with open(self.module_path, "w") as handle:
             handle.write(request["source"])
         try:
-            spec = importlib.util.spec_from_file_location(name, self.module_path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            with self.stall.watching(self.module_path, self.stall_s):
-                spec.loader.exec_module(module)
+            module = modules.import_file(self.module_path, name, lambda: self.stall.watching(
+                self.module_path, self.stall_s))
         except SyntaxError as error:
             return {"ok": False, "kind": "syntax_error", "trace": _trace(error, self.module_path)}
         except BaseException as error:  # the candidate's import may raise anything, SystemExit included
