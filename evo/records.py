@@ -33,7 +33,6 @@ FAILURE_KINDS = (
     "inputs_modified",
     "no_triton_launch",
     "cheat_torch_compute",
-    "cheat_calls_reference",
     "cheat_cached_result",
     "cheat_implausible",
     "unsupported_on_backend",
@@ -46,7 +45,6 @@ FAILURE_KINDS = (
     "policy_violation",
     "cheat_forged_timing",
     "nondeterministic",
-    "sandbox_error",
     "out_of_memory",
 )
 """Every value `Evaluation.failure_kind` may take (None means no failure)."""
