@@ -21,8 +21,7 @@ from deap import tools
 
 from evo import toolbox as toolbox_lib
 from evo.config import Config
-from evo.records import Candidate, Evaluation, Task, make_candidate
-from evo.roles import Breeding, Child
+from evo.records import Breeding, Candidate, Child, Evaluation, Task, make_candidate
 from evo.toolbox import Individual, Plan
 
 HISTORY_SIZE = 8

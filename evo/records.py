@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import random
 import threading
 from typing import Any, Callable, Mapping
 
@@ -245,3 +246,34 @@ def candidate_id(source: str) -> str:
 def make_candidate(task: str, source: str, **fields: Any) -> Candidate:
     """Returns a Candidate whose id is derived from its source."""
     return Candidate(id=candidate_id(source), task=task, source=source, **fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class Breeding:
+    """What an operator needs besides its parents, for one offspring slot: every operator is
+    `async operator(breeding, parents) -> Child`, the one shape the toolbox registers.
+
+    Attributes:
+      history: the island's correct (Candidate, Evaluation) pairs, for the optimizer.
+      rng: the island's seeded RNG (offline operators draw from it).
+      backend: cuda | rocm | interpreter (offline operators pick backend-legal knobs).
+      sample_index: unique per (generation, island, slot), part of the LLM request hash,
+        so replay answers each slot with its own recorded reply.
+    """
+
+    task: Task
+    client: Any
+    context: Any
+    history: tuple[tuple[Candidate, Evaluation], ...]
+    rng: random.Random
+    backend: str
+    sample_index: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Child:
+    """An operator's result: the new candidate, or None and why there is none."""
+
+    candidate: Candidate | None
+    operator: str
+    failure: str = ""

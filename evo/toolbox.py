@@ -18,7 +18,6 @@ from typing import Sequence
 
 from deap import base, tools
 
-from evo import roles
 from evo.config import Config
 from evo.records import Candidate, Evaluation
 
@@ -103,17 +102,21 @@ def build(config: Config) -> base.Toolbox:
     toolbox.register("select", sel_tournament, tournsize=search.tournament_size)
     toolbox.register("survive", sel_survivors)
     toolbox.max_debug_attempts = search.max_debug_attempts
-    if ops.mode == "offline":
-        toolbox.register("generate", roles.offline_generate)
-        toolbox.register("repair", roles.offline_mutate)
-        toolbox.register("improve", roles.offline_mutate)
-        toolbox.register("mate", roles.offline_crossover)
+    if ops.mode == "offline":  # no LLM client is imported
+        from operators import offline
+
+        toolbox.register("generate", offline.offline_fresh)
+        toolbox.register("repair", offline.offline_mutation)
+        toolbox.register("improve", offline.offline_mutation)
+        toolbox.register("mate", offline.offline_crossing)
         toolbox.crossover_rate = search.crossover_rate
         return toolbox
-    toolbox.register("generate", roles.llm_generate)
-    toolbox.register("repair", roles.llm_reflect if ops.reflector else roles.llm_generate)
-    toolbox.register("improve", roles.llm_optimize if ops.optimizer else roles.llm_generate)
-    toolbox.register("mate", roles.llm_crossover)
+    from operators import crossover, generator, optimizer, reflector
+
+    toolbox.register("generate", generator.generator)
+    toolbox.register("repair", reflector.reflector if ops.reflector else generator.generator)
+    toolbox.register("improve", optimizer.optimizer if ops.optimizer else generator.generator)
+    toolbox.register("mate", crossover.llm_crossover)
     toolbox.crossover_rate = search.crossover_rate if ops.crossover else 0.0
     return toolbox
 

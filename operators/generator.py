@@ -5,11 +5,13 @@ Used to seed an empty island and to restart a lineage caught in the debugging tr
 
 from __future__ import annotations
 
-from evo.records import Task
+from typing import Sequence
+
+from evo.records import Breeding, Child, Task
 from operators import prompting, retrieval
 from operators.context import OperatorContext
 from operators.llm_client import LLMClient
-from operators.offspring import Offspring, ask
+from operators.offspring import Offspring, as_child, ask
 
 
 async def generate(task: Task, client: LLMClient, context: OperatorContext, sample_index: int = 0) -> Offspring:
@@ -20,3 +22,9 @@ async def generate(task: Task, client: LLMClient, context: OperatorContext, samp
         example = (exemplar.name, exemplar.source) if exemplar else None
     prompt = prompting.generator_prompt(task, context.knowledge, example)
     return await ask("generator", task, prompt, client, context, sample_index, parents=())
+
+
+async def generator(breeding: Breeding, parents: Sequence) -> Child:
+    """The generator in the toolbox's shape (`evo.records.Breeding`); no parents."""
+    return as_child(await generate(breeding.task, breeding.client, breeding.context,
+                                   breeding.sample_index), "generator")

@@ -14,9 +14,9 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
-from evo.records import Candidate, Task, candidate_id, make_candidate
+from evo.records import Breeding, Candidate, Child, Task, candidate_id, make_candidate
 from operators import knobs as knobs_lib
 from operators import parsing
 from operators import tables
@@ -154,3 +154,24 @@ def _check(task: Task, source: str, what: str) -> None:
     failure = parsing.check_module(source, task.entry_point)
     if failure:
         raise ValueError(f"task {task.name}: {what} is not a valid module: {failure}")
+
+
+async def offline_mutation(breeding: Breeding, parents: Sequence) -> Child:
+    """Mutation in the toolbox's shape: one parent."""
+    (parent,) = parents
+    return Child(mutate(breeding.task, parent.candidate, breeding.rng, breeding.backend),
+                 "offline_mutation")
+
+
+async def offline_crossing(breeding: Breeding, parents: Sequence) -> Child:
+    """Crossover of launch knobs in the toolbox's shape: two parents."""
+    first, second = parents
+    return Child(crossover(breeding.task, first.candidate, second.candidate, breeding.rng,
+                           breeding.backend), "offline_crossover")
+
+
+async def offline_fresh(breeding: Breeding, parents: Sequence) -> Child:
+    """The offline stand-in for the generator: a fresh variant of the task's baseline."""
+    baseline = make_candidate(breeding.task.name, breeding.task.baseline_source)
+    return Child(mutate(breeding.task, baseline, breeding.rng, breeding.backend),
+                 "offline_mutation")

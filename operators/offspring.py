@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from evo.records import Candidate, Task, make_candidate
+from evo.records import Candidate, Child, Task, make_candidate
 from operators import parsing, prompting
 from operators.context import OperatorContext
 from operators.llm_client import LLMClient, LLMReply
@@ -40,3 +40,8 @@ async def ask(role: str, task: Task, prompt: str, client: LLMClient, context: Op
                            generation=context.generation, island=context.island,
                            lineage_debug_count=lineage_debug_count, strategy=parsed.notes, llm=reply.usage)
     return Offspring(child, "", reply)
+
+
+def as_child(offspring: Offspring, operator: str) -> Child:
+    """The toolbox's record of an LLM role's result."""
+    return Child(offspring.candidate, operator, offspring.failure or "")

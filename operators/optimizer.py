@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from evo.records import Candidate, Evaluation, Task
+from evo.records import Breeding, Candidate, Child, Evaluation, Task
 from operators import prompting
 from operators.context import OperatorContext
 from operators.llm_client import LLMClient
-from operators.offspring import Offspring, ask
+from operators.offspring import Offspring, as_child, ask
 
 
 async def optimize(task: Task, history: Sequence[tuple[Candidate, Evaluation]], client: LLMClient,
@@ -30,3 +30,9 @@ async def optimize(task: Task, history: Sequence[tuple[Candidate, Evaluation]], 
     prompt = prompting.optimizer_prompt(task, history, context.knowledge, context.max_history)
     return await ask("optimizer", task, prompt, client, context, sample_index,
                      parents=(shown[-1][0],))
+
+
+async def optimizer(breeding: Breeding, parents: Sequence) -> Child:
+    """The optimizer in the toolbox's shape: it reads the island's history, not `parents`."""
+    return as_child(await optimize(breeding.task, list(breeding.history), breeding.client,
+                                   breeding.context, breeding.sample_index), "optimizer")

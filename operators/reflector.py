@@ -6,11 +6,13 @@ lineage that keeps failing (the debugging trap) after `max_debug_attempts`.
 
 from __future__ import annotations
 
-from evo.records import Candidate, Evaluation, Task
+from typing import Sequence
+
+from evo.records import Breeding, Candidate, Child, Evaluation, Task
 from operators import prompting
 from operators.context import OperatorContext
 from operators.llm_client import LLMClient
-from operators.offspring import Offspring, ask
+from operators.offspring import Offspring, as_child, ask
 
 
 async def reflect(task: Task, parent: Candidate, evaluation: Evaluation, client: LLMClient,
@@ -21,3 +23,11 @@ async def reflect(task: Task, parent: Candidate, evaluation: Evaluation, client:
     prompt = prompting.reflector_prompt(task, parent, evaluation, context.max_trace_chars)
     return await ask("reflector", task, prompt, client, context, sample_index, parents=(parent,),
                      lineage_debug_count=parent.lineage_debug_count + 1)
+
+
+async def reflector(breeding: Breeding, parents: Sequence) -> Child:
+    """The reflector in the toolbox's shape: one failing parent."""
+    (parent,) = parents
+    return as_child(await reflect(breeding.task, parent.candidate, parent.evaluation,
+                                  breeding.client, breeding.context, breeding.sample_index),
+                    "reflector")

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from evo import config as config_lib
-from evo import migration, roles, toolbox as toolbox_lib
+from evo import migration, toolbox as toolbox_lib
+from operators import generator, offline, optimizer, reflector
 from evo.population import Population
 from evo.records import Evaluation, Task, make_candidate
 from evo.toolbox import Individual
@@ -93,13 +94,13 @@ def test_lineage_stuck_in_the_debugging_trap_is_abandoned_for_the_generator():
 def test_ablation_switches_change_what_is_registered():
     llm = {"mode": "llm", "base_url": "http://127.0.0.1:1/v1", "model": "m"}
     full = toolbox_lib.build(config_lib.from_dict({"campaign": {"name": "t"}, "operators": llm}))
-    assert full.repair.func is roles.llm_reflect and full.improve.func is roles.llm_optimize
+    assert full.repair.func is reflector.reflector and full.improve.func is optimizer.optimizer
     ablated = toolbox_lib.build(config_lib.from_dict({"campaign": {"name": "t"}, "operators": {
         **llm, "reflector": False, "optimizer": False, "crossover": False}}))
-    assert ablated.repair.func is roles.llm_generate and ablated.improve.func is roles.llm_generate
+    assert ablated.repair.func is generator.generator and ablated.improve.func is generator.generator
     assert ablated.crossover_rate == 0.0
-    offline = toolbox_lib.build(_config())
-    assert offline.mate.func is roles.offline_crossover
+    offline_toolbox = toolbox_lib.build(_config())
+    assert offline_toolbox.mate.func is offline.offline_crossing
 
 
 def test_replace_keeps_the_best_and_refuses_a_candidate_of_another_island():
