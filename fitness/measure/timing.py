@@ -1,29 +1,18 @@
 """The one place that times a kernel call and converts a latency to roofline units.
 
-On a GPU: device events around each call, warm-up (and so compilation) excluded, the
-last-level cache flushed before every timed call with a buffer larger than it, callables
-interleaved run by run (baseline and candidate see the same clocks and neighbours), CUDA
-graphs for launch-bound calls, and the median with p20/p80 kept. Under the interpreter the
-wall clock is used and the numbers are flagged as not meaningful.
+On a GPU: device events around each call, warm-up (and so compilation) excluded, the cache
+flushed before every timed call, callables interleaved run by run (the same clocks and
+neighbours for all), CUDA graphs for launch-bound calls, the median with p20/p80 kept; under
+the interpreter the wall clock, flagged as not meaningful. Runs come in growing batches until
+`stop_reason` says the median is known well enough, the callable is clearly slower than the
+caller cares about, or the budget is spent. First, a callable long enough to heat the chip
+runs until its latency stops drifting (`settled`): the power limiter pulls the clock down only
+after a while under load (evidence: RESULTS.md#timing-power-limiter).
 
-Repetition is adaptive: runs come in growing batches, and after each batch `stop_reason`
-decides, from the samples alone, whether the median is known well enough (a distribution-free
-confidence interval narrower than `ci_rel`), whether the callable is clearly slower than what
-the caller cares about, or whether the run or time budget is spent. Whatever the reason, the
-reported median is the median of every run that was timed.
-
-Before that, a callable long enough to heat the chip is run until its latency stops drifting
-(`settled`): a compute-bound kernel starts at the boost clock, and the power limiter pulls the
-clock down only after some 0.1 s of load (13.7% slower on an H200's 8192^3 fp16 matmul), so a
-timing shorter than that measures whatever the previous work left behind. The settling
-batches are timed like the real ones and discarded, except the one that shows the state has
-settled, which is the first timed batch.
-
-Every timing reads time through a `Clock`. The real one, `REAL_CLOCK`, binds
-`time.perf_counter` when this module is imported and the GPU's event and spin functions at
-`bind_clocks`, both of which the worker does before it imports any candidate: a candidate that
-patches `time` or `torch.cuda.Event` afterwards does not change what is measured. Tests pass
-a fake `Clock` instead.
+Every timing reads time through a `Clock`. The real one, `REAL_CLOCK`, binds `time.perf_counter`
+when this module is imported and the GPU's functions at `bind_clocks`, both before the worker
+imports any candidate: a candidate that patches `time` or `torch.cuda.Event` afterwards does
+not change what is measured. Tests pass a fake `Clock` instead.
 """
 
 from __future__ import annotations
@@ -135,8 +124,8 @@ class _HeavyLoad:
     `one_callers_cases` began and ended: the chip's recent load, which the next settling
     counts. Only the cases of one caller (one candidate, one baseline) share it: their
     kernels draw about the same power, while another kernel's load (a memory-bound one
-    before a matmul) may leave the clock where this one would not (measured: a matmul timed
-    right after a memory-bound kernel moved by 7% between rounds)."""
+    before a matmul) may leave the clock where this one would not (evidence:
+    RESULTS.md#timing-heavy-load-neighbours)."""
 
     active = False
     began = ended = float("-inf")
@@ -449,7 +438,7 @@ def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None 
     this device by anyone the caller trusts (0: unknown): a process that has read none
     itself (new, or idle for a minute) would otherwise take whatever clock it finds for the
     peak, and time a light kernel right after another's heavy load on a clock still
-    climbing back (measured on an H200: 1374-1404 MHz, a 41-us layernorm timed 31-34% slow).
+    climbing back (evidence: RESULTS.md#timing-clock-recovery).
     """
     give_up, floors = _per_callable(len(staged.runnables), give_up_above_us, floors_us)
     if staged.device.backend == "interpreter":
@@ -538,7 +527,7 @@ def _as_graph(fn, gpu: _Gpu):
         return fn, False
 
 
-_SPIN_CYCLES = 1_000_000  # about 0.5 ms at an H200's boost clock
+_SPIN_CYCLES = 1_000_000  # about 0.5 ms at a 2-GHz boost clock
 _PAD_SLACK_US = 10.0
 _PAD_CAP_US = 500.0
 
@@ -546,11 +535,10 @@ _PAD_CAP_US = 500.0
 def _clock_mhz(clock: Clock, cycles: int = _SPIN_CYCLES) -> float | None:
     """Returns the SM clock now, in MHz: a spin kernel of `cycles`, timed with events
     (cycles per microsecond), behind a lead spin that keeps the GPU busy while the host
-    enqueues the timed one, so the interval holds the spin alone. Both must be long: on an
-    H200 a 0.1-ms spin behind a 25-us lead read -12.8%..+5.8% (stdev 4.75%) under a steady
-    light load, since right after a synchronisation the host took longer than the lead to
-    enqueue; a 0.5-ms spin behind a 0.13-ms lead reads within 0.13% (`clock_probe.py` E).
-    None where the backend has no spin kernel. Each read is remembered (`clock.recent`)."""
+    enqueues the timed one, so the interval holds the spin alone. Both must be long: right
+    after a synchronisation the host may take longer than a short lead to enqueue the spin
+    (evidence: RESULTS.md#timing-clock-read). None where the backend has no spin kernel.
+    Each read is remembered (`clock.recent`)."""
     gpu = clock.device()
     if gpu.sleep is None:
         return None

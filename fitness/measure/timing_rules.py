@@ -16,81 +16,73 @@ from typing import Sequence
 
 @dataclasses.dataclass(frozen=True)
 class TimingConfig:
-    """How long to warm up and when to stop timing.
+    """How long to warm up and when to stop timing; each field's reason is beside it.
 
-    Attributes:
-      warmup_runs: untimed calls of each callable first (compilation, autotuning, caches),
-        and as many untimed rounds after graph capture (a graph's first replay uploads it).
-      min_runs: timed runs per callable before any stop (the first batch); at 20 the 95%
-        interval of the median is the 6th to 15th sample, so one outlier cannot stop it.
-      max_runs: timed runs per callable at most.
-      max_timed_s: timed work per callable at most (the sum of its runs, in seconds); a
-        slow kernel stops here after `min_runs`, whatever its spread.
-      ci_rel: stop once the confidence interval of the median is narrower than this
-        fraction of the median on each side: at 0.5%, sampling alone moves three timings
-        of a kernel apart by about 1%, half of issue 12's 2% bound. 0 never stops on it.
-      confidence: coverage of that interval (also of the "clearly slower" decision).
-      use_graphs: time CUDA graph replays whenever the call can be captured. Triton's
-        Python launcher costs tens of microseconds of host time per launch (62 us measured
-        for a 6 us kernel on an H200 host): events around an eager launch then time the
-        host, not the kernel. A replay has no per-kernel host cost.
-      settle_above_us: a callable whose batch median is at least this is heavy enough to
-        move the clock itself: behind the flush (~25 us) and the pad it keeps the GPU busy
-        >= ~80% of the time, which for tensor-core work is past an H200's 700 W; below it
-        only the SM clock has to be steady (see `settled`).
-      heat_compute_fraction, heat_memory_fraction: a callable of at least
-        `settle_above_us` whose roofline floors are known (`bench`'s `floors_us`) is heavy
-        only if it draws the power to move the clock: a compute rate of at least the first
-        fraction of the device's peak, or memory traffic of at least the second of its
-        bandwidth. Measured on an H200 (`timing_profile.py --drift`: after idle vs right
-        after 2 s of its own load): tensor-core matmuls at ~50% of the peak moved 8.8-21.5%,
-        flash attention 4.9-9.7%, cross-entropy at ~85% of the bandwidth 2.1%; a matmul at
-        10-16% of the peak, row_argmax at ~49% and cross-entropy at ~55% of the bandwidth,
-        cumsum and batched matmuls far below both moved 0.01-0.4%, and so settle like light
-        kernels (the clock back at its peak) instead of paying `settle_min_s`.
-      heavy_min_timed_s: timed work of a heavy callable at least (its runs' sum): under
-        the power limiter an H200's clock wanders between ~1434 and ~1508 MHz from one 20-ms
-        read to the next (`clock_probe.py` G), and a tight interval over 15 ms of runs
-        (matmul 4096^3: 54 runs) timed one point of that wander: 2-4.5% apart between
-        timings. A tenth of a second spans several.
-      settle_min_s: seconds of a heavy callable's settling batches before it may be timed:
-        measured on an H200, a 2 ms matmul ran at boost for ~0.1 s of load, then up to 14% slower.
-      settle_max_s: settling stops after this many seconds, settled or not (0: no settling,
-        the first batch is timed whatever came before it).
-      settle_batch_s: seconds a settling batch lasts at least after the first, so that two
-        batches in a row are far enough apart in time to show a drift.
-      settle_rel: settled once the last two batch medians (heavy callables) and the last two
-        SM clock reads agree within this fraction, and (light callables) the clock is
-        within it of the fastest read lately.
-      settle_gap_s: heavy load that ended at most this long before a settling began counts
-        toward its `settle_min_s`: the cases of one candidate, timed back to back, heat
-        the chip once (each still needs two agreeing batches), not once each.
-      drift_rel, retakes: a callable whose runs' first and last thirds (in time order)
-        have medians more than `drift_rel` apart timed two states of the device (the clock
-        stepped, or a neighbour's launch came or went) and its median is of neither: its
-        runs are dropped and it is timed again, at most `retakes` times. Seen on an H200
-        in a busy pool: one copy of matmul 4097^3 (not `heavy`) ran 20% of its runs at
-        1340 us and the rest at 1713-1733 us, while three copies timed seconds later took
-        1344-1347 us. Heavy callables are not retaken: they drift as they heat the chip,
-        and retaking every one cost a whole-suite campaign on one H200 some 20% of its pace.
+    A callable is `heavy` when it is long enough and draws enough power to move the SM clock
+    itself: a heavy one settles on its own load, a light one waits for the chip's full clock
+    (`settled`).
     """
 
+    # Untimed calls of each callable first (compilation, autotuning, caches), and as many
+    # untimed rounds after graph capture (a graph's first replay uploads it).
     warmup_runs: int = 3
+    # Timed runs per callable before any stop (the first batch): at 20 the 95% interval of
+    # the median is the 6th to 15th sample, so one outlier cannot stop it.
     min_runs: int = 20
-    max_runs: int = 500
+    max_runs: int = 500  # timed runs per callable at most
+    # Timed work per callable at most (the sum of its runs, in seconds): a slow kernel stops
+    # here after `min_runs`, whatever its spread.
     max_timed_s: float = 0.05
+    # Stop once the median's confidence interval is narrower than this fraction of the
+    # median on each side: at 0.5%, sampling alone moves three timings of a kernel apart by
+    # about 1%, half of the 2% that repeated timings may differ by. 0 never stops on it.
     ci_rel: float = 0.005
-    confidence: float = 0.95
+    confidence: float = 0.95  # coverage of that interval, and of the "clearly slower" call
+    # Time CUDA graph replays whenever the call can be captured: Triton's Python launcher
+    # costs tens of microseconds of host time per launch, so events around an eager launch
+    # time the host, not the kernel; a replay has no per-kernel host cost
+    # (evidence: RESULTS.md#timing-graph-replay).
     use_graphs: bool = True
+    # A batch median at least this long may move the clock itself: behind the flush and the
+    # pad it keeps the GPU busy most of the time, which for tensor-core work is past the
+    # chip's power limit; below it only the SM clock has to be steady (see `settled`).
     settle_above_us: float = 200.0
+    # Such a callable whose roofline floors are known (`bench`'s `floors_us`) is heavy only
+    # if it draws the power to move the clock: a compute rate of at least the first fraction
+    # of the peak, or memory traffic of at least the second of the bandwidth. Kernels far
+    # below both barely move the clock, so they settle like light ones (the clock back at its
+    # peak) instead of paying `settle_min_s` (evidence: RESULTS.md#timing-heat-fractions).
     heat_compute_fraction: float = 0.25
     heat_memory_fraction: float = 0.7
+    # Timed work of a heavy callable at least (its runs' sum): under the power limiter the
+    # clock wanders from one read to the next, and a tight interval over a few milliseconds
+    # of runs times one point of that wander; a tenth of a second spans several
+    # (evidence: RESULTS.md#timing-clock-wander).
     heavy_min_timed_s: float = 0.1
+    # Seconds of a heavy callable's settling batches before it may be timed: a compute-bound
+    # kernel runs at the boost clock for about a tenth of a second of load before the power
+    # limiter pulls the clock down (evidence: RESULTS.md#timing-power-limiter).
     settle_min_s: float = 0.15
+    # Settling stops after this many seconds, settled or not (0: no settling, the first
+    # batch is timed whatever came before it).
     settle_max_s: float = 0.3
+    # Seconds a settling batch lasts at least after the first, so that two batches in a row
+    # are far enough apart in time to show a drift.
     settle_batch_s: float = 0.02
+    # Settled once the last two batch medians (heavy callables) and the last two SM clock
+    # reads agree within this fraction, and (light callables) the clock is within it of the
+    # fastest read lately.
     settle_rel: float = 0.01
+    # Heavy load that ended at most this long before a settling began counts toward its
+    # `settle_min_s`: the cases of one candidate, timed back to back, heat the chip once
+    # (each still needs two agreeing batches), not once each.
     settle_gap_s: float = 0.05
+    # A callable whose runs' first and last thirds (in time order) have medians more than
+    # `drift_rel` apart timed two states of the device (the clock stepped, or a neighbour's
+    # launch came or went), and its median is of neither: its runs are dropped and it is
+    # timed again, at most `retakes` times. Heavy callables are not retaken: they drift as
+    # they heat the chip, which their settling and `heavy_min_timed_s` already span, and
+    # retaking them slowed whole campaigns (evidence: RESULTS.md#timing-retakes).
     drift_rel: float = 0.03
     retakes: int = 1
 
@@ -155,10 +147,10 @@ def stop_reason(samples_us: Sequence[float], config: TimingConfig,
 def drifted(samples_us: Sequence[float], config: TimingConfig) -> bool:
     """Returns whether the runs (in the order they ran) drifted: the medians of the first
     and the last third more than `drift_rel` apart. Thirds, not halves: a step a fifth of
-    the way in leaves the first half's median already slow (seen on an H200: matmul 4097^3
-    at 1343.8 us for a fifth of its runs, 1697-1714 after), where the first third's is
-    still fast; a step anywhere from a sixth to five sixths of the way is seen. Too few
-    runs for two medians of `min_runs // 3` each never drift."""
+    the way in leaves the first half's median already slow, where the first third's is
+    still fast; a step anywhere from a sixth to five sixths of the way is seen
+    (evidence: RESULTS.md#timing-drift-thirds). Too few runs for two medians of
+    `min_runs // 3` each never drift."""
     third = len(samples_us) // 3
     if third < max(config.min_runs // 3, 1):
         return False
@@ -189,21 +181,17 @@ def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
     series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
     before the first batch and after each (empty where it cannot be read), `elapsed_s` the
     seconds since the first batch began, `loaded_s` the seconds of heavy load the chip had
-    just before it (another callable's; see `settle_gap_s`), `peak_mhz` the fastest clock
-    read lately (0: unknown), `floors_us` each callable's roofline floors (see `heavy`;
-    missing: unknown). A pure function, tested without a GPU.
+    just before it (see `settle_gap_s`), `peak_mhz` the fastest clock read lately (0:
+    unknown), `floors_us` each callable's roofline floors (see `heavy`; missing: unknown).
 
     Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
-    since the last read. If no callable is `heavy` (at its last median),
-    the clock must also be within `settle_rel` of `peak_mhz`: a light kernel cannot pull the
-    clock down itself, so its honest state is the chip's full clock, and after another
-    caller's heavy load the clock climbs back in steps that hold for tens of milliseconds
-    (an H200 after 1 s of fp16 matmuls: 1374, 1464, 1657 MHz at 5, 20, 50 ms, 1920+ after
-    200 ms; a 28-us memory-bound add ran 5.8% slow at once, 1.3% at 20 ms), so two agreeing
-    reads alone may be a step. If a callable is heavy, at least `settle_min_s` of heavy load
-    (`loaded_s` and this settling's) must have passed (a boost clock holds steady for a
-    while before the power limiter pulls it down, so steadiness alone proves nothing early)
-    and every callable's last two medians must agree within `settle_rel`.
+    since the last read. If no callable is `heavy`, the clock must also be within
+    `settle_rel` of `peak_mhz`: a light kernel's honest state is the chip's full clock, and
+    after another caller's heavy load the clock climbs back in steps that each hold for tens
+    of milliseconds, so two agreeing reads may be a step (evidence:
+    RESULTS.md#timing-clock-recovery). If one is heavy, `settle_min_s` of heavy load must
+    have passed (a boost clock holds steady before the power limiter pulls it down) and
+    every callable's last two medians must agree within `settle_rel`.
     """
     if elapsed_s >= config.settle_max_s:
         return True
