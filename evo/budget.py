@@ -1,7 +1,7 @@
 """Budgets: the USD/token ledger shared by every island, and the check for which cap stopped a run.
 
 LLM spend is capped at the call: every island's client reserves a call's worst-case cost
-in one `Ledger` actor before sending it (so calls in flight count) and settles the real
+in one `LedgerActor` (the operators' `Budget`, as a Ray actor) before sending it (so calls in flight count) and settles the real
 cost after. GPU seconds and wall time are capped between generations by the driver.
 """
 
@@ -18,22 +18,8 @@ LEDGER_TIMEOUT_S = 60.0
 """Longest wait for the ledger actor's answer to a reservation."""
 
 
-class Ledger(Budget):
-    """The operators' reserve/settle budget, with a snapshot the campaign checkpoints."""
-
-    def snapshot(self) -> dict:
-        """Returns what was spent and whether a cap refused a call (reservations are not kept:
-        after a restart nothing is in flight)."""
-        return {"spent_usd": self.spent_usd, "spent_tokens": self.spent_tokens,
-                "stopped_by": self.stopped_by}
-
-    def restore(self, snapshot: dict) -> None:
-        self.spent_usd = snapshot["spent_usd"]
-        self.spent_tokens = snapshot["spent_tokens"]
-        self.stopped_by = snapshot["stopped_by"]
-
-
-LedgerActor = ray.remote(num_cpus=0)(Ledger)
+LedgerActor = ray.remote(num_cpus=0)(Budget)
+"""The campaign's one LLM budget (`operators.budget.Budget`), shared by every island."""
 
 
 class LedgerProxy:

@@ -56,6 +56,20 @@ class Budget:
             self.spent_usd += actual_usd
             self.spent_tokens += actual_tokens
 
+    def snapshot(self) -> dict:
+        """Returns what was spent and which cap refused a call, for a checkpoint (reservations
+        are not kept: after a restart nothing is in flight)."""
+        with self._lock:
+            return {"spent_usd": self.spent_usd, "spent_tokens": self.spent_tokens,
+                    "stopped_by": self.stopped_by}
+
+    def restore(self, snapshot: dict) -> None:
+        """Takes back what `snapshot` kept (a resumed campaign)."""
+        with self._lock:
+            self.spent_usd = snapshot["spent_usd"]
+            self.spent_tokens = snapshot["spent_tokens"]
+            self.stopped_by = snapshot["stopped_by"]
+
     def __repr__(self) -> str:
         return (f"Budget(max_usd={self.max_usd}, max_tokens={self.max_tokens}, spent_usd={self.spent_usd:.4f}, "
                 f"spent_tokens={self.spent_tokens}, reserved_usd={self.reserved_usd:.4f})")
