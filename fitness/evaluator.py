@@ -91,7 +91,7 @@ class Evaluator:
         with self._lock:
             self._under_way[id(activity)] = activity
         try:
-            if task.harness is not None:  # issue 7: external-suite task
+            if task.harness is not None:  # an external-suite task: its own harness
                 evaluation = self._harness.evaluate(task, candidate)
             else:
                 evaluation = self._cascade.evaluate(task, candidate, activity)

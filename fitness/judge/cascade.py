@@ -124,9 +124,9 @@ class Cascade:
     def baseline_job(self, task: Task, candidate: Candidate) -> concurrent.futures.Future:
         """Returns the job that warms and times `task`'s baseline on a checker leased for it,
         started now unless one is under way or has succeeded. A walk starts it when it
-        begins and waits for it only when it reaches timing, so the baseline's compile
-        (~1.5 s on an H200 host) overlaps the candidate's compile and correctness instead of
-        holding up every walk of the task that reaches timing first."""
+        begins and waits for it only when it reaches timing, so the baseline's compile overlaps
+        the candidate's compile and correctness instead of holding up every walk of the task
+        that reaches timing first."""
         with self._jobs_lock:
             job = self._baseline_jobs.get(task.name)
             if job is None or (job.done() and job.exception() is not None):
@@ -355,9 +355,8 @@ class _Walk:
 
     def _reset(self, checker) -> None:
         """Has the checker forget its last walk and hand its device memory back, under the
-        shared hold: freeing device memory unmaps it, and a timing run beside an unmap ran
-        slow in all its runs (an H200 batch's request log: the two timings 9-11% slow of
-        183 had a checker's reset begin with them; none of those without one was over 4%)."""
+        shared hold: freeing device memory unmaps it, and a timing run beside an unmap runs
+        slow in all its runs (RESULTS.md §6l)."""
         with self.c.device_lock.shared():
             self._request(checker, {"op": "reset"}, self.c.limits.check_s)
 
@@ -373,8 +372,7 @@ class _Walk:
         nothing in its first call replays what it stored here (`_judge`). Running out of
         time here is a compile failure (stage "compile"): the candidate's own host code
         cannot hold it that long (the stall watch ends a host loop within `stall_s`), while
-        a Triton compile of a kernel that spills registers can (row_sum variants with a
-        64x2048 fp32 accumulator: 95 s on an H200 host, Triton 3.6; 64x4096: past 180 s)."""
+        a Triton compile of a kernel that spills registers can (RESULTS.md §6l)."""
         layouts, limit_s = self._layouts(checker), self.c.limits.compile_s
         sent = time.monotonic()
         try:

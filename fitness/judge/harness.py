@@ -1,26 +1,16 @@
 """Scores a candidate of an external-suite task by running the suite's own harness.
 
-External candidates cross the same seam as built-in ones: the static gate first
-(`policy.check`, with the external suites' rules), then the harness runs inside a sandboxed
-worker leased from the Evaluator's candidate pool (op "harness", body in
-`fitness.sandbox.harness_run`), so time limits, output floods and deaths are handled by
-`fitness.processes.pool` like every other stage. The harness's outputs come back as raw tensor files
-plus a JSON structure (`fitness.processes.protocol`) and are compared here, on the trusted side, with
-`fitness.judge.checking`'s per-element rule and the suite's tolerance. External test code
-may alter the process it runs in, so every worker that ran a harness is retired.
+The same seam as built-in candidates: the same static checks (`static_checks`), then the
+harness runs in a leased sandboxed worker (op "harness", `fitness.sandbox.harness_run`),
+which is retired afterwards (test code may alter its process). Its outputs come back as raw
+tensor files and are compared here with `checking`'s per-element rule. The reference runs
+the same way once per task and its outputs stay in this process; every seed the harness
+sets is salted with `input_seed`, so no published expected output covers the inputs.
 
-The reference (the suite's kernel; KernelBench: the PyTorch `Model`) runs the same way,
-once per task; its outputs stay in this process's memory, so a running candidate finds no
-expected outputs to copy. Every seed the harness sets is salted with this runner's
-`input_seed` (drawn at random unless given), so candidates meet inputs no published
-expected output covers.
-
-A candidate whose outputs pass gets a timing pass, holding the device alone
-(`DeviceLock.exclusive`), where the suite gives a way to call the kernel: the ROCm benchmark's
-`test_performance` op_callables and KernelBench's `Model`/`ModelNew` on `get_inputs()`. The
-reference is timed the same way in its own worker, once per task. TritonBench-revised has
-no timing harness: its correct candidates end at stage "correct", untimed, with the reason
-as `error_trace`.
+A candidate whose outputs pass gets a timing pass, the device held alone, where the suite
+gives a way to call the kernel (ROCm's `test_performance`, KernelBench's `Model`/`ModelNew`);
+the reference is timed the same way once per task. TritonBench-revised has no timing
+harness: its correct candidates end at stage "correct", untimed, the reason as `error_trace`.
 """
 
 from __future__ import annotations

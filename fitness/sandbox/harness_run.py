@@ -10,15 +10,7 @@ mode "time" each case is timed through `fitness.measure.timing`, the engine's on
 test code may leave the process altered (patched modules, salted seeds, imported test
 files), so the engine retires the worker after one harness run.
 
-Request keys: dir (folder to write into, relative to the worker's directory), files (name
--> text), suite (tritonbench-revised | rocm | kernelbench), module (stem of the kernel
-module), entry (the class KernelBench builds: Model or ModelNew), seed (None keeps the
-harness's own seeds; an int salts every seed it sets, so a run meets inputs no published
-expected output covers), trials (KernelBench), mode, timing (a TimingConfig's fields or None).
-
-The reply is the run's report: phase reached (import | run | time | done), error, Triton
-launches, pytest outcomes, and the outputs' specs and structure or the per-case timings.
-ROCm timing cases are the `test_performance` parametrizations, KernelBench's the trials.
+The request's keys and the report's fields are listed in `run`'s docstring.
 """
 
 from __future__ import annotations
@@ -59,7 +51,15 @@ def save_all_benchmark_results(output_directory):
 
 def run(request: dict, device, launches) -> dict:
     """Returns the report of one harness run on `device`; `launches` is the worker's Triton
-    launch counter. Whatever the harness raises is reported, never raised."""
+    launch counter. Whatever the harness raises is reported, never raised.
+
+    Request keys: dir (folder to write into, in the worker's directory), files (name ->
+    text), suite (tritonbench-revised | rocm | kernelbench), module (the kernel module's
+    stem), entry (KernelBench's Model or ModelNew), seed (None keeps the harness's seeds; an
+    int salts each seed it sets), trials (KernelBench), mode, timing (TimingConfig fields).
+    The report: phase reached (import | run | time | done), error, Triton launches, pytest
+    outcomes, and the outputs' specs and structure or the per-case timings (ROCm's
+    `test_performance` parametrizations, KernelBench's trials)."""
     workdir = os.path.abspath(request["dir"])
     os.makedirs(workdir)
     for name, text in request["files"].items():

@@ -1,25 +1,16 @@
 """The sandboxed worker: loads one candidate at a time, runs it on the judge's inputs, times it.
 
-Started inside the sandbox (`fitness.processes.jail`) as `python -m fitness.sandbox.worker REQ REPLY
-[CHANNEL]`. Requests and replies are JSON (`fitness.processes.protocol`). The worker never sees a
-Task: it gets a source text, an entry point name, and input tensors the trusted judge made:
-on a CUDA GPU a buffer the judge owns, whose descriptor arrives on CHANNEL, with a slot for
-each output; elsewhere raw files under /inputs (read-only here), the outputs and the inputs
-as they were after the call going back as raw files in its own /sandbox. It makes no judgement: what it reports (launch counts,
-torch ops, timings) is evidence, cross-checked by the judge.
+Run in the sandbox as `python -m fitness.sandbox.worker REQ REPLY [CHANNEL]`, JSON both ways
+(`fitness.processes.protocol`). It never sees a Task: a source text, an entry point name and
+input tensors the judge made (on a CUDA GPU in a buffer the judge owns, lent on CHANNEL; else
+raw files under /inputs). It makes no judgement: what it reports is evidence.
 
-Stages, one request each: load (import + entry point + arity), precompile (compile every
-case's kernels on stand-in inputs, launching nothing), call (one input set; outputs
-written), stage (copy every case's inputs to buffers of its own, warm up and capture on
-them, beside other work), then per case: bench (time it on input values that change every
-run, with the device held alone; keep one run's outputs, chosen at random), timed_output
-(write those outputs for the judge to check), recheck (refill the timed buffers in place
-with fresh inputs, call, write outputs); harness (an external suite's own harness on a
-module; see `fitness.sandbox.harness_run`).
-
-Every call of the candidate, checked or timed, warm-up and graph capture included, runs
-under the same instruments (`_observed`): the same recorder, the same poison in fresh
-allocations, so no call tells the candidate whether it is watched.
+One request each: load, precompile (every case compiled on stand-ins, nothing launched),
+call, stage (buffers, warm-up, capture, beside other work), then per case bench (timed on
+inputs that change every run; one run's outputs kept at random), recheck (the timed buffers
+refilled in place, called again) and timed_output (the kept outputs written); harness (an
+external suite's own harness, `fitness.sandbox.harness_run`). Every call, checked or timed,
+runs under the same instruments (`_observed`), so no call tells the candidate it is watched.
 """
 
 from __future__ import annotations
