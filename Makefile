@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml
 	else \
 		$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q "$(TORCH_SPEC)"; \
 	fi
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[test,external]'
 	@touch $@
 
 run: setup
