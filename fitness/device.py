@@ -22,7 +22,7 @@ class DeviceInfo:
 
     Attributes:
       backend: "cuda", "rocm" or "interpreter".
-      name: the device's marketing name ("NVIDIA H100 80GB HBM3", "cpu-interpreter").
+      name: the device's marketing name, as torch reports it, or "cpu-interpreter".
       index: the torch device index inside this process (0 under Ray's visible-device mask).
       peak_bandwidth_gbs: DRAM bandwidth in GB/s, None when unknown (no roofline check).
       peak_tflops: dtype name -> dense peak TFLOP/s; "float32" is the non-tensor-core rate.

@@ -2,9 +2,8 @@
 
 A campaign whose island has waited minutes on one candidate asks its FitnessActors
 (`Evaluator.in_progress`) and says why, instead of going quiet: a Triton compile of a
-kernel whose accumulator spills can keep ptxas busy for minutes (a row_sum variant with a
-64x2048 fp32 accumulator: 95 s on an H200 host, Triton 3.6), which looks like a hang from
-outside. Only the judge's side writes it, so it is no candidate's report about itself.
+kernel whose accumulator spills can keep ptxas busy for minutes (evidence:
+RESULTS.md#slow-compile), which looks like a hang from outside. Only the judge's side writes it, so it is no candidate's report about itself.
 """
 
 from __future__ import annotations

@@ -74,9 +74,9 @@ class Checker:
         """Runs what a prepare and a compare do on the device once, on small tensors, before
         the start-up reply. A checker's first use of the device (its context, the modules of
         the random-number, matmul, float64 and copy kernels, a shared buffer's driver calls)
-        took 1.5 s on an H200 host (2.3 s at most, 28 ms for a later prepare), inside a walk's
-        shared hold behind which timing runs waited: every checker of a new pool paid it in
-        the first walks. Paid here, it is the pool's start-up, once per process."""
+        is slow, and inside a walk's shared hold timing runs waited behind it: every checker
+        of a new pool paid it in the first walks (evidence: RESULTS.md#checker-warm-up).
+        Paid here, it is the pool's start-up, once per process."""
         torch, device = self.torch, self.device.torch_device
         generator = torch.Generator(device=device).manual_seed(0)
         floats = [torch.randn(64, 64, generator=generator, device=device, dtype=dtype)
@@ -257,9 +257,8 @@ class Checker:
         layout (`request["cases"]`, as `describe` gives them), launching nothing
         (`compile_only`): it runs while a candidate is timed. Calling it on real inputs
         did device work beside that timing (the inputs made, each kernel run, an autotuner's
-        benchmarks), and on an H200 a copy of bias_gelu, and the baseline itself, timed 10%
-        slow beside it. What fails here is only reported: staging compiles it again,
-        holding the device shared."""
+        benchmarks), which slowed it (evidence: RESULTS.md#baseline-compile-only). What fails
+        here is only reported: staging compiles it again, holding the device shared."""
         stopped = compile_only.compile_cases(self._baseline(request["task"]), request["cases"],
                                              self.launches, self.device.torch_device)
         shared_memory.return_cached_memory(self.device.backend)

@@ -53,9 +53,9 @@ def stand_ins(layouts: list, device: str) -> list:
 def ready_to_launch(compiled: list) -> None:
     """Readies each kernel a compile-only launch returned for its first real launch, which
     Triton otherwise does lazily inside it: building the kernel's launcher (Triton 3.6
-    builds a C launcher per signature with the host's compiler, 200-300 ms, inside the
-    first call's device hold on an H200 host) and loading its binary into the context (a
-    driver call, no kernel). A future whose compile failed is skipped: the call meets the
+    builds a C launcher per signature with the host's compiler, inside the first call's
+    device hold; evidence: RESULTS.md#launcher-build) and loading its binary into the
+    context (a driver call, no kernel). A future whose compile failed is skipped: the call meets the
     error. Under the interpreter there is nothing to ready."""
     try:
         from triton.runtime._async_compile import FutureKernel

@@ -1,26 +1,18 @@
 """The walls around untrusted code: how a sandboxed process is started.
 
 Every process that imports or runs candidate code (fitness workers, external-suite harness
-runs) is started by `command()` and nothing else. With bubblewrap (the sandbox Flatpak
-uses) it gets new PID, network, IPC, UTS and mount namespaces; a mount view built from an
-allowlist (system directories, the Python installation, the `fitness` package, the GPU
-device nodes; no home directory, no results, no other worker's files); one private
-writable directory mounted as /sandbox (its home, cwd and TMPDIR; /tmp is a small tmpfs of
-its own); an environment built from an allowlist; and, through
-`fitness.sandbox.entry`, an unprivileged uid and hard limits on address space, processes,
-file size and CPU time. Everything it starts lives in its PID namespace and dies with it.
+runs) is started by `command()` alone: under bubblewrap, new PID, network, IPC, UTS and mount
+namespaces; a mount view from an allowlist (system directories, Python, the `fitness`
+package, the GPU device nodes); one private writable directory as /sandbox (home, cwd,
+TMPDIR; /tmp a small tmpfs); an allowlisted environment; and, through `fitness.sandbox.entry`,
+an unprivileged uid and hard limits on memory, processes, file size and CPU time.
 
-Why each wall:
-  - PID namespace: the candidate sees no engine, checker or sibling process, so it cannot
-    read `/proc/<pid>/environ`, write into another process's pipes through
-    `/proc/<pid>/fd`, or signal the engine; a `setsid` grandchild dies with the worker.
-  - mount allowlist + private directories: no secret file, no other candidate's source, no
-    results; a write lands in the worker's own directory or fails.
-  - uid 65534 (when the engine runs as root; otherwise a user namespace maps the
-    engine's uid to 65534): file permissions hold even for files the view exposes.
-  - network namespace: nothing to exfiltrate to.
-  - environment allowlist: a secret reaches the worker whatever its name is, only if its
-    name is on `ENV_ALLOWLIST` (none of those is a secret).
+Why each wall: the PID namespace hides the engine, checkers and siblings (no
+`/proc/<pid>/environ`, no writing into their pipes, no signals; a `setsid` grandchild dies
+with the worker). The mount allowlist shows no secret file, other candidate or result, and a
+write lands in the worker's own directory or fails. uid 65534 (mapped by a user namespace
+when the engine is not root) keeps file permissions. The network namespace leaves nothing to
+exfiltrate to. A variable enters only by name (`ENV_ALLOWLIST`, none of them a secret).
 """
 
 from __future__ import annotations

@@ -1,25 +1,18 @@
 """The one seam between the trusted judge and the sandboxed side, and why it looks like this.
 
-Two kinds of process talk to the engine over pipes:
-  - sandboxed workers (`fitness.sandbox.worker`), which import and run candidates. Both
-    directions are JSON. Replies are JSON because the worker is untrusted: unpickling its
-    bytes would run its code in the engine. Requests are JSON too, because a worker needs
-    no trusted object at all: it never sees a Task, a reference or an input generator,
-    only a source text, an entry point name and tensors the judge made.
-  - checkers (`fitness.judge.checker`), trusted processes that never load a candidate: they
-    make inputs, run references, compare and time baselines. Requests to them are pickled
-    (a Task's callables pickle by reference, and both ends are trusted); their replies are
-    JSON like every reply.
+Sandboxed workers (`fitness.sandbox.worker`) import and run candidates; both directions are
+JSON. Replies, because the worker is untrusted: unpickling its bytes would run its code in
+the engine. Requests, because a worker needs no trusted object: never a Task, a reference or
+an input generator, only a source text, an entry point name and tensors the judge made.
+Checkers (`fitness.judge.checker`) are trusted and never load a candidate: they make inputs,
+run references, compare and time baselines. Requests to them are pickled (a Task's callables
+pickle by reference, and both ends are trusted); their replies are JSON like every reply.
 
-Tensors never travel through a pipe or a pickle. On a CUDA GPU they stay on the GPU: the
-checker puts a call's inputs and empty output slots in a device buffer it owns and the
-engine lends it to the worker as a file descriptor (`fitness.processes.shared_memory`). Elsewhere (the
-interpreter, ROCm) the judge writes inputs as raw bytes into a directory the sandbox sees
-read-only and the worker writes its outputs as raw bytes into its own directory. Either
-way each tensor is described by a small JSON spec (dtype, shape, stride; a file name, a
-byte offset or a slot number), validated by `tensor_layout`: raw bytes read as numbers
-cannot run code, and a spec that reaches outside its file or slot is refused, so whatever
-a candidate puts there is at worst a wrong answer.
+Tensors never travel through a pipe or a pickle: on a CUDA GPU they stay in a device buffer
+the checker owns, lent to the worker as a file descriptor (`fitness.processes.shared_memory`);
+elsewhere they are raw bytes in files (the inputs' read-only to the sandbox). A small JSON
+spec (dtype, shape, stride; a file, offset or slot) validated by `tensor_layout` describes
+each: raw bytes cannot run code, a spec reaching outside its file or slot is refused.
 """
 
 from __future__ import annotations

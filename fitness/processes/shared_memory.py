@@ -1,27 +1,18 @@
 """GPU buffers the trusted side owns, lent to a sandboxed worker as file descriptors.
 
-Why not files: a candidate's inputs and outputs used to cross the trust boundary as raw
-bytes in /dev/shm, a device-to-host copy, a file write, a file read and a host-to-device
-copy for every tensor of every call; on an H200 that was most of a candidate's verdict
-time. Why not legacy CUDA IPC handles (`cudaIpcGetMemHandle`, what torch.multiprocessing
-uses): the driver refuses to open them across PID namespaces, and the worker lives in its
-own. What works across namespaces is the driver's virtual memory management API: memory
-made by `cuMemCreate` with a POSIX file-descriptor handle type is exported as an ordinary
-file descriptor, which crosses a Unix socket (SCM_RIGHTS) like any other; the importer maps
-the same physical memory into its own address space.
+Why not files: four copies per tensor per call (device to host, write, read, host to device)
+were most of a candidate's verdict time (evidence: RESULTS.md#shared-memory-not-files). Why
+not CUDA IPC handles (`cudaIpcGetMemHandle`): the driver refuses to open them across PID
+namespaces, and the worker lives in its own. Memory made by `cuMemCreate` with a POSIX
+file-descriptor handle type is exported as a file descriptor, which crosses a Unix socket
+(SCM_RIGHTS); the importer maps the same physical memory into its own address space.
 
-Who owns what, and why it is safe:
-  - The checker creates one `SharedBuffer` per call: the call's inputs, then one slot per
-    expected output. Nothing else lives in that allocation, so the descriptor gives the
-    worker exactly what it is meant to see; references, pristine copies and the checker's
-    other memory stay in the checker's caching allocator, which is never exported.
-  - The worker maps the buffer, gives the candidate views of the input region, and copies
-    the candidate's outputs into the output slots (refusing ones that do not fit).
-  - The checker reads the outputs from its own mapping and copies them before judging, so
-    anything the worker writes later changes nothing already judged; the inputs' region is
-    compared with the pristine copy in place (no transfer at all).
-
-Only CUDA has this here (`available()`); the interpreter and ROCm keep the raw-file path.
+Why it is safe: the checker makes one `SharedBuffer` per call, holding the call's inputs and
+one slot per expected output and nothing else (references and pristine copies stay in its
+caching allocator, never exported). The worker copies the candidate's outputs into the slots,
+refusing ones that do not fit; the checker copies them out before judging, so a later write
+changes nothing judged, and compares the inputs' region with the pristine copy in place. Only
+CUDA has this (`available()`); the interpreter and ROCm keep the raw-file path.
 """
 
 from __future__ import annotations
@@ -112,8 +103,8 @@ def return_cached_memory(backend: str, above_bytes: int = 0) -> None:
     when they come to more than `above_bytes`.
 
     Every worker and checker of a pool shares one GPU, and each one's allocator would
-    otherwise keep its largest walk's memory forever: sixteen processes holding a few GiB
-    each left a 141 GiB H200 without room for a shared buffer. Called between candidates,
+    otherwise keep its largest walk's memory forever, and together they leave no room for a
+    shared buffer (evidence: RESULTS.md#cached-memory). Called between candidates,
     and (with a threshold, so small tasks do not pay a free and a malloc per call) after
     the requests that leave large temporaries behind: a reference's, a timing's.
     """
