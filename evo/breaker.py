@@ -2,21 +2,17 @@
 
 Without it, an overnight campaign against an endpoint that died, a revoked key or a model
 that never writes a code block runs every generation and reports "0 evaluated" in the
-morning. After each generation the driver shows the breaker that generation's call rows
-(each with its `failure_kind`, see `evo.llm_tally`); it trips on either of:
-
+morning. After each generation the breaker sees that generation's call rows (each with its
+`failure_kind`, see `evo.llm_tally`) and trips on either of:
   - `operators.max_consecutive_failures` calls in a row, across islands, in the order they
     finished, that gave no usable answer;
-  - an island whose whole generation got no usable answer, one of them at least because the
-    endpoint cannot answer (`call_failures.ENDPOINT`: refused, DNS, TLS, 401, 403, 404, a
-    malformed body). Unusable *answers* alone do not trip this rule: with one offspring per
-    island, one answer without a code block would stop a night's run; a run of them trips
-    the first rule.
+  - an island whose whole generation got no usable answer, at least one because the endpoint
+    cannot answer (`call_failures.ENDPOINT`). Unusable *answers* alone do not trip this one:
+    with one offspring per island, one answer without a code block would stop a night's run.
 
-Transient failures (429, 5xx, timeouts) have had their retries in the client: they neither
-count nor break a run, so a busy endpoint never stops a campaign by itself and does not hide
-a dead one either. The driver then stops cleanly (the generation is written and
-checkpointed); the count starts afresh when the campaign is resumed.
+Transient failures (429, 5xx, timeouts) had their retries in the client: they neither count
+nor break a run, so a busy endpoint never stops a campaign and never hides a dead one. The
+driver stops cleanly (generation written, checkpointed); a resumed campaign counts afresh.
 """
 
 from __future__ import annotations

@@ -76,26 +76,20 @@ class Campaign:
         self.stopped_by: str | None = None
 
     def run(self) -> CampaignState:
-        """Runs every island to the last generation, a budget cap or the LLM breaker; returns
-        the final state. No barrier: each island goes at its own pace.
+        """Runs every island to the last generation, a budget cap or the LLM breaker (both let
+        the generations under way finish) and returns the final state. No barrier: each island
+        goes at its own pace; a stop signal raises `stopping.Stopped` between two steps.
 
             every island at once, each on its own:
-                if nothing is scored yet: score its seed population (generation 0; a
-                    task's islands share theirs, scored once)
+                if nothing is scored yet: score its seeds (generation 0; a task's islands share them)
                 for g in done+1 .. generations, while no cap is reached and the breaker holds:
                     brood = the island selects parents and breeds offspring   (async: LLM)
-                    scored = its brood scored on the fitness actors, in the one queue
-                             all islands share (least-loaded actor first)
+                    scored = its brood scored in the queue all islands share (least-loaded)
                     it replaces its population and logs; its rows of g are written
                     the breaker looks at its LLM calls of g
-                    if g is a migration generation: it waits until its task's islands
-                        all finished g, then the best move along their ring
+                    if g is a migration generation: once its task's islands all finished g,
+                        the best move along their ring
                     checkpoint (after migration, so a resume never replays half a step)
-
-        A cap or a tripped breaker starts no new generation; those under way finish (their
-        rows written, checkpointed), so islands may stop at different generations. A stop
-        signal (SIGTERM, SIGINT) raises `stopping.Stopped` between two steps: the evaluations
-        in flight are dropped and the last checkpoint stands.
         """
         for key in self.state.islands:
             self._next_generation(key)

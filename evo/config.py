@@ -78,48 +78,38 @@ class Search(_Section):
 
 
 class Operators(_Section):
-    """[operators]: how offspring are made.
+    """[operators]: how offspring are made; each field's meaning is beside it."""
 
-    Attributes:
-      mode: "llm" (an OpenAI-compatible endpoint), "offline" (launch-config and constexpr
-        mutation/crossover, no LLM) or "replay" (answers from a recorded campaign).
-      base_url, model: the endpoint and model name (llm mode).
-      api_key_env: name of the environment variable holding the API key (never stored).
-      replay_from: results folder of the recorded campaign (replay mode).
-      replay_match: "exact" answers a request only by its hash (model, messages, sampling,
-        sample index); "position" answers a request whose hash was not recorded by its place
-        in the recorded campaign, (task, island, generation, role, sample index), so a replay
-        on other hardware, whose reflector and optimizer prompts carry other measurements,
-        gets the same answers in the same places (a place with no recording still stops it).
-      knowledge, one_shot, optimizer, reflector, crossover: module switches for ablations
-        (GEAK Table 9); a role switched off is replaced by the generator.
-      price_usd_per_mtok: model -> [input, output] USD per million tokens.
-      max_completion_tokens: cap on tokens per answer.
-      request_timeout_s: per-request limit of the HTTP client.
-      max_retries: further attempts of a call after a 429, a 5xx, a timeout or a connection
-        error (exponential backoff from 1 s, capped at 60 s).
-      max_concurrent_requests: LLM calls in flight at once, per island.
-      max_consecutive_failures: the campaign stops (cleanly: checkpoint written, rows kept,
-        exit status 3) after this many LLM calls in a row, across islands, gave no usable
-        answer; see `evo.breaker` for what counts.
-    """
-
+    # "llm" (an OpenAI-compatible endpoint), "offline" (launch-config and constexpr
+    # mutation/crossover, no LLM) or "replay" (answers from a recorded campaign).
     mode: Literal["llm", "offline", "replay"] = "offline"
-    base_url: str = ""
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    replay_from: Optional[str] = None
+    base_url: str = ""  # the endpoint (llm mode)
+    model: str = ""  # the model name (llm mode)
+    api_key_env: str = "OPENAI_API_KEY"  # the variable holding the API key (never stored)
+    replay_from: Optional[str] = None  # results folder of the recorded campaign (replay mode)
+    # "exact" answers a request only by its hash (model, messages, sampling, sample index);
+    # "position" answers one whose hash was not recorded by its place in the recorded
+    # campaign, (task, island, generation, role, sample index), so a replay on other hardware,
+    # whose reflector and optimizer prompts carry other measurements, gets the same answers
+    # in the same places (a place with no recording still stops it).
     replay_match: Literal["exact", "position"] = "exact"
+    # Module switches for ablations (GEAK Table 9); a role switched off is replaced by the
+    # generator.
     knowledge: bool = True
     one_shot: bool = True
     optimizer: bool = True
     reflector: bool = True
     crossover: bool = True
+    # model -> [input, output] USD per million tokens.
     price_usd_per_mtok: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    max_completion_tokens: int = Field(default=4096, ge=1)
-    request_timeout_s: float = Field(default=300.0, gt=0)
+    max_completion_tokens: int = Field(default=4096, ge=1)  # cap on tokens per answer
+    request_timeout_s: float = Field(default=300.0, gt=0)  # per request, in the HTTP client
+    # Further attempts of a call after a 429, a 5xx, a timeout or a connection error
+    # (exponential backoff from 1 s, capped at 60 s).
     max_retries: int = Field(default=5, ge=0)
-    max_concurrent_requests: int = Field(default=8, ge=1)
+    max_concurrent_requests: int = Field(default=8, ge=1)  # LLM calls in flight, per island
+    # The campaign stops (cleanly: checkpoint written, rows kept, exit status 3) after this
+    # many LLM calls in a row, across islands, gave no usable answer (`evo.breaker`).
     max_consecutive_failures: int = Field(default=20, ge=1)
 
 

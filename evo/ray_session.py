@@ -1,25 +1,18 @@
 """Connecting a campaign to Ray: the caller's, a cluster's, or a local one that is closed and quiet.
 
-A local Ray listens on loopback only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; without it Ray binds
-the machine's external address) and, as Ray does by default since token authentication
-came in, admits only processes holding its token. Left to itself Ray then writes a token to
-~/.ray/auth_token (readable by the machine's other users unless the home folder is closed
-to them) and logs, on every start, that it turned authentication on ("Token authentication
-is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out"), a notice with
-nothing for a KernelEvo user to do. So a local Ray gets a token made for this process
-(RAY_AUTH_TOKEN: Ray's processes inherit it, nothing else does, since the fitness sandbox's
-environment is an allowlist; it dies with the process) and that one notice is dropped.
+A local Ray listens on loopback only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; without it Ray
+binds the machine's external address) and, by Ray's default, admits only processes holding
+its token. Left to itself Ray writes that token to ~/.ray/auth_token (readable by the
+machine's other users unless the home folder is closed to them) and logs on every start that
+it turned authentication on, with nothing for a KernelEvo user to do. So a local Ray gets a
+token made for this process (RAY_AUTH_TOKEN: Ray's processes inherit it, nothing else does,
+since the sandbox's environment is an allowlist) and that one notice is dropped. Not
+RAY_AUTH_MODE=token: Ray reads its config when imported, long before the driver knows it will
+start a local Ray. A user's RAY_AUTH_* settings are left alone; a cluster (`--address`) uses
+whatever its nodes were set up with.
 
-Why not RAY_AUTH_MODE=token, which Ray accepts silently: Ray reads its config when it is
-imported, and the driver has imported it long before it knows it will start a local Ray;
-Ray's own default path re-reads it. A user's RAY_AUTH_MODE, RAY_AUTH_TOKEN or
-RAY_AUTH_TOKEN_PATH is left as it is; a cluster (`--address`) uses whatever its nodes were
-set up with (see README).
-
-Closing a local Ray leaves nothing behind: `ray.shutdown` signals the raylet and the GCS
-but does not wait for them or their workers, so the processes the driver started with
-Ray are waited on for at most REAP_WAIT_S, then killed. A cluster is only disconnected from; the
-campaign's own actors there are killed by `wiring.start`.
+`ray.shutdown` does not wait for a local Ray's raylet, GCS or workers, so they are waited on
+for at most REAP_WAIT_S, then killed. A cluster is only disconnected from.
 """
 
 from __future__ import annotations

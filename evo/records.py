@@ -66,59 +66,42 @@ class Case:
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """A kernel to write, with its ground truth and its roofline model.
+    """A kernel to write, with its ground truth and its roofline model; each field's meaning
+    is beside it."""
 
-    Attributes:
-      name: unique task name; for built-in tasks also the entry point.
-      suite: "builtin", "tritonbench-revised", "rocm", "kernelbench", ...
-      instruction: what an LLM is told: inputs, output, semantics, dtypes.
-      reference: PyTorch callable with the entry point's signature (the ground truth);
-        None for tasks that carry their own `harness`.
-      baseline_source: a correct Triton module defining `entry_point` (the speedup reference).
-      entry_point: function name a candidate module must define.
-      make_inputs: `make_inputs(params, seed, device) -> tuple` of positional arguments.
-        Deterministic in `seed`; values are random, never all zeros.
-      cases: GPU-sized cases (big enough to fill an H100).
-      interpreter_cases: small cases for the Triton CPU interpreter (few program instances).
-      tolerance: dtype name ("float32", "float16", "bfloat16", "int64"...) -> (atol, rtol),
-        checked per element as |out - ref| <= atol + rtol * |ref|. A dtype left out gets
-        torch.testing's default; an entry looser than that needs `tolerance_reason`.
-      tolerance_reason: why this task's tolerance is wider than torch.testing's defaults.
-      flops: `flops(params) -> float`, arithmetic operations of one call.
-      bytes: `bytes(params) -> float`, compulsory DRAM traffic of one call (reads + writes).
-      difficulty: 1 (elementwise) .. 5 (attention).
-      tags: free labels ("memory-bound", "reduction", "matmul", ...).
-      dtypes: dtype names the cases cover.
-      torch_allowlist: extra aten op names (beyond allocation/views/copies/casts) the
-        candidate may call through torch for this task.
-      harness: for external suites, the suite's own test code (run isolated, like a
-        candidate); None for tasks with a PyTorch reference.
-      runnable_on: backends the task can run on ("cuda", "rocm", "interpreter").
-      skip_reason: why a backend is missing from `runnable_on`, shown to the user.
-      source_path: where an external task was loaded from.
-    """
-
-    name: str
-    suite: str
-    instruction: str
+    name: str  # unique task name; for built-in tasks also the entry point
+    suite: str  # "builtin", "tritonbench-revised", "rocm", "kernelbench", ...
+    instruction: str  # what an LLM is told: inputs, output, semantics, dtypes
+    # PyTorch callable with the entry point's signature (the ground truth); None for tasks
+    # that carry their own `harness`.
     reference: Callable[..., Any] | None
-    baseline_source: str
-    entry_point: str
+    baseline_source: str  # a correct Triton module defining `entry_point` (the speedup reference)
+    entry_point: str  # function name a candidate module must define
+    # `make_inputs(params, seed, device) -> tuple` of positional arguments; deterministic in
+    # `seed`; values are random, never all zeros.
     make_inputs: Callable[..., tuple] | None
-    cases: tuple[Case, ...]
-    interpreter_cases: tuple[Case, ...]
+    cases: tuple[Case, ...]  # GPU-sized cases, big enough to fill a data-center GPU
+    interpreter_cases: tuple[Case, ...]  # small cases for the CPU interpreter (few programs)
+    # dtype name ("float32", "float16", "bfloat16", "int64"...) -> (atol, rtol), checked per
+    # element as |out - ref| <= atol + rtol * |ref|. A dtype left out gets torch.testing's
+    # default; an entry looser than that needs `tolerance_reason`.
     tolerance: Mapping[str, tuple[float, float]]
-    flops: Callable[[Mapping[str, Any]], float] | None
+    flops: Callable[[Mapping[str, Any]], float] | None  # arithmetic operations of one call
+    # Compulsory DRAM traffic of one call (reads + writes), in bytes.
     bytes: Callable[[Mapping[str, Any]], float] | None
-    difficulty: int
-    tags: tuple[str, ...] = ()
-    dtypes: tuple[str, ...] = ()
+    difficulty: int  # 1 (elementwise) .. 5 (attention)
+    tags: tuple[str, ...] = ()  # free labels ("memory-bound", "reduction", "matmul", ...)
+    dtypes: tuple[str, ...] = ()  # dtype names the cases cover
+    # Extra aten op names (beyond allocation/views/copies/casts) the candidate may call
+    # through torch for this task.
     torch_allowlist: tuple[str, ...] = ()
-    tolerance_reason: str = ""
+    tolerance_reason: str = ""  # why the tolerance is wider than torch.testing's defaults
+    # For external suites, the suite's own test code (run isolated, like a candidate); None
+    # for tasks with a PyTorch reference.
     harness: str | None = None
-    runnable_on: tuple[str, ...] = ("cuda", "rocm", "interpreter")
-    skip_reason: str = ""
-    source_path: str = ""
+    runnable_on: tuple[str, ...] = ("cuda", "rocm", "interpreter")  # backends it can run on
+    skip_reason: str = ""  # why a backend is missing from `runnable_on`, shown to the user
+    source_path: str = ""  # where an external task was loaded from
 
     def cases_for(self, backend: str) -> tuple[Case, ...]:
         """Returns the case set for a backend: small cases under the interpreter."""

@@ -1,28 +1,18 @@
 """Scoring broods on the FitnessActors: one queue for every island, each new candidate once.
 
-Islands run at their own pace, so broods arrive one by one; each is opened with `submit`
-and its new candidates join one first-come queue shared by all islands. The queue feeds
-the least-loaded live actor, up to `max_in_flight_per_actor` each, so every actor is kept
-busy whichever islands have work, and no island's candidates wait behind a later brood
-(Ray's submit-then-wait pattern: the driver drains `refs()` with `ray.wait` and hands the
-finished ones to `collect`). Every `ray.get` has a timeout.
+Broods arrive one by one (`submit`); their new candidates join one first-come queue shared
+by all islands, which feeds the least-loaded live actor up to `max_in_flight_per_actor`, so
+every actor is busy whichever islands have work and no brood waits behind a later one. The
+driver drains `refs()` with `ray.wait` and hands the finished to `collect`; every `ray.get`
+has a timeout. A free actor takes, from the first `AFFINITY_LOOKAHEAD` queued candidates, the
+first of a task it has scored, else of a task no actor has had, else the head: a baseline is
+compiled and timed (the device held alone) once per actor that scores its task, so spreading
+every task over every GPU made that cost grow with the GPUs.
 
-An actor with a free slot takes, from the first `AFFINITY_LOOKAHEAD` queued candidates, the
-first whose task it has scored before, else the first of a task no actor has had, else the
-head of the queue. Each task then stays on few actors: its baseline is compiled and timed
-(seconds of the device held alone) once per actor that scores it, so spreading every task
-over every GPU made that cost grow with the GPUs instead of shrinking.
-
-What a brood may reuse is the island's own `known` verdicts (its earlier generations,
-what its ring pooled at migration), never what another island happened to score a moment
-ago: an island's rows then depend on its seed alone, not on how fast its neighbours run,
-and an island's GPU seconds are its own. A brood's rows come back in slot order and the
-`reused` flag is decided in that order, never in arrival order, so a redone generation
-gives identical rows.
-
-An actor that dies, or lets an answer pass its deadline, is replaced (`replace`) and every
-evaluation it held goes back to the head of the queue: nothing it held is lost or booked
-twice, and the rows are those of a run where it never died.
+A brood reuses only its island's own `known` verdicts (earlier generations, what its ring
+pooled), so an island's rows depend on its seed alone; `reused` is decided in slot order, so
+a redone generation gives identical rows. An actor that dies or misses a deadline is replaced
+(`replace`) and what it held goes back to the head of the queue, nothing lost or booked twice.
 """
 
 from __future__ import annotations

@@ -32,10 +32,8 @@ class Summary:
     """What `run_campaign` returns.
 
     Attributes:
-      generations_done: last generation every island completed (0: only the seeds were
-        scored).
-      furthest_generation: last generation some island completed: islands advance at their
-        own pace, so a stopped campaign's islands may stand at different generations.
+      generations_done, furthest_generation: last generation every island, and some island,
+        completed (0: only the seeds were scored); islands advance at their own pace.
       stopped_by: what stopped the run before its last generation: a budget cap
         ("max_usd", "max_tokens", "max_gpu_seconds", "max_wall_seconds") or
         `breaker.STOPPED_BY` (its LLM calls kept failing; `trip` says how); None if it ran

@@ -1,22 +1,18 @@
 """`evo sweep SWEEP.toml [--out DIR]`: one campaign per cell of a grid of config overrides.
 
-A sweep file names a base config (a path, or an inline `[base]` table), a `[grid]` of
-`"section.key" = [values...]` (every combination is a cell) and optional `[set]` overrides
-shared by all cells:
+A sweep file names a base config (a path relative to it, or an inline `[base]` table), a
+`[grid]` of `"section.key" = [values...]` (each combination a cell), shared `[set]` overrides:
 
     [sweep]
     name = "ablation"                 # default: the file's stem; default --out results/<name>
-    base = "../quickstart.toml"       # relative to the sweep file
+    base = "../quickstart.toml"
     [grid]
     "operators.knowledge" = [true, false]
     "campaign.seed" = [0, 1, 2]
-    [set]
-    "search.generations" = 3
 
-Every cell's config is validated before any runs, so a typo fails in a second, not after
-the first cell's night. A cell's folder name comes from its overrides alone, so running the
-same sweep again finds its cells: finished ones are skipped, one cut short is resumed, and
-one finished before `search.generations` or a budget cap was raised is continued.
+Every cell's config is validated before any runs: a typo fails at once, not after a night. A
+cell's folder is named by its overrides alone, so a rerun skips finished cells, resumes one
+cut short and continues one whose `search.generations` or budget cap was raised.
 """
 
 from __future__ import annotations
