@@ -3,7 +3,6 @@
 The client turns whatever a request raised into a `Failure` here, so the preflight, the
 call log, the progress lines, the summary and the engine's circuit breaker all name a
 failure the same way. Kinds fall in three groups, which the breaker treats differently:
-
   transient: rate_limited, server_error, timeout. The client retries them; a busy or
       restarting endpoint recovers, so they never stop a campaign by themselves.
   endpoint: connection_refused, dns_error, tls_error, connection_error, unauthorized,
@@ -12,9 +11,8 @@ failure the same way. Kinds fall in three groups, which the breaker treats diffe
       syntax_error, missing_entry_point). This request or this answer was unusable; only a
       run of them says that something is wrong.
 
-Nothing here imports `openai` (the client stays the one module that does): the client
-hands over the HTTP status and the server's message, or the exception under a connection
-error, where the standard library's own types say what happened (refused, DNS, TLS).
+Nothing here imports `openai`: the client hands over the HTTP status and the server's
+message, or a connection error's exception, whose standard-library types say what happened.
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
 """The LLM client: Chat Completions over any OpenAI-compatible endpoint, or replay of a recording.
 
-The only module that imports `openai`. One call, `complete(role, messages, sample_index, position)`,
-returns an `LLMReply` and never raises for what an endpoint does wrong: a malformed or
-empty response, a non-retryable status, or an endpoint still unreachable after the retries
-is a failed reply with the reason, recorded like any other call; the reason is a
-`call_failures.Failure`, a kind to count and a line to act on. It raises only when the
-campaign must stop or was misconfigured: `BudgetExceeded` (the call was not sent) and
-`ReplayMissError` (replay was asked something never recorded). `preflight()` is the one
-check a campaign makes before it starts: it raises `EndpointUnusable` with that line.
+The only module that imports `openai`. One call, `complete(role, messages, sample_index,
+position)`, returns an `LLMReply` and never raises for what an endpoint does wrong: a
+malformed or empty response, a non-retryable status, or an endpoint still unreachable after
+the retries is a failed reply whose reason is a `call_failures.Failure`. It raises only when
+the campaign must stop or was misconfigured: `BudgetExceeded` (the call was not sent) and
+`ReplayMissError` (replay was asked something never recorded). `preflight()`, the one check
+before a campaign starts, raises `EndpointUnusable` with the failure's line.
 
-Replay matches a request by its hash; with `replay_match="position"` a request whose hash
-was not recorded (its prompt carries measurements taken on other hardware) is answered by
-its position, the answer recorded at the same (task, island, generation, role, sample
-index). The call's row says which policy matched it (`replay_matched`).
-
-Retries are ours (the SDK's are switched off) so that each is counted and tested. The API
-key is read from the named environment variable when the SDK client is built and is held
-only by that SDK object, which is dropped on pickling and never shown in repr or rows.
+Replay matches a request by its hash, or with `replay_match="position"` by its place (see
+`operators.replay`); the call's row says which matched (`replay_matched`). Retries are ours
+(the SDK's are off) so that each is counted and tested. The API key is read from the named
+environment variable when the SDK client is built and held only by that SDK object, which is
+dropped on pickling and never shown in repr or rows.
 """
 
 from __future__ import annotations
@@ -110,25 +106,18 @@ class LLMClient:
     """Chat Completions with retries, a concurrency limit, a budget, accounting and replay.
 
     Attributes:
-      model: model name sent to the endpoint (and the price-table key).
-      base_url: the endpoint's OpenAI-compatible root, e.g. "http://127.0.0.1:8000/v1".
-      api_key_env: name of the environment variable holding the key ("" for endpoints that
-        need none, e.g. a local vLLM).
-      mode: "llm" (call the endpoint) or "replay" (answer from `recording`).
+      model, base_url: the model name (the price-table key) and the endpoint's root URL.
+      api_key_env: the variable holding the key ("" for an endpoint that needs none).
+      mode: "llm" (call the endpoint) or "replay" (answer from `recording`: a `Recording`, a
+        campaign folder, llm_calls/ folder or Parquet file, or row dicts; `replay_match`).
       temperature: default sampling temperature (GEAK samples at 1.0).
       max_tokens: completion cap per call; also the completion size a budget reserves.
-      timeout_s: limit on one HTTP attempt.
-      max_retries: further attempts after the first, on 429 / 5xx / timeout / connection error.
-      backoff_base_s, backoff_max_s: exponential backoff parameters (see `retry.backoff_s`).
+      timeout_s, max_retries: limit on one HTTP attempt; further attempts on 429 / 5xx /
+        timeout / connection error, `backoff_base_s` to `backoff_max_s` apart.
       max_concurrency: calls in flight at once from this client (per event loop).
-      prices: {model: (usd_per_1M_prompt, usd_per_1M_completion)}.
-      budget: object with reserve/settle (see `operators.budget.Budget`), or None for no cap.
-      recording: replay source: a `Recording`, a path (campaign folder, llm_calls/ folder or
-        Parquet file) or a list of row dicts.
-      replay_match: "exact" (by request hash only) or "position" (by the call's position
-        when its hash was not recorded); see `operators.replay`.
-      stream: ask for server-sent events and assemble the text from the deltas.
-      seed: seeds the backoff jitter, so a test's waits are reproducible.
+      prices, budget: {model: (usd_per_1M_prompt, usd_per_1M_completion)}; an object with
+        reserve/settle (`operators.budget.Budget`), or None for no cap.
+      stream, seed: ask for server-sent events; seed the backoff jitter (tests' waits).
     """
 
     def __init__(self, *, model: str, base_url: str = "https://api.openai.com/v1",

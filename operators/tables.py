@@ -1,25 +1,18 @@
 """A kernel module's per-shape configuration table: what it declares, read through its syntax tree.
 
-A module may carry three read-only module-level tables (constants only, so the static gate
-accepts them and the launcher can only read them):
+A module may carry three module-level tables of constants (the gate accepts them, read-only):
 
     KNOBS = {"BLOCK_M": (1, 2, 4, 8), "LOOP": (0, 1), "num_warps": (2, 4, 8), ...}
     DESIGN = ("LOOP",)
-    CONFIGS = {
-        "short": (("BLOCK_M", 8), ("LOOP", 0), ("num_warps", 4)),
-        "long": (("BLOCK_M", 1), ("LOOP", 1), ("num_warps", 8)),
-    }
+    CONFIGS = {"short": (("BLOCK_M", 8), ("LOOP", 0), ("num_warps", 4)),
+               "long": (("BLOCK_M", 1), ("LOOP", 1), ("num_warps", 8))}
 
-`KNOBS` lists every value each knob may take (all of them correct on every shape: the module
-promises it, tests check it); `DESIGN` names the knobs that switch the algorithm rather than
-tune it (a looped reduction, split-K, a persistent grid); `CONFIGS` maps a shape bucket (the
-launcher's own function of the input sizes picks one) to one setting of every knob. Entries
-are tuples of pairs rather than dicts because the gate only accepts tables of immutable
-values; the launcher reads `dict(CONFIGS[bucket])`.
-
+`KNOBS` lists every value each knob may take (all correct on every shape: the module promises
+it, tests check it); `DESIGN` names the knobs that switch the algorithm rather than tune it;
+`CONFIGS` maps a shape bucket (the launcher's own function of the input sizes picks one) to
+one setting of every knob, as tuples of pairs because the gate only accepts immutable tables.
 Each (bucket, knob) value is one `knobs.Knob` keyed `CONFIGS[bucket].NAME`, so the offline
-operators move one entry's knob (per-shape tuning) or take whole entries from another parent
-(per-shape crossover) with the same text rewriting as launch keywords.
+operators tune one entry's knob or take whole entries from another parent.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def target_for(device_name: str, backend: str) -> str | None:
 
 
 def sheet_for(device_name: str, backend: str) -> str:
-    """Returns the knowledge sheet for a fitness device, e.g. ("NVIDIA H100 80GB HBM3", "cuda").
+    """Returns the knowledge sheet for a device (`device_name` as torch reports it) and backend.
 
     An unrecognised GPU gets its backend's knobs and the shared principles only: better no
     numbers than wrong ones.
