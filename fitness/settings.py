@@ -21,8 +21,7 @@ class Limits:
 
     Attributes:
       import_s: writing and importing the candidate module.
-      compile_s: the precompile (every case's kernels compiled, none launched) and the
-        first call, each.
+      compile_s: the precompile (every case's kernels, none launched) and the first call, each.
       check_s: each further correctness call, and each comparison in the checker.
       bench_s: staging the timing, timing every case, and the re-check call, each; an
         external task's timing pass.
@@ -30,10 +29,9 @@ class Limits:
         (it may autotune every config). An external candidate's run gets `harness_run_s`.
       ready_s: a new worker's start-up (charged to no candidate).
       stall_s: not a stage limit: how long the candidate's own Python code may run with no
-        Triton launch in between, during import and correctness calls, before its worker
-        ends it as a timeout (`fitness.sandbox.instrument.StallWatch`). A host loop would
-        otherwise hold a worker for a whole stage limit; a kernel's entry point needs
-        milliseconds of its own host code, not seconds.
+        Triton launch between, in import and correctness calls, before its worker ends it as
+        a timeout (`sandbox.instrument.StallWatch`): an entry point needs milliseconds of
+        host code, and a host loop would otherwise hold a worker for a whole stage limit.
     """
 
     import_s: float = 60.0
