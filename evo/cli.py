@@ -1,4 +1,4 @@
-"""The `evo` command line: tasks, eval, gate, run, report, sweep.
+"""The `evo` command line: tasks, eval, gate, run, report, view, sweep.
 
 Each command parses its arguments and hands over to the room that does the work;
 imports are lazy so `evo tasks` does not pay for Ray or torch start-up.
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+import typer.core
 
 EXIT_LLM_FAILURES = 3
 """`evo run`'s exit status when the campaign stopped because its LLM calls kept failing
@@ -119,20 +120,62 @@ def run(
         raise typer.Exit(code=EXIT_LLM_FAILURES)
 
 
-@app.command()
+class _OptionalHtmlValue(typer.core.TyperCommand):
+    """Lets `--html` stand alone (`evo report DIR --html`): with no value after it, it gets
+    the empty value, which means DIR/report.html. Typer has no optional option values."""
+
+    def parse_args(self, ctx, args):
+        args = list(args)
+        for i, arg in enumerate(args):
+            if arg == "--html" and (i + 1 == len(args) or args[i + 1].startswith("-")):
+                args[i] = "--html="
+        return super().parse_args(ctx, args)
+
+
+@app.command(cls=_OptionalHtmlValue)
 def report(
     directory: Path = typer.Argument(..., help="a campaign's or a sweep's results folder"),
     as_json: bool = typer.Option(False, "--json"),
+    html: Optional[str] = typer.Option(
+        None, "--html", metavar="[OUT]",
+        help="write one self-contained HTML page instead of the tables (default OUT: "
+             "DIR/report.html)"),
     torch_timings: Optional[Path] = typer.Option(
         None, help="torch timings (experiments/perf/torch_baselines.py) to compare the best "
                    "kernels with (default: DIR/torch_timings.parquet when present)"),
 ) -> None:
-    """Print metrics tables and write figures for a results folder."""
+    """Print metrics tables and write figures for a results folder (--html: an HTML page)."""
+    if html is not None:
+        if as_json:
+            _fail("--html and --json each say what to print: give one")
+        from evo.analysis import html_report
+
+        try:
+            written = html_report.write(directory, html or None, torch_timings=torch_timings)
+        except (FileNotFoundError, ValueError) as error:
+            _fail(str(error))
+        typer.echo(f"wrote {written}")
+        return
     from evo.analysis import report as report_lib
 
     try:
         report_lib.main(directory, as_json=as_json, torch_timings=torch_timings)
     except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+
+
+@app.command()
+def view(
+    directory: Path = typer.Argument(..., help="a campaign's or a sweep's results folder"),
+    host: str = typer.Option("127.0.0.1", help="address to listen on (loopback by default)"),
+    port: int = typer.Option(8765, help="port to listen on (0: a free one)"),
+) -> None:
+    """Serve the HTML page of a results folder, updated as new Parquet parts land (read-only)."""
+    from evo import view as view_lib
+
+    try:
+        view_lib.main(directory, host=host, port=port)
+    except (FileNotFoundError, OSError) as error:
         _fail(str(error))
 
 

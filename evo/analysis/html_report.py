@@ -1,0 +1,235 @@
+"""`evo report DIR --html [OUT]`, and the page `evo view` serves: one self-contained HTML file.
+
+Per task: the best speedup over generations and over wall time (against the baseline, and
+against torch.compile where torch's timings join, evo.analysis.torch_comparison), the share of
+correct candidates, failure kinds, LLM tokens and dollars, and the lineage of the best kernel
+with each step's diff (evo.analysis.html_lineage). Above them the suite: accuracy against
+generations, pass@k against runs, spend. A sweep folder gets its scaling plots
+(evo.analysis.html_sweep). The page is made from evo.analysis.snapshot, so a folder still
+being written renders what is whole and says what it skipped.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from evo.analysis import html_lineage, html_sweep, metrics, snapshot, timelines
+from evo.analysis import torch_comparison
+from evo.analysis.html_page import cards, document, esc, notes, number, table
+from evo.analysis.svg_charts import CORRECT_COLOR, Series, bar_chart, line_chart
+from evo import results as results_io
+
+DEFAULT_NAME = "report.html"
+
+
+def write(directory: Path | str, out: Path | str | None = None,
+          torch_timings: Path | str | None = None) -> Path:
+    """Writes the page of a campaign or sweep folder (default DIR/report.html); returns its
+    path. Raises FileNotFoundError / ValueError as `evo report` does, for a missing folder,
+    one with no campaign or no rows yet."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no results folder at {path}")
+    page, waiting_for = _render(path, snapshot.PartReader(), False, torch_timings)
+    if waiting_for:
+        raise ValueError(waiting_for)
+    target = Path(out) if out else path / DEFAULT_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    results_io.atomic_write(target, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+    return target
+
+
+def render(directory: Path | str, *, live: bool = False, reader: snapshot.PartReader | None = None,
+           torch_timings: Path | str | None = None) -> str:
+    """Returns the page of a folder as it stands; a folder with nothing to show yet gets a
+    page saying what it waits for (a live page fills in as parts land). `reader` keeps the
+    parts read for the next call."""
+    return _render(Path(directory), reader or snapshot.PartReader(), live, torch_timings)[0]
+
+
+def _render(path: Path, reader: snapshot.PartReader, live: bool,
+            torch_timings: Path | str | None) -> tuple[str, str]:
+    """Returns the page and, when there is nothing to show yet, why ("" otherwise)."""
+    stamp = snapshot.fingerprint(path)
+    waiting_for = ""
+    if (path / "campaign.json").is_file():
+        state = snapshot.read(path, reader)
+        if state.results is None:
+            waiting_for = f"campaign {path}: {state.waiting_for}"
+            title, body = f"Campaign {path.name}", _waiting(path, state.waiting_for, state.skipped)
+        else:
+            title, body = campaign_page(state, torch_timings)
+    else:
+        try:
+            title, body = html_sweep.page(path, reader)
+        except (FileNotFoundError, ValueError) as error:
+            waiting_for = str(error)
+            title, body = f"Results {path.name}", _waiting(path, waiting_for, ())
+    generated = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    made_by = "evo view" if live else "evo report --html"
+    footer = f'<p class="meta">Made by KernelEvo ({made_by}) at {esc(generated)}.</p>'
+    return document(title, body + footer, stamp, live), waiting_for
+
+
+def _waiting(path: Path, reason: str, skipped) -> str:
+    return (f"<h1>{esc(path.name)}</h1><p class=\"meta\">{esc(path)}</p>"
+            + notes([f"Nothing to show yet: {reason}"]
+                    + [f"skipped a part that is not whole yet: {s}" for s in skipped]))
+
+
+def campaign_page(state: snapshot.Snapshot, torch_timings: Path | str | None = None) -> tuple[str, str]:
+    """Returns the title and body of one campaign's page."""
+    results = state.results
+    tasks = metrics.task_table(results)
+    try:
+        versus = torch_comparison.comparison(results, torch_timings)
+    except ValueError as error:
+        if torch_timings:  # named by the user: theirs to fix
+            raise
+        versus = {"status": "unreadable", "message": str(error), "cases": [], "summary": None}
+    calls = results.llm_calls
+    context = {
+        "best": metrics.best_speedup_by_generation(results),
+        "torch": timelines.versus_torch_by_generation(
+            results, timelines.torch_latencies(results, versus)),
+        "wall": timelines.best_by_wall_time(results, state.started_at),
+        "correct": timelines.correct_rate_by_generation(results),
+        "rows": dict(tuple(results.search_rows.groupby("task"))),
+        "calls": dict(tuple(calls.groupby("task"))) if "task" in calls else {},
+        "details": state.detail if state.details is not None else None,
+    }
+    body = [_header(state, tasks), _suite(results, tasks), _torch_table(versus)]
+    body += [_task_section(i, name, row, context) for i, (name, row) in enumerate(tasks.iterrows())]
+    return f"Campaign {results.name}", "".join(body)
+
+
+def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:
+    results, meta = state.results, state.results.meta
+    device = meta.get("device", {}) if isinstance(meta.get("device"), dict) else {}
+    spend = timelines.spend_totals(results)
+    suite = metrics.suite_metrics(tasks)
+    generation = int(results.evaluations["generation"].max())
+    configured = (meta.get("config", {}).get("search", {}) or {}).get("generations")
+    facts = [f"folder {results.path}", f"device {device.get('name', '?')} ({device.get('backend', '?')})",
+             f"started {meta.get('started_at', '?')}", f"commit {meta.get('git_commit', '?')}"]
+    toc = " · ".join(f'<a href="#task-{i}">{esc(name)}</a>' for i, name in enumerate(tasks.index))
+    wall = ("Wall time is when each part was written (its file's modification time) since "
+            "campaign.json's started_at.")
+    return (f"<h1>Campaign {esc(results.name)}</h1><p class=\"meta\">{esc(' · '.join(facts))}</p>"
+            + cards([("generation reached" + (f" of {configured}" if configured else ""), str(generation)),
+                     ("tasks", str(len(tasks))),
+                     ("execution accuracy", number(suite["exec_accuracy"], "%")),
+                     ("speedup geomean (solved)", number(suite["speedup_geomean"], "x")),
+                     ("evaluations", number(spend["evaluations"])),
+                     ("LLM tokens", number(spend["tokens"])), ("USD", number(spend["usd"], "$")),
+                     ("GPU-seconds", number(spend["gpu_s"]))])
+            + notes(metrics.timing_notes(results)
+                    + [f"skipped a part that is not whole yet: {s}" for s in state.skipped])
+            + f'<p class="meta">{wall} Tasks: {toc}</p>')
+
+
+def _suite(results: metrics.Results, tasks: pd.DataFrame) -> str:
+    accuracy = timelines.accuracy_by_generation(results)
+    runs = metrics.by_runs(results, tasks)
+    x = list(accuracy.index)
+    charts = [line_chart([Series("call accuracy", x, accuracy["call_accuracy"]),
+                          Series("execution accuracy", x, accuracy["exec_accuracy"]),
+                          Series("pass@1 (mean over runs)", x, accuracy["pass_at_1"])],
+                         title="Accuracy vs generation (cumulative)", x_label="generation",
+                         y_label="fraction of tasks", y_range=(-0.02, 1.02), integer_x=True),
+              line_chart([Series("call pass@k", list(runs.index), runs["call_pass_at_k"]),
+                          Series("pass@k (correct)", list(runs.index), runs["pass_at_k"])],
+                         title="pass@k vs k (parallel scaling)", x_label="k (runs)",
+                         y_label="probability", y_range=(-0.02, 1.02), integer_x=True)]
+    rows = [(name, number(t["candidates"]), number(t["correct_rate"], "%"),
+             f"{int(t['runs_solved'])}/{int(t['runs'])}",
+             number(t["best_speedup"], "x") + ("" if _meaningful(t) else "*"),
+             "-" if pd.isna(t["best_candidate_id"]) else str(t["best_candidate_id"]))
+            for name, t in tasks.iterrows()]
+    caveat = ("" if all(_meaningful(t) for _, t in tasks.iterrows()) else
+              '<p class="meta">* timed under the interpreter: not meaningful</p>')
+    return ("<h2>Suite</h2>" + table(["task", "candidates", "correct rate", "runs solved",
+                                      "best speedup", "best candidate"], rows) + caveat
+            + f'<div class="charts">{"".join(charts)}</div>')
+
+
+WALL_UNITS = ((180.0, 1.0, "seconds"), (180 * 60.0, 60.0, "minutes"), (float("inf"), 3600.0, "hours"))
+"""(up to this many seconds, seconds per unit, unit) for the wall-time axis."""
+
+
+def _wall_chart(curve: pd.Series | None, caveat: str) -> str:
+    """Returns the best speedup against wall time, in the unit that suits the campaign's length."""
+    if curve is None:
+        return line_chart([], title=f"Best speedup over wall time{caveat}", x_label="wall time",
+                          y_label="speedup")
+    _, per_unit, unit = next(u for u in WALL_UNITS if float(curve.index.max()) <= u[0])
+    return line_chart([Series("vs baseline", [t / per_unit for t in curve.index], list(curve.values),
+                              step=True)], title=f"Best speedup over wall time{caveat}",
+                      x_label=f"{unit} since the campaign started", y_label="speedup", reference=1.0)
+
+
+def _meaningful(task_row: pd.Series) -> bool:
+    """Returns False only when the task's best kernel was timed without meaning (interpreter)."""
+    value = task_row["timing_meaningful"]
+    return bool(value) if pd.notna(value) else True
+
+
+def _torch_table(versus: dict) -> str:
+    if versus["status"] != "joined":
+        return notes([f"torch comparison: {versus['message']}"])
+    rows = [(c["task"], c["case"], number(c["best_us"]), number(c["baseline_us"]),
+             *[number(c["torch_us"][m]) if c["torch_status"][m] == "ok" else c["torch_status"][m]
+               for m in torch_comparison.MODES],
+             *[number(c["speedup"][k], "x") for k in ("baseline",) + torch_comparison.MODES])
+            for c in versus["cases"]]
+    return ("<h2>Best kernels vs torch</h2>" + table(
+        ["task", "case", "best us", "baseline us"] + [f"{m} us" for m in torch_comparison.MODES]
+        + ["vs baseline"] + [f"vs {m}" for m in torch_comparison.MODES], rows, left=2))
+
+
+def _task_section(index: int, task: str, row: pd.Series, context: dict) -> str:
+    rows = context["rows"].get(task, pd.DataFrame(columns=["generation", "correct", "failure_kind"]))
+    x = context["best"].index
+    speed = [Series("vs baseline", list(x), context["best"][task], step=True)]
+    if context["torch"] is not None:
+        speed.append(Series(f"vs torch.compile ({timelines.TORCH_MODE})", list(x),
+                            context["torch"][task], step=True))
+    caveat = "" if _meaningful(row) else " (interpreter timing)"
+    kinds = timelines.failure_kinds_by_generation(rows, x)
+    charts = [
+        line_chart(speed, title=f"Best speedup so far{caveat}", x_label="generation",
+                   y_label="speedup", reference=1.0, integer_x=True),
+        _wall_chart(context["wall"].get(task), caveat),
+        line_chart([Series("correct", list(x), context["correct"][task])],
+                   title="Correct rate per generation", x_label="generation",
+                   y_label="share of candidates", y_range=(-0.02, 1.02), integer_x=True),
+        bar_chart(list(kinds.index), {k: list(kinds[k]) for k in kinds.columns},
+                  title="Outcomes per generation", x_label="generation", y_label="candidates",
+                  colors={"correct": CORRECT_COLOR}),
+    ]
+    spend = timelines.llm_spend_by_generation(context["calls"].get(task), x)
+    if spend is not None:
+        charts += [line_chart([Series("tokens", list(spend.index), spend["tokens"])],
+                              title="LLM tokens (cumulative)", x_label="generation",
+                              y_label="tokens", integer_x=True),
+                   line_chart([Series("USD", list(spend.index), spend["usd"])],
+                              title="LLM dollars (cumulative)", x_label="generation",
+                              y_label="USD", integer_x=True)]
+    spent = ("no LLM calls for this task (offline operators): no tokens or dollars"
+             if spend is None else f"LLM: {number(spend['tokens'].iloc[-1])} tokens, "
+                                   f"{number(spend['usd'].iloc[-1], '$')}")
+    facts = (f"{number(row['candidates'])} candidates · correct {number(row['correct_rate'], '%')}"
+             f" · runs solved {int(row['runs_solved'])}/{int(row['runs'])} · best "
+             f"{number(row['best_speedup'], 'x')} · {spent}")
+    best = row["best_candidate_id"]
+    if pd.isna(best):
+        lineage_html = "<p>No correct timed kernel yet: its lineage appears once there is one.</p>"
+    else:
+        suite = row["suite"] if isinstance(row["suite"], str) else None
+        lineage_html = html_lineage.section(index, task, rows, str(best), suite, context["details"])
+    return (f'<section class="task" id="task-{index}"><h2>{esc(task)}</h2>'
+            f'<p class="meta">{esc(facts)}</p><div class="charts">{"".join(charts)}</div>'
+            f"<h3>Lineage of the best kernel</h3>{lineage_html}</section>")

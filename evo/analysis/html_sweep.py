@@ -1,0 +1,79 @@
+"""The page of a sweep folder: its scaling plots and its cells at equal compute.
+
+The same numbers as `evo report SWEEP` (evo.analysis.compare), drawn as SVG and read through
+evo.analysis.snapshot, so a sweep still running shows its finished and running cells and
+names the ones with nothing to show yet. One page per sweep, not per cell: a cell's lineages
+are on its own page (`evo report SWEEP/CELL --html`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evo.analysis import compare, metrics, snapshot
+from evo.analysis.html_page import esc, notes, number, table
+from evo.analysis.plots import SPEND_LABELS
+from evo.analysis.svg_charts import Series, line_chart
+
+
+def campaigns(folder: Path) -> list[Path]:
+    """Returns the sweep's campaign folders; raises as compare.find_campaigns does."""
+    return compare.find_campaigns(folder)
+
+
+def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
+    """Returns the title and body of a sweep folder's page."""
+    cells, curves, waiting = [], {}, []
+    for path in campaigns(folder):
+        state = snapshot.read(path, reader)
+        if state.results is None:
+            waiting.append(f"{path.name}: {state.waiting_for}")
+            continue
+        tasks = metrics.task_table(state.results)
+        curves[path.name] = metrics.by_generation(state.results)
+        marker = compare.read_marker(path)
+        cells.append((path.name, marker, metrics.suite_metrics(tasks), curves[path.name].iloc[-1]))
+        waiting += [f"{path.name}: skipped a part that is not whole yet: {s}" for s in state.skipped]
+    keys = sorted({k for _, marker, _, _ in cells for k in marker.get("overrides", {})})
+    rows = [(name, *[str(marker.get("overrides", {}).get(k, "-")) for k in keys],
+             marker.get("status", "unknown"), number(suite["exec_accuracy"], "%"),
+             number(suite["pass_at_k"].get("1"), "%"), number(suite["speedup_geomean"], "x"),
+             number(last["evaluations"]), number(last["tokens"]), number(last["usd"], "$"),
+             number(last["gpu_s"]))
+            for name, marker, suite, last in cells]
+    body = [f"<h1>Sweep {esc(folder.name)}</h1><p class=\"meta\">{esc(folder)} · "
+            f"{len(cells)} campaigns with rows</p>", notes(waiting),
+            '<div class="charts">' + "".join(_scaling_charts(curves)) + "</div>",
+            "<h2>Cells</h2>" + table(["cell", *keys, "status", "exec acc", "pass@1",
+                                      "speedup geomean", "evals", "tokens", "USD", "GPU-s"], rows),
+            _equal_compute(compare.equal_compute(curves)),
+            '<p class="meta">Each cell\'s lineages and per-task plots: <code>evo report '
+            f"{esc(folder)}/CELL --html</code>.</p>"]
+    return f"Sweep {folder.name}", "".join(body)
+
+
+def _scaling_charts(curves: dict) -> list[str]:
+    if not curves:
+        return []
+    charts = [line_chart([Series(cell, list(t.index), t["exec_accuracy"]) for cell, t in curves.items()],
+                         title="Execution accuracy vs generation", x_label="generation",
+                         y_label="fraction of tasks", y_range=(-0.02, 1.02), integer_x=True)]
+    for measure, label in SPEND_LABELS.items():
+        if any(float(t[measure].max()) > 0 for t in curves.values()):
+            charts.append(line_chart(
+                [Series(cell, list(t[measure]), t["exec_accuracy"]) for cell, t in curves.items()],
+                title=f"Accuracy vs {label}", x_label=f"{label} (cumulative)",
+                y_label="execution accuracy", y_range=(-0.02, 1.02)))
+    return charts
+
+
+def _equal_compute(comparison: dict) -> str:
+    out = []
+    for measure, found in comparison.items():
+        rows = [(cell, number(m["generation"]), number(m["spent"]), number(m["exec_accuracy"], "%"),
+                 number(m["pass_at_1"], "%"), number(m["speedup_geomean"], "x"))
+                for cell, m in found["cells"].items()]
+        out.append(f"<h3>At equal compute: {esc(SPEND_LABELS[measure])} &le; "
+                   f"{esc(number(found['budget']))}</h3>"
+                   + table(["cell", "generation", "spent", "exec acc", "pass@1", "speedup geomean"], rows))
+    return "<h2>At equal compute</h2>" + "".join(out) if out else ""

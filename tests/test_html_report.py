@@ -1,0 +1,274 @@
+"""`evo report DIR --html`: one self-contained page per campaign or sweep, its numbers, its
+lineages and diffs, and a folder being written that never breaks it (no browser here: see
+test_view_browser.py for the page in Chromium)."""
+
+import json
+import os
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from evo import cli, records
+from evo.analysis import html_report, lineage, metrics, snapshot, timelines, torch_comparison
+from evo.results import EVALUATION_SCHEMA
+from synthetic_results import evaluation, example_campaign, write_campaign
+
+BASELINE = lineage.builtin_baseline("vector_add", "builtin")
+GPU = "NVIDIA H200"
+
+
+def _evo(*args):
+    return CliRunner().invoke(cli.app, [str(a) for a in args])
+
+
+def _variant(source: str, old: str, new: str) -> str:
+    assert old in source
+    return source.replace(old, new, 1)
+
+
+def _lineage_campaign(folder, strategy="offline: num_warps 4 -> 8"):
+    """vector_add on one island: the baseline (a seed, no row) -> a (gen 1) -> b (gen 2, the
+    best) and c (gen 2, a crossover of a and a failed reflector child f of gen 1)."""
+    a_src = _variant(BASELINE, '("num_warps", 4)', '("num_warps", 8)')
+    b_src = _variant(a_src, '("BLOCK_SIZE", 1024)', '("BLOCK_SIZE", 2048)')
+    f_src = a_src + "\nbroken = (\n"
+    seed_id = records.candidate_id(BASELINE)
+
+    def row(generation, source, parents, speedup, operator, **fields):
+        base = evaluation("vector_add", 0, generation, call_ok=speedup is not None,
+                          correct=speedup is not None, speedup=speedup, operator=operator)
+        return {**base, "candidate_id": records.candidate_id(source), "source": source,
+                "parent_ids": parents, "strategy": fields.pop("strategy", strategy), **fields}
+
+    a = row(1, a_src, [seed_id], 1.2, "optimizer")
+    f = row(1, f_src, [seed_id], None, "reflector", error_trace="SyntaxError: '(' was never closed")
+    b = row(2, b_src, [a["candidate_id"]], 1.8, "optimizer", strategy="Strategy: a bigger block")
+    c = row(2, a_src + "\nMERGED = True\n", [a["candidate_id"], f["candidate_id"]], 1.1, "crossover")
+    write_campaign(folder, [a, f, b, c], islands=1, tasks=("vector_add",))
+    return folder, {"a": a, "b": b, "c": c, "f": f, "seed": seed_id}
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    folder = example_campaign(tmp_path_factory.mktemp("html") / "c")
+    return folder, html_report.render(folder)
+
+
+def test_page_is_one_self_contained_file(example):
+    _, page = example
+    assert page.startswith("<!DOCTYPE html>")
+    assert "connect-src 'self'" in page and "default-src 'none'" in page  # the CSP forbids the rest
+    for pattern in (r'\ssrc=', r'href="(?!#)', r"url\(", r"@import", r"<link\b"):
+        assert not re.search(pattern, page), pattern
+    links = set(re.findall(r"https?://[^\s\"'<]+", page))
+    assert links <= {"http://www.w3.org/2000/svg"}, links  # the SVG namespace, never fetched
+
+
+def test_page_has_suite_charts_and_a_section_per_task(example):
+    _, page = example
+    for task in ("add", "softmax", "matmul"):
+        assert f"<h2>{task}</h2>" in page
+    for title in ("Accuracy vs generation (cumulative)", "pass@k vs k (parallel scaling)",
+                  "Best speedup so far", "Best speedup over wall time", "Correct rate per generation",
+                  "Outcomes per generation"):
+        assert title in page, title
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"') == 2 + 3 * 4 + 2 * 2  # add and softmax made LLM calls
+    assert "LLM tokens (cumulative)" in page and "LLM dollars (cumulative)" in page
+    assert "No correct timed kernel yet" in page  # matmul
+    assert "2.50x" in page  # add's best
+    assert "timing_meaningful=False" in page
+
+
+def test_failure_kinds_and_correct_rate_come_from_the_rows(example):
+    folder, _ = example
+    state = snapshot.read(folder)
+    rows = state.results.search_rows
+    kinds = timelines.failure_kinds_by_generation(rows[rows["task"] == "add"], timelines.generations(state.results))
+    assert kinds.to_dict("index") == {0: {"correct": 0, "compile_error": 0, "mismatch": 0},
+                                      1: {"correct": 1, "compile_error": 1, "mismatch": 1},
+                                      2: {"correct": 1, "compile_error": 1, "mismatch": 0}}
+    rate = timelines.correct_rate_by_generation(state.results)
+    assert rate["add"].tolist()[1:] == pytest.approx([1 / 3, 1 / 2])
+
+
+def test_accuracy_curves_are_metrics_by_generation(example):
+    folder, _ = example
+    results = metrics.load(folder)
+    expected = metrics.by_generation(results)[["call_accuracy", "exec_accuracy", "pass_at_1"]]
+    got = timelines.accuracy_by_generation(snapshot.read(folder).results)
+    assert got.to_numpy().ravel().tolist() == pytest.approx(expected.to_numpy().ravel().tolist())
+
+
+def test_lineage_walks_parents_to_the_baseline_with_each_diff(tmp_path):
+    folder, ids = _lineage_campaign(tmp_path / "c")
+    state = snapshot.read(folder)
+    found = lineage.ancestry(state.results.search_rows, ids["b"]["candidate_id"], BASELINE,
+                             state.detail)
+    assert list(found.steps) == [ids["b"]["candidate_id"], ids["a"]["candidate_id"], ids["seed"]]
+    assert found.steps[ids["seed"]].origin == "baseline"
+    assert found.steps[ids["a"]["candidate_id"]].parents == (ids["seed"],)
+    page = html_report.render(folder)
+    assert '<div class="lineage" data-task="vector_add">' in page
+    assert "baseline (seed)" in page and "g2 i0 optimizer 1.80x" in page
+    small = "    &quot;small&quot;: ((&quot;BLOCK_SIZE&quot;, "
+    assert f'<span class="del">-{small}1024)' in page and f'<span class="add">+{small}2048)' in page
+    assert '<span class="del">-    &quot;large&quot;' not in page  # context, not changed
+    assert "Strategy: a bigger block" in page
+    assert f"Final source ({ids['b']['candidate_id']})" in page
+
+
+def test_a_crossover_lineage_branches_and_shows_the_failed_parent(tmp_path):
+    folder, ids = _lineage_campaign(tmp_path / "c")
+    state = snapshot.read(folder)
+    crossed = lineage.ancestry(state.results.search_rows, ids["c"]["candidate_id"], BASELINE,
+                               state.detail)
+    assert set(crossed.steps) == {ids["c"]["candidate_id"], ids["a"]["candidate_id"],
+                                  ids["f"]["candidate_id"], ids["seed"]}
+    assert crossed.steps[ids["c"]["candidate_id"]].parents == (ids["a"]["candidate_id"],
+                                                                ids["f"]["candidate_id"])
+    # The page's lineage is of the best (b); c's own lineage, rendered, branches once.
+    from evo.analysis import html_lineage
+
+    block = html_lineage.section(0, "vector_add", state.results.search_rows,
+                                 ids["c"]["candidate_id"], "builtin", state.detail)
+    assert block.count('class="branch"') == 1 and "crossed with:" in block
+    assert "SyntaxError: &#x27;(&#x27; was never closed" in block
+    assert "continues from baseline (seed)" in block  # the baseline is reached twice, drawn once
+
+
+def test_lineage_stops_at_its_cap_and_says_so(tmp_path):
+    rows, parent, source = [], records.candidate_id(BASELINE), BASELINE
+    for generation in range(1, 8):
+        source = source + f"\nSTEP = {generation}\n"
+        row = evaluation("vector_add", 0, generation, call_ok=True, correct=True, speedup=1.0 + generation / 10)
+        rows.append({**row, "candidate_id": records.candidate_id(source), "source": source,
+                     "parent_ids": [parent]})
+        parent = records.candidate_id(source)
+    write_campaign(tmp_path / "c", rows, islands=1)
+    state = snapshot.read(tmp_path / "c")
+    found = lineage.ancestry(state.results.search_rows, parent, BASELINE, state.detail, limit=3)
+    assert len(found.steps) == 3 and found.left_out == 1
+
+
+def test_model_text_is_escaped_not_run(tmp_path):
+    folder, _ = _lineage_campaign(tmp_path / "c", strategy='<script>alert("x")</script><img src=x>')
+    page = html_report.render(folder)
+    assert "<script>alert" not in page and "<img src=x>" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert page.count("<script>") == 1  # the page's own
+
+
+def test_truncated_part_is_skipped_and_named_until_whole(tmp_path):
+    folder, ids = _lineage_campaign(tmp_path / "c")
+    whole = (folder / "evaluations" / "part-00002.parquet").read_bytes()
+    landing = folder / "evaluations" / "part-00003.parquet"
+    landing.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match="not a readable Parquet part"):
+        metrics.load(folder)  # the text report refuses; the page does not
+    reader = snapshot.PartReader()
+    page = html_report.render(folder, live=True, reader=reader)
+    assert "skipped a part that is not whole yet: evaluations/part-00003.parquet" in page
+    assert "g2 i0 optimizer 1.80x" in page
+    landing.write_bytes(whole)
+    page = html_report.render(folder, live=True, reader=reader)
+    assert "not whole yet" not in page
+
+
+def test_folder_without_rows_gets_a_waiting_page(tmp_path):
+    assert "Nothing to show yet" in html_report.render(tmp_path)
+    (tmp_path / "campaign.json").write_text(json.dumps({"config": {}}))
+    page = html_report.render(tmp_path, live=True)
+    assert "no evaluation rows yet" in page and 'data-live="1"' in page
+    with pytest.raises(ValueError, match="no evaluation rows yet"):
+        html_report.write(tmp_path)
+
+
+def test_wall_time_is_when_each_part_was_written(tmp_path):
+    folder, _ = _lineage_campaign(tmp_path / "c")
+    meta = json.loads((folder / "campaign.json").read_text())
+    meta["started_at"] = "2026-01-01T00:00:00+00:00"
+    (folder / "campaign.json").write_text(json.dumps(meta))
+    start = 1767225600.0  # that moment, in epoch seconds
+    os.utime(folder / "evaluations" / "part-00001.parquet", (start + 60, start + 60))
+    os.utime(folder / "evaluations" / "part-00002.parquet", (start + 300, start + 300))
+    state = snapshot.read(folder)
+    curve = timelines.best_by_wall_time(state.results, state.started_at)["vector_add"]
+    assert list(curve.index) == [60.0, 300.0, 300.0] and list(curve) == [1.2, 1.8, 1.8]
+
+
+def _torch_campaign(folder):
+    rows = [{**evaluation("vector_add", 0, 1, call_ok=True, correct=True, speedup=2.0),
+             "case_names": ["a", "b"], "latency_us": [10.0, 20.0], "ref_latency_us": [20.0, 40.0],
+             "device": GPU},
+            {**evaluation("vector_add", 0, 2, call_ok=True, correct=True, speedup=4.0),
+             "candidate_id": "second", "case_names": ["a", "b"], "latency_us": [5.0, 10.0],
+             "ref_latency_us": [20.0, 40.0], "device": GPU}]
+    write_campaign(folder, rows, islands=1)
+    timings = [{"task": "vector_add", "case": case, "mode": mode, "device": GPU, "status": "ok",
+                "median_us": us, "floor_us": 1.0, "copy_floor_us": 1.0, "bound": "memory",
+                "torch_op": "reference", "torch_version": "2.9", "copy_gbs": 3000.0}
+               for case, us in (("a", 30.0), ("b", 15.0)) for mode in torch_comparison.MODES]
+    pq.write_table(pa.Table.from_pylist(timings), folder / torch_comparison.TIMINGS_FILE)
+    return folder
+
+
+def test_speedup_over_torch_compile_is_drawn_per_generation(tmp_path):
+    folder = _torch_campaign(tmp_path / "c")
+    state = snapshot.read(folder)
+    versus = torch_comparison.comparison(state.results)
+    curve = timelines.versus_torch_by_generation(
+        state.results, timelines.torch_latencies(state.results, versus))
+    # gen 1: sqrt(30/10 * 15/20); gen 2: sqrt(30/5 * 15/10)
+    assert curve["vector_add"].tolist()[1:] == pytest.approx([1.5, 3.0])
+    page = html_report.render(folder)
+    assert "vs torch.compile (default)" in page and "Best kernels vs torch" in page
+
+
+def test_cli_writes_the_page_where_asked(tmp_path):
+    folder, _ = _lineage_campaign(tmp_path / "c")
+    result = _evo("report", folder, "--html")
+    assert result.exit_code == 0, result.output
+    assert (folder / "report.html").read_text().startswith("<!DOCTYPE html>")
+    result = _evo("report", folder, "--html", tmp_path / "out" / "page.html")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "page.html").stat().st_size > 1000
+    result = _evo("report", folder, "--html", "--json")
+    assert result.exit_code == 2 and "give one" in result.output
+    result = _evo("report", tmp_path / "missing", "--html")
+    assert result.exit_code == 2 and "no results folder" in result.output
+
+
+def test_sweep_folder_page_has_the_scaling_plots(tmp_path):
+    for name, islands, speedup in (("islands-1", 1, 1.5), ("islands-2", 2, 2.0)):
+        rows = [evaluation("add", i, g, call_ok=True, correct=g > 0, speedup=speedup)
+                for i in range(islands) for g in range(3)]
+        write_campaign(tmp_path / name, rows, islands=islands, name=name)
+        (tmp_path / name / "sweep_cell.json").write_text(json.dumps(
+            {"cell": name, "overrides": {"search.islands": islands}, "status": "done"}))
+    (tmp_path / "not-started").mkdir()
+    (tmp_path / "not-started" / "campaign.json").write_text("{}")
+    written = html_report.write(tmp_path)
+    page = written.read_text()
+    assert written == tmp_path / "report.html"
+    for text in ("Sweep ", "Execution accuracy vs generation", "Accuracy vs evaluations",
+                 "Accuracy vs GPU-seconds", "At equal compute", "search.islands", "islands-2",
+                 "not-started: no evaluation rows yet"):
+        assert text in page, text
+
+
+def test_part_reader_reads_only_what_landed(tmp_path):
+    folder, _ = _lineage_campaign(tmp_path / "c")
+    reader = snapshot.PartReader()
+    first, _ = reader.read(folder / "evaluations")
+    before = snapshot.fingerprint(folder)
+    extra = evaluation("vector_add", 0, 3, call_ok=False)
+    pq.write_table(pa.Table.from_pylist([extra], schema=EVALUATION_SCHEMA),
+                   folder / "evaluations" / "part-00003.parquet")
+    assert snapshot.fingerprint(folder) != before
+    second, _ = reader.read(folder / "evaluations")
+    assert second.num_rows == first.num_rows + 1
+    assert second.column("written_at").to_pylist()[:first.num_rows] == \
+        first.column("written_at").to_pylist()  # the parts read before, kept
