@@ -8,9 +8,9 @@ TORCH_SPEC ?= torch==2.13.0
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER = 0
 export RAY_USAGE_STATS_ENABLED = 0
 
-.PHONY: setup sandbox run test clean wheelhouse
+.PHONY: setup sandbox browser run test clean wheelhouse
 
-setup: $(VENV)/.installed sandbox
+setup: $(VENV)/.installed sandbox browser
 
 # Candidate kernels are scored only inside a bubblewrap sandbox (fitness/processes/jail.py).
 sandbox:
@@ -21,6 +21,20 @@ sandbox:
 		else \
 			echo "bubblewrap is missing: install it (sudo apt-get install bubblewrap; dnf install bubblewrap; \
 pacman -S bubblewrap) or point KERNELEVO_BWRAP at a bwrap binary"; exit 1; \
+		fi; \
+	fi
+
+# The browser tests open the HTML page in headless Chromium (tests/test_view_browser.py); without
+# it they fail and say how to install it.
+browser:
+	@if { ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; } \
+			&& [ -z "$$KERNELEVO_CHROMIUM" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing chromium and chromium-driver (the browser tests)"; \
+			apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+		else \
+			echo "chromium is missing: the browser tests will fail until it is installed (sudo apt-get install \
+chromium chromium-driver) or KERNELEVO_CHROMIUM and KERNELEVO_CHROMEDRIVER name a browser and its driver"; \
 		fi; \
 	fi
 

@@ -69,7 +69,7 @@ def ancestry(rows: pd.DataFrame, best: str, baseline_source: str | None = None,
     a row's source, strategy and error_trace when `rows` does not hold them (the page keeps
     them out of its DataFrame, evo.analysis.snapshot)."""
     labels = first_scorings(rows)
-    columns = {name: rows[name].to_numpy() for name in rows.columns}  # row lookups in µs
+    columns = {name: rows[name].to_numpy() for name in rows.columns}  # a row without pandas per-row lookups
     baseline_id = records.candidate_id(baseline_source) if baseline_source else None
     steps: dict[str, Step] = {}
     beyond: set[str] = set()

@@ -4,8 +4,8 @@ The engine writes each part atomically (evo/results.py), yet a folder synced or 
 part, or a disk filling up, can show a part that is not whole yet. Such a part is skipped and
 named, never fatal: the page of a running campaign must keep rendering. Parts are remembered
 by (path, size, mtime), so a live page re-reads only the parts that landed since: opening a
-part costs ~1 ms however small it is, and a long campaign has thousands (several are read at
-once; pyarrow leaves the GIL while it decodes).
+part has a fixed cost however small it is, and a long campaign has thousands (several are
+read at once, as pyarrow leaves the GIL; experiments/perf/html_report_bench.py times it).
 
 A row's `written_at` is its part's modification time: when its generation of its island was
 written, the only wall clock the evaluations carry (offline campaigns have no LLM calls with

@@ -1,7 +1,7 @@
 """What the HTML page plots: per task, how a campaign went over generations and wall time.
 
 Every function is a few vectorized pandas operations over the rows of evo.analysis.metrics,
-so a page of 100,000 rows is drawn in a second (experiments/perf/html_report_bench.py). The
+so a large campaign's page stays quick to make (experiments/perf/html_report_bench.py). The
 suite's accuracy curves are metrics.by_generation's definitions computed from each run's
 first call / first correct generation instead of one task table per generation
 (tests/test_html_report.py holds them equal).
