@@ -10,6 +10,11 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: campaign-level or sweep tests; `make test-fast` leaves them out")
+
+
 @pytest.fixture(scope="session")
 def shared_ray():
     """One local Ray (loopback only) for every test that needs actors; shut down at the end."""

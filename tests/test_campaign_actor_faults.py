@@ -23,6 +23,8 @@ import ray
 from evo import actor_faults, campaign, checkpoint, config as config_lib, fatal, scoring
 from evo.records import Evaluation, Task, make_candidate
 
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
+
 GENERATIONS = 4
 KEY = ["task", "island", "generation", "candidate_id"]
 FOUND = ["correct", "reused", "failure_kind", "operator", "parent_ids"]

@@ -8,6 +8,8 @@ from scripted_server import Reply, ScriptedServer
 
 from kernel_variants import vector_add_at
 
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
+
 
 def _variant(request):
     """Answers every call with the baseline at another block size, 100 completion tokens."""

@@ -5,9 +5,12 @@ the LLM loop bred nothing (issue 29)."""
 import itertools
 
 import pandas as pd
+import pytest
 
 from evo import campaign, config as config_lib
 from scripted_server import ScriptedServer
+
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
 
 LLM_ROLES = {"generator", "reflector", "optimizer", "crossover"}
 

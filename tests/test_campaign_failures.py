@@ -46,6 +46,7 @@ def _calls(folder):
     return pd.read_parquet(folder / "llm_calls").sort_values(["generation", "sample_index"])
 
 
+@pytest.mark.slow
 def test_server_dying_mid_run_stops_after_that_generation_and_resume_continues(
         interpreter_fitness, tmp_path):
     served = []
@@ -90,6 +91,7 @@ def test_server_dying_mid_run_stops_after_that_generation_and_resume_continues(
     assert resumed.llm.calls == 12 and sum(resumed.llm.failed.values()) == 4
 
 
+@pytest.mark.slow
 def test_garbage_bodies_stop_the_campaign_in_its_first_generation(interpreter_fitness, tmp_path,
                                                                   capsys):
     with ScriptedServer(lambda request: Garbage()) as server:
@@ -104,6 +106,7 @@ def test_garbage_bodies_stop_the_campaign_in_its_first_generation(interpreter_fi
     assert "LLM 2 calls, 2 failed (malformed_response 2)" in progress
 
 
+@pytest.mark.slow
 def test_answers_without_code_are_their_own_kind_and_a_run_of_them_trips(interpreter_fitness,
                                                                          tmp_path, capsys):
     prose = lambda request: Reply("I would use a larger block size.")  # noqa: E731
@@ -125,6 +128,7 @@ def test_answers_without_code_are_their_own_kind_and_a_run_of_them_trips(interpr
     assert "last LLM failure: no_code_block: no ``` fence" in progress
 
 
+@pytest.mark.slow
 def test_transient_failures_keep_their_retries_and_never_trip_it_alone(interpreter_fitness,
                                                                       tmp_path):
     with ScriptedServer(lambda request: Error(503)) as server:
@@ -169,6 +173,7 @@ def test_max_consecutive_failures_is_validated_and_settable_with_set(tmp_path):
         config_lib.load(path, ["operators.max_consecutive_failures=0"])
 
 
+@pytest.mark.slow
 def test_evo_run_against_a_dead_endpoint_exits_3_with_a_summary_a_user_can_act_on(tmp_path):
     with ScriptedServer([]) as server:
         url = server.base_url  # closed on exit: connections to it are refused

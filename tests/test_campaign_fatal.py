@@ -11,6 +11,8 @@ import pytest
 import campaign_processes as runs
 from evo import campaign, config as config_lib, fatal, preflight, run_log
 
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
+
 SMALL_DISK_BYTES = 2 * 1024 * 1024
 """Room for the preflight (6 rows of 64 KiB and the log's room); the test fills the rest
 mid-run."""

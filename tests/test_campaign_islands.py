@@ -1,10 +1,13 @@
 """Islands: k islands with migration_interval = 0 are k independent runs (STYLE §7)."""
 
 import pandas as pd
+import pytest
 
 from evo import campaign, checkpoint, config as config_lib
 from evo.records import candidate_id
 from benchmarks.builtin import common
+
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
 
 
 def test_independent_islands_keep_their_own_population_and_generation(interpreter_fitness,

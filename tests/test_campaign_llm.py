@@ -12,6 +12,8 @@ from scripted_server import ScriptedServer
 
 from kernel_variants import vector_add_at
 
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
+
 FIXED = common.baseline_source("vector_add")
 BROKEN = FIXED.replace("(x + y)", "(x - y)")
 

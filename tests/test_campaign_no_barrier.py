@@ -8,10 +8,13 @@ vector_add could not finish generation 2 before row_sum finished generation 1.
 import re
 
 import pandas as pd
+import pytest
 
 from benchmarks.builtin import common
 from evo import campaign, checkpoint, config as config_lib
 from scripted_server import Reply, ScriptedServer, Stall
+
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
 
 SLOW_S = 12.0
 """How long each of row_sum's LLM calls takes."""

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,6 +12,8 @@ import pytest
 import campaign_processes as runs
 from evo import campaign, config as config_lib
 
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
+
 STOP_LIMIT_S = 30.0
 LEFTOVER_LIMIT_S = 10.0
 

@@ -4,6 +4,8 @@ candidate is in on its FitnessActor, against that request's limit."""
 
 import re
 
+import pytest
+
 from evo import campaign, config as config_lib
 from evo.records import STAGES
 from scripted_server import Reply, ScriptedServer
@@ -46,6 +48,7 @@ def _config(base_url: str, note_wait_s: float):
         "fitness": {"device": "interpreter", "workers": 1, "note_wait_s": note_wait_s}})
 
 
+@pytest.mark.slow
 def test_a_long_wait_is_named_with_the_stage_and_request(interpreter_fitness, tmp_path, capsys):
     with ScriptedServer(lambda request: Reply(f"Slower.\n```python\n{SLOW_ADD}\n```")) as server:
         summary = campaign.run_campaign(_config(server.base_url, 1.0), tmp_path / "run",
@@ -60,6 +63,7 @@ def test_a_long_wait_is_named_with_the_stage_and_request(interpreter_fitness, tm
     assert all(m["stage"] in STAGES and int(m["limit"]) > 0 for m in detailed), lines
 
 
+@pytest.mark.slow
 def test_no_wait_is_named_when_notes_are_off(interpreter_fitness, tmp_path, capsys):
     with ScriptedServer(lambda request: Reply(f"Slower.\n```python\n{SLOW_ADD}\n```")) as server:
         campaign.run_campaign(_config(server.base_url, 0), tmp_path / "run",

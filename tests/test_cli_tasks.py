@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 EVO = str(pathlib.Path(sys.executable).parent / "evo")
 FIELDS = {"name", "suite", "entry_point", "difficulty", "dtypes", "tags", "cases",
           "interpreter_cases", "runnable_on", "skip_reason", "knob_space"}
@@ -27,6 +29,7 @@ def test_tasks_json_lists_the_builtin_suite_with_every_field():
         assert task["dtypes"] and task["tags"]
 
 
+@pytest.mark.slow
 def test_tasks_table_names_every_task():
     result = _evo("tasks", "--suite", "builtin")
     assert result.returncode == 0, result.stderr

@@ -27,6 +27,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # a two-node Ray cluster: `make test-fast` leaves it out
+
 START_TIMEOUT_S = 60.0
 RUN_TIMEOUT_S = 120.0
 STOP_GRACE_S = 5.0

@@ -72,6 +72,7 @@ def scale_shift():
     return _task("tritonbench-revised", "tritonbench", "scale_shift")
 
 
+@pytest.mark.slow
 def test_reference_kernels_pass_their_own_harness(runner, threads):
     tasks = [_task("tritonbench-revised", "tritonbench", "scale_shift"), _task("rocm", "rocm", "test_fx_add"),
              _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")]
@@ -110,6 +111,7 @@ def test_wrong_result_is_a_mismatch_found_by_the_checker(runner, scale_shift):
     assert _TRUSTED_RULE in evaluation.error_trace
 
 
+@pytest.mark.slow
 def test_candidate_disabling_assert_close_is_still_caught(runner, ungated):
     task = _task("rocm", "rocm", "test_fx_add")
     gated = _evaluate(runner, task, "rocm_add_patches_checker.py")
@@ -131,6 +133,7 @@ def test_static_gate_runs_before_any_process(runner, scale_shift, seam):
     assert seam["workers"].respawns == respawns  # no worker ran, so none was retired
 
 
+@pytest.mark.slow
 def test_a_worker_that_ran_a_harness_is_retired(runner, scale_shift, seam):
     runner.reference_outputs(scale_shift)
     respawns = seam["workers"].respawns
@@ -139,6 +142,7 @@ def test_a_worker_that_ran_a_harness_is_retired(runner, scale_shift, seam):
     assert seam["workers"].respawns == respawns + 1
 
 
+@pytest.mark.slow
 def test_broken_candidates_fail_with_their_kinds(ungated, scale_shift, threads):
     expected = {"tb_scale_shift_raises.py": "runtime_error", "tb_scale_shift_crash.py": "worker_crash",
                 "tb_scale_shift_torch_only.py": "no_triton_launch"}
@@ -159,6 +163,7 @@ def test_checks_that_need_no_process(runner, scale_shift):
     assert skipped.failure_kind == "unsupported_on_backend" and "waves_per_eu" in skipped.error_trace
 
 
+@pytest.mark.slow
 def test_hung_kernel_is_killed(seam, scale_shift):
     limit_s = 8.0
     quick = harness.HarnessRunner(**seam, limits=_run_limit(limit_s), input_seed=1)
@@ -170,6 +175,7 @@ def test_hung_kernel_is_killed(seam, scale_shift):
     assert elapsed_s < limit_s + 5.0
 
 
+@pytest.mark.slow
 def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_nothing(runner, ungated):
     task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
     evaluation = _evaluate(runner, task, "kb_scale_and_add_triton.py")
@@ -180,6 +186,7 @@ def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_no
     assert baseline.failure_kind == "no_triton_launch"
 
 
+@pytest.mark.slow
 def test_broken_reference_is_a_harness_error_not_the_candidates(ungated, scale_shift):
     broken = dataclasses.replace(scale_shift, name="scale_shift_broken_reference",
                                  baseline_source=scale_shift.baseline_source + "\nraise RuntimeError('broken')\n")
@@ -200,6 +207,7 @@ def _assert_timed(evaluation, cases):
     assert evaluation.bench_s > 0
 
 
+@pytest.mark.slow
 def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference_is_cached(runner):
     task = _task("rocm", "rocm", "test_fx_add")
     first = _evaluate(runner, task, task.baseline_source)
@@ -210,6 +218,7 @@ def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference
     assert "has no test_performance" in harness.untimed_reason(_task("rocm", "rocm", "test_fx_rowsum"))
 
 
+@pytest.mark.slow
 def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout(seam):
     limit_s = 8.0
     task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")

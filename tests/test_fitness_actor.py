@@ -1,11 +1,14 @@
 """The FitnessActor under a real local Ray: concurrent evaluations, batches, stats."""
 
+import pytest
 import ray
 
 from benchmarks.registry import builtin
 from evo.records import make_candidate
 from fitness import Settings
 from fitness.actor import start_actors
+
+pytestmark = pytest.mark.slow  # a real local Ray: `make test-fast` leaves it out
 
 GET_TIMEOUT_S = 240
 VECTOR_ADD = builtin().get("vector_add")

@@ -30,6 +30,7 @@ def test_baseline_scores_correct(task, verdicts):
     assert len(evaluation.latency_us) == len(task.interpreter_cases)
 
 
+@pytest.mark.slow
 def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
     """Three walks of one task at once: one job warms and times the baseline on a checker
     of its own, started by the first walk, and every walk waits for its numbers instead of
@@ -60,6 +61,7 @@ def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
     assert len({e.ref_latency_us for e in evaluations}) == 1  # all judged against one timing
 
 
+@pytest.mark.slow
 def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_path):
     """A checker's reset frees its device memory (an unmap, which slowed a timing run beside
     it on an H200), so the walk sends it under the shared hold: while a timing holds the

@@ -75,6 +75,7 @@ def test_cheat_is_caught(path, verdicts):
     assert evaluation.error_trace.strip(), "a caught cheat must say why"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", SECOND_LAYER, ids=lambda p: p.stem)
 def test_cheat_is_caught_without_the_static_gate(path, ungated_verdicts):
     evaluation = ungated_verdicts[path.name]

@@ -6,7 +6,11 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks.registry import builtin
+
+pytestmark = pytest.mark.slow  # `evo eval` subprocesses: `make test-fast` leaves it out
 
 EVO = [sys.executable, "-c", "from evo.cli import app; app()"]
 

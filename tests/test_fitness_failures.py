@@ -162,6 +162,7 @@ def test_every_evaluation_meets_inputs_nobody_could_predict(fitness_evaluator):
     assert first.error_trace != second.error_trace  # "got ..., expected ..." from other inputs
 
 
+@pytest.mark.slow
 def test_hung_kernel_is_killed_and_next_candidate_is_scored(fitness_evaluator):
     limit_s = FITNESS_TEST_LIMITS["compile_s"]
     start = time.monotonic()
@@ -173,6 +174,7 @@ def test_hung_kernel_is_killed_and_next_candidate_is_scored(fitness_evaluator):
     assert after.correct, after.error_trace
 
 
+@pytest.mark.slow
 def test_output_flood_is_cut_off_and_next_candidate_is_scored(fitness_evaluator):
     flood = add_source(pre_return="for _ in range(100):\n        print('x' * (1 << 20))")
     start = time.monotonic()
@@ -184,6 +186,7 @@ def test_output_flood_is_cut_off_and_next_candidate_is_scored(fitness_evaluator)
     assert after.correct, after.error_trace
 
 
+@pytest.mark.slow
 def test_dying_workers_do_not_stop_the_pool(ungated_evaluator):
     respawns_before = ungated_evaluator.stats()["respawns"]
     retries_before = ungated_evaluator.stats()["retries"]

@@ -4,6 +4,8 @@ out of time: what a campaign names when one of its islands has waited long."""
 import concurrent.futures
 import time
 
+import pytest
+
 from benchmarks.registry import builtin
 from evo.records import STAGES, make_candidate
 from fitness import Evaluator, Settings
@@ -35,6 +37,7 @@ def test_in_progress_follows_a_walk_through_its_stages_and_empties_after(fitness
     assert all(s["limit_s"] in limits and 0 <= s["request_s"] <= s["for_s"] for s in requests)
 
 
+@pytest.mark.slow
 def test_a_compile_past_its_limit_is_a_compile_timeout_with_its_seconds_kept():
     # The launcher sleeps where a slow Triton compile would spend its time (on a GPU: ptxas
     # on a kernel whose accumulator spills, minutes); the stall watch is set far above the

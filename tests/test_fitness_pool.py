@@ -34,6 +34,7 @@ def test_a_lease_takes_a_ready_worker_before_a_replacement_still_starting(pool_f
     assert pool.respawns == 1
 
 
+@pytest.mark.slow
 def test_spares_start_beside_the_lent_workers_but_lend_no_more_at_once(pool_factory):
     pool = pool_factory(1, spares=1)
     started = set(pool._all)

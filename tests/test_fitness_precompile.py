@@ -129,6 +129,7 @@ def test_an_exception_on_stand_ins_ends_the_precompile_not_the_worker(tmp_path):
     assert second["stopped"] is None
 
 
+@pytest.mark.slow
 def test_a_walk_precompiles_and_the_inputs_are_described_once_per_task():
     task = builtin().get("vector_add")
     with Evaluator(Settings(device="interpreter", workers=1,
@@ -189,6 +190,7 @@ print(json.dumps([reply, checker.launches.count, checker.launches.withheld, len(
 '''
 
 
+@pytest.mark.slow
 def test_a_checker_compiles_a_baseline_without_launching_it(tmp_path):
     """A baseline is compiled while candidates are timed: on stand-ins, launching nothing
     (its real runs beside a timing slowed that timing). In a process of its own (the

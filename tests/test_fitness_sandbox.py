@@ -193,6 +193,7 @@ def test_other_workers_and_engine_files_are_invisible(workdir, tmp_path):
     assert " True" not in out, out
 
 
+@pytest.mark.slow
 def test_cpu_limit_kills_a_spinner_without_the_engine(workdir):
     start = time.monotonic()
     process = _start(workdir, "while True:\n    pass\n", limits=jail.Limits(cpu_s=2))

@@ -21,6 +21,7 @@ from fitness_limits import FITNESS_TEST_LIMITS
 from kernel_variants import vector_add_at
 
 
+@pytest.mark.slow
 def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
     task = builtin().get("vector_add")
     timing = TimingConfig(warmup_runs=1, min_runs=20, max_runs=20, max_timed_s=60.0)

@@ -50,6 +50,7 @@ def test_a_missing_descriptor_is_an_error_not_a_hang():
             shared_memory.receive_fd(worker, "c2", timeout_s=0.5)
 
 
+@pytest.mark.slow
 def test_a_closed_channel_is_an_error():
     engine, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     engine.close()

@@ -5,6 +5,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 import cheats
 from benchmarks import registry
 
@@ -35,6 +37,7 @@ def test_gate_prints_one_json_line_per_file_and_fails_on_a_refusal(tmp_path):
     assert first["ms"] < 1000
 
 
+@pytest.mark.slow
 def test_gate_text_output_and_exit_zero_when_all_pass():
     honest = sorted((ROOT / "fixtures" / "honest_gate").glob("vector_add_*.py"))
     result = run_evo("gate", "vector_add", *map(str, honest))
@@ -49,6 +52,7 @@ def test_gate_never_imports_the_candidate(tmp_path):
     assert "imported" not in result.stdout + result.stderr and result.returncode == 0
 
 
+@pytest.mark.slow
 def test_gate_usage_errors():
     assert run_evo("gate", "no_such_task", str(CHEAT)).returncode == 2
     assert run_evo("gate", "vector_add", "missing.py").returncode == 2
@@ -62,6 +66,7 @@ def test_gate_references_of_a_small_suite():
     assert {line["task"] for line in lines} == {t.name for t in registry.load("rocm", str(EXTERNAL / "rocm")).tasks()}
 
 
+@pytest.mark.slow
 def test_every_geak_reference_is_admitted_as_a_candidate_of_its_own_task():
     counts = {}
     for suite in ("tritonbench-revised", "rocm"):
@@ -71,6 +76,7 @@ def test_every_geak_reference_is_admitted_as_a_candidate_of_its_own_task():
     assert counts == {"tritonbench-revised": (184, 184), "rocm": (31, 31)}, counts
 
 
+@pytest.mark.slow
 def test_gate_refuses_a_file_that_does_not_parse(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("def vector_add(x, y)\n")

@@ -199,7 +199,8 @@ def test_names_bound_twice_at_import_are_refused(body):
     assert verdict is not None and verdict.rule in ("entry-point", "rebind"), verdict
 
 
-@pytest.mark.parametrize("suite", ["tritonbench-revised", "rocm"])
+@pytest.mark.parametrize("suite", [pytest.param("tritonbench-revised", marks=pytest.mark.slow),
+                                   "rocm"])
 def test_every_geak_task_refuses_what_its_own_reference_never_does(suite):
     """Widened by its reference, each external policy still refuses a module, torch math and
     a cache the reference never uses (GEAK-eval's suites, as `evo gate --references` reads them)."""

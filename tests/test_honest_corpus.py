@@ -44,6 +44,7 @@ def test_corpus_has_at_least_80_files_over_at_least_10_builtin_tasks():
     assert len(per_task) >= 10, f"only {len(per_task)} tasks covered: {dict(per_task)}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CORPUS, ids=_label)
 def test_honest_file_is_accepted_and_correct(path, verdicts):
     evaluation = verdicts[_label(path)]

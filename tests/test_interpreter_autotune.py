@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks.registry import builtin
 from evo.records import make_candidate
 from fitness.sandbox import interpreter_autotune
@@ -47,6 +49,7 @@ def _probe(mode: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.slow
 def test_without_the_fix_the_interpreter_cannot_autotune():
     assert "0 active drivers" in _probe("unfixed")
 

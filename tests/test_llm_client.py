@@ -71,6 +71,7 @@ def test_retries_recover_from_429_and_500():
     assert client.drain_calls()[0]["attempts"] == 4
 
 
+@pytest.mark.slow
 def test_retry_after_is_honoured():
     with ScriptedServer([Error(429, retry_after_s=1), "ok"]) as server:
         [reply] = ask(make_client(server, backoff_max_s=5.0), ("generator", MESSAGES, 0))

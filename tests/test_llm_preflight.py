@@ -47,6 +47,7 @@ def _nothing_listens_url():
         return server.base_url  # closed on exit: connections to it are refused
 
 
+@pytest.mark.slow
 def test_refused_endpoint_stops_evo_run_with_one_line_and_exit_2_before_anything_starts(tmp_path):
     url = _nothing_listens_url()
     out = tmp_path / "run"

@@ -133,6 +133,7 @@ def test_position_policy_needs_positions_and_a_known_policy(recorded):
         config_lib.from_dict({**base, "operators": {**base["operators"], "replay_match": "fuzzy"}})
 
 
+@pytest.mark.slow
 def test_a_position_replay_campaign_reproduces_the_recorded_candidates(
         interpreter_fitness, tmp_path, monkeypatch):
     """The optimizer's prompt carries latencies measured in each run; the replay also drops

@@ -117,6 +117,7 @@ def test_summary_gives_geomeans_worst_cases_libraries_and_bandwidth(joined):
     assert summary["memory_bound"] == {"cases": 2, "at_copy_bandwidth": 1, "bar": 0.85}
 
 
+@pytest.mark.slow
 def test_table_shows_the_comparison_and_a_figure(joined):
     folder, _ = joined
     result = _evo("report", folder)
@@ -138,6 +139,7 @@ def test_timings_from_another_gpu_are_not_joined(tmp_path):
     assert "NVIDIA H100" in versus["message"] and GPU in versus["message"]
 
 
+@pytest.mark.slow
 def test_without_timings_the_report_says_how_to_measure_them(tmp_path):
     folder = _campaign(tmp_path / "c", timings_device=None)
     result = _evo("report", folder)
@@ -155,6 +157,7 @@ def test_interpreter_campaign_needs_a_gpu(tmp_path):
     assert versus["status"] == "needs_gpu" and "GPU" in versus["message"]
 
 
+@pytest.mark.slow
 def test_timing_script_writes_a_file_the_report_reads(tmp_path):
     """Eager is timed (wall clock under the interpreter); torch.compile takes tens of
     seconds on a CPU, so a one-second guard kills it on each case, which is recorded and

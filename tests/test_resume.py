@@ -13,6 +13,8 @@ import pytest
 
 from evo import campaign, checkpoint, config as config_lib
 
+pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
+
 CONFIG_TOML = """
 [campaign]
 name = "resume"

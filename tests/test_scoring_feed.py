@@ -8,6 +8,7 @@ each island's brood comes back whole.
 import asyncio
 import time
 
+import pytest
 import ray
 
 from evo import scoring
@@ -54,6 +55,7 @@ def _drain(scorer) -> dict:
     return done
 
 
+@pytest.mark.slow
 def test_every_actor_is_kept_fed_and_every_island_gets_its_brood(shared_ray):
     judges = [SlowJudge.remote(0.2) for _ in range(2)]
     scorer = scoring.Scorer(judges, {"demo": _task("demo")}, max_in_flight_per_actor=3,

@@ -4,9 +4,12 @@ done, continued when given more generations, then compared by `evo report`."""
 import json
 
 import pyarrow.parquet as pq
+import pytest
 
 from evo import sweep
 from evo.analysis import report
+
+pytestmark = pytest.mark.slow  # `evo sweep` of real campaigns: `make test-fast` leaves it out
 
 SWEEP = """
 [sweep]
