@@ -54,6 +54,10 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+# Campaign-level and sweep tests (marked slow) left out: under 2 minutes here; CI runs `test`.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
 # The offline install for a GPU box without network, built on a machine with network:
 # `make wheelhouse DIR=path` (default .wheelhouse; README.md, "Running on a GPU").
 DIR ?= .wheelhouse

@@ -120,7 +120,9 @@ class ScriptedServer:
         self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
+        # polled every 50 ms, not socketserver's 0.5 s: each test's exit waits for one poll
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
+                                        kwargs={"poll_interval": 0.05},
                                         name="scripted-openai-server")
         self._thread.start()
         return self
