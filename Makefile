@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER = 0
 export RAY_USAGE_STATS_ENABLED = 0
 
-.PHONY: setup sandbox browser run test clean wheelhouse
+.PHONY: setup sandbox browser run test test-fast clean wheelhouse
 
 setup: $(VENV)/.installed sandbox browser
 
