@@ -149,7 +149,8 @@ def make_server(directory: Path | str, host: str = DEFAULT_HOST,
     handler = handler_for(page, root, check_host=host in LOOPBACK_NAMES)
     server_class = http.server.ThreadingHTTPServer
     if ":" in host:
-        server_class = type("ThreadingHTTPServerV6", (server_class,), {"address_family": socket.AF_INET6})
+        server_class = type("ThreadingHTTPServerV6", (server_class,),
+                            {"address_family": socket.AF_INET6})
     server = server_class((host, port), handler)
     server.daemon_threads = True
     return server

@@ -46,7 +46,8 @@ def _lineage_campaign(folder, strategy="offline: num_warps 4 -> 8"):
     a = row(1, a_src, [seed_id], 1.2, "optimizer")
     f = row(1, f_src, [seed_id], None, "reflector", error_trace="SyntaxError: '(' was never closed")
     b = row(2, b_src, [a["candidate_id"]], 1.8, "optimizer", strategy="Strategy: a bigger block")
-    c = row(2, a_src + "\nMERGED = True\n", [a["candidate_id"], f["candidate_id"]], 1.1, "crossover")
+    c = row(2, a_src + "\nMERGED = True\n", [a["candidate_id"], f["candidate_id"]], 1.1,
+            "crossover")
     write_campaign(folder, [a, f, b, c], islands=1, tasks=("vector_add",))
     return folder, {"a": a, "b": b, "c": c, "f": f, "seed": seed_id}
 
@@ -72,10 +73,11 @@ def test_page_has_suite_charts_and_a_section_per_task(example):
     for task in ("add", "softmax", "matmul"):
         assert f"<h2>{task}</h2>" in page
     for title in ("Accuracy vs generation (cumulative)", "pass@k vs k (parallel scaling)",
-                  "Best speedup so far", "Best speedup over wall time", "Correct rate per generation",
-                  "Outcomes per generation"):
+                  "Best speedup so far", "Best speedup over wall time",
+                  "Correct rate per generation", "Outcomes per generation"):
         assert title in page, title
-    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"') == 2 + 3 * 4 + 2 * 2  # add and softmax made LLM calls
+    charts = page.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"')
+    assert charts == 2 + 3 * 4 + 2 * 2  # suite, 4 per task, 2 more where LLM calls were made
     assert "LLM tokens (cumulative)" in page and "LLM dollars (cumulative)" in page
     assert "No correct timed kernel yet" in page  # matmul
     assert "2.50x" in page  # add's best
@@ -86,7 +88,8 @@ def test_failure_kinds_and_correct_rate_come_from_the_rows(example):
     folder, _ = example
     state = snapshot.read(folder)
     rows = state.results.search_rows
-    kinds = timelines.failure_kinds_by_generation(rows[rows["task"] == "add"], timelines.generations(state.results))
+    kinds = timelines.failure_kinds_by_generation(rows[rows["task"] == "add"],
+                                                  timelines.generations(state.results))
     assert kinds.to_dict("index") == {0: {"correct": 0, "compile_error": 0, "mismatch": 0},
                                       1: {"correct": 1, "compile_error": 1, "mismatch": 1},
                                       2: {"correct": 1, "compile_error": 1, "mismatch": 0}}
@@ -143,7 +146,8 @@ def test_lineage_stops_at_its_cap_and_says_so(tmp_path):
     rows, parent, source = [], records.candidate_id(BASELINE), BASELINE
     for generation in range(1, 8):
         source = source + f"\nSTEP = {generation}\n"
-        row = evaluation("vector_add", 0, generation, call_ok=True, correct=True, speedup=1.0 + generation / 10)
+        row = evaluation("vector_add", 0, generation, call_ok=True, correct=True,
+                         speedup=1.0 + generation / 10)
         rows.append({**row, "candidate_id": records.candidate_id(source), "source": source,
                      "parent_ids": [parent]})
         parent = records.candidate_id(source)

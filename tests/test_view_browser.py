@@ -58,10 +58,11 @@ def _browser_paths() -> tuple[str, str]:
         (found for name in ("chromium", "chromium-browser", "google-chrome")
          if (found := shutil.which(name))), None)
     driver = os.environ.get("KERNELEVO_CHROMEDRIVER") or shutil.which("chromedriver") or next(
-        (p for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver") if os.path.exists(p)),
-        None)
+        (p for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver")
+         if os.path.exists(p)), None)
     if not chromium or not driver:
-        pytest.fail(f"{HOW_TO_INSTALL} (found browser: {chromium}, driver: {driver})", pytrace=False)
+        pytest.fail(f"{HOW_TO_INSTALL} (found browser: {chromium}, driver: {driver})",
+                    pytrace=False)
     return chromium, driver
 
 

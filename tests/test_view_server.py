@@ -22,7 +22,8 @@ SECRET = "not to be served\n"
 @contextlib.contextmanager
 def _serving(folder):
     server = view.make_server(folder, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
     thread.start()
     try:
         yield server.server_address[1]
@@ -104,14 +105,15 @@ def test_the_page_follows_parts_as_they_land_even_half_written(served):
     assert f'data-stamp="{stamp}"'.encode() in page
     part = folder / "evaluations" / "part-00003.parquet"
     pq.write_table(pa.Table.from_pylist(
-        [evaluation("add", 2, 3, call_ok=True, correct=True, speedup=4.0)], schema=EVALUATION_SCHEMA),
-        part)
+        [evaluation("add", 2, 3, call_ok=True, correct=True, speedup=4.0)],
+        schema=EVALUATION_SCHEMA), part)
     whole = part.read_bytes()
     part.write_bytes(whole[:100])  # a part still being written
     stamp_half = json.loads(_get(port, "/state.json")[1])["stamp"]
     assert stamp_half != stamp
     status, page = _get(port, "/")
-    assert status == 200 and b"skipped a part that is not whole yet: evaluations/part-00003.parquet" in page
+    assert status == 200
+    assert b"skipped a part that is not whole yet: evaluations/part-00003.parquet" in page
     assert b"2.50x" in page  # the rows that are whole still show
     part.write_bytes(whole)
     status, page = _get(port, "/")

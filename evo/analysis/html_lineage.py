@@ -25,8 +25,10 @@ def _label(step: lineage.Step) -> str:
     if step.row is None:
         return f"seed {step.candidate_id[:10]} (no row)"
     row = step.row
-    outcome = (number(row.get("speedup"), "x") if row.get("correct") and _present(row.get("speedup"))
-               else "correct" if row.get("correct") else str(row.get("failure_kind") or "incorrect"))
+    if row.get("correct"):
+        outcome = number(row.get("speedup"), "x") if _present(row.get("speedup")) else "correct"
+    else:
+        outcome = str(row.get("failure_kind") or "incorrect")
     return f"g{row.get('generation')} i{row.get('island')} {row.get('operator')} {outcome}"
 
 
@@ -35,10 +37,10 @@ def _present(value) -> bool:
 
 
 def section(task_index: int, task: str, rows: pd.DataFrame, best: str, suite: str | None,
-            texts=None) -> str:
+            details=None) -> str:
     """Returns the lineage block of `task` (its rows), ending at candidate `best`;
-    `texts` as lineage.ancestry takes it."""
-    found = lineage.ancestry(rows, best, lineage.builtin_baseline(task, suite), texts)
+    `details` as lineage.ancestry takes it."""
+    found = lineage.ancestry(rows, best, lineage.builtin_baseline(task, suite), details)
     keys = {cid: f"{task_index}-{n}" for n, cid in enumerate(found.steps)}
     placed: set[str] = set()
 
@@ -73,12 +75,12 @@ def section(task_index: int, task: str, rows: pd.DataFrame, best: str, suite: st
     tree = chain(best)
     left_out = (f'<p class="hint">{found.left_out} older ancestors not walked (the tree stops at '
                 f"{lineage.SHOWN_ANCESTORS})</p>" if found.left_out else "")
-    details = "".join(_detail(found, cid, keys, best) for cid in found.steps)
+    steps = "".join(_detail(found, cid, keys, best) for cid in found.steps)
     final = found.steps[best].source
     final_html = ("" if final is None else f'<h3>Final source ({esc(best)})</h3>'
                   f'<pre class="final-source">{esc(final)}</pre>')
     return (f'<div class="lineage" data-task="{esc(task)}"><div class="tree"><ol>{tree}</ol>'
-            f"{left_out}</div><div>{details}</div></div>{final_html}")
+            f"{left_out}</div><div>{steps}</div></div>{final_html}")
 
 
 def _detail(found: lineage.Lineage, cid: str, keys: dict[str, str], best: str) -> str:

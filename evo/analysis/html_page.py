@@ -19,40 +19,60 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline
        "img-src data:; connect-src 'self'")
 
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2430;
+  background:#f6f7f9;}
 #content{max-width:1400px;margin:0 auto;padding:12px 24px 48px}
-h1{font-size:22px;margin:12px 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
+h1{font-size:22px;margin:12px 0 4px}
+h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0;padding-bottom:4px}
 h3{font-size:15px;margin:16px 0 6px}
-.meta{color:#5b6472;margin:0 0 8px}.note{background:#fff7e0;border-left:3px solid #e0a800;padding:4px 10px;margin:4px 0}
+.meta{color:#5b6472;margin:0 0 8px}
+.note{background:#fff7e0;border-left:3px solid #e0a800;padding:4px 10px;margin:4px 0}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
 .card{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:8px 14px;min-width:120px}
-.card b{display:block;font-size:18px}.card span{color:#5b6472;font-size:12px}
+.card b{display:block;font-size:18px}
+.card span{color:#5b6472;font-size:12px}
 table{border-collapse:collapse;background:#fff;margin:6px 0 12px;font-size:13px}
-th,td{border:1px solid #d5d9e0;padding:3px 8px;text-align:right}th{background:#eef0f4}
+th,td{border:1px solid #d5d9e0;padding:3px 8px;text-align:right}
+th{background:#eef0f4}
 td.l,th.l{text-align:left}
 .charts{display:flex;flex-wrap:wrap;gap:10px}
 svg.chart{background:#fff;border:1px solid #d5d9e0;border-radius:6px}
-svg .title{font-size:12px;font-weight:600;fill:#1d2430}svg .tick,svg .legend{font-size:10.5px;fill:#3b4350}
-svg .axis-label{font-size:11px;fill:#5b6472}svg .empty{font-size:12px;fill:#8a93a0}
-svg .grid{stroke:#eceef2}svg .axis{stroke:#8a93a0}svg .plot{fill:none;stroke:#b7bdc7}
+svg .title{font-size:12px;font-weight:600;fill:#1d2430}
+svg .tick,svg .legend{font-size:10.5px;fill:#3b4350}
+svg .axis-label{font-size:11px;fill:#5b6472}
+svg .empty{font-size:12px;fill:#8a93a0}
+svg .grid{stroke:#eceef2}
+svg .axis{stroke:#8a93a0}
+svg .plot{fill:none;stroke:#b7bdc7}
 svg .reference{stroke:#7f7f7f;stroke-dasharray:4 3}
 .lineage{display:grid;grid-template-columns:minmax(280px,420px) 1fr;gap:12px;align-items:start}
-.tree{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:6px 8px;max-height:640px;overflow:auto}
+.tree{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:6px 8px;max-height:640px;
+  overflow:auto;}
 .tree ol{list-style:none;margin:0;padding-left:14px;border-left:2px solid #d5d9e0}
-.tree>ol{border-left:none;padding-left:0}.tree li{margin:3px 0}
-.branch{margin-left:12px}.branch>.hint{color:#5b6472;font-size:12px}
-.node{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f5f8;border:1px solid #c9ced6;
-border-radius:4px;padding:2px 6px;cursor:pointer;text-align:left;width:100%}
-.node:hover{background:#e6ebf2}.node.selected{background:#dbe8ff;border-color:#3b73d9}
-.node.best{font-weight:700}.node.failed{color:#a11}.ref{font-size:12px;color:#3b73d9;cursor:pointer}
-.step-detail{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:8px 12px;min-width:0}
-pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#fafbfc;border:1px solid #e3e6eb;
-padding:6px 8px;overflow:auto;max-height:520px;margin:4px 0}
+.tree>ol{border-left:none;padding-left:0}
+.tree li{margin:3px 0}
+.branch{margin-left:12px}
+.hint{color:#5b6472;font-size:12px}
+.node{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f5f8;
+  border:1px solid #c9ced6;border-radius:4px;padding:2px 6px;cursor:pointer;text-align:left;
+  width:100%;}
+.node:hover{background:#e6ebf2}
+.node.selected{background:#dbe8ff;border-color:#3b73d9}
+.node.best{font-weight:700}
+.node.failed{color:#a11}
+.ref{font-size:12px;color:#3b73d9;cursor:pointer}
+.step-detail{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:8px 12px;
+  min-width:0;}
+pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#fafbfc;
+  border:1px solid #e3e6eb;padding:6px 8px;overflow:auto;max-height:520px;margin:4px 0;}
 .strategy{white-space:pre-wrap}
-.diff .add{background:#e6ffed;color:#045a1a;display:block}.diff .del{background:#ffeef0;color:#8a0b1d;display:block}
-.diff .hunk{color:#6f42c1;display:block}.diff .file{color:#5b6472;display:block}
-#live-status{position:fixed;top:6px;right:10px;background:#fff;border:1px solid #d5d9e0;border-radius:12px;
-padding:2px 10px;font-size:12px;color:#5b6472}#live-status.off{color:#a11;border-color:#a11}
+.diff .add{background:#e6ffed;color:#045a1a;display:block}
+.diff .del{background:#ffeef0;color:#8a0b1d;display:block}
+.diff .hunk{color:#6f42c1;display:block}
+.diff .file{color:#5b6472;display:block}
+#live-status{position:fixed;top:6px;right:10px;background:#fff;border:1px solid #d5d9e0;
+  border-radius:12px;padding:2px 10px;font-size:12px;color:#5b6472;}
+#live-status.off{color:#a11;border-color:#a11}
 """
 
 SCRIPT = """
@@ -72,7 +92,8 @@ SCRIPT = """
   }
   document.addEventListener("click", function (event) {
     var target = event.target.closest("[data-node]");
-    if (target && content.contains(target)) { event.preventDefault(); select(target.getAttribute("data-node")); }
+    if (target && content.contains(target)) {
+      event.preventDefault(); select(target.getAttribute("data-node")); }
   });
   if (content.getAttribute("data-live") !== "1") { return; }
   var status = document.getElementById("live-status");
@@ -84,7 +105,8 @@ SCRIPT = """
   function show(text, off) { status.textContent = text; status.className = off ? "off" : ""; }
   function refresh() {
     var keep = selected();
-    return fetch("./", {cache: "no-store"}).then(function (r) { return r.text(); }).then(function (text) {
+    return fetch("./", {cache: "no-store"}).then(function (r) { return r.text(); })
+    .then(function (text) {
       var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("content");
       if (!fresh) { return; }
       content.innerHTML = fresh.innerHTML;
@@ -100,7 +122,8 @@ SCRIPT = """
     });
   }
   function poll() {
-    fetch("state.json", {cache: "no-store"}).then(function (r) { return r.json(); }).then(function (state) {
+    fetch("state.json", {cache: "no-store"}).then(function (r) { return r.json(); })
+    .then(function (state) {
       if (state.stamp !== content.getAttribute("data-stamp")) { return refresh(); }
       show("live: up to date " + new Date().toLocaleTimeString());
     }).catch(function () { show("live: server not answering", true); });

@@ -80,7 +80,8 @@ def _waiting(path: Path, reason: str, skipped) -> str:
                     + [f"skipped a part that is not whole yet: {s}" for s in skipped]))
 
 
-def campaign_page(state: snapshot.Snapshot, torch_timings: Path | str | None = None) -> tuple[str, str]:
+def campaign_page(state: snapshot.Snapshot,
+                  torch_timings: Path | str | None = None) -> tuple[str, str]:
     """Returns the title and body of one campaign's page."""
     results = state.results
     tasks = metrics.task_table(results)
@@ -113,13 +114,15 @@ def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:
     suite = metrics.suite_metrics(tasks)
     generation = int(results.evaluations["generation"].max())
     configured = (meta.get("config", {}).get("search", {}) or {}).get("generations")
-    facts = [f"folder {results.path}", f"device {device.get('name', '?')} ({device.get('backend', '?')})",
+    facts = [f"folder {results.path}",
+             f"device {device.get('name', '?')} ({device.get('backend', '?')})",
              f"started {meta.get('started_at', '?')}", f"commit {meta.get('git_commit', '?')}"]
     toc = " · ".join(f'<a href="#task-{i}">{esc(name)}</a>' for i, name in enumerate(tasks.index))
     wall = ("Wall time is when each part was written (its file's modification time) since "
             "campaign.json's started_at.")
     return (f"<h1>Campaign {esc(results.name)}</h1><p class=\"meta\">{esc(' · '.join(facts))}</p>"
-            + cards([("generation reached" + (f" of {configured}" if configured else ""), str(generation)),
+            + cards([("generation reached" + (f" of {configured}" if configured else ""),
+                      str(generation)),
                      ("tasks", str(len(tasks))),
                      ("execution accuracy", number(suite["exec_accuracy"], "%")),
                      ("speedup geomean (solved)", number(suite["speedup_geomean"], "x")),
@@ -156,7 +159,8 @@ def _suite(results: metrics.Results, tasks: pd.DataFrame) -> str:
             + f'<div class="charts">{"".join(charts)}</div>')
 
 
-WALL_UNITS = ((180.0, 1.0, "seconds"), (180 * 60.0, 60.0, "minutes"), (float("inf"), 3600.0, "hours"))
+WALL_UNITS = ((180.0, 1.0, "seconds"), (180 * 60.0, 60.0, "minutes"),
+              (float("inf"), 3600.0, "hours"))
 """(up to this many seconds, seconds per unit, unit) for the wall-time axis."""
 
 
@@ -166,9 +170,11 @@ def _wall_chart(curve: pd.Series | None, caveat: str) -> str:
         return line_chart([], title=f"Best speedup over wall time{caveat}", x_label="wall time",
                           y_label="speedup")
     _, per_unit, unit = next(u for u in WALL_UNITS if float(curve.index.max()) <= u[0])
-    return line_chart([Series("vs baseline", [t / per_unit for t in curve.index], list(curve.values),
-                              step=True)], title=f"Best speedup over wall time{caveat}",
-                      x_label=f"{unit} since the campaign started", y_label="speedup", reference=1.0)
+    times = [t / per_unit for t in curve.index]
+    return line_chart([Series("vs baseline", times, list(curve.values), step=True)],
+                      title=f"Best speedup over wall time{caveat}",
+                      x_label=f"{unit} since the campaign started", y_label="speedup",
+                      reference=1.0)
 
 
 def _meaningful(task_row: pd.Series) -> bool:
@@ -191,7 +197,8 @@ def _torch_table(versus: dict) -> str:
 
 
 def _task_section(index: int, task: str, row: pd.Series, context: dict) -> str:
-    rows = context["rows"].get(task, pd.DataFrame(columns=["generation", "correct", "failure_kind"]))
+    no_rows = pd.DataFrame(columns=["generation", "correct", "failure_kind"])
+    rows = context["rows"].get(task, no_rows)
     x = context["best"].index
     speed = [Series("vs baseline", list(x), context["best"][task], step=True)]
     if context["torch"] is not None:

@@ -33,7 +33,8 @@ def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
         curves[path.name] = metrics.by_generation(state.results)
         marker = compare.read_marker(path)
         cells.append((path.name, marker, metrics.suite_metrics(tasks), curves[path.name].iloc[-1]))
-        waiting += [f"{path.name}: skipped a part that is not whole yet: {s}" for s in state.skipped]
+        waiting += [f"{path.name}: skipped a part that is not whole yet: {s}"
+                    for s in state.skipped]
     keys = sorted({k for _, marker, _, _ in cells for k in marker.get("overrides", {})})
     rows = [(name, *[str(marker.get("overrides", {}).get(k, "-")) for k in keys],
              marker.get("status", "unknown"), number(suite["exec_accuracy"], "%"),
@@ -55,7 +56,8 @@ def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
 def _scaling_charts(curves: dict) -> list[str]:
     if not curves:
         return []
-    charts = [line_chart([Series(cell, list(t.index), t["exec_accuracy"]) for cell, t in curves.items()],
+    charts = [line_chart([Series(cell, list(t.index), t["exec_accuracy"])
+                          for cell, t in curves.items()],
                          title="Execution accuracy vs generation", x_label="generation",
                          y_label="fraction of tasks", y_range=(-0.02, 1.02), integer_x=True)]
     for measure, label in SPEND_LABELS.items():
@@ -75,5 +77,6 @@ def _equal_compute(comparison: dict) -> str:
                 for cell, m in found["cells"].items()]
         out.append(f"<h3>At equal compute: {esc(SPEND_LABELS[measure])} &le; "
                    f"{esc(number(found['budget']))}</h3>"
-                   + table(["cell", "generation", "spent", "exec acc", "pass@1", "speedup geomean"], rows))
+                   + table(["cell", "generation", "spent", "exec acc", "pass@1",
+                            "speedup geomean"], rows))
     return "<h2>At equal compute</h2>" + "".join(out) if out else ""

@@ -63,13 +63,13 @@ def first_scorings(rows: pd.DataFrame) -> pd.Series:
 
 
 def ancestry(rows: pd.DataFrame, best: str, baseline_source: str | None = None,
-             texts: Callable[[Any], Mapping[str, Any]] | None = None,
+             details: Callable[[Any], Mapping[str, Any]] | None = None,
              limit: int = SHOWN_ANCESTORS) -> Lineage:
-    """Returns the lineage of candidate `best` among one task's rows. `texts(label)` gives
-    a row's source, strategy and error_trace when `rows` does not hold them (the page keeps
-    them out of its DataFrame, evo.analysis.snapshot)."""
+    """Returns the lineage of candidate `best` among one task's rows. `details(label)` gives
+    a row's parent_ids, source, strategy and error_trace when `rows` does not hold them (the
+    page keeps them out of its DataFrame, evo.analysis.snapshot)."""
     labels = first_scorings(rows)
-    columns = {name: rows[name].to_numpy() for name in rows.columns}  # a row without pandas per-row lookups
+    columns = {name: rows[name].to_numpy() for name in rows.columns}  # cheap row lookups
     baseline_id = records.candidate_id(baseline_source) if baseline_source else None
     steps: dict[str, Step] = {}
     beyond: set[str] = set()
@@ -85,7 +85,7 @@ def ancestry(rows: pd.DataFrame, best: str, baseline_source: str | None = None,
             label = labels[candidate]
             at = rows.index.get_loc(label)
             row = {name: values[at] for name, values in columns.items()}
-            row.update(texts(label) if texts else {})
+            row.update(details(label) if details else {})
             raw = row.get("parent_ids")
             parents = tuple(str(p) for p in raw) if raw is not None else ()
             steps[candidate] = Step(candidate, parents, row, row.get("source"), "row")

@@ -40,7 +40,7 @@ DETAIL_COLUMNS = ("parent_ids", "source", "strategy", "error_trace")
 every row filter, and the page needs these for a few hundred lineage steps only."""
 UNUSED_COLUMNS = ("campaign", "max_abs_err", "rel_err", "latency_p20_us", "latency_p80_us",
                   "harness_version", "llm_model", "llm_latency_s", "seed", "sandboxed")
-"""evaluations columns the page shows nowhere: not converted at all."""
+"""evaluations columns the page shows nowhere: not read at all."""
 READERS = min(8, os.cpu_count() or 1)
 
 
@@ -87,9 +87,11 @@ class PartReader:
     def __init__(self) -> None:
         self._tables: dict[Path, tuple[tuple[int, int], pa.Table]] = {}
 
-    def read(self, folder: Path, columns: tuple[str, ...] | None = None) -> tuple[pa.Table | None, list[str]]:
+    def read(self, folder: Path, columns: tuple[str, ...] | None = None,
+             exclude: tuple[str, ...] = ()) -> tuple[pa.Table | None, list[str]]:
         """Returns the rows of every whole part in `folder` (with `written_at`; None when
-        there are none), only `columns` when given, and the parts that did not read."""
+        there are none), only `columns` when given, never `exclude`, and the parts that did
+        not read."""
         found = []
         for part in sorted(folder.glob(PART_GLOB)) if folder.is_dir() else []:
             try:
@@ -100,7 +102,7 @@ class PartReader:
         stale = [(part, key, mtime) for part, key, mtime in found
                  if self._tables.get(part, (None,))[0] != key]
         with concurrent.futures.ThreadPoolExecutor(READERS) as pool:
-            fresh = pool.map(lambda item: _try_read(item[0], columns, item[2]), stale)
+            fresh = pool.map(lambda item: _try_read(item[0], columns, exclude, item[2]), stale)
             for (part, key, _), table in zip(stale, fresh):
                 if table is None:
                     self._tables.pop(part, None)
@@ -114,11 +116,13 @@ class PartReader:
         return pa.concat_tables(tables, promote_options="permissive"), skipped
 
 
-def _try_read(part: Path, columns: tuple[str, ...] | None, mtime: float) -> pa.Table | None:
+def _try_read(part: Path, columns: tuple[str, ...] | None, exclude: tuple[str, ...],
+              mtime: float) -> pa.Table | None:
     """Returns a part's table with `written_at`, None when it does not read whole."""
     try:
         handle = pq.ParquetFile(part)
-        names = [c for c in handle.schema_arrow.names if columns is None or c in columns]
+        names = [c for c in handle.schema_arrow.names
+                 if (columns is None or c in columns) and c not in exclude]
         table = handle.read(columns=names, use_threads=False)
     except (pa.ArrowException, OSError):
         return None
@@ -133,15 +137,14 @@ def read(directory: Path | str, reader: PartReader | None = None) -> Snapshot:
         meta = json.loads((path / "campaign.json").read_text())
     except (OSError, json.JSONDecodeError) as error:
         return Snapshot(path, None, f"campaign.json is not readable yet ({error})", (), None)
-    table, skipped = reader.read(path / "evaluations")
+    table, skipped = reader.read(path / "evaluations", exclude=UNUSED_COLUMNS)
     calls, skipped_calls = reader.read(path / "llm_calls", CALL_COLUMNS)
     skipped = tuple(skipped + skipped_calls)
     details = None
     if table is not None:
         kept = [c for c in DETAIL_COLUMNS if c in table.column_names]
         details = table.select(kept) if kept else None
-        table = table.drop_columns([c for c in DETAIL_COLUMNS + UNUSED_COLUMNS
-                                    if c in table.column_names])
+        table = table.drop_columns(kept)
     evaluations = _frame(table)
     started = _started_at(meta, evaluations)
     if evaluations.empty:
@@ -160,7 +163,7 @@ def _frame(table: pa.Table | None) -> pd.DataFrame:
     ten times faster over an object column than over pandas' Arrow-backed str."""
     if table is None:
         return pd.DataFrame()
-    frame = table.to_pandas()
+    frame = table.combine_chunks().to_pandas()  # one chunk per part makes every filter slow
     if "task" in frame:
         frame["task"] = frame["task"].astype(object)
     return frame

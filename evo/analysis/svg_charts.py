@@ -65,7 +65,8 @@ def _legend(labels: Sequence[str], colors: Sequence[str], width: float) -> tuple
         if x + size > width - RIGHT and x > LEFT:
             x, y = LEFT, y + 14
         items.append(f'<rect x="{x:.0f}" y="{y - 8}" width="10" height="10" fill="{color}"/>'
-                     f'<text x="{x + 13:.0f}" y="{y + 1}" class="legend">{html.escape(label)}</text>')
+                     f'<text x="{x + 13:.0f}" y="{y + 1}" class="legend">'
+                     f"{html.escape(label)}</text>")
         x += size + 8
     return items, y - LEGEND_Y
 
@@ -93,7 +94,8 @@ def _axes(parts: list[str], x_ticks, y_ticks, sx, sy, box) -> None:
                      f'class="tick">{_label(value)}</text>')
     for value, text in x_ticks:
         x = sx(value)
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{bottom}" y2="{bottom + 4}" class="axis"/>'
+        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{bottom}" y2="{bottom + 4}" '
+                     'class="axis"/>'
                      f'<text x="{x:.1f}" y="{bottom + 15}" text-anchor="middle" class="tick">'
                      f'{html.escape(text)}</text>')
     parts.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" '
@@ -197,10 +199,11 @@ def bar_chart(x: Sequence[float], stacks: dict[str, Sequence[float]], *, title: 
             count = float(stacks[name][i])
             if count <= 0:
                 continue
-            parts.append(f'<rect x="{box[0] + i * slot + slot * 0.12:.1f}" y="{sy(base + count):.1f}" '
+            left = box[0] + i * slot + slot * 0.12
+            parts.append(f'<rect x="{left:.1f}" y="{sy(base + count):.1f}" '
                          f'width="{slot * 0.76:.1f}" height="{sy(base) - sy(base + count):.1f}" '
-                         f'fill="{color_of[name]}"><title>{html.escape(name)} at {_label(float(value))}: '
-                         f'{count:g}</title></rect>')
+                         f'fill="{color_of[name]}"><title>{html.escape(name)} at '
+                         f"{_label(float(value))}: {count:g}</title></rect>")
             base += count
     parts.append("</svg>")
     return "".join(parts)

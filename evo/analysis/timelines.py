@@ -144,7 +144,8 @@ def spend_totals(results: metrics.Results) -> dict[str, float]:
                    + fresh["bench_s"].fillna(0)).sum())
     tokens = usd = 0.0
     if not calls.empty:
-        tokens = float(calls["prompt_tokens"].fillna(0).sum() + calls["completion_tokens"].fillna(0).sum())
+        tokens = float(calls["prompt_tokens"].fillna(0).sum()
+                       + calls["completion_tokens"].fillna(0).sum())
         usd = float(calls["cost_usd"].fillna(0).sum())
     return {"evaluations": float(len(evals)), "llm_calls": float(len(calls)), "tokens": tokens,
             "usd": usd, "gpu_s": gpu_s}
