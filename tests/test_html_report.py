@@ -223,12 +223,16 @@ def test_speedup_over_torch_compile_is_drawn_per_generation(tmp_path):
     folder = _torch_campaign(tmp_path / "c")
     state = snapshot.read(folder)
     versus = torch_comparison.comparison(state.results)
-    curve = timelines.versus_torch_by_generation(
-        state.results, timelines.torch_latencies(state.results, versus))
+    speedups = timelines.torch_speedups(state.results,
+                                        timelines.torch_latencies(state.results, versus))
+    curve = timelines.versus_torch_by_generation(state.results, speedups)
     # gen 1: sqrt(30/10 * 15/20); gen 2: sqrt(30/5 * 15/10)
     assert curve["vector_add"].tolist()[1:] == pytest.approx([1.5, 3.0])
+    wall = timelines.best_by_wall_time(state.results, state.started_at, speedups)["vector_add"]
+    assert list(wall)[-1] == pytest.approx(3.0)
     page = html_report.render(folder)
-    assert "vs torch.compile (default)" in page and "Best kernels vs torch" in page
+    assert page.count('data-label="vs torch.compile (default)"') == 2  # generations, wall time
+    assert "Best kernels vs torch" in page
 
 
 def test_cli_writes_the_page_where_asked(tmp_path):
@@ -276,3 +280,17 @@ def test_part_reader_reads_only_what_landed(tmp_path):
     assert second.num_rows == first.num_rows + 1
     assert second.column("written_at").to_pylist()[:first.num_rows] == \
         first.column("written_at").to_pylist()  # the parts read before, kept
+
+
+def test_charts_escape_their_labels_and_say_when_empty():
+    from evo.analysis import svg_charts
+
+    series = svg_charts.Series('<b>"task"</b>', [0, 1, 2], [1.0, float("nan"), 2.0])
+    chart = svg_charts.line_chart([series], title="a & b", x_label="x", y_label="y")
+    assert "<b>" not in chart and "&lt;b&gt;&quot;task&quot;&lt;/b&gt;" in chart
+    assert "a &amp; b" in chart
+    assert chart.count("M") >= 2  # the NaN leaves a gap: the pen lifts and starts again
+    empty = svg_charts.bar_chart([0, 1], {"correct": [0, 0]}, title="t", x_label="x", y_label="y")
+    assert "no data yet" in empty
+    assert [svg_charts._label(v) for v in (0.5, 1500, 25_000, 40_000_000)] == \
+        ["0.5", "1,500", "25k", "40M"]

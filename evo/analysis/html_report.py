@@ -92,11 +92,13 @@ def campaign_page(state: snapshot.Snapshot,
             raise
         versus = {"status": "unreadable", "message": str(error), "cases": [], "summary": None}
     calls = results.llm_calls
+    over_torch = timelines.torch_speedups(results, timelines.torch_latencies(results, versus))
     context = {
         "best": metrics.best_speedup_by_generation(results),
-        "torch": timelines.versus_torch_by_generation(
-            results, timelines.torch_latencies(results, versus)),
+        "torch": timelines.versus_torch_by_generation(results, over_torch),
         "wall": timelines.best_by_wall_time(results, state.started_at),
+        "wall_torch": (timelines.best_by_wall_time(results, state.started_at, over_torch)
+                       if over_torch is not None else {}),
         "correct": timelines.correct_rate_by_generation(results),
         "rows": dict(tuple(results.search_rows.groupby("task"))),
         "calls": dict(tuple(calls.groupby("task"))) if "task" in calls else {},
@@ -164,15 +166,18 @@ WALL_UNITS = ((180.0, 1.0, "seconds"), (180 * 60.0, 60.0, "minutes"),
 """(up to this many seconds, seconds per unit, unit) for the wall-time axis."""
 
 
-def _wall_chart(curve: pd.Series | None, caveat: str) -> str:
-    """Returns the best speedup against wall time, in the unit that suits the campaign's length."""
+def _wall_chart(curve: pd.Series | None, over_torch: pd.Series | None, caveat: str) -> str:
+    """Returns the best speedup against wall time (and over torch.compile when joined), in
+    the unit that suits the campaign's length."""
     if curve is None:
         return line_chart([], title=f"Best speedup over wall time{caveat}", x_label="wall time",
                           y_label="speedup")
     _, per_unit, unit = next(u for u in WALL_UNITS if float(curve.index.max()) <= u[0])
-    times = [t / per_unit for t in curve.index]
-    return line_chart([Series("vs baseline", times, list(curve.values), step=True)],
-                      title=f"Best speedup over wall time{caveat}",
+    series = [Series(label, [t / per_unit for t in c.index], list(c.values), step=True)
+              for label, c in (("vs baseline", curve),
+                               (f"vs torch.compile ({timelines.TORCH_MODE})", over_torch))
+              if c is not None]
+    return line_chart(series, title=f"Best speedup over wall time{caveat}",
                       x_label=f"{unit} since the campaign started", y_label="speedup",
                       reference=1.0)
 
@@ -209,7 +214,7 @@ def _task_section(index: int, task: str, row: pd.Series, context: dict) -> str:
     charts = [
         line_chart(speed, title=f"Best speedup so far{caveat}", x_label="generation",
                    y_label="speedup", reference=1.0, integer_x=True),
-        _wall_chart(context["wall"].get(task), caveat),
+        _wall_chart(context["wall"].get(task), context["wall_torch"].get(task), caveat),
         line_chart([Series("correct", list(x), context["correct"][task])],
                    title="Correct rate per generation", x_label="generation",
                    y_label="share of candidates", y_range=(-0.02, 1.02), integer_x=True),

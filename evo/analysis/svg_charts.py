@@ -54,6 +54,10 @@ def _ticks(low: float, high: float, integer: bool = False) -> list[float]:
 
 
 def _label(value: float) -> str:
+    """Returns a tick label short enough for the left margin (12,000,000 -> 12M)."""
+    for at_least, unit, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(value) >= at_least:
+            return f"{value / unit:.4g}{suffix}"
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 

@@ -68,10 +68,15 @@ def _timed(results: metrics.Results) -> pd.DataFrame:
     return rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
 
 
-def best_by_wall_time(results: metrics.Results, started_at: float | None) -> dict[str, pd.Series]:
+def best_by_wall_time(results: metrics.Results, started_at: float | None,
+                      speedups: pd.Series | None = None) -> dict[str, pd.Series]:
     """Returns per task the best speedup so far at each time a part brought a new best
-    (index: seconds since the campaign started; the task's last part closes the line)."""
+    (index: seconds since the campaign started; the task's last part closes the line).
+    `speedups` (by row label, e.g. torch_speedups) replaces the rows' speedup over the
+    baseline."""
     rows, timed = results.search_rows, _timed(results)
+    if speedups is not None:
+        timed = timed.loc[speedups.index].assign(speedup=speedups)
     start = started_at if started_at is not None else float(rows["written_at"].min())
     last_part = rows.groupby("task")["written_at"].max()
     curves = {}
@@ -99,16 +104,15 @@ def torch_latencies(results: metrics.Results, versus: dict) -> pd.Series | None:
         ["device", "task", "case"])["median_us"].astype(float)
 
 
-def versus_torch_by_generation(results: metrics.Results,
-                               torch_us: pd.Series | None) -> pd.DataFrame | None:
-    """Returns generation x task: the best speedup over torch.compile so far, each row's
-    being the geometric mean over its cases of torch's latency / its own (rows with a case
-    torch did not time are left out); None without torch timings."""
+def torch_speedups(results: metrics.Results, torch_us: pd.Series | None) -> pd.Series | None:
+    """Returns each correct row's speedup over torch.compile, by row label: the geometric
+    mean over its cases of torch's latency / its own (rows with a case torch did not time
+    are left out); None without torch timings or such rows."""
     if torch_us is None:
         return None
     timed = _timed(results)
     timed = timed[timed["timing_meaningful"].astype(bool)]
-    cases = timed[["task", "generation", "device", "case_names", "latency_us"]].explode(
+    cases = timed[["device", "task", "case_names", "latency_us"]].explode(
         ["case_names", "latency_us"])
     if cases.empty:
         return None
@@ -117,9 +121,16 @@ def versus_torch_by_generation(results: metrics.Results,
     logs = pd.Series(np.log(ratio), index=cases.index)
     per_row = logs.groupby(level=0).agg(["mean", "count", "size"])
     per_row = per_row[per_row["count"] == per_row["size"]]
-    speedup = np.exp(per_row["mean"])
-    meta = timed.loc[speedup.index, ["generation", "task"]]
-    best = speedup.groupby([meta["generation"], meta["task"]]).max().unstack("task")
+    return np.exp(per_row["mean"]) if len(per_row) else None
+
+
+def versus_torch_by_generation(results: metrics.Results,
+                               speedups: pd.Series | None) -> pd.DataFrame | None:
+    """Returns generation x task: the best of `torch_speedups` so far; None without them."""
+    if speedups is None:
+        return None
+    meta = results.evaluations.loc[speedups.index, ["generation", "task"]]
+    best = speedups.groupby([meta["generation"], meta["task"]]).max().unstack("task")
     return best.reindex(index=generations(results), columns=results.task_names).cummax().ffill()
 
 
