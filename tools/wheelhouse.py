@@ -3,8 +3,9 @@
 Run it on a machine with network (x86_64 Debian or Ubuntu for the bubblewrap part). DIR gets:
 
 * the project's own wheel, and `requirements.txt`: the project's runtime requirements plus its
-  `test` extra, less the packages the GPU box already has (--have; torch, triton, numpy,
-  pyarrow, pandas and matplotlib by default: they are large and come with the box's CUDA stack);
+  `external` extra (pytest: external suites' harnesses, and the tests), less the packages the
+  GPU box already has (--have; torch, triton, numpy, pyarrow, pandas and matplotlib by
+  default: they are large and come with the box's CUDA stack);
 * wheels for everything those requirements pull in, for the box's Python (--python-version,
   3.12 by default; manylinux x86_64), resolved by pip itself (`pip install --dry-run --report`);
 * ray slimmed: without its Java jar, its dashboard's web client and its AI libraries (RLlib,
@@ -40,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
 HAVE = "torch triton numpy pyarrow pandas matplotlib"
-EXTRAS = ("test",)
+EXTRAS = ("external",)
 LIMIT_MIB = 60
 # Parts of the ray wheel a local Ray running actors never loads: the Java worker's jar, the
 # dashboard's compiled web client (KernelEvo starts Ray with include_dashboard=False) and the
