@@ -9,6 +9,7 @@ and `--set section.key=value` overrides go through the same validation as the fi
 from __future__ import annotations
 
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Iterable, Literal, Optional
 
@@ -173,14 +174,21 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
     for override in overrides:
         raw = apply_override(raw, override)
-    return from_dict(raw)
+    try:
+        return from_dict(raw)
+    except ConfigError as error:
+        if not overrides:
+            raise
+        raise ConfigError(f"{error}\n(--set takes section.key=value: a TOML value, a bare word, "
+                          f"or a list as a,b)") from None
 
 
 def apply_override(raw: dict[str, Any], override: str) -> dict[str, Any]:
     """Returns a copy of `raw` with `section.key=value` set.
 
     The value is read as a TOML literal (`5`, `true`, `"x"`, `[1, 2]`), falling back to
-    the plain string, so `--set campaign.name=demo` works without quotes.
+    the plain string, so `--set campaign.name=demo` works without quotes; for a list key a
+    bare `a,b` (or `[a, b]`) is the list of its items.
     """
     target, sep, text = override.partition("=")
     section, dot, key = target.strip().partition(".")
@@ -193,9 +201,17 @@ def apply_override(raw: dict[str, Any], override: str) -> dict[str, Any]:
         value = tomllib.loads(f"value = {text.strip()}")["value"]
     except tomllib.TOMLDecodeError:
         value = text.strip()
+    if isinstance(value, str) and _is_sequence(SECTIONS[section], key.strip()):
+        value = [item.strip() for item in value.strip("[]").split(",") if item.strip()]
     merged = {name: dict(body) for name, body in raw.items()}
     merged.setdefault(section, {})[key.strip()] = value
     return merged
+
+
+def _is_sequence(section: type[BaseModel], key: str) -> bool:
+    """Whether `section.key` holds a list, so a bare `a,b` override means ["a", "b"]."""
+    field = section.model_fields.get(key)
+    return field is not None and typing.get_origin(field.annotation) in (tuple, list)
 
 
 def from_dict(raw: dict[str, Any]) -> Config:

@@ -70,6 +70,22 @@ def test_set_override_parses_toml_literals_and_bare_strings(tmp_path):
     assert config.budget.max_usd == 0.5
 
 
+def test_set_override_takes_a_list_in_its_natural_forms(tmp_path):
+    path = _write(tmp_path, '[campaign]\nname = "x"\n')
+    for text in ("vector_add,softmax", "vector_add, softmax", "[vector_add, softmax]",
+                 '["vector_add", "softmax"]'):
+        assert config_lib.load(path, [f"campaign.tasks={text}"]).campaign.tasks == (
+            "vector_add", "softmax"), text
+    assert config_lib.load(path, ["campaign.tasks=vector_add"]).campaign.tasks == ("vector_add",)
+    assert config_lib.load(path, ["campaign.name=a,b"]).campaign.name == "a,b"  # not a list key
+
+
+def test_a_bad_set_override_shows_the_syntax(tmp_path):
+    path = _write(tmp_path, '[campaign]\nname = "x"\n')
+    with pytest.raises(ConfigError, match=r"(?s)search\.islands.*--set takes section\.key=value"):
+        config_lib.load(path, ["search.islands=zero"])
+
+
 def test_set_override_goes_through_validation(tmp_path):
     path = _write(tmp_path, '[campaign]\nname = "x"\n')
     with pytest.raises(ConfigError, match=r"search\.islands"):
