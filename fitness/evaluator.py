@@ -56,11 +56,10 @@ class Evaluator:
     def __init__(self, settings: Settings | None = None, device: DeviceInfo | None = None):
         self.settings = settings = settings or Settings()
         self.device = device or detect(settings.device)
-        self.limits = limits = settings.timeouts
-        self.sandboxed = settings.sandboxed
-        if self.sandboxed:
+        limits = settings.timeouts
+        if settings.sandboxed:
             jail.verify(self.device.backend)
-        pools = SandboxSettings(self.sandboxed, settings.sandbox_limits)
+        pools = SandboxSettings(settings.sandboxed, settings.sandbox_limits)
         self._root = _scratch_root()
         spares = settings.spares
         if spares is None:
@@ -102,7 +101,7 @@ class Evaluator:
         finally:
             with self._lock:
                 del self._under_way[id(activity)]
-        if not self.sandboxed:
+        if not self.settings.sandboxed:
             evaluation = dataclasses.replace(evaluation, sandboxed=False)
         with self._lock:
             self._evaluated += 1
@@ -116,7 +115,7 @@ class Evaluator:
                           error_trace=f"device {self.device.name} stopped answering: "
                                       f"{self._unresponsive}",
                           device=self.device.name, backend=self.device.backend,
-                          harness_version=HARNESS_VERSION, sandboxed=self.sandboxed)
+                          harness_version=HARNESS_VERSION, sandboxed=self.settings.sandboxed)
 
     def stats(self) -> dict:
         """Returns counters: evaluated, busy_s (device held), kernel_s (device time in timed
@@ -135,7 +134,7 @@ class Evaluator:
                     "backend": self.device.backend, "device_ok": not self._unresponsive,
                     "device_error": self._unresponsive,
                     "respawns": self._candidates.respawns + self._checkers.respawns,
-                    **self._cascade.meter.snapshot(), "sandboxed": self.sandboxed}
+                    **self._cascade.meter.snapshot(), "sandboxed": self.settings.sandboxed}
 
     def in_progress(self) -> list[dict]:
         """Returns what each evaluation under way is doing (`Activity.snapshot`: its stage,

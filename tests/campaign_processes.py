@@ -21,13 +21,17 @@ import pyarrow.dataset as ds
 ROOT = Path(__file__).resolve().parents[1]
 GENERATIONS = 5
 
-CONFIG_TOML = f"""
+
+
+def offline_config(name: str, seed: int, generations: int, *extra: str) -> str:
+    """Returns the TOML of a small offline vector_add campaign on the interpreter (two
+    islands of three, migrating every two generations); `extra` lines join [campaign]."""
+    campaign = "\n".join((f'name = "{name}"', 'tasks = ["vector_add"]', f"seed = {seed}", *extra))
+    return f"""
 [campaign]
-name = "faults"
-tasks = ["vector_add"]
-seed = 7
+{campaign}
 [search]
-generations = {GENERATIONS}
+generations = {generations}
 population = 3
 offspring = 3
 islands = 2
@@ -38,6 +42,9 @@ mode = "offline"
 device = "interpreter"
 workers = 2
 """
+
+
+CONFIG_TOML = offline_config("faults", 7, GENERATIONS)
 
 
 def config_file(folder: Path) -> Path:

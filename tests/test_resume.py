@@ -11,27 +11,12 @@ import time
 import pandas as pd
 import pytest
 
+import campaign_processes
 from evo import campaign, checkpoint, config as config_lib
 
 pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
 
-CONFIG_TOML = """
-[campaign]
-name = "resume"
-tasks = ["vector_add"]
-seed = 11
-[search]
-generations = 3
-population = 3
-offspring = 3
-islands = 2
-migration_interval = 2
-[operators]
-mode = "offline"
-[fitness]
-device = "interpreter"
-workers = 2
-"""
+CONFIG_TOML = campaign_processes.offline_config("resume", 11, 3)
 
 MEASURED = ["latency_us", "ref_latency_us", "latency_p20_us", "latency_p80_us", "speedup",
             "worst_speedup", "roofline_fraction", "compile_s", "check_s", "bench_s", "max_abs_err",

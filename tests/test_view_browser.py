@@ -28,24 +28,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOT = ROOT / "experiments" / "report" / "screenshot.png"
 GENERATIONS = 2
-CONFIG_TOML = f"""
-[campaign]
-name = "browser"
-tasks = ["vector_add"]
-seed = 0
-seed_with_baseline = true
-[search]
-generations = {GENERATIONS}
-population = 3
-offspring = 3
-islands = 2
-migration_interval = 2
-[operators]
-mode = "offline"
-[fitness]
-device = "interpreter"
-workers = 2
-"""
+CONFIG_TOML = campaign_processes.offline_config("browser", 0, GENERATIONS,
+                                                 "seed_with_baseline = true")
 HOW_TO_INSTALL = (
     "the browser tests need headless Chromium and its driver: `sudo apt-get install chromium "
     "chromium-driver` (Debian/Ubuntu; `make setup` does it when run as root), or point "

@@ -119,13 +119,18 @@ def load(directory: Path | str) -> Results:
     missing = [c for c in REQUIRED_EVALUATION_COLUMNS if c not in evaluations.columns]
     if missing:
         raise ValueError(f"{path / 'evaluations'}: missing columns {missing}")
-    evaluations = comparable_speedups(evaluations)
+    return results_of(path, meta, evaluations, _read_parts(path / "llm_calls"))
+
+
+def results_of(path: Path, meta: dict, evaluations: pd.DataFrame,
+               llm_calls: pd.DataFrame) -> Results:
+    """Returns the Results of rows already read (`load`'s, or a live page's own reader)."""
     islands = _config_value(meta, "search", "islands")
     interval = _config_value(meta, "search", "migration_interval")
     independent = None if islands is None or interval is None else (islands == 1 or interval == 0)
     name = _config_value(meta, "campaign", "name") or meta.get("name") or path.name
-    return Results(path=path, name=str(name), meta=meta, evaluations=evaluations,
-                   llm_calls=_read_parts(path / "llm_calls"),
+    return Results(path=path, name=str(name), meta=meta,
+                   evaluations=comparable_speedups(evaluations), llm_calls=llm_calls,
                    configured_runs=int(islands) if islands is not None else None,
                    independent_runs=independent)
 

@@ -154,7 +154,8 @@ def read(directory: Path | str, reader: PartReader | None = None) -> Snapshot:
     if missing:
         return Snapshot(path, None, f"{path / 'evaluations'}: missing columns {missing}",
                         skipped, started)
-    return Snapshot(path, _results(path, meta, evaluations, _frame(calls)), "", skipped, started,
+    return Snapshot(path, metrics.results_of(path, meta, evaluations, _frame(calls)), "",
+                    skipped, started,
                     details)
 
 
@@ -167,22 +168,6 @@ def _frame(table: pa.Table | None) -> pd.DataFrame:
     if "task" in frame:
         frame["task"] = frame["task"].astype(object)
     return frame
-
-
-def _results(path: Path, meta: dict, evaluations: pd.DataFrame,
-             calls: pd.DataFrame) -> metrics.Results:
-    """Returns what metrics.load returns for the same rows (its rules, its fields)."""
-    config = meta.get("config", {})
-    search = config.get("search", {}) if isinstance(config, dict) else {}
-    campaign = config.get("campaign", {}) if isinstance(config, dict) else {}
-    islands, interval = search.get("islands"), search.get("migration_interval")
-    independent = None if islands is None or interval is None else (islands == 1 or interval == 0)
-    name = campaign.get("name") or meta.get("name") or path.name
-    return metrics.Results(path=path, name=str(name), meta=meta,
-                           evaluations=metrics.comparable_speedups(evaluations),
-                           llm_calls=calls,
-                           configured_runs=int(islands) if islands is not None else None,
-                           independent_runs=independent)
 
 
 def _started_at(meta: dict, evaluations: pd.DataFrame) -> float | None:

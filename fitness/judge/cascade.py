@@ -234,12 +234,14 @@ class _Walk:
         return reply
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
-                 check_inputs: bool = False, run: tuple | None = None) -> tuple[str, dict]:
+                 check_inputs: bool = False, run: tuple | None = None,
+                 relay: bool = True) -> tuple[str, dict]:
         """Has the checker make one call's inputs (on the device: the caller holds the
         gate, shared); returns (token, where the worker finds them): a shared GPU buffer
-        whose descriptor is relayed here from the checker to the worker, or raw files in
-        the worker's input directory. `run`: (seed, run number) of a timing, whose run's
-        inputs these are (`timing.inputs_of_run`)."""
+        whose descriptor is relayed here from the checker to the worker (`relay` False: by
+        the caller, when it sends the call, `_relay`), or raw files in the worker's input
+        directory. `run`: (seed, run number) of a timing, whose run's inputs these are
+        (`timing.inputs_of_run`)."""
         self._calls += 1
         token = f"w{self._walk_number}c{self._calls}"
         share = worker.shares and checker.shares
@@ -251,8 +253,16 @@ class _Walk:
                                  self.c.limits.check_s)
         if "shared" not in prepared:
             return token, {"specs": prepared["specs"]}
-        relay_fd(checker, worker, token, self.c.limits.check_s)
-        return token, {"shared": prepared["shared"], "token": token}
+        inputs = {"shared": prepared["shared"], "token": token}
+        if relay:
+            self._relay(checker, worker, inputs)
+        return token, inputs
+
+    def _relay(self, checker, worker, inputs: dict) -> None:
+        """Hands the worker the descriptor of a shared buffer the checker made. Descriptors
+        of buffers never relayed (a clear loser's re-checks) are closed by the next relay."""
+        if "shared" in inputs:
+            relay_fd(checker, worker, inputs["token"], self.c.limits.check_s)
 
     def _call(self, worker, checker, case, seed: int, limit_s: float,
               check_inputs: bool = True, compiling: bool = False) -> dict:
@@ -490,8 +500,8 @@ class _Walk:
                 self.bench_s += time.monotonic() - start
                 self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
                               self.c.limits.check_s)
-            recheck_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed())
-                              for at in order]
+            recheck_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(),
+                                            relay=False) for at in order]
             self._read_clock(checker)
         for observed in staged.get("observed") or []:
             self._judge(worker, observed, "timed")
@@ -504,7 +514,7 @@ class _Walk:
                 stats[at] = report
                 token, inputs = recheck_inputs[position]
                 timed.append((position, case, kept_run, token,
-                              self._recheck(worker, position, token, inputs)))
+                              self._recheck(worker, checker, position, token, inputs)))
                 if position == 0 and give_up[at] is not None and report.get("stopped") == "slower":
                     try:
                         timing_report.check_clear_loser(report, give_up[at])
@@ -514,6 +524,11 @@ class _Walk:
         for position, case, kept_run, token, rechecked in timed:
             self._check_timed_case(worker, checker, position, case, seeds[position], kept_run,
                                    token, rechecked, last=position == timed[-1][0])
+        unused = [token for token, _ in recheck_inputs[len(timed):]]  # a clear loser's
+        if unused:  # inputs and reference outputs go now, not when the checker is next reset
+            with self.c.device_lock.shared():  # freeing device memory unmaps it
+                self._request(checker, {"op": "discard", "tokens": unused},
+                              self.c.limits.check_s)
         self.c.meter.kernel_time([s for s in stats if s is not None])
         self._record_speed(stats, baseline)
 
@@ -567,10 +582,11 @@ class _Walk:
         best = self.c.best.get(key)
         return None if best is None else GIVE_UP_FACTOR * best
 
-    def _recheck(self, worker, position: int, token: str, inputs: dict) -> dict:
+    def _recheck(self, worker, checker, position: int, token: str, inputs: dict) -> dict:
         """The re-check of case `position`, right after its timed runs: the candidate called
         again on the buffers it was timed on, refilled in place with fresh values (`inputs`,
-        made by the checker), its outputs written for `_check_timed_case`."""
+        made by the checker, relayed only now), its outputs written for `_check_timed_case`."""
+        self._relay(checker, worker, inputs)
         start = time.monotonic()
         try:
             rechecked = self._request(worker, {"op": "recheck", "case": position,

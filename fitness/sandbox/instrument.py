@@ -166,9 +166,13 @@ def poison(tensor: torch.Tensor) -> None:
     `torch.inference_mode()` (a captured call's, poisoned before each replay) can only be
     written in that mode."""
     value = poison_value(tensor.dtype)
-    if tensor.numel() and value is not None:
-        with torch.inference_mode(tensor.is_inference()):
+    if not tensor.numel() or value is None:
+        return
+    if tensor.is_inference():
+        with torch.inference_mode():
             tensor.fill_(value)
+    else:
+        tensor.fill_(value)
 
 
 class ThreadWatch:
