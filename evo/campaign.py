@@ -25,8 +25,8 @@ from pathlib import Path
 
 import ray
 
-from evo import (breaker, checkpoint, fatal, migration, preflight, provenance, results, run_log,
-                 scoring, stopping)
+from evo import (breaker, checkpoint, ending, fatal, migration, preflight, provenance, results,
+                 run_log, scoring, stopping)
 from evo import config as config_lib
 from evo import actor_faults, wiring
 from evo.breaker import Breaker
@@ -81,7 +81,8 @@ class Campaign:
         goes at its own pace; a stop signal raises `stopping.Stopped` between two steps.
 
             every island at once, each on its own:
-                if nothing is scored yet: score its seeds (generation 0; a task's islands share them)
+                if nothing is scored yet: its seeds are scored (once for its task's islands)
+                    and written as generation 0, one row per island
                 for g in done+1 .. generations, while no cap is reached and the breaker holds:
                     brood = the island selects parents and breeds offspring   (async: LLM)
                     scored = its brood scored in the queue all islands share (least-loaded)
@@ -148,15 +149,22 @@ class Campaign:
             self._seeds[key] = brood
             seeding = self._seeding(key[0])
             if all(member in self._seeds for member in seeding):
-                self.scorer.submit(key[0], [c for m in seeding for c in self._seeds[m]], {}, {})
+                recorded = {ident: evaluation for member in seeding
+                            for ident, evaluation in self._recorded(member, 0).items()}
+                self.scorer.submit(key[0], [c for m in seeding for c in self._seeds[m]], {},
+                                   recorded)
             return
-        # A part written before a kill, but not checkpointed, or a brood scored before its
-        # island died: its answers are reused so the redone generation's rows are identical.
+        self._running[key] = generation
+        self.scorer.submit(key, brood, self._known[key], self._recorded(key, generation))
+
+    def _recorded(self, key, generation: int) -> dict:
+        """Returns candidate id -> Evaluation the island already had for `generation`: its
+        part written before a kill but not checkpointed, or its brood scored before it died.
+        They are taken, not scored again, so the redone generation's rows are identical."""
         recorded = {row["candidate_id"]: results.evaluation_from_row(row)
                     for row in results.read_rows(self.out / "evaluations", generation, key)}
         recorded.update(self._salvaged.pop((key, generation), {}))
-        self._running[key] = generation
-        self.scorer.submit(key, brood, self._known[key], recorded)
+        return recorded
 
     def _check_breeding_deadlines(self) -> None:
         """An island that breeds past its deadline is killed and rewound like a dead one."""
@@ -181,15 +189,25 @@ class Campaign:
                                    for key, candidate, out_s, doing in lingering])
 
     def _seeded(self, task: str, outcome: Outcome) -> None:
-        """Concludes generation 0 of each island of `task` with the verdicts on the seeds
-        they share (a baseline seeded on k islands is scored once, not k times)."""
+        """Concludes generation 0 of each island of `task` still seeding, with the verdicts
+        on the seeds they share. A seed held by k islands is scored once and gets a row on
+        each: `reused` on every island but the first of the ring that holds it (an island
+        seeded before a kill holds what it knows), so rows count each island's candidates,
+        fresh rows count evaluations, and a resumed run writes the rows of an unbroken one."""
         verdicts = {s.candidate.id: s.evaluation for s in outcome.scored}
         gpu_seconds = outcome.gpu_seconds
-        for key in self._seeding(task):
-            seeds = self._seeds.pop(key)
+        held: set = set()  # seed ids an island earlier in the ring holds
+        for key in self._ring(task):
+            seeds = self._seeds.pop(key, None)
+            if seeds is None:  # seeded in an earlier run of the campaign
+                held.update(self._known[key])
+                continue
+            scored = []
+            for seed in seeds:
+                scored.append(Scored(seed, verdicts[seed.id], reused=seed.id in held))
+                held.add(seed.id)
             self._conclude(key, 0, Outcome(
-                [Scored(seed, verdicts[seed.id], reused=False) for seed in seeds],
-                {seed.id: outcome.new[seed.id] for seed in seeds if seed.id in outcome.new},
+                scored, {seed.id: outcome.new[seed.id] for seed in seeds if seed.id in outcome.new},
                 gpu_seconds))
             gpu_seconds = 0.0  # booked once
 
@@ -217,11 +235,11 @@ class Campaign:
         self._known[key].update(outcome.new)
         self._gpu_seconds += outcome.gpu_seconds
         self._candidates += len(outcome.scored)
-        if generation == 0:  # seeds are the starting point, not offspring: no rows
-            self.progress.seeds_scored(key, outcome.scored)
+        rows = self._write(key, generation, outcome, calls)  # the seeds' too (generation 0)
+        self.trip = self.trip or self.breaker.observe(generation, {key: calls})
+        if generation == 0:
+            self.progress.seeds_scored(key, rows)
         else:
-            rows = self._write(key, generation, outcome, calls)
-            self.trip = self.trip or self.breaker.observe(generation, {key: calls})
             self.progress.island_done(key, generation, rows, calls)
         self._meet(key, generation)
 
@@ -361,15 +379,21 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
     log = run_log.RunLog(out)
     try:
         campaign, backend = _run(config, out, tasks, state, address, fitness_actors)
+    except stopping.Stopped as stop:
+        ending.record(out, stop.signal.name, str(stop))
+        raise
     except Exception as error:
         failed = fatal.failure(error, log)
         if failed is None:
             raise  # a bug: its traceback shows as usual (and is in the log)
+        ending.record(out, ending.FATAL, failed.cause, [f"traceback in {failed.log}"])
         raise failed from error
     finally:
         log.release()
-    return summarize(config, out, campaign.state, campaign.stopped_by, campaign.trip, backend,
-                     time.monotonic() - started)
+    summary = summarize(config, out, campaign.state, campaign.stopped_by, campaign.trip, backend,
+                        time.monotonic() - started)
+    ending.record_summary(out, summary)
+    return summary
 
 
 def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState,

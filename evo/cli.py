@@ -32,7 +32,8 @@ def tasks(
     path: Optional[Path] = typer.Option(None, help="local checkout of an external suite"),
     as_json: bool = typer.Option(False, "--json", help="print {\"tasks\": [...]} instead of a table"),
 ) -> None:
-    """List tasks: name, suite, difficulty, dtypes, cases."""
+    """List tasks: name, suite, entry point and signature, difficulty, dtypes, cases, and
+    where each runs (cuda / rocm / interpreter) with why not elsewhere."""
     from benchmarks import listing, registry
 
     try:

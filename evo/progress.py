@@ -1,10 +1,13 @@
 """Progress of a running campaign: a live table per task on a terminal, log lines otherwise.
 
-The driver reports each evaluation as it lands, the seeds' verdicts (generation 0) and each
-generation an island finishes (islands advance at their own pace: a task's row shows the
-range its islands have reached); the display never feeds back into the run, so piping `evo run` to a
-file changes nothing but the look. LLM failures are shown beside the spend, so a campaign
-whose calls fail is seen failing at its first generation, not in the morning.
+The driver reports each evaluation as it lands (its fitness time), and the rows of each
+generation an island finishes, the seeds' (generation 0) included (islands advance at their
+own pace: a task's row shows the range its islands have reached). Counts come from the rows
+only: candidates, of which repeats (a verdict reused, not scored again), and correct ones, so
+every number shown is a count of rows a reader can find in the results folder. The display
+never feeds back into the run, so piping `evo run` to a file changes nothing but the look.
+LLM failures are shown beside the spend, so a campaign whose calls fail is seen failing at
+its first generation, not in the morning.
 """
 
 from __future__ import annotations
@@ -26,10 +29,20 @@ WAITS_SHOWN = 5
 """How many evaluations a `waiting` note names, longest out first."""
 
 
-def device_label(backend: str) -> str:
-    """Returns what fitness time is called: "GPU" on CUDA/ROCm, "device" on the CPU interpreter
-    (where there is no GPU to speak of)."""
-    return "GPU" if backend in ("cuda", "rocm") else "device"
+def time_name(backend: str) -> str:
+    """Returns what fitness time is called: "GPU" on CUDA/ROCm, "eval" on the CPU interpreter
+    (there is no GPU there, and its time is the interpreter's, not a device's)."""
+    return "GPU" if backend in ("cuda", "rocm") else "eval"
+
+
+def candidates_text(candidates: int, repeats: int, scope: str = "") -> str:
+    """Returns "18 candidates{scope}" and, when some are, "(1 a repeat, its verdict reused)":
+    every row, then how many of them took an earlier verdict instead of being scored again."""
+    head = f"{candidates} candidate{'s' * (candidates != 1)}{scope}"
+    if not repeats:
+        return head
+    which = "1 a repeat, its verdict" if repeats == 1 else f"{repeats} repeats, their verdicts"
+    return f"{head} ({which} reused)"
 
 
 @dataclasses.dataclass
@@ -37,16 +50,16 @@ class TaskProgress:
     """Counters shown for one task."""
 
     generations: dict[int, int] = dataclasses.field(default_factory=dict)  # island -> done
-    seed_verdicts: dict[str, Evaluation] = dataclasses.field(default_factory=dict)
+    seed_rows: dict[str, dict] = dataclasses.field(default_factory=dict)  # candidate id -> row
     seeds: str = "-"
-    scored: int = 0
-    evaluations: int = 0
+    candidates: int = 0  # rows written, seeds included
+    repeats: int = 0  # of those, rows whose verdict was reused
     correct: int = 0
     best_speedup: float | None = None
     timing_meaningful: bool = True
     llm: LLMTally = dataclasses.field(default_factory=LLMTally)
     usd: float = 0.0
-    device_seconds: float = 0.0
+    eval_seconds: float = 0.0
 
     def speedup_text(self, interpreted_mark: str = " (interpreter)") -> str:
         if self.best_speedup is None:
@@ -66,7 +79,7 @@ class Progress:
 
     `islands`: islands per task (a task's seeds are shown once all of its islands scored theirs).
 
-    `backend` (cuda | rocm | interpreter) names fitness time: GPU seconds, or device seconds
+    `backend` (cuda | rocm | interpreter) names fitness time: GPU seconds, or eval seconds
     on the CPU interpreter. With `sandboxed=False` (`[fitness] sandbox = "off"`) every line
     says so: those verdicts were made on code that could reach the judge.
     """
@@ -77,7 +90,7 @@ class Progress:
         self._mark = "" if sandboxed else " [UNSANDBOXED]"
         self.generations = generations
         self.islands = islands
-        self.device = device_label(backend)
+        self.time_name = time_name(backend)
         self.tasks = {name: TaskProgress() for name in tasks}
         self._live = None
         self._started = time.monotonic()
@@ -96,53 +109,45 @@ class Progress:
             self._live.__exit__(*exc)
 
     def evaluated(self, task: str, evaluation: Evaluation) -> None:
-        """Counts one candidate of `task` scored on the fitness actors (reuses not counted)."""
-        shown = self.tasks[task]
-        shown.scored += 1
-        shown.device_seconds += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
+        """Books the fitness time of one candidate of `task` scored on the fitness actors."""
+        self.tasks[task].eval_seconds += (evaluation.compile_s + evaluation.check_s
+                                            + evaluation.bench_s)
         self._refresh()
 
-    def seeds_scored(self, key: tuple[str, int], scored: list) -> None:
-        """Books one island's verdicts on its seed kernels (`scoring.Scored`); once every
-        island of the task has them, shows the task's generation 0 (a kernel seeded on
-        several islands shown once)."""
+    def seeds_scored(self, key: tuple[str, int], rows: list[dict]) -> None:
+        """Books one island's rows of generation 0 (its seed kernels); once every island of
+        the task has them, shows the task's generation 0 (a kernel seeded on several
+        islands named once)."""
         task, island = key
         shown = self.tasks[task]
-        shown.seed_verdicts.update((s.candidate.id, s.evaluation) for s in scored)
+        _book(shown, rows)
+        shown.seed_rows.update((row["candidate_id"], row) for row in rows)
         shown.generations[island] = 0
         if len(shown.generations) == self.islands:
-            shown.seeds = _seeds_text(list(shown.seed_verdicts.values()))
+            shown.seeds = _seeds_text(list(shown.seed_rows.values()))
             self._print(f"gen 0/{self.generations} {task}: {shown.seeds}, "
-                        f"{self.device} time {shown.device_seconds:.1f} s")
+                        f"{self.time_name} time {shown.eval_seconds:.1f} s")
         self._refresh()
 
     def island_done(self, key: tuple[str, int], generation: int, rows: list[dict],
                     llm_calls: list[dict]) -> None:
         """Books one island's finished `generation`: its rows and its LLM call rows; shows
-        its task's counters (naming the island when the task has several)."""
+        its task's counters over all its islands (naming the island that finished)."""
         task, island = key
         shown = self.tasks[task]
-        for row in rows:
-            shown.evaluations += 1
-            if row["correct"]:
-                shown.correct += 1
-                shown.timing_meaningful = row["timing_meaningful"]
-                speedup = speedup_if_fully_timed(True, row["speedup"], row.get("latency_us"))
-                if speedup is not None and (shown.best_speedup is None
-                                            or speedup > shown.best_speedup):
-                    shown.best_speedup = speedup
+        _book(shown, rows)
         shown.llm.add(llm_calls)
         shown.usd += sum(call.get("cost_usd") or 0.0 for call in llm_calls)
         shown.generations[island] = generation
         self._waits = []
         where = f" island {island}" if self.islands > 1 else ""
+        scope = " so far" + (f" on its {self.islands} islands" if self.islands > 1 else "")
         failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
-        so_far = " (task so far)" if self.islands > 1 else " so far"
-        self._print(f"gen {generation}/{self.generations} {task}{where}: {shown.evaluations} "
-                    f"offspring{so_far} ({shown.scored} scored), {shown.correct} correct, best "
-                    f"speedup {shown.speedup_text()}, LLM {shown.llm.text()} "
-                    f"${shown.usd:.4f}, {self.device} time {shown.device_seconds:.1f} s"
-                    f"{failure}")
+        self._print(f"gen {generation}/{self.generations} {task}{where}: "
+                    f"{candidates_text(shown.candidates, shown.repeats, scope)}, "
+                    f"{shown.correct} correct, best speedup {shown.speedup_text()}, "
+                    f"LLM {shown.llm.text()} ${shown.usd:.4f}, "
+                    f"{self.time_name} time {shown.eval_seconds:.1f} s{failure}")
         self._refresh()
 
     def waiting(self, lingering: list[tuple]) -> None:
@@ -175,16 +180,16 @@ class Progress:
             f"last LLM failure ({name}): {error}" for name, error in failing] + self._waits
         table = Table(title=f"KernelEvo ({time.monotonic() - self._started:.0f} s)",
                       caption="\n".join(notes) or None)
-        for column in ("task", "gen", "seeds", "scored", "offspring", "correct", "best", "LLM",
-                       "failed", "USD", f"{self.device} s"):
+        for column in ("task", "gen", "seeds", "candidates", "repeats", "correct", "best", "LLM",
+                       "failed", "USD", f"{self.time_name} s"):
             table.add_column(column, justify="left" if column in ("task", "seeds") else "right",
                              no_wrap=True)
         for name, shown in self.tasks.items():
             table.add_row(name, f"{shown.generation_text()}/{self.generations}", shown.seeds,
-                          str(shown.scored), str(shown.evaluations), str(shown.correct),
+                          str(shown.candidates), str(shown.repeats), str(shown.correct),
                           shown.speedup_text("*"), str(shown.llm.calls),
                           str(sum(shown.llm.failed.values())), f"{shown.usd:.2f}",
-                          f"{shown.device_seconds:.0f}")
+                          f"{shown.eval_seconds:.0f}")
         return table
 
 
@@ -205,14 +210,28 @@ def _wait_text(key, generation: int, candidate_id: str, out_s: float,
             f"{doing['limit_s']:.0f} s limit")
 
 
-def _seeds_text(evaluations: list[Evaluation]) -> str:
-    """Returns "seed correct", "seed failed (mismatch)", "2 seeds: 1 correct, ..." or "no seeds"."""
-    if not evaluations:
+def _book(shown: TaskProgress, rows: list[dict]) -> None:
+    """Counts `rows` (evaluations rows) in a task's counters and keeps its best speedup."""
+    for row in rows:
+        shown.candidates += 1
+        shown.repeats += bool(row["reused"])
+        if row["correct"]:
+            shown.correct += 1
+            shown.timing_meaningful = row["timing_meaningful"]
+            speedup = speedup_if_fully_timed(True, row["speedup"], row.get("latency_us"))
+            if speedup is not None and (shown.best_speedup is None
+                                        or speedup > shown.best_speedup):
+                shown.best_speedup = speedup
+
+
+def _seeds_text(rows: list[dict]) -> str:
+    """Returns "seed kernel correct", "seed kernel failed (mismatch)", "2 seed kernels: 1
+    correct, ..." or "no seed kernel ..." from the seeds' rows (one per distinct kernel)."""
+    if not rows:
         return "no seed kernel (the generator writes the first ones)"
-    failed = sorted({ev.failure_kind or "failed" for ev in evaluations if not ev.correct})
-    correct = sum(ev.correct for ev in evaluations)
-    if len(evaluations) == 1:
+    failed = sorted({row["failure_kind"] or "failed" for row in rows if not row["correct"]})
+    correct = sum(bool(row["correct"]) for row in rows)
+    if len(rows) == 1:
         return "seed kernel correct" if correct else f"seed kernel failed ({failed[0]})"
     why = f" ({', '.join(failed)})" if failed else ""
-    return (f"{len(evaluations)} seed kernels: {correct} correct, "
-            f"{len(evaluations) - correct} failed{why}")
+    return f"{len(rows)} seed kernels: {correct} correct, {len(rows) - correct} failed{why}"

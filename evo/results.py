@@ -1,13 +1,13 @@
 """The results folder: Parquet parts for evaluations and LLM calls, and campaign.json.
 
 Islands advance at their own pace, so parts are written one per generation of one island
-(`part-00003-softmax-i001.parquet` holds generation 3 of softmax's island 1): names sort by
-generation, then task, then island, whatever order they were written in. Each is written
-atomically: a hidden temporary file, fsync, rename. A reader (pandas, polars, DuckDB on the
-folder) never sees half a part, and pyarrow skips the hidden temporaries. A part is never
-rewritten, except when a resumed campaign redoes a generation that was written but not
-checkpointed and its rows come out different (only possible with a live LLM); see
-`write_part`.
+(`part-00003-softmax-i001.parquet` holds generation 3 of softmax's island 1, generation 0 its
+seeds): names sort by generation, then task, then island, whatever order they were written
+in. Each is written atomically: a hidden temporary file, fsync, rename. A reader (pandas,
+polars, DuckDB on the folder) never sees half a part, and pyarrow skips the hidden
+temporaries. A part is never rewritten, except when a resumed campaign redoes a generation
+that was written but not checkpointed and its rows come out different (only possible with a
+live LLM); see `write_part`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ EVALUATION_SCHEMA = pa.schema(
     + [("llm_model", pa.string()), ("prompt_tokens", pa.int64()),
        ("completion_tokens", pa.int64()), ("cost_usd", pa.float64()),
        ("llm_latency_s", pa.float64()), ("reused", pa.bool_()), ("seed", pa.int64())])
-"""One row per evaluated offspring: where it came from, every Evaluation field (so a row
-gives back its Evaluation), what its LLM call cost. docs/interfaces.md lists the columns."""
+"""One row per candidate of an island's generation (its seeds as generation 0, then its
+offspring): where it came from, every Evaluation field (so a row gives back its Evaluation),
+what its LLM call cost, whether its verdict was reused. docs/interfaces.md lists the columns."""
 
 LLM_CALL_SCHEMA = pa.schema([
     ("campaign", pa.string()), ("task", pa.string()), ("island", pa.int64()),
@@ -66,7 +67,7 @@ answer without usable code, the parser's word (`no_code_block`, ...) with `error
 
 def evaluation_row(campaign: str, task: Task, candidate: Candidate, evaluation: Evaluation,
                    reused: bool, seed: int) -> dict:
-    """Returns the `evaluations/` row of one scored offspring."""
+    """Returns the `evaluations/` row of one scored candidate (a seed or an offspring)."""
     llm = candidate.llm
     row = {field: getattr(evaluation, field) for field in _EVALUATION_FIELDS}
     row.update(

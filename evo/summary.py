@@ -14,14 +14,19 @@ from evo.checkpoint import CampaignState
 from evo.config import Config
 from evo.llm_tally import LLMTally
 from evo.records import speedup_if_fully_timed
-from evo.progress import device_label
+from evo.progress import candidates_text, time_name
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskResult:
-    """One task's outcome over all islands and generations."""
+    """One task's outcome over all islands and generations, seeds (generation 0) included.
 
-    evaluations: int
+    Attributes:
+      candidates: its rows; repeats: those whose verdict was reused, not scored again.
+    """
+
+    candidates: int
+    repeats: int
     correct: int
     best_speedup: float | None
     timing_meaningful: bool
@@ -64,17 +69,19 @@ class Summary:
         """True when the campaign was stopped because its LLM calls kept failing."""
         return self.stopped_by == breaker.STOPPED_BY
 
+    def ending(self) -> str:
+        """Returns how the run ended: "stopped after generation 2 because ...", "completed ..."."""
+        done = f"after generation {self.generations_done}"
+        if self.failed:
+            return f"stopped {done} because its LLM calls keep failing"
+        if self.stopped_by:
+            return f"stopped by the {self.stopped_by} cap {done}"
+        return f"completed {done}"
+
     def text(self, resume_command: str | None = None) -> str:
         """Returns the summary as the lines `evo run` prints; a stopped campaign's end with
         `resume_command` (the `evo run ... --resume` that continues it), if given."""
-        done = f"after generation {self.generations_done}"
-        if self.failed:
-            head = f"campaign stopped {done} because its LLM calls keep failing"
-        elif self.stopped_by:
-            head = f"campaign stopped by the {self.stopped_by} cap {done}"
-        else:
-            head = f"campaign completed {done}"
-        lines = [f"{head}: {self.out}"]
+        lines = [f"campaign {self.ending()}: {self.out}"]
         if self.furthest_generation > self.generations_done:
             lines.append(f"  islands stand between generation {self.generations_done} and "
                          f"{self.furthest_generation}")
@@ -83,15 +90,15 @@ class Summary:
             best = "-" if result.best_speedup is None else f"{result.best_speedup:.2f}x"
             if result.best_speedup is not None and not result.timing_meaningful:
                 best += " (interpreter: latency not meaningful)"
-            lines.append(f"  {name}: {result.evaluations} evaluated, {result.correct} correct, "
-                         f"best speedup {best}")
+            lines.append(f"  {name}: {candidates_text(result.candidates, result.repeats)}, "
+                         f"{result.correct} correct, best speedup {best}")
         if self.llm.calls:
             lines.append(f"  LLM: {self.llm.text()}")
         if self.llm.last_error and not self.failed:
             lines.append(f"  last LLM failure: {self.llm.last_error}")
         spend = self.spend
         lines.append(f"  spend: ${spend.usd:.4f}, {spend.tokens} tokens, {spend.gpu_seconds:.1f} s "
-                     f"of {device_label(self.backend)} time, {spend.wall_seconds:.1f} s of "
+                     f"of {time_name(self.backend)} time, {spend.wall_seconds:.1f} s of "
                      f"campaign time")
         lines.append(f"  wall time {self.wall_s:.1f} s (Ray start-up included); engine overhead "
                      f"{self.engine_overhead_ms_per_candidate:.1f} ms per candidate "
@@ -105,16 +112,16 @@ class Summary:
 def summarize(config: Config, out: Path, state: CampaignState, stopped_by: str | None,
               trip: Trip | None, backend: str, wall_s: float) -> Summary:
     """Returns the Summary of the campaign in `out`, read back from its Parquet rows."""
-    tasks = {name: TaskResult(0, 0, None, True) for name in config.campaign.tasks}
+    tasks = {name: TaskResult(0, 0, 0, None, True) for name in config.campaign.tasks}
     for row in _rows(out / "evaluations", results.EVALUATION_SCHEMA,
-                     ["task", "correct", "speedup", "latency_us", "timing_meaningful"]):
-        result = tasks.get(row["task"], TaskResult(0, 0, None, True))
+                     ["task", "correct", "speedup", "latency_us", "timing_meaningful", "reused"]):
+        result = tasks.get(row["task"], TaskResult(0, 0, 0, None, True))
         best, meaningful = result.best_speedup, result.timing_meaningful
         speedup = speedup_if_fully_timed(row["correct"], row["speedup"], row["latency_us"])
         if speedup is not None:
             best = speedup if best is None else max(best, speedup)
             meaningful = meaningful and bool(row["timing_meaningful"])
-        tasks[row["task"]] = TaskResult(result.evaluations + 1,
+        tasks[row["task"]] = TaskResult(result.candidates + 1, result.repeats + bool(row["reused"]),
                                         result.correct + bool(row["correct"]), best, meaningful)
     llm = LLMTally()
     llm.add(_rows(out / "llm_calls", results.LLM_CALL_SCHEMA,

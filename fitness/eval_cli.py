@@ -10,7 +10,9 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import json
+import math
 import os
+import re
 from typing import Sequence
 
 from evo.records import Evaluation, make_candidate
@@ -52,6 +54,36 @@ def _summary_line(path: str, evaluation: Evaluation) -> str:
     return line if evaluation.sandboxed else line + UNSANDBOXED_MARK
 
 
+def stage_name(evaluation: Evaluation) -> str:
+    """Returns the cascade stage a verdict ended at, by DESIGN.md's names: `stage_reached`,
+    except the static gate, which runs before import and is recorded as stage "syntax"."""
+    return "gate" if evaluation.failure_kind == "policy_violation" else evaluation.stage_reached
+
+
+def for_file(path: str, evaluation: Evaluation) -> Evaluation:
+    """Returns the evaluation with its error text naming the candidate file as the user gave
+    it, where the judge and the worker could only call it "candidate.py"."""
+    from fitness.judge.static_checks import CANDIDATE_FILE
+
+    trace = evaluation.error_trace.replace(f'"{CANDIDATE_FILE}"', json.dumps(path))
+    return dataclasses.replace(evaluation, error_trace=trace)
+
+
+def _location(path: str, trace: str) -> str:
+    """Returns " (PATH, line N)" for the last line of the candidate file a trace names, or ""."""
+    lines = re.findall(rf'File {re.escape(json.dumps(path))}, line (\d+)', trace)
+    return f" ({path}, line {lines[-1]})" if lines else ""
+
+
+def _json_ready(evaluation: Evaluation, path: str) -> dict:
+    """Returns the evaluation as plain JSON values (a case not checked: null, not NaN), with
+    the stage by its cascade name and the candidate file."""
+    fields = {name: [None if isinstance(v, float) and math.isnan(v) else v for v in value]
+              if isinstance(value, tuple) else value
+              for name, value in dataclasses.asdict(evaluation).items()}
+    return {**fields, "stage": stage_name(evaluation), "candidate": path}
+
+
 def _verdict_line(path: str, evaluation: Evaluation) -> str:
     if evaluation.correct and evaluation.speedup is None:  # a harness task with no timing harness
         return (f"{path}: correct over {len(evaluation.case_names)} cases, "
@@ -62,8 +94,8 @@ def _verdict_line(path: str, evaluation: Evaluation) -> str:
                 f"{evaluation.worst_speedup:.3f}x) over {len(evaluation.case_names)} cases{note}")
     first_line = next((line for line in reversed(evaluation.error_trace.strip().splitlines())
                        if line.strip()), "")
-    return (f"{path}: FAILED {evaluation.failure_kind} at stage {evaluation.stage_reached}: "
-            f"{first_line[:300]}")
+    return (f"{path}: FAILED {evaluation.failure_kind} at stage {stage_name(evaluation)}: "
+            f"{first_line[:300]}{_location(path, evaluation.error_trace)}")
 
 
 def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
@@ -97,9 +129,10 @@ def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, devic
         raise UsageError(f"--{problem['loc'][0]}: {problem['msg']}, got {problem['input']!r}") from None
     with evaluator, concurrent.futures.ThreadPoolExecutor(workers) as pool:
         evaluations = list(pool.map(lambda c: evaluator.evaluate(the_task, c), candidates))
+    evaluations = [for_file(file_path, evaluation) for file_path, evaluation in zip(files, evaluations)]
     for file_path, evaluation in zip(files, evaluations):
         if as_json:
-            print(json.dumps({**dataclasses.asdict(evaluation), "candidate": file_path}), flush=True)
+            print(json.dumps(_json_ready(evaluation, file_path)), flush=True)
         else:
             print(_summary_line(file_path, evaluation), flush=True)
     return evaluations

@@ -21,11 +21,11 @@ def tasks(results):
     return analysis.task_table(results)
 
 
-def test_task_rates_leave_seed_rows_out(tasks):
+def test_task_rates_count_the_seed_rows(tasks):
     add = tasks.loc["add"]
-    assert add["candidates"] == 5  # the seed baseline row is not a search result
-    assert add["call_rate"] == pytest.approx(3 / 5)
-    assert add["correct_rate"] == pytest.approx(2 / 5)
+    assert add["candidates"] == 6  # the seed (generation 0) is a candidate like any other
+    assert add["call_rate"] == pytest.approx(4 / 6)
+    assert add["correct_rate"] == pytest.approx(3 / 6)
     assert (add["runs"], add["runs_called"], add["runs_solved"]) == (3, 2, 2)
     assert add["best_speedup"] == 2.5 and add["roofline_fraction"] == 0.8
 
@@ -60,10 +60,12 @@ def test_suite_metrics_follow_geak_and_kernelbench(tasks):
 def test_by_generation_is_cumulative_with_spend(results):
     table = analysis.by_generation(results)
     assert list(table.index) == [0, 1, 2]
-    assert list(table["exec_accuracy"]) == pytest.approx([0.0, 2 / 3, 2 / 3])
-    assert list(table["pass_at_1"]) == pytest.approx([0.0, 2 / 9, 1 / 3])
+    # add's correct seed solves its island 0 at generation 0
+    assert list(table["exec_accuracy"]) == pytest.approx([1 / 3, 2 / 3, 2 / 3])
+    assert list(table["pass_at_1"]) == pytest.approx([1 / 9, 2 / 9, 1 / 3])
+    assert table.loc[0, "speedup_geomean"] == pytest.approx(1.0)
     assert table.loc[1, "speedup_geomean"] == pytest.approx(math.sqrt(1.5 * 0.5))
-    assert list(table["evaluations"]) == [2, 6, 9]  # seeds are spend
+    assert list(table["evaluations"]) == [2, 6, 8]  # add's reused row of gen 2 is no evaluation
     assert list(table["gpu_s"]) == pytest.approx([0.6, 1.8, 2.4])  # reused rows cost nothing
     assert list(table["tokens"]) == [100, 300, 700]
     assert list(table["usd"]) == pytest.approx([0.01, 0.03, 0.07])
@@ -71,7 +73,7 @@ def test_by_generation_is_cumulative_with_spend(results):
 
 def test_best_speedup_by_generation_carries_forward(results):
     best = analysis.best_speedup_by_generation(results)
-    assert list(best["add"].iloc[1:]) == [1.5, 2.5] and math.isnan(best.loc[0, "add"])
+    assert list(best["add"]) == [1.0, 1.5, 2.5]  # from its seed on
     assert list(best["softmax"].iloc[1:]) == [0.5, 0.5]
     assert best["matmul"].isna().all()
 
@@ -93,7 +95,8 @@ def test_by_difficulty_groups_tasks(tasks):
 def test_notes_flag_interpreter_timing_and_seeds(results):
     notes = " ".join(analysis.timing_notes(results))
     assert "1 of 4 timed rows have timing_meaningful=False" in notes
-    assert "interpreter" in notes and "1 seed rows" in notes
+    assert "interpreter" in notes
+    assert "1 of 3 tasks start from a correct seed kernel" in notes
 
 
 def test_a_named_task_without_rows_still_counts_as_unsolved(tmp_path):
@@ -132,3 +135,22 @@ def test_missing_columns_and_corrupt_parts_are_named(tmp_path):
                    folder / "evaluations" / "part-00000.parquet")
     with pytest.raises(ValueError, match="missing columns .*call_ok"):
         analysis.load(folder)
+
+
+def test_a_seed_shared_by_islands_is_one_evaluation_solves_each_run_and_floors_the_best(
+        tmp_path):
+    seed = dict(call_ok=True, correct=True, speedup=1.0, roofline=0.4, operator="seed")
+    rows = [evaluation("add", 0, 0, **seed), evaluation("add", 1, 0, reused=True, **seed),
+            evaluation("add", 0, 1, call_ok=True, correct=True, speedup=0.6),
+            evaluation("add", 1, 1, call_ok=True, correct=True, speedup=0.58)]
+    results = analysis.load(write_campaign(tmp_path / "c", rows, islands=2, tasks=("add",)))
+    add = analysis.task_table(results).loc["add"]
+    assert add["best_speedup"] == 1.0 and add["best_candidate_id"] == rows[0]["candidate_id"]
+    assert (add["candidates"], add["runs"], add["runs_solved"]) == (4, 2, 2)
+    table = analysis.by_generation(results)
+    assert list(table["evaluations"]) == [1, 3]  # the seed's second row is reused
+    assert list(table["gpu_s"]) == pytest.approx([0.3, 0.9])
+    assert list(table["exec_accuracy"]) == [1.0, 1.0] and table.loc[0, "pass_at_1"] == 1.0
+    assert list(analysis.best_speedup_by_generation(results)["add"]) == [1.0, 1.0]
+    runs = analysis.by_runs(results, analysis.task_table(results))
+    assert runs["expected_best_speedup"].tolist() == pytest.approx([1.0, 1.0])

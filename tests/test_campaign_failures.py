@@ -6,6 +6,7 @@ its own, against a port nothing listens on.
 """
 
 import collections
+import json
 import os
 import re
 import subprocess
@@ -14,8 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
-from evo import breaker, campaign, checkpoint, config as config_lib
+from evo import breaker, campaign, checkpoint, cli, config as config_lib
 from evo.config import ConfigError
 from scripted_server import Die, Error, Garbage, Reply, ScriptedServer
 
@@ -87,7 +89,7 @@ def test_server_dying_mid_run_stops_after_that_generation_and_resume_continues(
     assert resumed.generations_done == 3 and resumed.stopped_by is None
     assert [part.read_bytes() for part in parts_1] == written  # rows before the stop intact
     rows = pd.read_parquet(out / "evaluations")
-    assert sorted(rows.generation.unique()) == [1, 3]
+    assert sorted(rows.generation.unique()) == [0, 1, 3]  # 0: the seeds
     assert resumed.llm.calls == 12 and sum(resumed.llm.failed.values()) == 4
 
 
@@ -104,6 +106,33 @@ def test_garbage_bodies_stop_the_campaign_in_its_first_generation(interpreter_fi
     progress = capsys.readouterr().out
     assert "gen 0/5 vector_add: no seed kernel" in progress
     assert "LLM 2 calls, 2 failed (malformed_response 2)" in progress
+    _report_says_what_stopped_it(tmp_path / "run", summary)
+
+
+def _report_says_what_stopped_it(folder, summary):
+    """`evo report` on the stopped campaign, which holds no evaluation: the stop campaign.json
+    records and the failed calls by kind, in the JSON and in the text."""
+    assert not list((folder / "evaluations").glob("*.parquet"))
+    as_json = CliRunner().invoke(cli.app, ["report", str(folder), "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    report = json.loads(as_json.stdout)
+    assert report["evaluations"] == 0 and report["figures"] == []
+    stop = report["stop"]
+    assert stop["stopped_by"] == breaker.STOPPED_BY
+    assert stop["reason"] == "stopped after generation 1 because its LLM calls keep failing"
+    assert stop["details"] == summary.trip.lines()
+    assert report["llm"]["calls"] == report["llm"]["failed"] == 2
+    assert list(report["llm"]["kinds"]) == ["malformed_response"]
+    failed = report["llm"]["kinds"]["malformed_response"]
+    assert failed["calls"] == 2 and failed["example"].startswith("malformed response from")
+
+    text = CliRunner().invoke(cli.app, ["report", str(folder)])
+    assert text.exit_code == 0, text.output
+    assert "has no evaluations" in text.stdout
+    assert "last run: stopped after generation 1 because its LLM calls keep failing" in text.stdout
+    assert f"  why: {summary.trip.reason}" in text.stdout
+    assert "LLM calls: 2, 2 failed" in text.stdout
+    assert re.search(r"malformed_response\s.*\b2\b.*malformed response from", text.stdout)
 
 
 @pytest.mark.slow
@@ -207,8 +236,8 @@ workers = 1
     output = done.stdout + done.stderr
 
     assert done.returncode == 3, output
-    assert "gen 0/10 vector_add: seed kernel correct, device time" in done.stdout
-    assert "GPU" not in done.stdout
+    assert "gen 0/10 vector_add: seed kernel correct, eval time" in done.stdout
+    assert "GPU" not in done.stdout and "device time" not in done.stdout
     assert "LLM 4 calls, 4 failed (connection_refused 4)" in done.stdout
     assert f"last LLM failure: connection refused by {url}" in done.stdout
     assert "campaign stopped after generation 1 because its LLM calls keep failing" in done.stdout

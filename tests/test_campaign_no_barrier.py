@@ -54,11 +54,13 @@ def test_a_slow_task_does_not_hold_up_a_fast_one(interpreter_fitness, tmp_path, 
     assert order.index(("2", "vector_add")) < order.index(("1", "row_sum")), lines
     # Each island wrote its own part per generation; together they are the campaign's rows.
     parts = sorted(p.name for p in (tmp_path / "run" / "evaluations").iterdir())
-    assert parts == ["part-00001-row_sum-i000.parquet", "part-00001-vector_add-i000.parquet",
+    assert parts == ["part-00000-row_sum-i000.parquet", "part-00000-vector_add-i000.parquet",
+                     "part-00001-row_sum-i000.parquet", "part-00001-vector_add-i000.parquet",
                      "part-00002-row_sum-i000.parquet", "part-00002-vector_add-i000.parquet"]
     rows = pd.read_parquet(tmp_path / "run" / "evaluations")
     assert rows.groupby(["task", "generation"]).size().to_dict() == {
-        ("row_sum", 1): 2, ("row_sum", 2): 2, ("vector_add", 1): 2, ("vector_add", 2): 2}
+        ("row_sum", 0): 1, ("row_sum", 1): 2, ("row_sum", 2): 2,
+        ("vector_add", 0): 1, ("vector_add", 1): 2, ("vector_add", 2): 2}
     state = checkpoint.load(tmp_path / "run")
     assert {key: island.generation_done for key, island in state.islands.items()} == {
         ("row_sum", 0): 2, ("vector_add", 0): 2}

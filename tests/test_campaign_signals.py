@@ -3,6 +3,7 @@ signal and the command that continues, no Ray or sandbox process left 10 s after
 resume that records exactly a clean run's rows. A second SIGINT exits at once, killing the
 local Ray's processes; on an attached cluster the campaign's actors go and the cluster stays."""
 
+import json
 import os
 import signal
 import time
@@ -69,11 +70,16 @@ def test_a_stop_signal_ends_the_run_cleanly_and_resume_matches_a_clean_run(
     assert "kept: checkpoint at generation" in last
     written = runs.rows(out)
     assert set(written) <= set(reference)  # nothing half-scored was recorded
+    stop = json.loads((out / "campaign.json").read_text())["stop"]  # what `evo report` shows
+    assert (stop["stopped_by"], stop["reason"]) == (signum.name, f"stopped by {signum.name}")
 
     summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True,
                                     fitness_actors=interpreter_fitness)
     assert summary.generations_done == runs.GENERATIONS
     assert runs.rows(out) == reference  # 0 lost, 0 extra
+    stop = json.loads((out / "campaign.json").read_text())["stop"]  # the resumed run's end
+    assert stop["stopped_by"] is None
+    assert stop["reason"] == f"completed after generation {runs.GENERATIONS}"
 
 
 def test_a_second_sigint_exits_at_once(tmp_path):

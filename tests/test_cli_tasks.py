@@ -8,8 +8,9 @@ import sys
 import pytest
 
 EVO = str(pathlib.Path(sys.executable).parent / "evo")
-FIELDS = {"name", "suite", "entry_point", "difficulty", "dtypes", "tags", "cases",
-          "interpreter_cases", "runnable_on", "skip_reason", "knob_space"}
+FIELDS = {"name", "suite", "entry_point", "signature", "difficulty", "dtypes", "tags", "cases",
+          "interpreter_cases", "runnable_on", "not_on", "skip_reason", "knob_space"}
+GEAK = pathlib.Path(__file__).resolve().parents[2] / "shared" / "external" / "GEAK-eval"
 
 
 def _evo(*args):
@@ -27,6 +28,40 @@ def test_tasks_json_lists_the_builtin_suite_with_every_field():
         assert task["suite"] == "builtin" and 1 <= task["difficulty"] <= 5
         assert len(task["cases"]) >= 3 and len(task["interpreter_cases"]) >= 3
         assert task["dtypes"] and task["tags"]
+
+
+def test_a_builtin_task_shows_its_signature_and_runs_everywhere():
+    tasks = {task["name"]: task for task in json.loads(_evo("tasks", "--json").stdout)["tasks"]}
+    softmax = tasks["softmax"]
+    assert softmax["entry_point"] == "softmax"
+    assert softmax["signature"] == "softmax(x: torch.Tensor) -> torch.Tensor"
+    for task in tasks.values():  # every built-in task runs on the CPU interpreter too
+        assert task["runnable_on"] == ["cuda", "rocm", "interpreter"] and task["not_on"] == {}
+
+
+def test_piped_table_is_as_wide_as_its_content():
+    result = _evo("tasks")  # stdout is a pipe, not a terminal
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    header = next(line for line in lines if "difficulty" in line)
+    for column in ("name", "suite", "entry point", "dtypes", "cases", "runs on"):
+        assert column in header
+    assert "flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor" in result.stdout
+    assert "…" not in result.stdout and max(map(len, lines)) > 80
+
+
+def test_rocm_rmsnorm_fwd_names_its_kernel_not_a_helper_it_calls():
+    result = _evo("tasks", "--suite", "rocm", "--path", str(GEAK), "--json")
+    assert result.returncode == 0, result.stderr
+    task = next(t for t in json.loads(result.stdout)["tasks"] if t["name"] == "rmsnorm_fwd")
+    assert set(task) == FIELDS
+    assert task["entry_point"] == "rms_kernel"  # the test code also calls get_num_sms()
+    assert task["signature"] == (
+        "rms_kernel(output_ptr, input_ptr, g_ptr, rsigma_ptr, input_row_stride, output_row_stride, "
+        "n_rows, n_cols, epsilon, ZERO_CENTERED_GAMMA: tl.constexpr, BLOCK_SIZE: tl.constexpr, "
+        "USE_BLOCKED: tl.constexpr, NUM_PRGMS: tl.constexpr)")
+    assert task["runnable_on"] == ["cuda", "rocm"] and list(task["not_on"]) == ["interpreter"]
+    assert "torch.cuda.get_device_properties" in task["not_on"]["interpreter"]
 
 
 @pytest.mark.slow

@@ -8,13 +8,14 @@ import pathlib
 import time
 
 import pytest
+import torch
 
 from benchmarks import registry
 from evo.records import make_candidate
 from fitness.device import detect
 from fitness.processes.device_lock import DeviceLock
 import fitness
-from fitness.judge import harness
+from fitness.judge import harness, harness_outputs
 from fitness.settings import Limits
 from fitness.processes.pool import WorkerPool
 
@@ -227,3 +228,17 @@ def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout(seam):
     assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "timed"), evaluation.error_trace
     assert not evaluation.correct and evaluation.max_abs_err  # its outputs had passed
     assert limit_s <= evaluation.bench_s < limit_s + 5.0
+
+
+def test_every_case_is_judged_and_listed_the_first_failure_is_the_verdict():
+    structure = {name: {"leaf": at} for at, name in enumerate(("test_a", "test_b", "test_c", "test_d"))}
+    expected = harness_outputs.Outputs(structure, [torch.ones(4), torch.ones(4), torch.ones(4), torch.ones(4)])
+    actual = harness_outputs.Outputs(structure, [torch.ones(4), torch.full((4,), 3.0), torch.ones(2),
+                                                 torch.full((4,), 1.5)])
+    check = harness_outputs.compare(expected, actual, {"float32": (1e-5, 1e-5)})
+    assert check["kind"] == "mismatch"  # test_b, the first wrong case
+    assert check["detail"].startswith("wrong on 3 of 4 cases ('test_b', 'test_c', 'test_d'); test_b: ")
+    names, abs_errors, rel_errors = zip(*check["cases"])
+    assert names == ("test_a", "test_b", "test_c", "test_d")
+    assert abs_errors[0] == 0.0 and abs_errors[1] == 2.0 and abs_errors[3] == 0.5
+    assert math.isnan(abs_errors[2]) and math.isnan(rel_errors[2])  # wrong shape: no errors

@@ -3,11 +3,12 @@
 import json
 
 import matplotlib.image
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from evo import cli
-from synthetic_results import evaluation, example_campaign, write_campaign
+from evo import cli, ending
+from synthetic_results import evaluation, example_campaign, llm_call, write_campaign
 
 FIGURES = ("accuracy_vs_generation.png", "pass_at_k.png", "best_speedup_by_generation.png",
            "speedup_distribution.png", "accuracy_vs_spend.png")
@@ -44,7 +45,7 @@ def test_json_report_has_the_documented_shape(json_report):
     assert report["tasks"]["matmul"]["best_speedup"] is None
     assert [g["generation"] for g in report["by_generation"]] == [0, 1, 2]
     assert [r["k"] for r in report["by_runs"]] == [1, 2, 3]
-    assert report["best_speedup_by_generation"]["add"] == [None, 1.5, 2.5]
+    assert report["best_speedup_by_generation"]["add"] == [1.0, 1.5, 2.5]  # from its seed
     assert any("timing_meaningful=False" in note for note in report["notes"])
 
 
@@ -111,3 +112,50 @@ def test_missing_and_empty_folders_are_one_line_errors(tmp_path):
     assert missing.exit_code == 2 and "error: no results folder" in missing.output
     empty = _evo("report", tmp_path)
     assert empty.exit_code == 2 and "holds no campaign" in empty.output
+
+
+def _failed_call(generation, minute, kind, error):
+    return {**llm_call("add", 0, generation, 0, 0.0), "success": False, "failure_kind": kind,
+            "error": error, "finished_at": pd.Timestamp(f"2026-01-01 00:{minute:02d}", tz="UTC")}
+
+
+def test_a_campaign_without_evaluations_says_what_ended_it_and_its_llm_failures(tmp_path):
+    calls = [_failed_call(0, 1, "server_error", "HTTP 500 from x"),
+             _failed_call(1, 2, "no_code_block", "no_code_block: first"),
+             _failed_call(1, 3, "no_code_block", "no_code_block: latest\nsecond line"),
+             llm_call("add", 0, 1, 10, 0.0)]
+    folder = write_campaign(tmp_path / "c", [], calls, islands=1, name="dead")
+
+    unrecorded = _evo("report", folder, "--json")
+    assert unrecorded.exit_code == 0, unrecorded.output
+    report = json.loads(unrecorded.stdout)
+    assert (report["campaign"], report["evaluations"], report["stop"]) == ("dead", 0, None)
+    assert report["notes"] == ["campaign.json records no end of a run: it is still running, "
+                               "or it was killed"]
+    assert report["llm"] == {"calls": 4, "failed": 3, "kinds": {  # the commonest kind first
+        "no_code_block": {"calls": 2, "example": "no_code_block: latest\nsecond line"},
+        "server_error": {"calls": 1, "example": "HTTP 500 from x"}}}
+
+    ending.record(folder, ending.FATAL, "the fitness sandbox is unavailable: no bwrap",
+                  ["traceback in c/evo-run.log"])
+    (folder / "evo-run.log").write_text("Traceback ...")
+    text = _evo("report", folder)
+    assert text.exit_code == 0, text.output
+    assert "Campaign dead" in text.stdout and "has no evaluations" in text.stdout
+    assert "last run: the fitness sandbox is unavailable: no bwrap (at " in text.stdout
+    assert "  traceback in c/evo-run.log" in text.stdout
+    assert "LLM calls: 4, 3 failed" in text.stdout
+    assert "no_code_block: latest" in text.stdout and "second line" not in text.stdout
+    recorded = json.loads(_evo("report", folder, "--json").stdout)
+    assert recorded["stop"]["stopped_by"] == "fatal" and recorded["notes"] == []
+
+
+def test_a_campaign_report_says_how_its_last_run_ended(tmp_path):
+    folder = example_campaign(tmp_path / "c")
+    ending.record(folder, "max_usd", "stopped by the max_usd cap after generation 2")
+    report = json.loads(_evo("report", folder, "--json").stdout)
+    assert report["stop"]["stopped_by"] == "max_usd"
+    assert report["llm"] == {"calls": 3, "failed": 0, "kinds": {}}
+    text = _evo("report", folder).stdout
+    assert "last run: stopped by the max_usd cap after generation 2" in text
+    assert "LLM calls: 3, none failed" in text

@@ -85,6 +85,28 @@ def test_kill_9_mid_run_then_resume_gives_the_uninterrupted_rows(reference, inte
     assert summary.generations_done == 3 and summary.stopped_by is None
     assert set(written_before) <= {p.name for p in (out / "evaluations").iterdir()}
     _assert_same_rows(_rows(out), _rows(reference))
+    assert (_rows(out).generation == 0).sum() == 2  # one seed row per island, not duplicated
+
+
+def test_seeds_written_but_not_checkpointed_are_kept_not_scored_again(
+        reference, interpreter_fitness, tmp_path):
+    config_path, out = _config_file(tmp_path), tmp_path / "seeded"
+    campaign.run_campaign(config_lib.load(config_path, ["search.generations=0"]), out,
+                          fitness_actors=interpreter_fitness)
+    parts_0 = sorted((out / "evaluations").glob("part-*.parquet"))
+    assert [part.name for part in parts_0] == ["part-00000-vector_add-i000.parquet",
+                                               "part-00000-vector_add-i001.parquet"]
+    written = {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_0}
+    for saved in (out / "checkpoint").rglob("*.pkl"):  # a kill before the seeds' checkpoint
+        saved.unlink()
+
+    summary = campaign.run_campaign(config_lib.load(config_path), out, resume=True,
+                                    fitness_actors=interpreter_fitness)
+
+    assert summary.generations_done == 3
+    assert {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_0} == written
+    _assert_same_rows(_rows(out), _rows(reference))
+    assert summary.candidates == len(_rows(out))  # the redone seeds counted once
 
 
 def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(

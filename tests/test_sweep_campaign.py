@@ -56,7 +56,7 @@ def test_sweep_runs_skips_and_continues_cells(tmp_path, capsys, shared_ray):
     assert [part.read_bytes() for part in sorted((wide / "evaluations").glob("part-00001-*"))] \
         == part_1
     generations = pq.read_table(wide / "evaluations").column("generation").to_pylist()
-    assert sorted(set(generations)) == [1, 2]
+    assert sorted(set(generations)) == [0, 1, 2]  # 0: the seeds
 
     report.main(out, as_json=True)
     compared = json.loads(capsys.readouterr().out)

@@ -30,11 +30,21 @@ AMD_ONLY_FEATURES = (
 )
 """(marker in the source, what it is): features Triton offers only on AMD GPUs."""
 
+BACKENDS = ("cuda", "rocm", "interpreter")
+
 _HARD_CODED_CUDA = re.compile(
-    r"""device\s*=\s*["']cuda|\.cuda\(|\.to\(\s*["']cuda|torch\.device\(\s*["']cuda(:\d+)?["']\s*\)"""
-    r"""|torch\.cuda\.current_device\(""")
-"""Tensors placed on 'cuda' by name (or on `torch.cuda.current_device()`): such a harness
-cannot run on the CPU interpreter."""
+    r"""device\s*=\s*["']cuda|\.cuda\(|\.to\(\s*["']cuda|torch\.device\(\s*["']cuda(:\d+)?["']\s*\)""")
+"""Tensors placed on 'cuda' by name: such code cannot run on the CPU interpreter."""
+
+_DEVICE_CALLS = re.compile(
+    r"torch\.cuda\.(?!(?:is_available|manual_seed|manual_seed_all|device_count|empty_cache|amp)\b)\w+")
+"""`torch.cuda` uses that need a GPU (a CPU-only torch answers only the excluded ones)."""
+
+_GPU_DRIVER = re.compile(r"\bdriver\.active\b")
+"""`triton.runtime.driver.active`: Triton's GPU driver, absent on a CPU-only machine."""
+
+_LIBDEVICE = re.compile(r"\blibdevice\b")
+"""Triton's libdevice math (tl.extra.cuda / tl.extra.libdevice), which the interpreter lacks."""
 
 _DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int8", "int32", "int64",
                 "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
@@ -108,22 +118,50 @@ def _is_jit(function: ast.FunctionDef) -> bool:
     return any("jit" in ast.unparse(decorator) for decorator in function.decorator_list)
 
 
-def pick_entry_point(kernel: str, tests: str, where: str) -> str:
-    """Returns the kernel-side function the test code calls first (a wrapper, or a @jit kernel).
+def _names_in(node: ast.AST) -> set[str]:
+    return {child.id for child in ast.walk(node) if isinstance(child, ast.Name)}
 
-    GEAK's TritonBench files name no entry point; the test code's use of the kernel module
-    is the contract a candidate must keep.
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """Returns the names a top-level statement binds: a def, a class, `name = ...`."""
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        return [target.id for target in node.targets if isinstance(target, ast.Name)]
+    return []
+
+
+def launching_definitions(source: str) -> set[str]:
+    """Returns the top-level names (functions, classes, assignments) that launch a Triton
+    kernel: the @jit kernels, and every definition that names one of them, directly or
+    through other such definitions (a wrapper calling an autograd Function's `apply`)."""
+    body = ast.parse(source).body
+    launching = {node.name for node in body if isinstance(node, ast.FunctionDef) and _is_jit(node)}
+    grew = True
+    while grew:
+        before = len(launching)
+        launching |= {name for node in body if _names_in(node) & launching for name in _bound_names(node)}
+        grew = len(launching) > before
+    return launching
+
+
+def pick_entry_point(kernel: str, tests: str, where: str) -> str:
+    """Returns the kernel-side function the test code uses first that launches a Triton
+    kernel (a wrapper, or a @jit kernel); else the first it uses; else the first @jit kernel.
+
+    GEAK's files name no entry point; the test code's use of the kernel module is the
+    contract a candidate must keep. Helpers the test code also calls (`get_num_sms`) launch
+    nothing, so they are passed over.
     """
     functions = top_level_functions(kernel)
-    used = {node.id for node in ast.walk(ast.parse(tests)) if isinstance(node, ast.Name)}
-    for function in functions:
-        if function.name in used:
-            return function.name
+    used = [function.name for function in functions if function.name in _names_in(ast.parse(tests))]
+    launching = launching_definitions(kernel)
     jitted = [function.name for function in functions if _is_jit(function)]
-    if jitted:
-        return jitted[0]
-    raise ValueError(f"{where}: the kernel code defines no function the test code calls "
-                     f"and no @triton.jit kernel")
+    choices = [name for name in used if name in launching] + used + jitted
+    if not choices:
+        raise ValueError(f"{where}: the kernel code defines no function the test code calls "
+                         f"and no @triton.jit kernel")
+    return choices[0]
 
 
 def harness_tests(tests: str, skip: Iterable[str] = ()) -> list[str]:
@@ -144,20 +182,54 @@ def _outside_hip_functions(source: str) -> str:
                    if not any(first <= number <= last for first, last in hip))
 
 
-def platform_limits(*sources: str) -> tuple[tuple[str, ...], str]:
-    """Returns (runnable_on, skip_reason) for a task made of these sources.
+def _list_grid(node: ast.AST) -> bool:
+    return isinstance(node, ast.List) or (isinstance(node, ast.Lambda) and isinstance(node.body, ast.List))
 
-    AMD-only features keep a task on ROCm; a harness that places tensors on 'cuda' by name
-    needs a GPU, so it cannot run under the CPU interpreter.
+
+def launches_with_list_grid(source: str) -> bool:
+    """Whether a kernel is launched with a list as its grid (`kernel[[m, n]](...)`, or a
+    name bound to a list or to a lambda returning one): a GPU takes it, the interpreter
+    only takes tuples."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    lists = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _list_grid(node.value)
+             for target in node.targets if isinstance(target, ast.Name)}
+    grids = [node.func.slice for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)]
+    return any(_list_grid(grid) or (isinstance(grid, ast.Name) and grid.id in lists) for grid in grids)
+
+
+def _interpreter_gaps(text: str, portable: str, sources) -> list[str]:
+    """Returns what in the sources the CPU interpreter cannot run, in words."""
+    calls = sorted(set(_DEVICE_CALLS.findall(text)))
+    gaps = [("places tensors on 'cuda' by name", bool(_HARD_CODED_CUDA.search(text))),
+            (f"calls {', '.join(calls)}", bool(calls)),
+            ("asks Triton's GPU driver (triton.runtime.driver.active)", bool(_GPU_DRIVER.search(text))),
+            ("uses libdevice math, which the interpreter lacks", bool(_LIBDEVICE.search(portable))),
+            ("launches a kernel with a list as its grid (the interpreter takes tuples)",
+             any(map(launches_with_list_grid, sources)))]
+    return [words for words, found in gaps if found]
+
+
+def platform_limits(*sources: str) -> tuple[tuple[str, ...], str]:
+    """Returns (runnable_on, skip_reason) for a task made of these sources, decided from the
+    text alone (evidence: RESULTS.md#external-platforms, checked against real runs).
+
+    AMD-only features keep a task on ROCm. The CPU interpreter cannot run code that needs a
+    GPU (tensors placed on 'cuda', `torch.cuda` device calls, Triton's GPU driver) or what
+    the interpreter lacks (libdevice math, list grids). The reason has one clause per
+    cause, each naming the backends it rules out.
     """
     text = "\n".join(sources)
     portable = "\n".join(map(_outside_hip_functions, sources))
     amd = [what for marker, what in AMD_ONLY_FEATURES if marker in portable]
-    if amd:
-        return ("rocm",), f"needs AMD: uses {', '.join(amd)} (not runnable on cuda or interpreter)"
-    if _HARD_CODED_CUDA.search(text):
-        return ("cuda", "rocm"), "needs a GPU: the harness places tensors on 'cuda' (not runnable on interpreter)"
-    return ("cuda", "rocm", "interpreter"), ""
+    gaps = _interpreter_gaps(text, portable, sources)
+    clauses = ([f"not on cuda or interpreter: needs AMD, uses {', '.join(amd)}"] if amd else []) + \
+              ([f"not on interpreter: {'; '.join(gaps)}"] if gaps else [])
+    missing = ({"cuda", "interpreter"} if amd else set()) | ({"interpreter"} if gaps else set())
+    return tuple(b for b in BACKENDS if b not in missing), ". ".join(clauses)
 
 
 def dtypes_in(source: str) -> tuple[str, ...]:

@@ -1,11 +1,14 @@
 """Figures of a campaign or a sweep, as PNG files (matplotlib's Agg backend, no display).
 
-Each function draws one figure from tables evo.analysis.metrics computed, saves it and returns its
-path: the report prints the same numbers it plots.
+Each drawing function builds one figure from tables evo.analysis.metrics computed and returns
+it; `save` writes it: the report prints the same numbers it plots. Every curve of a figure has
+its own marker and dash, and the legend names a curve another one covers (evo.analysis.overlaps),
+so lines that coincide stay told apart. Log axes read 0.5, 1, 2, never 5×10⁻¹.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -14,13 +17,28 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+
+from evo.analysis.overlaps import legend_labels  # noqa: E402
 
 SPEND_LABELS = {"evaluations": "evaluations", "tokens": "LLM tokens", "usd": "USD",
                 "gpu_s": "GPU-seconds"}
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINE_STYLES = ("-", "--", ":", "-.")
+LOG_SUBS = ((2.0, (1.0,)), (1.0, (1.0, 2.0, 5.0)), (0.6, (1.0, 2.0, 3.0, 5.0)),
+            (0.3, (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)),
+            (0.0, (1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)))
+"""(decades spanned at least, multiples of each power of ten that get a labelled tick): the
+wider a log axis, the fewer labels per decade."""
+RUNS_LABELS = {True: "k (islands per task; no migration: independent runs)",
+               False: "k (islands per task; they exchange migrants: not independent runs)",
+               None: "k (islands per task)"}
+"""The pass@k figure's x axis, by whether a campaign's islands are independent runs
+(`Results.independent_runs`): islands that migrate share their best, so they are not."""
 
 
-def _save(figure: plt.Figure, path: Path) -> Path:
+def save(figure: plt.Figure, path: Path) -> Path:
+    """Writes `figure` to `path` (a PNG), closes it and returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
@@ -38,39 +56,65 @@ def _empty(axes: plt.Axes, message: str) -> None:
     axes.text(0.5, 0.5, message, ha="center", va="center", transform=axes.transAxes)
 
 
-def accuracy_vs_generation(by_generation: pd.DataFrame, path: Path) -> Path:
+def _curves(axes: plt.Axes, curves: dict[str, pd.Series]) -> None:
+    """Draws each curve (y indexed by x) with its own hollow marker and dash; its label
+    names an earlier curve it lies on."""
+    labels = legend_labels([(name, c.index, c.astype(float)) for name, c in curves.items()])
+    for index, (curve, label) in enumerate(zip(curves.values(), labels)):
+        axes.plot(curve.index, curve.astype(float), label=label, fillstyle="none",
+                  marker=MARKERS[index % len(MARKERS)],
+                  linestyle=LINE_STYLES[index % len(LINE_STYLES)])
+
+
+def _plain_log_axis(axis, low: float, high: float, suffix: str = "") -> None:
+    """Labels a log axis with plain numbers (0.5, 1, 2), at `LOG_SUBS` times powers of ten
+    for the decades it spans; minor ticks stay unlabelled."""
+    decades = math.log10(high / low)
+    subs = next(subs for least, subs in LOG_SUBS if decades >= least)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}{suffix}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def accuracy_vs_generation(by_generation: pd.DataFrame) -> plt.Figure:
     """Sequential scaling: call / execution accuracy and pass@1 against generations."""
     figure, axes = plt.subplots(figsize=(6, 4))
-    for column, label in (("call_accuracy", "call accuracy"), ("exec_accuracy", "execution accuracy"),
-                          ("pass_at_1", "pass@1 (mean over runs)")):
-        axes.plot(by_generation.index, by_generation[column].astype(float), marker="o", label=label)
+    _curves(axes, {"call accuracy": by_generation["call_accuracy"],
+                   "execution accuracy": by_generation["exec_accuracy"],
+                   "pass@1 (mean over islands)": by_generation["pass_at_1"]})
     axes.set(xlabel="generation", ylabel="fraction of tasks", ylim=(-0.02, 1.02),
              title="Accuracy vs generation (cumulative)")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.legend(loc="lower right")  # rising curves leave that corner free
-    return _save(figure, path)
+    axes.legend(loc="lower right", fontsize=8)  # rising curves leave that corner free
+    return figure
 
 
-def pass_at_k(by_runs: pd.DataFrame, task_curves: dict[str, dict[int, float]], path: Path) -> Path:
-    """Parallel scaling: suite pass@k and call pass@k against k, tasks in thin grey."""
+def pass_at_k(by_runs: pd.DataFrame, task_curves: dict[str, dict[int, float]],
+              independent: bool | None) -> plt.Figure:
+    """Parallel scaling: suite pass@k and call pass@k against k islands, and, when there are
+    several tasks, each task's pass@k as a thin grey line (one legend entry for them all)."""
     figure, axes = plt.subplots(figsize=(6, 4))
-    for curve in task_curves.values():
-        axes.plot(list(curve), list(curve.values()), color="0.8", linewidth=0.8)
-    axes.plot(by_runs.index, by_runs["call_pass_at_k"], marker="s", label="call pass@k")
-    axes.plot(by_runs.index, by_runs["pass_at_k"], marker="o", label="pass@k (correct)")
-    axes.set(xlabel="k (independent runs)", ylabel="probability", ylim=(-0.02, 1.02),
-             title="pass@k vs k (grey: single tasks)")
+    if len(task_curves) > 1:
+        distinct = len({tuple(curve.items()) for curve in task_curves.values()})
+        label = f"single tasks' pass@k ({len(task_curves)}" + (
+            f"; {distinct} distinct)" if distinct < len(task_curves) else ")")
+        for index, curve in enumerate(task_curves.values()):
+            axes.plot(list(curve), list(curve.values()), color="0.55", linewidth=0.8,
+                      marker=".", zorder=3, label=label if index == 0 else "_nolegend_")
+    _curves(axes, {"call pass@k": by_runs["call_pass_at_k"],
+                   "pass@k (correct)": by_runs["pass_at_k"]})
+    axes.set(xlabel=RUNS_LABELS[independent], ylabel="probability", ylim=(-0.02, 1.02),
+             title="pass@k vs k (mean over tasks)")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes.legend(loc="lower right")  # rising curves leave that corner free
-    return _save(figure, path)
+    axes.legend(loc="lower right", fontsize=8)  # rising curves leave that corner free
+    return figure
 
 
-def best_speedup_by_generation(best: pd.DataFrame, meaningful: bool, path: Path) -> Path:
-    """Best correct speedup found so far, per task, against generations."""
+def best_speedup_by_generation(best: pd.DataFrame, meaningful: bool) -> plt.Figure:
+    """Best correct speedup found so far, per task, against generations (from generation 0)."""
     figure, axes = plt.subplots(figsize=(6, 4))
     drawn = best.dropna(axis="columns", how="all")
-    for task in drawn.columns:
-        axes.plot(drawn.index, drawn[task], marker="o", label=task)
+    _curves(axes, {task: drawn[task] for task in drawn.columns})
     if drawn.empty:
         _empty(axes, "no correct timed candidate yet")
     else:
@@ -81,30 +125,33 @@ def best_speedup_by_generation(best: pd.DataFrame, meaningful: bool, path: Path)
              title="Best speedup per generation per task")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     _timing_caveat(axes, meaningful)
-    return _save(figure, path)
+    return figure
 
 
-def speedup_distribution(speedups: pd.Series, meaningful: bool, path: Path) -> Path:
-    """Histogram of the speedups of every correct timed candidate (log-spaced bins)."""
+def speedup_distribution(speedups: pd.Series, meaningful: bool) -> plt.Figure:
+    """Histogram of the speedups of every correct timed candidate (log-spaced bins once
+    they span more than a factor of two)."""
     figure, axes = plt.subplots(figsize=(6, 4))
     positive = speedups[speedups > 0].astype(float)
     if positive.empty:
         _empty(axes, "no correct timed candidate yet")
     else:
-        low, high = positive.min(), positive.max()
-        bins = np.geomspace(low / 1.1, high * 1.1, 30) if high > low else 10
+        low, high = positive.min() / 1.1, positive.max() * 1.1
+        wide = high / low > 2 * 1.1 ** 2
+        bins = np.geomspace(low, high, 30) if wide else np.linspace(low, high, 11)
         axes.hist(positive, bins=bins, color="tab:blue", edgecolor="white")
-        if high > low:
+        if wide:
             axes.set_xscale("log")
+            _plain_log_axis(axes.xaxis, low, high)
         axes.axvline(1.0, color="0.3", linestyle="--", linewidth=0.8)
     axes.set(xlabel="speedup vs baseline", ylabel="correct candidates",
              title="Speedup distribution")
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     _timing_caveat(axes, meaningful)
-    return _save(figure, path)
+    return figure
 
 
-def accuracy_vs_spend(curves: dict[str, pd.DataFrame], path: Path,
-                      metric: str = "exec_accuracy") -> Path:
+def accuracy_vs_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy") -> plt.Figure:
     """Accuracy against cumulative compute, one panel per unit spent, one line per campaign.
 
     `curves` maps a label to a by-generation table; units nobody spent (tokens in offline
@@ -114,16 +161,16 @@ def accuracy_vs_spend(curves: dict[str, pd.DataFrame], path: Path,
                 if any(float(table[m].max()) > 0 for table in curves.values())]
     figure, panels = plt.subplots(1, len(measures), figsize=(4 * len(measures), 3.8), squeeze=False)
     for axes, measure in zip(panels[0], measures):
-        for label, table in curves.items():
-            axes.plot(table[measure], table[metric].astype(float), marker="o", label=label)
+        _curves(axes, {label: pd.Series(table[metric].to_numpy(), index=table[measure].to_numpy())
+                       for label, table in curves.items()})
         axes.set(xlabel=SPEND_LABELS[measure], ylabel=metric.replace("_", " "), ylim=(-0.02, 1.02))
     panels[0][0].set_title("Accuracy vs spend")
     if 1 < len(curves) <= 12:
         panels[0][-1].legend(fontsize=7)
-    return _save(figure, path)
+    return figure
 
 
-def versus_torch(cases: list[dict], modes: tuple[str, ...], path: Path) -> Path:
+def versus_torch(cases: list[dict], modes: tuple[str, ...]) -> plt.Figure:
     """The best kernel's speedup over the baseline and each torch mode, one group per case.
 
     Bars grow from 1 on a log scale, so 2x faster and 2x slower are equally long, right and
@@ -133,19 +180,18 @@ def versus_torch(cases: list[dict], modes: tuple[str, ...], path: Path) -> Path:
     labels = [f"{c['task']} {c['case']}" for c in cases]
     figure, axes = plt.subplots(figsize=(9, 1.5 + 0.35 * len(cases)))
     height = 0.8 / len(keys)
+    every = []
     for offset, key in enumerate(keys):
         values = np.array([c["speedup"][key] or np.nan for c in cases], dtype=float)
+        every.extend(values[np.isfinite(values) & (values > 0)])
         axes.barh(np.arange(len(cases)) + offset * height, values - 1.0, left=1.0,
                   height=height, label=key)
     axes.set_yticks(np.arange(len(cases)) + 0.4 - height / 2, labels, fontsize=7)
     axes.invert_yaxis()
     axes.set_xscale("log")
-    label = FuncFormatter(lambda value, _: f"{value:g}x")
-    axes.xaxis.set_major_formatter(label)
-    axes.xaxis.set_minor_formatter(label)
-    axes.tick_params(axis="x", which="minor", labelsize=7)
+    _plain_log_axis(axes.xaxis, min(every + [1.0]), max(every + [1.0]) * 1.01, suffix="x")
     axes.axvline(1.0, color="0.3", linestyle="--", linewidth=0.8)
     axes.set(xlabel="speedup of the best kernel (other latency / best latency)",
              title="Best kernel vs baseline and torch, per case")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return _save(figure, path)
+    return figure

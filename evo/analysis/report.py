@@ -2,55 +2,87 @@
 
 The JSON and the printed tables come from one dict, so what a script reads is what a person
 sees. Figures land in DIR/figures either way. A campaign timed on a GPU is also read against
-torch's own timings of the same cases when they exist (evo.analysis.torch_comparison).
+torch's own timings of the same cases when they exist (evo.analysis.torch_comparison). Every
+campaign report says how its last run ended and what its LLM calls failed with
+(evo.analysis.outcome); for a campaign without evaluations that is the whole report.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from matplotlib.figure import Figure
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from evo.analysis import metrics as analysis
 from evo.analysis import compare
+from evo.analysis import outcome
 from evo.analysis import plots
 from evo.analysis import torch_comparison
 
 
-def campaign_report(results: analysis.Results,
-                    torch_timings: Path | str | None = None) -> dict[str, Any]:
-    """Returns every metric of one campaign, and its comparison with torch, and writes its
-    figures; `torch_timings` names the timings file (default: DIR/torch_timings.parquet)."""
+@dataclasses.dataclass(frozen=True)
+class Tables:
+    """The metrics tables of one campaign that its report prints and its figures draw."""
+
+    tasks: pd.DataFrame
+    generations: pd.DataFrame
+    runs: pd.DataFrame
+    best: pd.DataFrame
+    solved_curves: dict[str, dict[int, float]]
+    called_curves: dict[str, dict[int, float]]
+    meaningful: bool | None  # None: nothing timed yet
+
+
+def tables_of(results: analysis.Results) -> Tables:
+    """Returns the metrics tables of `results`."""
     tasks = analysis.task_table(results)
-    generations = analysis.by_generation(results)
-    runs = analysis.by_runs(results, tasks)
-    best = analysis.best_speedup_by_generation(results)
-    solved_curves = analysis.pass_curves(tasks, "runs_solved")
-    called_curves = analysis.pass_curves(tasks, "runs_called")
     rows = results.search_rows
     timed = rows.loc[rows["speedup"].notna(), "timing_meaningful"].astype(bool)
-    meaningful = bool(timed.all()) if len(timed) else None  # None: nothing timed yet
-    figures_dir = results.path / "figures"
-    figures = [
-        plots.accuracy_vs_generation(generations, figures_dir / "accuracy_vs_generation.png"),
-        plots.pass_at_k(runs, solved_curves, figures_dir / "pass_at_k.png"),
-        plots.best_speedup_by_generation(best, meaningful is not False,
-                                         figures_dir / "best_speedup_by_generation.png"),
-        plots.speedup_distribution(rows.loc[rows["correct"].astype(bool), "speedup"].dropna(),
-                                   meaningful is not False, figures_dir / "speedup_distribution.png"),
-        plots.accuracy_vs_spend({results.name: generations}, figures_dir / "accuracy_vs_spend.png"),
-    ]
+    return Tables(tasks=tasks, generations=analysis.by_generation(results),
+                  runs=analysis.by_runs(results, tasks),
+                  best=analysis.best_speedup_by_generation(results),
+                  solved_curves=analysis.pass_curves(tasks, "runs_solved"),
+                  called_curves=analysis.pass_curves(tasks, "runs_called"),
+                  meaningful=bool(timed.all()) if len(timed) else None)
+
+
+def campaign_figures(results: analysis.Results, tables: Tables) -> dict[str, Figure]:
+    """Returns the campaign's figures by file name (without .png), drawn, not saved."""
+    rows = results.search_rows
+    meaningful = tables.meaningful is not False
+    return {
+        "accuracy_vs_generation": plots.accuracy_vs_generation(tables.generations),
+        "pass_at_k": plots.pass_at_k(tables.runs, tables.solved_curves, results.independent_runs),
+        "best_speedup_by_generation": plots.best_speedup_by_generation(tables.best, meaningful),
+        "speedup_distribution": plots.speedup_distribution(
+            rows.loc[rows["correct"].astype(bool), "speedup"].dropna(), meaningful),
+        "accuracy_vs_spend": plots.accuracy_vs_spend({results.name: tables.generations}),
+    }
+
+
+def campaign_report(results: analysis.Results,
+                    torch_timings: Path | str | None = None) -> dict[str, Any]:
+    """Returns every metric of one campaign, how its last run ended, and its comparison
+    with torch, and writes its figures; `torch_timings` names the timings file (default:
+    DIR/torch_timings.parquet)."""
+    tables = tables_of(results)
+    drawn = campaign_figures(results, tables)
     versus_torch = torch_comparison.comparison(results, torch_timings)
     if versus_torch["status"] == "joined":
-        figures.append(plots.versus_torch(versus_torch["cases"], torch_comparison.MODES,
-                                          figures_dir / "versus_torch.png"))
-    suite = analysis.suite_metrics(tasks)
-    suite["spend"] = {m: float(generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES}
-    suite["timing_meaningful"] = meaningful
+        drawn["versus_torch"] = plots.versus_torch(versus_torch["cases"], torch_comparison.MODES)
+    figures = [plots.save(figure, results.path / "figures" / f"{name}.png")
+               for name, figure in drawn.items()]
+    ended = outcome.outcome(results.path, results.meta)
+    suite = analysis.suite_metrics(tables.tasks)
+    suite["spend"] = {m: float(tables.generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES}
+    suite["timing_meaningful"] = tables.meaningful
     task_fields = ["suite", "difficulty", "candidates", "call_rate", "correct_rate", "runs",
                    "runs_called", "runs_solved", "best_speedup", "roofline_fraction",
                    "best_candidate_id", "timing_meaningful"]
@@ -59,14 +91,18 @@ def campaign_report(results: analysis.Results,
         "path": str(results.path),
         "suite": suite,
         "tasks": {name: {**{f: row[f] for f in task_fields},
-                         "pass_at_k": solved_curves[name], "call_pass_at_k": called_curves[name]}
-                  for name, row in tasks.iterrows()},
-        "by_generation": generations.reset_index().to_dict("records"),
-        "by_runs": runs.reset_index().to_dict("records"),
-        "best_speedup_by_generation": {task: best[task].tolist() for task in best.columns},
-        "by_difficulty": analysis.by_difficulty(tasks),
+                         "pass_at_k": tables.solved_curves[name],
+                         "call_pass_at_k": tables.called_curves[name]}
+                  for name, row in tables.tasks.iterrows()},
+        "by_generation": tables.generations.reset_index().to_dict("records"),
+        "by_runs": tables.runs.reset_index().to_dict("records"),
+        "best_speedup_by_generation": {task: tables.best[task].tolist()
+                                       for task in tables.best.columns},
+        "by_difficulty": analysis.by_difficulty(tables.tasks),
         "torch": versus_torch,
-        "notes": analysis.timing_notes(results),
+        "stop": ended["stop"],
+        "llm": ended["llm"],
+        "notes": analysis.timing_notes(results) + ended["notes"],
         "figures": [str(p) for p in figures],
     }
     return analysis.to_json_value(report)
@@ -83,11 +119,14 @@ def _num(value: Any, kind: str = "f") -> str:
     return f"{value:,.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.3g}"
 
 
+LEFT_COLUMNS = ("task", "cell", "failure kind", "latest error")
+
+
 def _table(title: str, columns: list[str], rows: list[list[str]], caption: str = "") -> Table:
     table = Table(title=title, title_justify="left", caption=caption or None,
                   caption_justify="left")
     for column in columns:
-        table.add_column(column, justify="left" if column in ("task", "cell") else "right")
+        table.add_column(column, justify="left" if column in LEFT_COLUMNS else "right")
     for row in rows:
         table.add_row(*(escape(cell) for cell in row))  # names are data, not rich markup
     return table
@@ -134,7 +173,34 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
                          [[d, str(s["tasks"])] + _suite_row(s)
                           for d, s in report["by_difficulty"].items()]))
     _print_torch(report["torch"], console)
+    _print_outcome(report, console)
     _print_footer(report, console)
+
+
+def print_without_evaluations(report: dict[str, Any], console: Console) -> None:
+    """Prints the report of a campaign that holds no evaluation: what ended it and why."""
+    console.print(f"Campaign {escape(report['campaign'])} ({escape(report['path'])}) has no "
+                  "evaluations: no candidate was scored.")
+    _print_outcome(report, console)
+    _print_footer(report, console)
+
+
+def _print_outcome(report: dict[str, Any], console: Console) -> None:
+    """Prints how the last run ended and the failed LLM calls by kind."""
+    stop = report["stop"]
+    if stop is not None:
+        at = stop["at"][:19].replace("T", " ")
+        console.print(f"last run: {escape(stop['reason'])} (at {at} UTC)")
+        for line in stop["details"]:
+            console.print(f"  {escape(line)}")
+    llm = report["llm"]
+    if llm["failed"]:
+        rows = [[kind, str(failed["calls"]), failed["example"].strip().splitlines()[0][:200]]
+                for kind, failed in llm["kinds"].items()]  # an example's first line
+        console.print(_table(f"LLM calls: {llm['calls']}, {llm['failed']} failed",
+                             ["failure kind", "calls", "latest error"], rows))
+    elif llm["calls"]:
+        console.print(f"LLM calls: {llm['calls']}, none failed")
 
 
 TORCH_COLUMNS = {"eager": "eager", "default": "compile",
@@ -226,25 +292,28 @@ def main(directory: Path | str, as_json: bool = False,
          torch_timings: Path | str | None = None) -> None:
     """Reports a campaign folder (with campaign.json) or a sweep folder (campaigns inside).
 
-    Raises FileNotFoundError for a missing folder or timings file and ValueError for a
-    folder holding no campaign or no evaluations, or an unreadable timings file; the CLI
-    turns each into a one-line error.
+    A campaign without evaluations gets what ended it instead (its torch timings, if named,
+    have nothing to be read against). Raises FileNotFoundError for a missing folder or
+    timings file and ValueError for a folder holding no campaign, an unreadable
+    campaign.json or timings file; the CLI turns each into a one-line error.
     """
     path = Path(directory)
     if not path.is_dir():
         raise FileNotFoundError(f"no results folder at {path}")
-    is_campaign = (path / "campaign.json").is_file()
-    if is_campaign:
-        report = campaign_report(analysis.load(path), torch_timings)
-    elif torch_timings:
-        raise ValueError(f"--torch-timings reads against one campaign; {path} is a sweep "
-                         "folder (report one of its campaigns)")
+    if not (path / "campaign.json").is_file():
+        if torch_timings:
+            raise ValueError(f"--torch-timings reads against one campaign; {path} is a sweep "
+                             "folder (report one of its campaigns)")
+        report, show = compare.sweep_report(path, path / "figures"), print_sweep
+    elif outcome.has_evaluations(path):
+        report, show = campaign_report(analysis.load(path), torch_timings), print_campaign
     else:
-        report = analysis.to_json_value(compare.sweep_report(path, path / "figures"))
+        report, show = outcome.without_evaluations(path), print_without_evaluations
+    report = analysis.to_json_value(report)
     if as_json:
         print(json.dumps(report, allow_nan=False))
     else:
         console = Console()
         if not console.is_terminal:  # a log file or pipe: keep whole columns, not 80 wide
             console = Console(width=200)
-        (print_campaign if is_campaign else print_sweep)(report, console)
+        show(report, console)

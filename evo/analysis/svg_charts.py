@@ -2,7 +2,9 @@
 
 Hand-drawn rather than matplotlib's SVG: a page holds a dozen charts per task, and these cost
 microseconds each, scale with the browser's zoom, and carry a tooltip (<title>) per point.
-Values are data (task names, failure kinds): every text goes through `html.escape`.
+Values are data (task names, failure kinds): every text goes through `html.escape`. Each
+line has its own dash and hollow marker shape, and the legend names a line another one
+covers (evo.analysis.overlaps): lines that coincide stay told apart.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import html
 import math
-from typing import Sequence
+from typing import Callable, Sequence
+
+from evo.analysis.overlaps import legend_labels
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")
@@ -25,6 +29,14 @@ MAX_MARKERS = 80
 """A series with more points than this is drawn as a line alone."""
 CHAR_W = 6.4
 """Rough width of a legend character at font-size 11, to wrap legend rows."""
+DASHES = ("", "6 3", "2 3", "8 3 2 3")
+"""stroke-dasharray of a chart's lines, in turn ("": solid)."""
+SHAPES = ("circle", "square", "triangle", "diamond")
+"""Marker shape of a chart's lines, in turn."""
+CORNERS = {"square": ((-2.6, -2.6), (2.6, -2.6), (2.6, 2.6), (-2.6, 2.6)),
+           "triangle": ((0.0, -3.2), (3.0, 2.4), (-3.0, 2.4)),
+           "diamond": ((0.0, -3.4), (3.4, 0.0), (0.0, 3.4), (-3.4, 0.0))}
+"""Corners of the polygon markers, around the point."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,15 +73,46 @@ def _label(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
-def _legend(labels: Sequence[str], colors: Sequence[str], width: float) -> tuple[list[str], float]:
-    """Returns legend items laid out in rows under the title, and the height they take."""
+def _dash(index: int) -> str:
+    dash = DASHES[index % len(DASHES)]
+    return f' stroke-dasharray="{dash}"' if dash else ""
+
+
+def _marker(index: int, x: float, y: float, color: str, tooltip: str = "") -> str:
+    """Returns the hollow marker of a chart's index-th line at (x, y), `tooltip` inside it."""
+    shape = SHAPES[index % len(SHAPES)]
+    style = f'fill="none" stroke="{color}" stroke-width="1.3" pointer-events="all"'
+    if shape == "circle":
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.8" {style}>{tooltip}</circle>'
+    corners = " ".join(f"{x + dx:.1f},{y + dy:.1f}" for dx, dy in CORNERS[shape])
+    return f'<polygon points="{corners}" {style}>{tooltip}</polygon>'
+
+
+def _line_swatch(index: int, color: str) -> Callable[[float, float], str]:
+    """Returns what draws a line's legend sample: its dash and its marker."""
+    def draw(x: float, y: float) -> str:
+        return (f'<line x1="{x:.0f}" x2="{x + 16:.0f}" y1="{y:.1f}" y2="{y:.1f}" '
+                f'stroke="{color}" stroke-width="1.8"{_dash(index)}/>'
+                + _marker(index, x + 8, y, color))
+    return draw
+
+
+def _box_swatch(color: str) -> Callable[[float, float], str]:
+    """Returns what draws a bar stack's legend sample: a box of its color."""
+    return lambda x, y: (f'<rect x="{x + 3:.0f}" y="{y - 5:.1f}" width="10" height="10" '
+                         f'fill="{color}"/>')
+
+
+def _legend(labels: Sequence[str], swatches: Sequence[Callable[[float, float], str]],
+            width: float) -> tuple[list[str], float]:
+    """Returns legend items laid out in rows under the title, and the height they take;
+    `swatches` draw each item's sample, given its left end and middle height."""
     items, x, y = [], LEFT, LEGEND_Y
-    for label, color in zip(labels, colors):
-        size = 18 + CHAR_W * len(label)
+    for label, swatch in zip(labels, swatches):
+        size = 24 + CHAR_W * len(label)
         if x + size > width - RIGHT and x > LEFT:
             x, y = LEFT, y + 14
-        items.append(f'<rect x="{x:.0f}" y="{y - 8}" width="10" height="10" fill="{color}"/>'
-                     f'<text x="{x + 13:.0f}" y="{y + 1}" class="legend">'
+        items.append(swatch(x, y - 3) + f'<text x="{x + 19:.0f}" y="{y + 1}" class="legend">'
                      f"{html.escape(label)}</text>")
         x += size + 8
     return items, y - LEGEND_Y
@@ -111,7 +154,8 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
                integer_x: bool = False, width: float = WIDTH, height: float = HEIGHT) -> str:
     """Returns an SVG line chart; `reference` draws a dashed horizontal line (1x speedup)."""
     colors = [PALETTE[i % len(PALETTE)] for i in range(len(series))]
-    legend, legend_h = _legend([s.label for s in series], colors, width)
+    labels = legend_labels([(s.label, s.x, s.y) for s in series])
+    legend, legend_h = _legend(labels, [_line_swatch(i, c) for i, c in enumerate(colors)], width)
     parts, top = _frame(title, x_label, y_label, width, height, legend_h)
     points = [(float(x), float(y)) for s in series for x, y in zip(s.x, s.y)
               if not (math.isnan(float(y)) or math.isnan(float(x)))]
@@ -142,13 +186,13 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
     if reference is not None:
         parts.append(f'<line x1="{box[0]}" x2="{box[2]}" y1="{sy(reference):.1f}" '
                      f'y2="{sy(reference):.1f}" class="reference"/>')
-    for s, color in zip(series, colors):
-        parts.extend(_draw_series(s, color, sx, sy))
+    for index, (s, color) in enumerate(zip(series, colors)):
+        parts.extend(_draw_series(s, index, color, sx, sy))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _draw_series(series: Series, color: str, sx, sy) -> list[str]:
+def _draw_series(series: Series, index: int, color: str, sx, sy) -> list[str]:
     pairs = [(float(x), float(y)) for x, y in zip(series.x, series.y)]
     path, pen_down, drawn = [], False, []
     for x, y in pairs:
@@ -161,11 +205,12 @@ def _draw_series(series: Series, color: str, sx, sy) -> list[str]:
             path.append(f"{'L' if pen_down else 'M'}{sx(x):.1f},{sy(y):.1f}")
         pen_down = True
         drawn.append((x, y))
-    out = [f'<path d="{"".join(path)}" fill="none" stroke="{color}" stroke-width="1.8" '
-           f'class="series" data-label="{html.escape(series.label)}"/>'] if path else []
+    out = [f'<path d="{"".join(path)}" fill="none" stroke="{color}" stroke-width="1.8"'
+           f'{_dash(index)} class="series" data-label="{html.escape(series.label)}"/>'
+           ] if path else []
     if len(drawn) <= MAX_MARKERS:
-        out.extend(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.6" fill="{color}">'
-                   f'<title>{html.escape(series.label)}: {_label(x)}, {y:.4g}</title></circle>'
+        out.extend(_marker(index, sx(x), sy(y), color,
+                           f"<title>{html.escape(series.label)}: {_label(x)}, {y:.4g}</title>")
                    for x, y in drawn)
     return out
 
@@ -178,7 +223,7 @@ def bar_chart(x: Sequence[float], stacks: dict[str, Sequence[float]], *, title: 
     chosen = colors or {}
     palette = iter(c for c in PALETTE if c != CORRECT_COLOR)
     color_of = {n: chosen.get(n) or next(palette, "#999999") for n in names}
-    legend, legend_h = _legend(names, [color_of[n] for n in names], width)
+    legend, legend_h = _legend(names, [_box_swatch(color_of[n]) for n in names], width)
     parts, top = _frame(title, x_label, y_label, width, height, legend_h)
     totals = [sum(float(stacks[n][i]) for n in names) for i in range(len(x))]
     box = (LEFT, top, width - RIGHT, height + legend_h - BOTTOM)

@@ -35,12 +35,15 @@ from fitness.processes.pool import WorkerPool  # noqa: E402
 
 
 def check_suite(suite: str, path: str, runner: harness.HarnessRunner, sample: int | None,
-                jobs: int) -> dict:
-    """Returns the counts and failures of one suite on the runner's backend."""
+                jobs: int, every_task: bool = False) -> dict:
+    """Returns the counts and failures of one suite on the runner's backend; `every_task`:
+    run the tasks the static rule keeps off this backend too, and count where the rule's
+    verdict (`runnable_on`) and the run agree."""
     tasks = external.load_suite(suite, path)
     runnable = [task for task in tasks if runner.device.backend in task.runnable_on]
-    chosen = sorted(random.Random(0).sample(runnable, sample), key=lambda t: t.name) \
-        if sample and sample < len(runnable) else runnable
+    pool = tasks if every_task else runnable
+    chosen = sorted(random.Random(0).sample(pool, sample), key=lambda t: t.name) \
+        if sample and sample < len(pool) else pool
     failures, start = {}, time.monotonic()
 
     def reference(task):
@@ -57,7 +60,8 @@ def check_suite(suite: str, path: str, runner: harness.HarnessRunner, sample: in
     return {"suite": suite, "loaded": len(tasks), "runnable_here": len(runnable),
             "checked": len(chosen), "reference_passes": len(chosen) - len(failures),
             "not_runnable": {t.name: t.skip_reason for t in tasks if t not in runnable},
-            "failures": failures, "wall_s": round(time.monotonic() - start, 1)}
+            "failures": failures, "wall_s": round(time.monotonic() - start, 1),
+            "rule_agrees": sum((t in runnable) == (t.name not in failures) for t in chosen)}
 
 
 def main() -> None:
@@ -70,6 +74,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900.0, help="limit per reference run, seconds")
     parser.add_argument("--suite-seeds", action="store_true", help="keep the harness's own seeds (no salt)")
     parser.add_argument("--json", metavar="FILE", help="also write the results here")
+    parser.add_argument("--every-task", action="store_true", help="also run the tasks the static "
+                        "rule says cannot run here, and count where rule and run agree")
     args = parser.parse_args()
     paths = {suite: getattr(args, suite.split("-")[0]) for suite in external.SUITES}
     if not any(paths.values()):
@@ -85,14 +91,16 @@ def main() -> None:
         try:
             for suite, path in paths.items():
                 if path:
-                    results.append(check_suite(suite, path, runner, args.sample, args.jobs))
+                    results.append(check_suite(suite, path, runner, args.sample, args.jobs,
+                                               args.every_task))
         finally:
             workers.close()
     print(f"device: {info.name} ({info.backend}), {time.strftime('%Y-%m-%d')}")
-    print(f"{'suite':22} {'loaded':>6} {'runnable':>8} {'checked':>7} {'ref passes':>10} {'wall s':>7}")
+    print(f"{'suite':22} {'loaded':>6} {'runnable':>8} {'checked':>7} {'ref passes':>10} "
+          f"{'rule agrees':>11} {'wall s':>7}")
     for row in results:
         print(f"{row['suite']:22} {row['loaded']:6d} {row['runnable_here']:8d} {row['checked']:7d} "
-              f"{row['reference_passes']:10d} {row['wall_s']:7.1f}")
+              f"{row['reference_passes']:10d} {row['rule_agrees']:11d} {row['wall_s']:7.1f}")
     for row in results:
         for name, error in sorted(row["failures"].items()):
             detail = next((line for line in reversed(error.strip().splitlines()) if line.strip()), "")

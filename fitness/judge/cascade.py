@@ -30,8 +30,9 @@ from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
 from fitness.judge import anticheat, timing_report
 from fitness.judge import policy
 from fitness.judge.activity import Activity
+from fitness.judge.case_errors import CaseErrors
 from fitness.judge.retries import worth_retrying
-from fitness.judge.static_checks import static_failure
+from fitness.judge.static_checks import missing_entry_point, static_failure
 from fitness.settings import Limits
 from fitness.measure.meter import Meter
 from fitness.judge.latency_memory import GIVE_UP_FACTOR, BaselineCache, BestLatency
@@ -43,11 +44,12 @@ the Evaluator's checker pool holds this many beside one per candidate worker."""
 
 
 class _Failed(Exception):
-    """Ends the walk: the candidate failed `kind` at `stage`."""
+    """Ends the walk: the candidate failed `kind` at `stage`; `errors`: the checker's
+    verdict on the call's outputs when a comparison failed (max_abs_err, rel_err)."""
 
-    def __init__(self, stage: str, kind: str, detail: str):
+    def __init__(self, stage: str, kind: str, detail: str, errors: dict | None = None):
         super().__init__(detail)
-        self.stage, self.kind, self.detail = stage, kind, detail
+        self.stage, self.kind, self.detail, self.errors = stage, kind, detail, errors or {}
 
 
 def amd_only_options(source: str) -> list[str]:
@@ -177,6 +179,7 @@ class _Walk:
         # walk uses that worker
         self._walk_number = next(cascade.walks)
         self._launched_before = False
+        self.errors = CaseErrors(self.cases)
 
     @property
     def stage(self) -> str:
@@ -301,7 +304,7 @@ class _Walk:
         self.fields["call_ok"] = True  # it ran and returned outputs; now they are judged
         if verdict["kind"] is not None:
             stage = "timed" if self.stage == "timed" else "correct"
-            raise _Failed(stage, verdict["kind"], f"case {case.name!r}: {verdict['detail']}")
+            raise _Failed(stage, verdict["kind"], f"case {case.name!r}: {verdict['detail']}", verdict)
         return verdict
 
     def _judge(self, worker, observed: dict, stage: str) -> None:
@@ -336,32 +339,45 @@ class _Walk:
         self._reset(checker)
         self.stage = "import"
         start = time.monotonic()
-        with self.c.device_lock.shared(loading=True):  # no timing beside an import's device work
-            loaded = self._request(worker, {"op": "load",
-                                            "source": policy.runnable_source(self.candidate.source, self.task),
-                                            "entry_point": self.task.entry_point,
-                                            "arity": _arity(self.task.reference),
-                                            "stall_s": limits.stall_s},
-                                   limits.import_s)
+        loaded = self._load(worker)
         if loaded.get("patched"):
             self._judge(worker, loaded, "import")
         self.stage = "run"  # compiling on stand-ins, then the first call launches
         try:  # a stage's seconds are kept when it fails too (a compile that ran out of time)
             compiled = self._precompile(worker, checker)
-            first = self._call(worker, checker, self.cases[0], self.c.seed(), limits.compile_s,
-                               compiling=not compiled)
+            self._checked(worker, checker, 0, self.c.seed(), limits.compile_s,
+                          compiling=not compiled)
         finally:
             self.compile_s = time.monotonic() - start
         self.fields["call_ok"] = True
         self.stage = "correct"
         start = time.monotonic()
         try:
-            self._correctness(worker, checker, first)
+            self._correctness(worker, checker)
         finally:
             self.check_s = time.monotonic() - start
         self.stage = "timed"
         self._latency(worker, checker)
         self.fields["correct"] = True
+
+    def _load(self, worker) -> dict:
+        """Has the worker import the candidate (no timing beside an import's device work);
+        a missing entry point is told in the judge's words, from the source: what the module
+        defines instead."""
+        limits = self.c.limits
+        try:
+            with self.c.device_lock.shared(loading=True):
+                return self._request(worker, {"op": "load",
+                                              "source": policy.runnable_source(self.candidate.source, self.task),
+                                              "entry_point": self.task.entry_point,
+                                              "arity": _arity(self.task.reference),
+                                              "stall_s": limits.stall_s},
+                                     limits.import_s)
+        except _Failed as failed:
+            if failed.kind != "missing_entry_point":
+                raise
+            raise _Failed(failed.stage, failed.kind, missing_entry_point(
+                self.candidate.source, self.task.entry_point)) from None
 
     def _reset(self, checker) -> None:
         """Has the checker forget its last walk and hand its device memory back, under the
@@ -410,22 +426,54 @@ class _Walk:
             self.c.input_layouts[self.task.name] = layouts
         return layouts
 
-    def _correctness(self, worker, checker, first: dict) -> None:
+    def _correctness(self, worker, checker) -> None:
         """Every case on new inputs; the first case once more on new inputs (a replayed
         result is caught at once), and the last, largest case once more on its own inputs
-        (the same inputs twice must give the same outputs: determinism)."""
+        (the same inputs twice must give the same outputs: determinism). Those two extra
+        calls are skipped once a case is wrong: the verdict is a mismatch then."""
         limit_s = self.c.limits.check_s
-        verdicts = [first]
-        self._call(worker, checker, self.cases[0], self.c.seed(), limit_s, check_inputs=False)
+        if not self.errors.wrong:
+            self._checked(worker, checker, 0, self.c.seed(), limit_s, check_inputs=False,
+                          again=True)
         seed = None
-        for case in self.cases[1:]:
+        for at in range(1, len(self.cases)):
             seed = self.c.seed()
-            verdicts.append(self._call(worker, checker, case, seed, limit_s))
-        if seed is not None:
-            self._call(worker, checker, self.cases[-1], seed, limit_s, check_inputs=False)
-        self.fields.update(case_names=tuple(c.name for c in self.cases),
-                           max_abs_err=tuple(v["max_abs_err"] for v in verdicts),
-                           rel_err=tuple(v["rel_err"] for v in verdicts))
+            self._checked(worker, checker, at, seed, limit_s)
+        if seed is not None and not self.errors.wrong:
+            self._checked(worker, checker, len(self.cases) - 1, seed, limit_s,
+                          check_inputs=False, again=True)
+        self.fields.update(self.errors.fields())
+        if self.errors.wrong:
+            raise self._first_mismatch()
+
+    def _checked(self, worker, checker, at: int, seed: int, limit_s: float,
+                 again: bool = False, **options) -> None:
+        """`_call` on case `at`, its errors noted in `self.errors` (`again`: a case's extra
+        call, noted only when wrong). A mismatch is noted and the walk goes on to the other
+        cases; once a case is wrong, any other failure ends the walk with that mismatch."""
+        try:
+            verdict = self._call(worker, checker, self.cases[at], seed, limit_s, **options)
+        except _Failed as failed:
+            if failed.kind != "mismatch":
+                self._end_if_wrong(failed.kind)
+                raise
+            self.errors.wrong_at(at, failed)
+            return
+        except WorkerFault as fault:
+            self._end_if_wrong(fault.kind)
+            raise
+        if not again:
+            self.errors.note(at, verdict)
+
+    def _end_if_wrong(self, stopped_by: str) -> None:
+        """Ends the walk with its first mismatch, if a case was wrong before `stopped_by`."""
+        if self.errors.wrong:
+            self.fields.update(self.errors.fields())
+            raise self._first_mismatch(stopped_by) from None
+
+    def _first_mismatch(self, stopped_by: str = "") -> _Failed:
+        first = self.errors.wrong[0][1]
+        return _Failed(first.stage, first.kind, self.errors.detail(stopped_by), first.errors)
 
     def _case_keys(self) -> list[tuple]:
         return [(self.task.name, case.name, self.c.device.name, HARNESS_VERSION)

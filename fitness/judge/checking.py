@@ -104,6 +104,11 @@ def compare_outputs(expected: list, actual: list, task_tolerance) -> dict:
     return worst
 
 
+def wrong_cases(names: list[str], total: int) -> str:
+    """Returns which cases of `total` a candidate got wrong, for the head of a verdict's detail."""
+    return f"wrong on {len(names)} of {total} cases ({', '.join(map(repr, names))})"
+
+
 def disagreement(first: list, second: list, expected: list, task_tolerance) -> str | None:
     """Returns why two outputs of the same inputs disagree beyond noise, or None."""
     for position, (a, b, exp) in enumerate(zip(first, second, expected)):

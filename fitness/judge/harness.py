@@ -28,7 +28,7 @@ from fitness.processes import protocol
 from fitness.judge import harness_outputs, timing_report
 from fitness.judge import policy
 from fitness.judge.retries import worth_retrying
-from fitness.judge.static_checks import static_failure
+from fitness.judge.static_checks import missing_entry_point, static_failure
 from fitness.settings import Limits
 from fitness.processes.pool import WorkerFault
 
@@ -195,7 +195,7 @@ class HarnessRunner:
         if failure is not None:
             return failure
         if not defines(source, task.entry_point):
-            return "import", "missing_entry_point", f"the module does not define {task.entry_point!r}"
+            return "import", "missing_entry_point", missing_entry_point(source, task.entry_point)
         return "syntax", None, ""
 
     def _time(self, task: Task, source: str) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import torch
 
@@ -63,21 +64,32 @@ def read(directory: str, reply: dict) -> Outputs:
 
 def compare(expected: Outputs, actual: Outputs, tolerance) -> dict:
     """Returns {"kind": None | failure kind, "detail", "cases": [(name, max_abs_err, rel_err)]}:
-    each top-level entry (a test, a trial) is one case, judged by `checking.compare_outputs`."""
+    each top-level entry (a test, a trial) is one case, judged by `checking.compare_outputs`.
+    Every case is judged and listed (errors NaN where a case's outputs do not compare); the
+    verdict is the first failing case's, its detail led by which cases failed."""
     if not expected.structure:
         return {"kind": "harness_error", "detail": "the reference produced no outputs", "cases": []}
     if set(actual.structure) != set(expected.structure):
         return {"kind": "mismatch", "cases": [], "detail": f"outputs for {sorted(actual.structure)}, "
                 f"expected outputs for {sorted(expected.structure)}"}
-    cases = []
+    cases, failures = [], []
     for name, shape in expected.structure.items():
-        if actual.structure[name] != shape:
-            return {"kind": "mismatch", "cases": cases, "detail": f"{name}: the outputs are laid out as "
-                    f"{json.dumps(actual.structure[name])[:300]}, expected {json.dumps(shape)[:300]}"}
-        leaves = _leaves(shape, len(expected.values))
-        verdict = checking.compare_outputs([expected.values[i] for i in leaves],
-                                           [actual.values[i] for i in leaves], tolerance)
+        verdict = _case_verdict(expected, actual, name, shape, tolerance)
+        cases.append((name, verdict.get("max_abs_err", math.nan), verdict.get("rel_err", math.nan)))
         if verdict["kind"] is not None:
-            return {"kind": verdict["kind"], "detail": f"{name}: {verdict['detail']}", "cases": cases}
-        cases.append((name, verdict["max_abs_err"], verdict["rel_err"]))
-    return {"kind": None, "detail": "", "cases": cases}
+            failures.append((name, verdict))
+    if not failures:
+        return {"kind": None, "detail": "", "cases": cases}
+    name, first = failures[0]
+    summary = checking.wrong_cases([wrong for wrong, _ in failures], len(cases))
+    return {"kind": first["kind"], "detail": f"{summary}; {name}: {first['detail']}", "cases": cases}
+
+
+def _case_verdict(expected: Outputs, actual: Outputs, name: str, shape, tolerance) -> dict:
+    """Returns `checking.compare_outputs`'s verdict on one case's outputs."""
+    if actual.structure[name] != shape:
+        return {"kind": "mismatch", "detail": f"the outputs are laid out as "
+                f"{json.dumps(actual.structure[name])[:300]}, expected {json.dumps(shape)[:300]}"}
+    leaves = _leaves(shape, len(expected.values))
+    return checking.compare_outputs([expected.values[i] for i in leaves],
+                                    [actual.values[i] for i in leaves], tolerance)

@@ -1,0 +1,69 @@
+"""Progress lines and table: one count per meaning (candidates, and how many of them are
+repeats whose verdict was reused; correct ones), all from the rows, and fitness time named
+for what it is: GPU time on a GPU, eval time on the CPU interpreter (no GPU there)."""
+
+import io
+
+from rich.console import Console
+
+from evo.progress import Progress, candidates_text
+from evo.records import Evaluation
+from synthetic_results import evaluation
+
+
+def _seed(island: int, reused: bool) -> dict:
+    """The seed's row on `island`: one kernel (one id), scored once, reused on island 1."""
+    row = evaluation("add", island, 0, call_ok=True, correct=True, speedup=1.0,
+                     operator="seed", reused=reused)
+    return {**row, "candidate_id": "seed-kernel"}
+
+
+def _offspring(speedup: float | None, reused: bool = False) -> dict:
+    return evaluation("add", 0, 1, call_ok=True, correct=speedup is not None, speedup=speedup,
+                      reused=reused)
+
+
+def _run(backend: str) -> tuple[list[str], Progress]:
+    """Feeds a two-island task its seeds and island 0's generation 1; returns the lines."""
+    stream = io.StringIO()  # not a terminal: one line per event
+    with Progress(["add"], 3, backend, stream=stream, islands=2) as progress:
+        progress.evaluated("add", Evaluation("seed-kernel", "timed", True, True, compile_s=1.0,
+                                             check_s=0.5, bench_s=0.25))
+        progress.seeds_scored(("add", 0), [_seed(0, reused=False)])
+        progress.seeds_scored(("add", 1), [_seed(1, reused=True)])
+        for _ in range(2):
+            progress.evaluated("add", Evaluation("x", "timed", True, True, bench_s=0.5))
+        progress.island_done(("add", 0), 1, [_offspring(1.4), _offspring(1.4, reused=True),
+                                             _offspring(None)], [])
+    return stream.getvalue().splitlines(), progress
+
+
+def test_lines_give_one_count_of_candidates_and_name_its_repeats():
+    lines, _ = _run("cuda")
+    assert len(lines) == 2
+    assert lines[0].endswith("] gen 0/3 add: seed kernel correct, GPU time 1.8 s")
+    assert lines[1].endswith(
+        "] gen 1/3 add island 0: 5 candidates so far on its 2 islands (2 repeats, their "
+        "verdicts reused), 4 correct, best speedup 1.40x, LLM 0 calls $0.0000, GPU time 2.8 s")
+
+
+def test_one_island_lines_say_so_far_and_no_repeats_when_there_are_none():
+    stream = io.StringIO()
+    with Progress(["add"], 2, "rocm", stream=stream) as progress:
+        progress.island_done(("add", 0), 1, [_offspring(0.9)], [])
+    assert stream.getvalue().rstrip().endswith(
+        "] gen 1/2 add: 1 candidate so far, 1 correct, best speedup 0.90x, LLM 0 calls "
+        "$0.0000, GPU time 0.0 s")
+    assert candidates_text(7, 1) == "7 candidates (1 a repeat, its verdict reused)"
+
+
+def test_interpreter_lines_and_table_say_eval_time_never_gpu_or_device():
+    lines, progress = _run("interpreter")
+    assert lines[0].endswith("gen 0/3 add: seed kernel correct, eval time 1.8 s")
+    assert lines[1].endswith(", eval time 2.8 s")
+    table = io.StringIO()
+    Console(file=table, width=200).print(progress._table())
+    shown = table.getvalue()
+    assert "eval s" in shown and "candidates" in shown and "repeats" in shown
+    for wording in ("GPU", "device", "scored", "offspring"):
+        assert wording not in "\n".join(lines) + shown, wording
