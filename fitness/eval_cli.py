@@ -54,10 +54,14 @@ def _summary_line(path: str, evaluation: Evaluation) -> str:
     return line if evaluation.sandboxed else line + UNSANDBOXED_MARK
 
 
+_STAGE_OF_KIND = {"unsupported_on_backend": "platform", "policy_violation": "gate"}
+
+
 def stage_name(evaluation: Evaluation) -> str:
     """Returns the cascade stage a verdict ended at, by DESIGN.md's names: `stage_reached`,
-    except the static gate, which runs before import and is recorded as stage "syntax"."""
-    return "gate" if evaluation.failure_kind == "policy_violation" else evaluation.stage_reached
+    except the checks recorded as stage "syntax" that come after it: the task's backends
+    ("platform") and the static gate ("gate")."""
+    return _STAGE_OF_KIND.get(evaluation.failure_kind, evaluation.stage_reached)
 
 
 def for_file(path: str, evaluation: Evaluation) -> Evaluation:

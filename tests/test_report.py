@@ -159,3 +159,38 @@ def test_a_campaign_report_says_how_its_last_run_ended(tmp_path):
     text = _evo("report", folder).stdout
     assert "last run: stopped by the max_usd cap after generation 2" in text
     assert "LLM calls: 3, none failed" in text
+
+
+def _header_of(text, title):
+    """Returns the heading line of the table printed under `title`."""
+    lines = text[text.index(title):].splitlines()
+    return next(line for line in lines if line.startswith("┃"))
+
+
+@pytest.mark.parametrize("meaningful, heading, not_heading",
+                         [(False, "eval-s", "GPU-s"), (True, "GPU-s", "eval-s")])
+def test_fitness_seconds_are_called_gpu_seconds_only_on_a_gpu(tmp_path, meaningful, heading,
+                                                               not_heading):
+    rows = [evaluation("add", 0, 0, call_ok=True, correct=True, speedup=1.0, operator="seed",
+                       meaningful=meaningful)]
+    _cell(tmp_path, "only", rows, 1, {"search.islands": 1})
+    campaign = _evo("report", tmp_path / "only")
+    assert campaign.exit_code == 0, campaign.output
+    by_generation = _header_of(campaign.stdout, "By generation")
+    assert heading in by_generation and not_heading not in by_generation, by_generation
+    backend = "cuda" if meaningful else "interpreter"
+    assert json.loads(_evo("report", tmp_path / "only", "--json").stdout)["backends"] == [backend]
+    sweep = _evo("report", tmp_path)
+    assert sweep.exit_code == 0, sweep.output
+    assert heading in _header_of(sweep.stdout, "Sweep"), sweep.stdout
+    cells = json.loads(_evo("report", tmp_path, "--json").stdout)["cells"]
+    assert cells[0]["backends"] == [backend]
+
+
+def test_a_sweep_over_both_kinds_of_device_names_both_seconds(tmp_path):
+    for name, meaningful in (("gpu", True), ("cpu", False)):
+        _cell(tmp_path, name, [evaluation("add", 0, 0, call_ok=True, meaningful=meaningful)], 1,
+              {"fitness.device": name})
+    sweep = _evo("report", tmp_path)
+    assert sweep.exit_code == 0, sweep.output
+    assert "GPU/eval-s" in _header_of(sweep.stdout, "Sweep")

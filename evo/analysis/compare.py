@@ -88,6 +88,7 @@ def sweep_report(folder: Path, figures_dir: Path) -> dict[str, Any]:
             "status": marker.get("status", "unknown"),
             "stopped_by": marker.get("stopped_by"),
             "generations": int(generations.index[-1]) + 1,
+            "backends": results.backends,
             "suite": analysis.suite_metrics(tasks),
             "spend": {m: float(generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES},
             "notes": analysis.timing_notes(results),

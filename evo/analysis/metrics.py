@@ -80,6 +80,12 @@ class Results:
         called = self.llm_calls["task"].dropna() if "task" in self.llm_calls else []
         return sorted(set(named) | set(self.evaluations["task"]) | set(called))
 
+    @property
+    def backends(self) -> list[str]:
+        """The backends its rows were scored on (a campaign has one: cuda | rocm | interpreter)."""
+        column = self.evaluations.get("backend")
+        return sorted(column.dropna().astype(str).unique()) if column is not None else []
+
     def islands_of(self, task: str) -> list[int]:
         """Returns a task's runs: the configured islands and any other island seen in rows."""
         seen = self.evaluations.loc[self.evaluations["task"] == task, "island"].astype(int)

@@ -25,6 +25,7 @@ from evo.analysis import compare
 from evo.analysis import outcome
 from evo.analysis import plots
 from evo.analysis import torch_comparison
+from evo.progress import time_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +90,7 @@ def campaign_report(results: analysis.Results,
     report = {
         "campaign": results.name,
         "path": str(results.path),
+        "backends": results.backends,
         "suite": suite,
         "tasks": {name: {**{f: row[f] for f in task_fields},
                          "pass_at_k": tables.solved_curves[name],
@@ -138,6 +140,14 @@ def _suite_row(suite: dict[str, Any]) -> list[str]:
             _num(suite["speedup_geomean"], "x")] + [_num(v, "%") for v in suite["fast_p"].values()]
 
 
+def seconds_heading(backends: list[str]) -> str:
+    """Returns the heading of the fitness seconds column (`gpu_s`): "GPU-s" for rows scored on
+    a GPU (or of no known backend), "eval-s" on the interpreter, as progress lines say;
+    "GPU/eval-s" when a sweep holds both."""
+    names = sorted({time_name(backend) for backend in backends})
+    return "/".join(names or ["GPU"]) + "-s"
+
+
 SUITE_COLUMNS = ["call acc", "exec acc", "pass@1", "speedup mean", "speedup geomean",
                  "fast_0", "fast_1", "fast_1.5", "fast_2"]
 
@@ -159,7 +169,7 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
     console.print(_table("Suite", SUITE_COLUMNS, [_suite_row(report["suite"])]))
     console.print(_table("By generation (cumulative)",
                          ["gen", "call acc", "exec acc", "pass@1", "speedup geomean", "fast_1",
-                          "evals", "tokens", "USD", "GPU-s"],
+                          "evals", "tokens", "USD", seconds_heading(report["backends"])],
                          [[str(g["generation"]), _num(g["call_accuracy"], "%"),
                            _num(g["exec_accuracy"], "%"), _num(g["pass_at_1"], "%"),
                            _num(g["speedup_geomean"], "x"), _num(g["fast_1"], "%"),
@@ -258,8 +268,9 @@ def _print_torch(versus: dict[str, Any], console: Console) -> None:
 def print_sweep(report: dict[str, Any], console: Console) -> None:
     """Prints a sweep report: one row per campaign, then each unit of equal compute."""
     keys = sorted({k for cell in report["cells"] for k in cell["overrides"]})
+    backends = [backend for cell in report["cells"] for backend in cell["backends"]]
     console.print(_table(f"Sweep {report['sweep']}", ["cell", *keys, "status"] + SUITE_COLUMNS
-                         + ["evals", "tokens", "USD", "GPU-s"],
+                         + ["evals", "tokens", "USD", seconds_heading(backends)],
                          [[c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"]]
                           + _suite_row(c["suite"])
                           + [_num(c["spend"][m]) for m in ("evaluations", "tokens")]

@@ -27,8 +27,8 @@ def static_failure(task: Task, source: str, device: DeviceInfo,
         return "syntax", "syntax_error", f"{type(error).__name__}: {error}"
     if device.backend not in task.runnable_on:
         runs_on = ", ".join(task.runnable_on) or "no backend"
-        return "syntax", "unsupported_on_backend", (f"task {task.name!r} runs on {runs_on} only, "
-                                                    f"not on {device.backend}: {task.skip_reason}")
+        return "syntax", "unsupported_on_backend", (f"task {task.name!r} runs on {runs_on} only "
+                                                    f"({task.skip_reason})")
     violation = policy.check(source, task) if static_gate else None
     if violation is not None:
         return "syntax", "policy_violation", str(violation)
