@@ -3,7 +3,7 @@
 It serves three things: the page (`/`), its fingerprint (`/state.json`, polled by the page
 every POLL_MS to learn that a part landed, and then fetch `/` again), and the files inside
 DIR under `/files/` (figures, campaign.json, Parquet parts). The page is re-rendered only
-when the folder's fingerprint changes, from parts kept in memory (evo.analysis.snapshot).
+when the folder's fingerprint changes, from parts kept in memory (evo.analysis.parts).
 
 Why it is safe to leave running on a laptop:
   - It listens on loopback unless told otherwise, and then refuses any request whose Host

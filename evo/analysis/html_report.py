@@ -11,12 +11,13 @@ being written renders what is whole and says what it skipped.
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 from pathlib import Path
 
 import pandas as pd
 
-from evo.analysis import html_lineage, html_sweep, metrics, snapshot, timelines
+from evo.analysis import html_lineage, html_sweep, lineage, metrics, snapshot, timelines
 from evo.analysis import torch_comparison
 from evo.analysis.html_page import cards, document, esc, notes, number, table
 from evo.analysis.svg_charts import CORRECT_COLOR, Series, bar_chart, line_chart
@@ -82,31 +83,48 @@ def _waiting(path: Path, reason: str, skipped) -> str:
 
 def campaign_page(state: snapshot.Snapshot,
                   torch_timings: Path | str | None = None) -> tuple[str, str]:
-    """Returns the title and body of one campaign's page."""
+    """Returns the title and body of one campaign's page. The sources, strategies and traces
+    its lineages show are read from their parts in the background meanwhile."""
     results = state.results
     tasks = metrics.task_table(results)
-    try:
-        versus = torch_comparison.comparison(results, torch_timings)
-    except ValueError as error:
-        if torch_timings:  # named by the user: theirs to fix
-            raise
-        versus = {"status": "unreadable", "message": str(error), "cases": [], "summary": None}
-    calls = results.llm_calls
+    rows = dict(tuple(results.search_rows.groupby("task")))
+    with concurrent.futures.ThreadPoolExecutor(1) as background:
+        fetched = background.submit(state.details.fetch, _lineage_rows(state, tasks, rows))
+        try:
+            versus = torch_comparison.comparison(results, torch_timings)
+        except ValueError as error:
+            if torch_timings:  # named by the user: theirs to fix
+                raise
+            versus = {"status": "unreadable", "message": str(error), "cases": [],
+                      "summary": None}
+        context = _charted(state, versus, rows)
+        body = [_header(state, tasks), _suite(results, tasks), _torch_table(versus)]
+        fetched.result()
+    body += [_task_section(i, name, row, context) for i, (name, row) in enumerate(tasks.iterrows())]
+    return f"Campaign {results.name}", "".join(body)
+
+
+def _lineage_rows(state: snapshot.Snapshot, tasks: pd.DataFrame, rows: dict) -> list[int]:
+    """Returns the labels of the rows the page's lineages show."""
+    return [label for name, best in tasks["best_candidate_id"].items() if pd.notna(best)
+            for label in lineage.walked_rows(rows[name], str(best), state.details.parents)]
+
+
+def _charted(state: snapshot.Snapshot, versus: dict, rows: dict) -> dict:
+    """Returns what the task sections draw, computed once for all tasks."""
+    results, calls = state.results, state.results.llm_calls
     over_torch = timelines.torch_speedups(results, timelines.torch_latencies(results, versus))
-    context = {
+    return {
         "best": metrics.best_speedup_by_generation(results),
         "torch": timelines.versus_torch_by_generation(results, over_torch),
         "wall": timelines.best_by_wall_time(results, state.started_at),
         "wall_torch": (timelines.best_by_wall_time(results, state.started_at, over_torch)
                        if over_torch is not None else {}),
         "correct": timelines.correct_rate_by_generation(results),
-        "rows": dict(tuple(results.search_rows.groupby("task"))),
+        "rows": rows,
         "calls": dict(tuple(calls.groupby("task"))) if "task" in calls else {},
-        "details": state.detail if state.details is not None else None,
+        "details": state.detail,
     }
-    body = [_header(state, tasks), _suite(results, tasks), _torch_table(versus)]
-    body += [_task_section(i, name, row, context) for i, (name, row) in enumerate(tasks.iterrows())]
-    return f"Campaign {results.name}", "".join(body)
 
 
 def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:

@@ -2,10 +2,13 @@
 
 The engine writes each part atomically (evo/results.py), yet a folder synced or copied part by
 part, or a disk filling up, can show a part that is not whole yet. Such a part is skipped and
-named, never fatal: the page of a running campaign must keep rendering. Parts are remembered
-by (path, size, mtime), so a live page re-reads only the parts that landed since: opening a
-part has a fixed cost however small it is, and a long campaign has thousands (several are
-read at once, as pyarrow leaves the GIL; experiments/perf/html_report_bench.py times it).
+named, never fatal: the page of a running campaign must keep rendering. The parts are read by
+evo.analysis.parts, which keeps them for the next read of a live page.
+
+The numbers of the page need a few small columns of every row; the sources, strategies and
+traces are most of a part's bytes and the page shows them for its lineages only. So the first
+are read from every part, and the others (DETAIL_COLUMNS) from a part only when a lineage
+asks for one of its rows.
 
 A row's `written_at` is its part's modification time: when its generation of its island was
 written, the only wall clock the evaluations carry (offline campaigns have no LLM calls with
@@ -15,33 +18,67 @@ written, the only wall clock the evaluations carry (offline campaigns have no LL
 from __future__ import annotations
 
 import bisect
-import concurrent.futures
 import dataclasses
 import datetime
-import functools
 import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from evo.analysis import metrics
+from evo.analysis import metrics, parts
+from evo.analysis.parts import PartReader
 
-PART_GLOB = "part-*.parquet"
-CALL_COLUMNS = ("task", "island", "generation", "role", "prompt_tokens", "completion_tokens",
-                "cost_usd", "success", "failure_kind")
+EVALUATION_COLUMNS = (
+    "task", "suite", "difficulty", "island", "generation", "candidate_id", "operator",
+    "call_ok", "correct", "failure_kind", "speedup", "roofline_fraction", "timing_meaningful",
+    "reused", "compile_s", "check_s", "bench_s", "case_names", "latency_us", "ref_latency_us",
+    "device", "backend")
+"""The evaluations columns the page's numbers read, from every part, into pandas."""
+DETAIL_COLUMNS = ("source", "strategy", "error_trace", "stage_reached", "lineage_debug_count")
+"""The evaluations columns a lineage step shows, read from its part when it is shown."""
+CALL_COLUMNS = ("task", "generation", "prompt_tokens", "completion_tokens", "cost_usd")
 """The llm_calls columns the page reads (the others hold whole prompts and answers)."""
-DETAIL_COLUMNS = ("parent_ids", "source", "strategy", "error_trace")
-"""evaluations columns kept in Arrow, out of the DataFrame: pandas copies a column's values on
-every row filter, and the page needs these for a few hundred lineage steps only."""
-UNUSED_COLUMNS = ("campaign", "max_abs_err", "rel_err", "latency_p20_us", "latency_p80_us",
-                  "harness_version", "llm_model", "llm_latency_s", "seed", "sandboxed")
-"""evaluations columns the page shows nowhere: not read at all."""
-READERS = min(8, os.cpu_count() or 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Details:
+    """What a lineage needs of the evaluations rows beyond their numbers: `parent_ids`,
+    read with them (a lineage is walked through it), and DETAIL_COLUMNS, read from a
+    row's part (`parts`, the first row of each labelled by `starts`) when asked for."""
+
+    reader: PartReader
+    parts: tuple[parts.Part, ...]
+    starts: tuple[int, ...]
+    parent_ids: pa.ChunkedArray
+
+    def parents(self, label: int) -> dict[str, Any]:
+        """Returns {"parent_ids": ...} of the row labelled `label`."""
+        return {"parent_ids": self.parent_ids[label].as_py()}
+
+    def fetch(self, labels: list[int]) -> None:
+        """Reads the DETAIL_COLUMNS of these rows now, several parts at once."""
+        wanted: dict[parts.Part, set[int]] = {}
+        for label in labels:
+            index = self._index(label)
+            wanted.setdefault(self.parts[index], set()).add(label - self.starts[index])
+        self.reader.rows(wanted, DETAIL_COLUMNS)
+
+    def row(self, label: int) -> dict[str, Any]:
+        """Returns `parent_ids` and DETAIL_COLUMNS of the row labelled `label` (only the
+        first when its part was rewritten or removed since: the next read shows it)."""
+        index = self._index(label)
+        part, offset = self.parts[index], label - self.starts[index]
+        found = self.reader.rows({part: {offset}}, DETAIL_COLUMNS)[part]
+        return self.parents(label) | (found[offset] if found is not None else {})
+
+    def _index(self, label: int) -> int:
+        """Returns the index in `parts` of the part holding the row labelled `label`."""
+        return bisect.bisect_right(self.starts, label) - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,11 +87,11 @@ class Snapshot:
 
     Attributes:
       results: the rows read, or None while there is nothing to show. Its evaluations carry
-        `written_at` (epoch seconds) and lack DETAIL_COLUMNS and UNUSED_COLUMNS.
+        `written_at` (epoch seconds), EVALUATION_COLUMNS only.
       waiting_for: why `results` is None ("" otherwise).
       skipped: parts that did not read whole (being written, or damaged).
       started_at: epoch seconds from campaign.json's `started_at`, else the first part's time.
-      details: DETAIL_COLUMNS of the evaluations, its row i being the row labelled i.
+      details: the evaluations' parent_ids, and where their DETAIL_COLUMNS are read from.
     """
 
     path: Path
@@ -62,71 +99,11 @@ class Snapshot:
     waiting_for: str
     skipped: tuple[str, ...]
     started_at: float | None
-    details: pa.Table | None = None
-
-    @functools.cached_property
-    def _chunk_starts(self) -> list[int]:
-        column = self.details.column(0)
-        starts, at = [], 0
-        for chunk in column.chunks:
-            starts.append(at)
-            at += len(chunk)
-        return starts
+    details: Details | None = None
 
     def detail(self, label: int) -> dict[str, Any]:
-        """Returns the DETAIL_COLUMNS of the evaluations row labelled `label`."""
-        chunk = bisect.bisect_right(self._chunk_starts, label) - 1
-        offset = label - self._chunk_starts[chunk]
-        return {name: self.details.column(name).chunk(chunk)[offset].as_py()
-                for name in self.details.column_names}
-
-
-class PartReader:
-    """Reads Parquet parts, keeping each table by (path, size, mtime_ns) for the next read."""
-
-    def __init__(self) -> None:
-        self._tables: dict[Path, tuple[tuple[int, int], pa.Table]] = {}
-
-    def read(self, folder: Path, columns: tuple[str, ...] | None = None,
-             exclude: tuple[str, ...] = ()) -> tuple[pa.Table | None, list[str]]:
-        """Returns the rows of every whole part in `folder` (with `written_at`; None when
-        there are none), only `columns` when given, never `exclude`, and the parts that did
-        not read."""
-        found = []
-        for part in sorted(folder.glob(PART_GLOB)) if folder.is_dir() else []:
-            try:
-                stat = part.stat()
-            except OSError:  # removed since the listing
-                continue
-            found.append((part, (stat.st_size, stat.st_mtime_ns), stat.st_mtime))
-        stale = [(part, key, mtime) for part, key, mtime in found
-                 if self._tables.get(part, (None,))[0] != key]
-        with concurrent.futures.ThreadPoolExecutor(READERS) as pool:
-            fresh = pool.map(lambda item: _try_read(item[0], columns, exclude, item[2]), stale)
-            for (part, key, _), table in zip(stale, fresh):
-                if table is None:
-                    self._tables.pop(part, None)
-                else:
-                    self._tables[part] = (key, table)
-        tables = [self._tables[part][1] for part, _, _ in found if part in self._tables]
-        skipped = [str(part.relative_to(folder.parent)) for part, _, _ in found
-                   if part not in self._tables]
-        if not tables:
-            return None, skipped
-        return pa.concat_tables(tables, promote_options="permissive"), skipped
-
-
-def _try_read(part: Path, columns: tuple[str, ...] | None, exclude: tuple[str, ...],
-              mtime: float) -> pa.Table | None:
-    """Returns a part's table with `written_at`, None when it does not read whole."""
-    try:
-        handle = pq.ParquetFile(part)
-        names = [c for c in handle.schema_arrow.names
-                 if (columns is None or c in columns) and c not in exclude]
-        table = handle.read(columns=names, use_threads=False)
-    except (pa.ArrowException, OSError):
-        return None
-    return table.append_column("written_at", pa.array([mtime] * table.num_rows, pa.float64()))
+        """Returns parent_ids and DETAIL_COLUMNS of the evaluations row labelled `label`."""
+        return self.details.row(label)
 
 
 def read(directory: Path | str, reader: PartReader | None = None) -> Snapshot:
@@ -137,14 +114,10 @@ def read(directory: Path | str, reader: PartReader | None = None) -> Snapshot:
         meta = json.loads((path / "campaign.json").read_text())
     except (OSError, json.JSONDecodeError) as error:
         return Snapshot(path, None, f"campaign.json is not readable yet ({error})", (), None)
-    table, skipped = reader.read(path / "evaluations", exclude=UNUSED_COLUMNS)
-    calls, skipped_calls = reader.read(path / "llm_calls", CALL_COLUMNS)
-    skipped = tuple(skipped + skipped_calls)
-    details = None
-    if table is not None:
-        kept = [c for c in DETAIL_COLUMNS if c in table.column_names]
-        details = table.select(kept) if kept else None
-        table = table.drop_columns(kept)
+    rows = reader.read(path / "evaluations", EVALUATION_COLUMNS + ("parent_ids",))
+    calls = reader.read(path / "llm_calls", CALL_COLUMNS)
+    skipped = rows.skipped + calls.skipped
+    table, parent_ids = _split_parents(rows.table)
     evaluations = _frame(table)
     started = _started_at(meta, evaluations)
     if evaluations.empty:
@@ -154,9 +127,19 @@ def read(directory: Path | str, reader: PartReader | None = None) -> Snapshot:
     if missing:
         return Snapshot(path, None, f"{path / 'evaluations'}: missing columns {missing}",
                         skipped, started)
-    return Snapshot(path, metrics.results_of(path, meta, evaluations, _frame(calls)), "",
-                    skipped, started,
-                    details)
+    starts = tuple(int(start) for start in np.cumsum((0,) + rows.row_counts[:-1]))
+    return Snapshot(path, metrics.results_of(path, meta, evaluations, _frame(calls.table)), "",
+                    skipped, started, Details(reader, rows.parts, starts, parent_ids))
+
+
+def _split_parents(table: pa.Table | None) -> tuple[pa.Table | None, pa.ChunkedArray | None]:
+    """Returns the table without `parent_ids`, and `parent_ids` (nulls where parts lack it):
+    kept in Arrow, as pandas would copy its lists on every row filter."""
+    if table is None:
+        return None, None
+    if "parent_ids" not in table.column_names:
+        return table, pa.chunked_array([pa.nulls(table.num_rows, pa.list_(pa.string()))])
+    return table.drop_columns(["parent_ids"]), table.column("parent_ids")
 
 
 def _frame(table: pa.Table | None) -> pd.DataFrame:
@@ -187,8 +170,8 @@ def fingerprint(directory: Path | str) -> str:
         for name in ("campaign.json", "sweep_cell.json", "sweep.json", "torch_timings.parquet"):
             entries.append(_entry(folder / name))
         for sub in ("evaluations", "llm_calls"):
-            if (folder / sub).is_dir():
-                entries.extend(_entry(p) for p in sorted((folder / sub).glob(PART_GLOB)))
+            entries.extend(f"{part.path} {part.key[0]} {part.key[1]}"
+                           for part in parts.listing(folder / sub))
     return hashlib.sha1("\n".join(entries).encode()).hexdigest()[:16]
 
 

@@ -111,17 +111,32 @@ def torch_speedups(results: metrics.Results, torch_us: pd.Series | None) -> pd.S
     if torch_us is None:
         return None
     timed = _timed(results)
-    timed = timed[timed["timing_meaningful"].astype(bool)]
-    cases = timed[["device", "task", "case_names", "latency_us"]].explode(
-        ["case_names", "latency_us"])
+    cases = _cases(timed[timed["timing_meaningful"].astype(bool)])
     if cases.empty:
         return None
-    keys = pd.MultiIndex.from_arrays([cases["device"], cases["task"], cases["case_names"]])
-    ratio = torch_us.reindex(keys).to_numpy() / cases["latency_us"].astype(float).to_numpy()
+    keys = pd.MultiIndex.from_arrays([cases["device"], cases["task"], cases["case"]])
+    ratio = torch_us.reindex(keys).to_numpy() / cases["latency_us"].to_numpy()
     logs = pd.Series(np.log(ratio), index=cases.index)
     per_row = logs.groupby(level=0).agg(["mean", "count", "size"])
     per_row = per_row[per_row["count"] == per_row["size"]]
     return np.exp(per_row["mean"]) if len(per_row) else None
+
+
+def _cases(rows: pd.DataFrame) -> pd.DataFrame:
+    """Returns one row per case of each row (device, task, case, latency_us), labelled as
+    its row, built from whole arrays (DataFrame.explode takes a row at a time)."""
+    names = [() if value is None else value for value in rows["case_names"]]
+    latencies = [() if value is None else value for value in rows["latency_us"]]
+    counts = np.fromiter(map(len, names), int, len(names))
+    if not np.array_equal(counts, np.fromiter(map(len, latencies), int, len(latencies))):
+        raise ValueError("an evaluations row's case_names and latency_us differ in length")
+    if not counts.sum():
+        return pd.DataFrame(columns=["device", "task", "case", "latency_us"])
+    return pd.DataFrame({"device": np.repeat(rows["device"].to_numpy(), counts),
+                         "task": np.repeat(rows["task"].to_numpy(), counts),
+                         "case": np.concatenate(names),
+                         "latency_us": np.concatenate(latencies).astype(float)},
+                        index=np.repeat(rows.index.to_numpy(), counts))
 
 
 def versus_torch_by_generation(results: metrics.Results,
@@ -148,7 +163,8 @@ def llm_spend_by_generation(calls: pd.DataFrame | None, index: pd.Index) -> pd.D
 
 def spend_totals(results: metrics.Results) -> dict[str, float]:
     """Returns what the campaign spent: evaluations, LLM calls, tokens, USD, GPU-seconds
-    (metrics' rules: reused rows cost no GPU time, tokens and USD come from llm_calls)."""
+    (metrics' rules: a reused row is no evaluation and costs no GPU time, tokens and USD
+    come from llm_calls)."""
     evals, calls = results.evaluations, results.llm_calls
     fresh = evals[~evals["reused"].astype(bool)] if "reused" in evals else evals
     gpu_s = float((fresh["compile_s"].fillna(0) + fresh["check_s"].fillna(0)
@@ -158,5 +174,5 @@ def spend_totals(results: metrics.Results) -> dict[str, float]:
         tokens = float(calls["prompt_tokens"].fillna(0).sum()
                        + calls["completion_tokens"].fillna(0).sum())
         usd = float(calls["cost_usd"].fillna(0).sum())
-    return {"evaluations": float(len(evals)), "llm_calls": float(len(calls)), "tokens": tokens,
+    return {"evaluations": float(len(fresh)), "llm_calls": float(len(calls)), "tokens": tokens,
             "usd": usd, "gpu_s": gpu_s}

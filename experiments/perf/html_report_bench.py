@@ -10,8 +10,9 @@ LLM call per row. The same rows are written in two layouts:
   engine:        one part per task, island and generation (evo.results, what campaigns write).
 
 For each it times, in this process: the cold page (`html_report.write` from nothing, what
-`evo report DIR --html` does), split into reading the parts and the analysis and HTML, and
-the live page after one more part lands (what `evo view` does: parts read are kept).
+`evo report DIR --html` does) and where its time goes (phases: wall seconds of each step,
+timed by wrapping the functions that do it), and the live page after one more part lands
+(what `evo view` does: parts read are kept). --repeat N times each layout N times.
 
     python experiments/perf/html_report_bench.py [--rows 100000] [--offspring 25] [--keep DIR]
 """
@@ -19,12 +20,15 @@ the live page after one more part lands (what `evo view` does: parts read are ke
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import json
 import math
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evo import records, results as results_io
-from evo.analysis import html_report, snapshot
+from evo.analysis import html_lineage, html_report, lineage, metrics, parts, snapshot
 
 KERNELS = Path(__file__).resolve().parents[2] / "benchmarks" / "builtin" / "kernels"
 CASES = ["small", "medium", "large"]
@@ -60,7 +64,7 @@ def build(rows: int, tasks: int, islands: int, offspring: int, seed: int = 0):
     started = time.time() - 3600.0
     meta = {"config": config, "device": {"backend": "cuda", "name": DEVICE},
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started))}
-    written, parts, torch_rows = 0, [], []
+    written, made, torch_rows = 0, [], []
     for t, task in enumerate(names):
         stem = task if (KERNELS / f"{task}.py").exists() else task.rsplit("_", 1)[0]
         base = KERNELS / f"{stem}.py"
@@ -83,20 +87,20 @@ def build(rows: int, tasks: int, islands: int, offspring: int, seed: int = 0):
                     break
                 evaluations, calls, sources = _part(rng, task, t, island, generation, count,
                                                     sources, ref_us)
-                parts.append((generation, task, island, evaluations, calls))
+                made.append((generation, task, island, evaluations, calls))
                 written += count
-    return meta, parts, pa.Table.from_pylist(torch_rows), started
+    return meta, made, pa.Table.from_pylist(torch_rows), started
 
 
-def write(folder: Path, layout: str, meta: dict, parts, torch_timings, started: float) -> int:
+def write(folder: Path, layout: str, meta: dict, made, torch_timings, started: float) -> int:
     """Writes the campaign in `layout` ("engine" or "generation"); returns its part count."""
     for sub in ("evaluations", "llm_calls"):
         (folder / sub).mkdir(parents=True)
     (folder / "campaign.json").write_text(json.dumps(meta))
     pq.write_table(torch_timings, folder / "torch_timings.parquet")
-    generations = max(p[0] for p in parts)
+    generations = max(p[0] for p in made)
     groups: dict[tuple, list] = {}
-    for generation, task, island, evaluations, calls in parts:
+    for generation, task, island, evaluations, calls in made:
         key = (generation, task, island) if layout == "engine" else (generation,)
         groups.setdefault(key, []).append((evaluations, calls))
     for key, tables in groups.items():
@@ -162,26 +166,85 @@ def _part(rng, task, t, island, generation, count, parent_sources, ref_us):
             pa.Table.from_pylist(calls, schema=results_io.LLM_CALL_SCHEMA), fresh)
 
 
+class Phases:
+    """Wall seconds spent in each phase of a page, each function's own time (a phase called
+    inside another is taken out of it). A call on another thread (the lineage sources read
+    in the background) is timed whole under its own name."""
+
+    def __init__(self) -> None:
+        self.seconds: collections.Counter = collections.Counter()
+        self._stack: list[list] = []
+
+    def wrap(self, owner, name: str, phase: str) -> None:
+        inner = getattr(owner, name)
+
+        @functools.wraps(inner)
+        def timed(*args, **kwargs):
+            if threading.current_thread() is not threading.main_thread():
+                started = time.perf_counter()
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    self.seconds[f"{phase} (background)"] += time.perf_counter() - started
+            self._stack.append([time.perf_counter(), 0.0])
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                started, inside = self._stack.pop()
+                spent = time.perf_counter() - started
+                self.seconds[phase] += spent - inside
+                if self._stack:
+                    self._stack[-1][1] += spent
+
+        setattr(owner, name, timed)
+
+
+PHASES = (  # (module or class, function, phase), the outermost first
+    (html_report, "write", "HTML and the rest"),
+    (parts, "listing", "listing"),
+    (parts, "read_parts", "reading parts"),
+    (parts.PartReader, "read", "concatenation"),
+    (snapshot, "_frame", "pandas conversion"),
+    (metrics, "results_of", "metrics.results_of"),
+    (html_report, "campaign_page", "page data"),
+    (html_report, "line_chart", "SVG"),
+    (html_report, "bar_chart", "SVG"),
+    (lineage, "walked_rows", "lineages"),
+    (html_lineage, "section", "lineages"),
+)
+"""Where a cold page's time goes. Reading parts in the background is the lineages' sources,
+read while the page data is computed (page data includes any wait for them)."""
+
+
 def measure(folder: Path) -> dict:
-    """Times the cold page, its split, and the live page after one part lands."""
-    started, cpu = time.perf_counter(), time.process_time()
-    out = html_report.write(folder)
-    cold_s, cold_cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    """Times the cold page and its phases, and the live page after one part lands."""
+    phases = Phases()
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in PHASES]
+    for owner, name, phase in PHASES:
+        phases.wrap(owner, name, phase)
+    try:
+        started, cpu = time.perf_counter(), time.process_time()
+        out = html_report.write(folder)
+        cold_s, cold_cpu_s = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
     reader = snapshot.PartReader()
-    started = time.perf_counter()
     state = snapshot.read(folder, reader)
-    read_s = time.perf_counter() - started
-    started = time.perf_counter()
     html_report.render(folder, reader=reader)
-    render_s = time.perf_counter() - started
     last = sorted((folder / "evaluations").glob("part-*.parquet"))[-1]
     shutil.copy(last, last.with_name(last.name.replace(".parquet", "-landed.parquet")))
     started = time.perf_counter()
     html_report.render(folder, live=True, reader=reader)
     live_s = time.perf_counter() - started
     return {"rows": len(state.results.evaluations), "cold_s": cold_s, "cold_cpu_s": cold_cpu_s,
-            "read_s": read_s,
-            "render_s": render_s, "live_s": live_s, "html_mb": out.stat().st_size / 1e6}
+            "phases": phases.seconds, "live_s": live_s, "html_mb": out.stat().st_size / 1e6}
+
+
+def _phase_line(seconds: collections.Counter) -> str:
+    order = [phase for _, _, phase in PHASES[1:]] + [PHASES[0][2]]
+    names = list(dict.fromkeys(order)) + sorted(k for k in seconds if k not in order)
+    return ", ".join(f"{name} {seconds[name]:.2f}" for name in names if name in seconds)
 
 
 def main() -> None:
@@ -192,13 +255,14 @@ def main() -> None:
     parser.add_argument("--offspring", type=int, default=25, help="rows per island and generation")
     parser.add_argument("--layouts", default="generation,engine")
     parser.add_argument("--keep", type=Path, help="build the folders under DIR and keep them")
+    parser.add_argument("--repeat", type=int, default=1, help="cold pages per layout")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="html-bench-"))
     started = time.perf_counter()
-    meta, parts, torch_timings, campaign_start = build(args.rows, args.tasks, args.islands,
+    meta, built, torch_timings, campaign_start = build(args.rows, args.tasks, args.islands,
                                                        args.offspring)
     generations = meta["config"]["search"]["generations"]
-    print(f"{sum(p[3].num_rows for p in parts):,} rows: {args.tasks} tasks x {args.islands} "
+    print(f"{sum(p[3].num_rows for p in built):,} rows: {args.tasks} tasks x {args.islands} "
           f"islands x {generations} generations x {args.offspring} offspring, made in "
           f"{time.perf_counter() - started:.1f} s; {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f} (other processes' load slows every figure below)")
@@ -207,15 +271,19 @@ def main() -> None:
         folder = root / layout
         if folder.exists():
             shutil.rmtree(folder)
-        count = write(folder, layout, meta, parts, torch_timings, campaign_start)
-        timed = measure(folder)
-        print(f"{layout:>10} layout, {count:,} parts (+ as many llm_calls parts): cold page "
-              f"{timed['cold_s']:.2f} s ({timed['cold_cpu_s']:.2f} s of CPU; reading "
-              f"{timed['read_s']:.2f} s, {1e3 * timed['read_s'] / (2 * count):.2f} ms a part; "
-              "analysis and HTML "
-              f"{timed['render_s']:.2f} s; {timed['html_mb']:.1f} MB); live page after a part "
-              f"lands {timed['live_s']:.2f} s")
-        figures.append(f"{timed['cold_s']:.2f} s ({layout} layout, {count:,} parts)")
+        count = write(folder, layout, meta, built, torch_timings, campaign_start)
+        colds = []
+        for _ in range(args.repeat):
+            for landed in (folder / "evaluations").glob("*-landed.parquet"):
+                landed.unlink()
+            timed = measure(folder)
+            colds.append(f"{timed['cold_s']:.2f}")
+            print(f"{layout:>10} layout, {count:,} parts (+ as many llm_calls parts): cold page "
+                  f"{timed['cold_s']:.2f} s ({timed['cold_cpu_s']:.2f} s of CPU, load "
+                  f"{os.getloadavg()[0]:.1f}; {timed['html_mb']:.1f} MB); live page after a "
+                  f"part lands {timed['live_s']:.2f} s\n{'':>12}phases (s): "
+                  f"{_phase_line(timed['phases'])}", flush=True)
+        figures.append(f"{', '.join(colds)} s ({layout} layout, {count:,} parts)")
     print(f"FIGURE: page of {args.rows:,} rows in " + "; ".join(figures) + " (target: under 5 s)")
     if not args.keep:
         shutil.rmtree(root)
