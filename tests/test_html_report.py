@@ -6,14 +6,17 @@ import json
 import os
 import re
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from evo import cli, records
-from evo.analysis import html_report, lineage, metrics, snapshot, timelines, torch_comparison
-from synthetic_results import evaluation, example_campaign, write_campaign
+from evo import cli, ending, records
+from evo.analysis import html_lineage, html_report, lineage, metrics, outcome, plots, snapshot
+from evo.analysis import timelines, torch_comparison
+from evo.analysis.html_page import esc
+from synthetic_results import evaluation, example_campaign, llm_call, write_campaign
 
 BASELINE = lineage.builtin_baseline("vector_add", "builtin")
 GPU = "NVIDIA H200"
@@ -28,9 +31,10 @@ def _variant(source: str, old: str, new: str) -> str:
     return source.replace(old, new, 1)
 
 
-def _lineage_campaign(folder, strategy="offline: num_warps 4 -> 8"):
-    """vector_add on one island: the baseline (a seed, no row) -> a (gen 1) -> b (gen 2, the
-    best) and c (gen 2, a crossover of a and a failed reflector child f of gen 1)."""
+def _lineage_campaign(folder, strategy="offline: num_warps 4 -> 8", seed_row=False):
+    """vector_add on one island: the baseline (a seed, no row unless `seed_row`) -> a (gen 1)
+    -> b (gen 2, the best) and c (gen 2, a crossover of a and a failed reflector child f of
+    gen 1)."""
     a_src = _variant(BASELINE, '("num_warps", 4)', '("num_warps", 8)')
     b_src = _variant(a_src, '("BLOCK_SIZE", 1024)', '("BLOCK_SIZE", 2048)')
     f_src = a_src + "\nbroken = (\n"
@@ -47,7 +51,8 @@ def _lineage_campaign(folder, strategy="offline: num_warps 4 -> 8"):
     b = row(2, b_src, [a["candidate_id"]], 1.8, "optimizer", strategy="Strategy: a bigger block")
     c = row(2, a_src + "\nMERGED = True\n", [a["candidate_id"], f["candidate_id"]], 1.1,
             "crossover")
-    write_campaign(folder, [a, f, b, c], islands=1, tasks=("vector_add",))
+    seeds = [row(0, BASELINE, [], 1.0, "seed", strategy="")] if seed_row else []
+    write_campaign(folder, seeds + [a, f, b, c], islands=1, tasks=("vector_add",))
     return folder, {"a": a, "b": b, "c": c, "f": f, "seed": seed_id}
 
 
@@ -180,13 +185,123 @@ def test_truncated_part_is_skipped_and_named_until_whole(tmp_path):
     assert "not whole yet" not in page
 
 
-def test_folder_without_rows_gets_a_waiting_page(tmp_path):
+def test_a_seed_row_is_drawn_as_the_starting_kernel_of_the_lineage(tmp_path):
+    folder, ids = _lineage_campaign(tmp_path / "c", seed_row=True)
+    page = html_report.render(folder)
+    tree = page[page.index('<div class="tree">'):page.index('<div class="step-detail"')]
+    nodes = re.findall(r'<button type="button" class="node[^"]*"[^>]*>([^<]*)</button>', tree)
+    assert nodes == ["g0 i0 seed (starting kernel) 1.00x", "g1 i0 optimizer 1.20x",
+                     "g2 i0 optimizer 1.80x"]  # oldest first, down to the best
+    assert "baseline (seed)" not in page  # the seed has a row: it is shown as that row
+    seed_detail = re.search(r'<div class="step-detail" id="detail-0-2" hidden>(.*?)</div>',
+                            page, re.S)
+    assert esc(html_lineage.SEED_ORIGIN) in seed_detail.group(1)
+    assert f"{esc(ids['seed'])}" in seed_detail.group(1)
+
+
+def test_folder_without_readable_rows_gets_a_waiting_page(tmp_path):
     assert "Nothing to show yet" in html_report.render(tmp_path)
     (tmp_path / "campaign.json").write_text(json.dumps({"config": {}}))
+    (tmp_path / "evaluations").mkdir()
+    (tmp_path / "evaluations" / "part-00000.parquet").write_bytes(b"PAR1 half written")
     page = html_report.render(tmp_path, live=True)
     assert "no evaluation rows yet" in page and 'data-live="1"' in page
+    assert "skipped a part that is not whole yet: evaluations/part-00000.parquet" in page
     with pytest.raises(ValueError, match="no evaluation rows yet"):
         html_report.write(tmp_path)
+
+
+def _failed_call(minute, kind, error):
+    return {**llm_call("add", 0, 0, 0, 0.0), "success": False, "failure_kind": kind,
+            "error": error, "finished_at": pd.Timestamp(f"2026-01-01 00:{minute:02d}", tz="UTC")}
+
+
+def _campaign_without_evaluations(folder):
+    calls = [_failed_call(1, "server_error", "HTTP 500 <html>bad gateway</html>"),
+             _failed_call(2, "no_code_block", "no_code_block: first"),
+             _failed_call(3, "no_code_block", "no_code_block: latest\nsecond line"),
+             llm_call("add", 0, 0, 10, 0.0)]
+    return write_campaign(folder, [], calls, islands=1, name="dead")
+
+
+def test_a_campaign_without_evaluations_gets_a_page_of_what_ended_it(tmp_path):
+    folder = _campaign_without_evaluations(tmp_path / "c")
+    ending.record(folder, "llm_failures", "stopped: every LLM call of generation 0 failed",
+                  ["no_code_block: 2 calls"])
+    result = _evo("report", folder, "--html")
+    assert result.exit_code == 0, result.output
+    page = (folder / "report.html").read_text()
+    assert "Campaign dead" in page and "No candidate was scored" in page
+    assert "Nothing to show yet" not in page and "no evaluation rows yet" not in page
+    assert "stopped: every LLM call of generation 0 failed (at " in page
+    assert "<li>no_code_block: 2 calls</li>" in page
+    report = outcome.without_evaluations(folder)  # the text report's own numbers, drawn
+    assert f"LLM calls: {report['llm']['calls']}, {report['llm']['failed']} failed" in page
+    assert list(report["llm"]["kinds"]) == ["no_code_block", "server_error"]
+    cells = re.findall(r'<td class="l">([^<]*)</td><td class="l">(\d+)</td>', page)
+    assert cells == [("no_code_block", "2"), ("server_error", "1")]  # the commonest first
+    for failed in report["llm"]["kinds"].values():
+        assert f'<pre class="error">{esc(failed["example"])}</pre>' in page  # the latest, whole
+    assert "<html>bad gateway" not in page  # an error is data, escaped
+
+
+def test_a_campaign_without_evaluations_and_no_recorded_end_says_it_may_still_run(tmp_path):
+    folder = _campaign_without_evaluations(tmp_path / "c")
+    written = html_report.write(folder).read_text()
+    assert "No candidate was scored" in written
+    assert "campaign.json records no end of a run: it is still running, or it was killed" in written
+    live = html_report.render(folder, live=True)
+    assert "Nothing to show yet: waiting for the first generation" in live
+    assert "No candidate was scored" not in live and "LLM calls: 4, 3 failed" in live
+    ending.record(folder, ending.FATAL, "the fitness sandbox is unavailable: no bwrap")
+    ended = html_report.render(folder, live=True)
+    assert "No candidate was scored" in ended and "no bwrap (at " in ended
+    assert "waiting for the first generation" not in ended
+
+
+def test_a_campaign_without_evaluations_says_whether_its_llm_calls_failed(tmp_path):
+    offline = html_report.render(write_campaign(tmp_path / "offline", [], [], islands=1))
+    assert "No LLM call was recorded." in offline and "failure kind" not in offline
+    calls = [llm_call("add", 0, 0, 10, 0.0), llm_call("add", 0, 0, 20, 0.0)]
+    answered = html_report.render(write_campaign(tmp_path / "answered", [], calls, islands=1))
+    assert "2 calls, none failed." in answered and "failure kind" not in answered
+
+
+def test_the_pass_at_k_axis_says_whether_islands_are_independent_runs(tmp_path, example):
+    _, independent = example
+    assert esc(plots.RUNS_LABELS[True]) in independent and "k (runs)" not in independent
+    rows = [evaluation("add", i, g, call_ok=True, correct=True, speedup=1.5)
+            for i in range(2) for g in range(2)]
+    migrating = html_report.render(write_campaign(tmp_path / "m", rows, islands=2,
+                                                  migration_interval=1))
+    assert esc(plots.RUNS_LABELS[False]) in migrating
+    assert esc(plots.RUNS_LABELS[True]) not in migrating
+
+
+def _interpreter_rows(islands):
+    return [evaluation("add", i, g, call_ok=True, correct=g > 0, speedup=1.5, meaningful=False)
+            for i in range(islands) for g in range(3)]
+
+
+def test_fitness_seconds_are_called_eval_seconds_on_the_interpreter(tmp_path, example):
+    _, mixed = example  # add is timed on a GPU, softmax under the interpreter
+    assert '<span>GPU/eval-seconds</span>' in mixed
+    page = html_report.render(write_campaign(tmp_path / "c", _interpreter_rows(1), islands=1))
+    assert "<span>eval-seconds</span>" in page and "GPU-s" not in page
+    for name, islands in (("islands-1", 1), ("islands-2", 2)):
+        write_campaign(tmp_path / "sweep" / name, _interpreter_rows(islands), islands=islands)
+    sweep = html_report.render(tmp_path / "sweep")
+    assert "Accuracy vs eval-seconds" in sweep and "<th>eval-s</th>" in sweep
+    assert "At equal compute: eval-seconds" in sweep and "GPU-s" not in sweep
+
+
+def test_the_accuracy_vs_spend_figure_names_fitness_seconds_by_backend():
+    curve = pd.DataFrame({"exec_accuracy": [0.5, 1.0], "evaluations": [1, 2], "tokens": [0, 0],
+                          "usd": [0.0, 0.0], "gpu_s": [0.3, 0.6]})
+    for backends, name in ((["interpreter"], "eval-seconds"), (["cuda"], "GPU-seconds"),
+                           ([], "GPU-seconds"), (["rocm", "interpreter"], "GPU/eval-seconds")):
+        figure = plots.accuracy_vs_spend({"c": curve}, backends=backends)
+        assert [axes.get_xlabel() for axes in figure.axes] == ["evaluations", name]
 
 
 def test_wall_time_is_when_each_part_was_written(tmp_path):

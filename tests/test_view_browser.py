@@ -203,19 +203,22 @@ def test_plots_render_with_data(report_page):
 def test_lineage_renders_and_choosing_a_node_shows_its_step(report_page):
     driver = report_page
     nodes = driver.find_elements("css selector", ".lineage .node")
-    assert len(nodes) >= 2 and nodes[0].text == "baseline (seed)"
+    assert len(nodes) >= 2  # the oldest: the seed's own row, generation 0, with its speedup
+    seed_label = r"g0 i\d+ seed \(starting kernel\) \d+\.\d\dx"
+    assert re.fullmatch(seed_label, nodes[0].text), nodes[0].text
     best = driver.find_element("css selector", ".lineage .node.best")
     assert "selected" in best.get_attribute("class")
     best_detail = driver.find_element("id", f"detail-{best.get_attribute('data-node')}")
     assert best_detail.is_displayed()
 
-    nodes[0].click()  # the baseline: its detail replaces the best's
-    baseline_detail = driver.find_element("id", f"detail-{nodes[0].get_attribute('data-node')}")
-    assert baseline_detail.is_displayed() and not best_detail.is_displayed()
-    assert "the task's baseline kernel" in baseline_detail.text
+    nodes[0].click()  # the seed: its detail replaces the best's
+    seed_detail = driver.find_element("id", f"detail-{nodes[0].get_attribute('data-node')}")
+    assert seed_detail.is_displayed() and not best_detail.is_displayed()
+    assert "the starting kernel: the task's baseline kernel" in seed_detail.text
+    assert "operator seed" in seed_detail.text and "generation 0" in seed_detail.text
 
     best.click()  # back to the best: its diff against its parent
-    assert best_detail.is_displayed() and not baseline_detail.is_displayed()
+    assert best_detail.is_displayed() and not seed_detail.is_displayed()
     assert "diff vs parent" in best_detail.text and "strategy" in best_detail.text
     changed = best_detail.find_elements("css selector", ".diff .add, .diff .del")
     assert changed and all(line.is_displayed() for line in changed)

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evo import view
+from evo import ending, view
 from evo.results import EVALUATION_SCHEMA
-from synthetic_results import evaluation, example_campaign
+from synthetic_results import evaluation, example_campaign, llm_call, write_campaign
 
 SECRET = "not to be served\n"
 
@@ -127,6 +127,22 @@ def test_a_folder_that_is_not_a_campaign_yet_is_served_a_waiting_page(tmp_path):
         shutil.copytree(example_campaign(tmp_path / "elsewhere"), tmp_path / "run")
         status, page = _get(port, "/")  # a sweep-like folder now: a campaign inside it
         assert status == 200 and b"Sweep " in page
+
+
+def test_a_running_campaign_with_no_rows_yet_is_served_a_waiting_page(tmp_path):
+    failed = {**llm_call("add", 0, 0, 0, 0.0), "success": False, "failure_kind": "timeout",
+              "error": "the endpoint did not answer within 60 s"}
+    folder = write_campaign(tmp_path / "c", [], [failed], islands=1, name="starting")
+    with _serving(folder) as port:
+        status, page = _get(port, "/")
+        assert status == 200 and b'data-live="1"' in page
+        assert b"Nothing to show yet: waiting for the first generation" in page
+        assert b"could not be made" not in page  # not the error page
+        assert b"LLM calls: 1, 1 failed" in page and b"did not answer within 60 s" in page
+        ending.record(folder, "llm_failures", "stopped: the LLM calls kept failing")
+        status, page = _get(port, "/")
+        assert status == 200 and b"waiting for the first generation" not in page
+        assert b"No candidate was scored" in page and b"the LLM calls kept failing" in page
 
 
 def test_a_missing_folder_is_an_error(tmp_path):

@@ -93,7 +93,8 @@ def sweep_report(folder: Path, figures_dir: Path) -> dict[str, Any]:
             "spend": {m: float(generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES},
             "notes": analysis.timing_notes(results),
         })
-    figures = [str(plots.save(plots.accuracy_vs_spend(curves),
+    backends = [backend for cell in cells for backend in cell["backends"]]
+    figures = [str(plots.save(plots.accuracy_vs_spend(curves, backends=backends),
                               figures_dir / "sweep_accuracy_vs_spend.png"))] if curves else []
     return {"sweep": str(folder), "cells": cells, "skipped": skipped,
             "equal_compute": equal_compute(curves), "figures": figures}

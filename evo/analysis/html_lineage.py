@@ -3,7 +3,9 @@ step its operator, strategy text and diff against each parent; choosing a node s
 
 The tree reads from the oldest ancestor down to the best along first parents; a crossover's
 other parent opens a branch under the child. An ancestor reached twice is drawn once, and a
-link points to it the second time.
+link points to it the second time. The oldest is the starting kernel: the seed row of
+generation 0 (the task's baseline, scored like any candidate), or in a folder written before
+seeds had rows, the baseline recognized by its id.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ import pandas as pd
 
 from evo.analysis import lineage
 from evo.analysis.html_page import diff_block, esc, number, table
+from evo.analysis.metrics import SEED_OPERATOR
 
 TRACE_CHARS = 4000
 """Characters of an ancestor's error trace shown (a reflector child's parent failed)."""
+SEED_ORIGIN = ("the starting kernel: the task's baseline kernel, seeded into generation 0 and "
+               "scored like any candidate")
 
 
 def _label(step: lineage.Step) -> str:
@@ -29,7 +34,9 @@ def _label(step: lineage.Step) -> str:
         outcome = number(row.get("speedup"), "x") if _present(row.get("speedup")) else "correct"
     else:
         outcome = str(row.get("failure_kind") or "incorrect")
-    return f"g{row.get('generation')} i{row.get('island')} {row.get('operator')} {outcome}"
+    made_by = ("seed (starting kernel)" if row.get("operator") == SEED_OPERATOR
+               else row.get("operator"))
+    return f"g{row.get('generation')} i{row.get('island')} {made_by} {outcome}"
 
 
 def _present(value) -> bool:
@@ -95,6 +102,8 @@ def _detail(found: lineage.Lineage, cid: str, keys: dict[str, str], best: str) -
                   ("failure kind", row.get("failure_kind")),
                   ("speedup", number(row.get("speedup"), "x")),
                   ("debug attempts in lineage", row.get("lineage_debug_count", "-"))]
+        if row.get("operator") == SEED_OPERATOR:
+            facts.append(("origin", SEED_ORIGIN))
     elif step.origin == "baseline":
         facts.append(("origin", "the task's baseline kernel, seeded into generation 0 (no row)"))
     else:

@@ -66,6 +66,7 @@ svg .reference{stroke:#7f7f7f;stroke-dasharray:4 3}
 pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace;background:#fafbfc;
   border:1px solid #e3e6eb;padding:6px 8px;overflow:auto;max-height:520px;margin:4px 0;}
 .strategy{white-space:pre-wrap}
+pre.error{white-space:pre-wrap;overflow-wrap:anywhere;max-width:880px}
 .diff .add{background:#e6ffed;color:#045a1a;display:block}
 .diff .del{background:#ffeef0;color:#8a0b1d;display:block}
 .diff .hunk{color:#6f42c1;display:block}

@@ -5,7 +5,8 @@ against torch.compile where torch's timings join, evo.analysis.torch_comparison)
 correct candidates, failure kinds, LLM tokens and dollars, and the lineage of the best kernel
 with each step's diff (evo.analysis.html_lineage). Above them the suite: accuracy against
 generations, pass@k against runs, spend. A sweep folder gets its scaling plots
-(evo.analysis.html_sweep). The page is made from evo.analysis.snapshot, so a folder still
+(evo.analysis.html_sweep); a campaign that scored nothing, what ended it
+(evo.analysis.html_outcome). The page is made from evo.analysis.snapshot, so a folder still
 being written renders what is whole and says what it skipped.
 """
 
@@ -17,9 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from evo.analysis import html_lineage, html_sweep, lineage, metrics, snapshot, timelines
-from evo.analysis import torch_comparison
+from evo.analysis import html_lineage, html_outcome, html_sweep, lineage, metrics, snapshot
+from evo.analysis import timelines, torch_comparison
 from evo.analysis.html_page import cards, document, esc, notes, number, table
+from evo.analysis.plots import RUNS_LABELS, seconds_name
 from evo.analysis.svg_charts import CORRECT_COLOR, Series, bar_chart, line_chart
 from evo import results as results_io
 
@@ -30,7 +32,8 @@ def write(directory: Path | str, out: Path | str | None = None,
           torch_timings: Path | str | None = None) -> Path:
     """Writes the page of a campaign or sweep folder (default DIR/report.html); returns its
     path. Raises FileNotFoundError / ValueError as `evo report` does, for a missing folder,
-    one with no campaign or no rows yet."""
+    one with no campaign, or a campaign whose rows do not read yet (one with no evaluation
+    part at all gets the page of what ended it)."""
     path = Path(directory)
     if not path.is_dir():
         raise FileNotFoundError(f"no results folder at {path}")
@@ -57,12 +60,7 @@ def _render(path: Path, reader: snapshot.PartReader, live: bool,
     stamp = snapshot.fingerprint(path)
     waiting_for = ""
     if (path / "campaign.json").is_file():
-        state = snapshot.read(path, reader)
-        if state.results is None:
-            waiting_for = f"campaign {path}: {state.waiting_for}"
-            title, body = f"Campaign {path.name}", _waiting(path, state.waiting_for, state.skipped)
-        else:
-            title, body = campaign_page(state, torch_timings)
+        title, body, waiting_for = _campaign(path, reader, live, torch_timings)
     else:
         try:
             title, body = html_sweep.page(path, reader)
@@ -73,6 +71,19 @@ def _render(path: Path, reader: snapshot.PartReader, live: bool,
     made_by = "evo view" if live else "evo report --html"
     footer = f'<p class="meta">Made by KernelEvo ({made_by}) at {esc(generated)}.</p>'
     return document(title, body + footer, stamp, live), waiting_for
+
+
+def _campaign(path: Path, reader: snapshot.PartReader, live: bool,
+              torch_timings: Path | str | None) -> tuple[str, str, str]:
+    """Returns the title and body of a campaign's page, and why it has nothing to show yet
+    ("" otherwise)."""
+    state = snapshot.read(path, reader)
+    if state.results is not None:
+        return (*campaign_page(state, torch_timings), "")
+    if state.unscored and not state.skipped:
+        return (*html_outcome.page(path, live), "")
+    return (f"Campaign {path.name}", _waiting(path, state.waiting_for, state.skipped),
+            f"campaign {path}: {state.waiting_for}")
 
 
 def _waiting(path: Path, reason: str, skipped) -> str:
@@ -148,7 +159,7 @@ def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:
                      ("speedup geomean (solved)", number(suite["speedup_geomean"], "x")),
                      ("evaluations", number(spend["evaluations"])),
                      ("LLM tokens", number(spend["tokens"])), ("USD", number(spend["usd"], "$")),
-                     ("GPU-seconds", number(spend["gpu_s"]))])
+                     (f"{seconds_name(results.backends)}-seconds", number(spend["gpu_s"]))])
             + notes(metrics.timing_notes(results)
                     + [f"skipped a part that is not whole yet: {s}" for s in state.skipped])
             + f'<p class="meta">{wall} Tasks: {toc}</p>')
@@ -160,12 +171,13 @@ def _suite(results: metrics.Results, tasks: pd.DataFrame) -> str:
     x = list(accuracy.index)
     charts = [line_chart([Series("call accuracy", x, accuracy["call_accuracy"]),
                           Series("execution accuracy", x, accuracy["exec_accuracy"]),
-                          Series("pass@1 (mean over runs)", x, accuracy["pass_at_1"])],
+                          Series("pass@1 (mean over islands)", x, accuracy["pass_at_1"])],
                          title="Accuracy vs generation (cumulative)", x_label="generation",
                          y_label="fraction of tasks", y_range=(-0.02, 1.02), integer_x=True),
               line_chart([Series("call pass@k", list(runs.index), runs["call_pass_at_k"]),
                           Series("pass@k (correct)", list(runs.index), runs["pass_at_k"])],
-                         title="pass@k vs k (parallel scaling)", x_label="k (runs)",
+                         title="pass@k vs k (parallel scaling)",
+                         x_label=RUNS_LABELS[results.independent_runs],
                          y_label="probability", y_range=(-0.02, 1.02), integer_x=True)]
     rows = [(name, number(t["candidates"]), number(t["correct_rate"], "%"),
              f"{int(t['runs_solved'])}/{int(t['runs'])}",

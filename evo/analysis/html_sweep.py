@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evo.analysis import compare, metrics, snapshot
 from evo.analysis.html_page import esc, notes, number, table
-from evo.analysis.plots import SPEND_LABELS
+from evo.analysis.plots import seconds_name, spend_labels
 from evo.analysis.svg_charts import Series, line_chart
 
 
@@ -23,19 +23,21 @@ def campaigns(folder: Path) -> list[Path]:
 
 def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
     """Returns the title and body of a sweep folder's page."""
-    cells, curves, waiting = [], {}, []
+    cells, curves, waiting, backends = [], {}, [], set()
     for path in campaigns(folder):
         state = snapshot.read(path, reader)
         if state.results is None:
             waiting.append(f"{path.name}: {state.waiting_for}")
             continue
         tasks = metrics.task_table(state.results)
+        backends.update(state.results.backends)
         curves[path.name] = metrics.by_generation(state.results)
         marker = compare.read_marker(path)
         cells.append((path.name, marker, metrics.suite_metrics(tasks), curves[path.name].iloc[-1]))
         waiting += [f"{path.name}: skipped a part that is not whole yet: {s}"
                     for s in state.skipped]
     keys = sorted({k for _, marker, _, _ in cells for k in marker.get("overrides", {})})
+    labels = spend_labels(backends)
     rows = [(name, *[str(marker.get("overrides", {}).get(k, "-")) for k in keys],
              marker.get("status", "unknown"), number(suite["exec_accuracy"], "%"),
              number(suite["pass_at_k"].get("1"), "%"), number(suite["speedup_geomean"], "x"),
@@ -44,23 +46,24 @@ def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
             for name, marker, suite, last in cells]
     body = [f"<h1>Sweep {esc(folder.name)}</h1><p class=\"meta\">{esc(folder)} · "
             f"{len(cells)} campaigns with rows</p>", notes(waiting),
-            '<div class="charts">' + "".join(_scaling_charts(curves)) + "</div>",
+            '<div class="charts">' + "".join(_scaling_charts(curves, labels)) + "</div>",
             "<h2>Cells</h2>" + table(["cell", *keys, "status", "exec acc", "pass@1",
-                                      "speedup geomean", "evals", "tokens", "USD", "GPU-s"], rows),
-            _equal_compute(compare.equal_compute(curves)),
+                                      "speedup geomean", "evals", "tokens", "USD",
+                                      f"{seconds_name(backends)}-s"], rows),
+            _equal_compute(compare.equal_compute(curves), labels),
             '<p class="meta">Each cell\'s lineages and per-task plots: <code>evo report '
             f"{esc(folder)}/CELL --html</code>.</p>"]
     return f"Sweep {folder.name}", "".join(body)
 
 
-def _scaling_charts(curves: dict) -> list[str]:
+def _scaling_charts(curves: dict, labels: dict[str, str]) -> list[str]:
     if not curves:
         return []
     charts = [line_chart([Series(cell, list(t.index), t["exec_accuracy"])
                           for cell, t in curves.items()],
                          title="Execution accuracy vs generation", x_label="generation",
                          y_label="fraction of tasks", y_range=(-0.02, 1.02), integer_x=True)]
-    for measure, label in SPEND_LABELS.items():
+    for measure, label in labels.items():
         if any(float(t[measure].max()) > 0 for t in curves.values()):
             charts.append(line_chart(
                 [Series(cell, list(t[measure]), t["exec_accuracy"]) for cell, t in curves.items()],
@@ -69,13 +72,13 @@ def _scaling_charts(curves: dict) -> list[str]:
     return charts
 
 
-def _equal_compute(comparison: dict) -> str:
+def _equal_compute(comparison: dict, labels: dict[str, str]) -> str:
     out = []
     for measure, found in comparison.items():
         rows = [(cell, number(m["generation"]), number(m["spent"]), number(m["exec_accuracy"], "%"),
                  number(m["pass_at_1"], "%"), number(m["speedup_geomean"], "x"))
                 for cell, m in found["cells"].items()]
-        out.append(f"<h3>At equal compute: {esc(SPEND_LABELS[measure])} &le; "
+        out.append(f"<h3>At equal compute: {esc(labels[measure])} &le; "
                    f"{esc(number(found['budget']))}</h3>"
                    + table(["cell", "generation", "spent", "exec acc", "pass@1",
                             "speedup geomean"], rows))

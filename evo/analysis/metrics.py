@@ -14,6 +14,7 @@ task's islands has one fresh row, on the first island of the ring).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from pathlib import Path
@@ -69,7 +70,7 @@ class Results:
         generation 0) and its offspring, i.e. every evaluation row."""
         return self.evaluations
 
-    @property
+    @functools.cached_property
     def task_names(self) -> list[str]:
         """Returns every task of the campaign: those the config names, and those with rows.
 
@@ -88,8 +89,15 @@ class Results:
 
     def islands_of(self, task: str) -> list[int]:
         """Returns a task's runs: the configured islands and any other island seen in rows."""
-        seen = self.evaluations.loc[self.evaluations["task"] == task, "island"].astype(int)
-        return sorted(set(range(self.configured_runs or 0)) | set(seen))
+        seen = self._islands_seen.get(task, ())
+        return sorted(set(range(self.configured_runs or 0)) | {int(island) for island in seen})
+
+    @functools.cached_property
+    def _islands_seen(self) -> dict:
+        """Task -> the islands its rows hold, grouped once (tables ask once per task)."""
+        if self.evaluations.empty:
+            return {}
+        return self.evaluations.groupby("task")["island"].unique().to_dict()
 
 
 def _read_parts(folder: Path) -> pd.DataFrame:

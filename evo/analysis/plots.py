@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Iterable
 
 import matplotlib
 
@@ -20,9 +21,24 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from evo.analysis.overlaps import legend_labels  # noqa: E402
+from evo.progress import time_name  # noqa: E402
 
 SPEND_LABELS = {"evaluations": "evaluations", "tokens": "LLM tokens", "usd": "USD",
                 "gpu_s": "GPU-seconds"}
+"""Names of the units of compute (metrics.SPEND_MEASURES); `gpu_s` as named where the
+backend is unknown (spend_labels names it for the backends that spent it)."""
+
+
+def seconds_name(backends: Iterable[str]) -> str:
+    """Returns what fitness seconds spent on `backends` are called: "GPU", "eval" on the
+    interpreter (evo.progress.time_name), "GPU/eval" for both; "GPU" when none is known."""
+    return "/".join(sorted({time_name(backend) for backend in backends}) or ["GPU"])
+
+
+def spend_labels(backends: Iterable[str] = ()) -> dict[str, str]:
+    """Returns SPEND_LABELS with fitness seconds named for `backends` ("eval-seconds" on the
+    interpreter)."""
+    return {**SPEND_LABELS, "gpu_s": f"{seconds_name(backends)}-seconds"}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINE_STYLES = ("-", "--", ":", "-.")
 LOG_SUBS = ((2.0, (1.0,)), (1.0, (1.0, 2.0, 5.0)), (0.6, (1.0, 2.0, 3.0, 5.0)),
@@ -151,19 +167,21 @@ def speedup_distribution(speedups: pd.Series, meaningful: bool) -> plt.Figure:
     return figure
 
 
-def accuracy_vs_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy") -> plt.Figure:
+def accuracy_vs_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy",
+                      backends: Iterable[str] = ()) -> plt.Figure:
     """Accuracy against cumulative compute, one panel per unit spent, one line per campaign.
 
     `curves` maps a label to a by-generation table; units nobody spent (tokens in offline
-    mode) get no panel.
+    mode) get no panel. `backends`, those the rows were scored on, name the fitness seconds.
     """
-    measures = [m for m in SPEND_LABELS
+    labels = spend_labels(backends)
+    measures = [m for m in labels
                 if any(float(table[m].max()) > 0 for table in curves.values())]
     figure, panels = plt.subplots(1, len(measures), figsize=(4 * len(measures), 3.8), squeeze=False)
     for axes, measure in zip(panels[0], measures):
         _curves(axes, {label: pd.Series(table[metric].to_numpy(), index=table[measure].to_numpy())
                        for label, table in curves.items()})
-        axes.set(xlabel=SPEND_LABELS[measure], ylabel=metric.replace("_", " "), ylim=(-0.02, 1.02))
+        axes.set(xlabel=labels[measure], ylabel=metric.replace("_", " "), ylim=(-0.02, 1.02))
     panels[0][0].set_title("Accuracy vs spend")
     if 1 < len(curves) <= 12:
         panels[0][-1].legend(fontsize=7)

@@ -25,7 +25,6 @@ from evo.analysis import compare
 from evo.analysis import outcome
 from evo.analysis import plots
 from evo.analysis import torch_comparison
-from evo.progress import time_name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +63,8 @@ def campaign_figures(results: analysis.Results, tables: Tables) -> dict[str, Fig
         "best_speedup_by_generation": plots.best_speedup_by_generation(tables.best, meaningful),
         "speedup_distribution": plots.speedup_distribution(
             rows.loc[rows["correct"].astype(bool), "speedup"].dropna(), meaningful),
-        "accuracy_vs_spend": plots.accuracy_vs_spend({results.name: tables.generations}),
+        "accuracy_vs_spend": plots.accuracy_vs_spend({results.name: tables.generations},
+                                                     backends=results.backends),
     }
 
 
@@ -144,8 +144,7 @@ def seconds_heading(backends: list[str]) -> str:
     """Returns the heading of the fitness seconds column (`gpu_s`): "GPU-s" for rows scored on
     a GPU (or of no known backend), "eval-s" on the interpreter, as progress lines say;
     "GPU/eval-s" when a sweep holds both."""
-    names = sorted({time_name(backend) for backend in backends})
-    return "/".join(names or ["GPU"]) + "-s"
+    return plots.seconds_name(backends) + "-s"
 
 
 SUITE_COLUMNS = ["call acc", "exec acc", "pass@1", "speedup mean", "speedup geomean",

@@ -92,6 +92,8 @@ class Snapshot:
       skipped: parts that did not read whole (being written, or damaged).
       started_at: epoch seconds from campaign.json's `started_at`, else the first part's time.
       details: the evaluations' parent_ids, and where their DETAIL_COLUMNS are read from.
+      unscored: campaign.json read and no evaluations part at all, whole or not: nothing
+        was scored yet, or the campaign ended before anything was (evo.analysis.outcome).
     """
 
     path: Path
@@ -100,6 +102,7 @@ class Snapshot:
     skipped: tuple[str, ...]
     started_at: float | None
     details: Details | None = None
+    unscored: bool = False
 
     def detail(self, label: int) -> dict[str, Any]:
         """Returns parent_ids and DETAIL_COLUMNS of the evaluations row labelled `label`."""
@@ -122,7 +125,8 @@ def read(directory: Path | str, reader: PartReader | None = None) -> Snapshot:
     started = _started_at(meta, evaluations)
     if evaluations.empty:
         return Snapshot(path, None, "no evaluation rows yet: the first generation has not "
-                                    "been written", skipped, started)
+                                    "been written", skipped, started,
+                        unscored=not rows.parts and not rows.skipped)
     missing = [c for c in metrics.REQUIRED_EVALUATION_COLUMNS if c not in evaluations.columns]
     if missing:
         return Snapshot(path, None, f"{path / 'evaluations'}: missing columns {missing}",
