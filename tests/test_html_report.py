@@ -91,7 +91,7 @@ def test_page_has_suite_charts_and_a_section_per_task(example):
 def test_failure_kinds_and_correct_rate_come_from_the_rows(example):
     folder, _ = example
     state = snapshot.read(folder)
-    rows = state.results.search_rows
+    rows = state.results.evaluations
     kinds = timelines.failure_kinds_by_generation(rows[rows["task"] == "add"],
                                                   timelines.generations(state.results))
     assert kinds.to_dict("index") == {0: {"correct": 1, "compile_error": 0, "mismatch": 0},
@@ -112,7 +112,7 @@ def test_accuracy_curves_are_metrics_by_generation(example):
 def test_lineage_walks_parents_to_the_baseline_with_each_diff(tmp_path):
     folder, ids = _lineage_campaign(tmp_path / "c")
     state = snapshot.read(folder)
-    found = lineage.ancestry(state.results.search_rows, ids["b"]["candidate_id"], BASELINE,
+    found = lineage.ancestry(state.results.evaluations, ids["b"]["candidate_id"], BASELINE,
                              state.detail)
     assert list(found.steps) == [ids["b"]["candidate_id"], ids["a"]["candidate_id"], ids["seed"]]
     assert found.steps[ids["seed"]].origin == "baseline"
@@ -130,7 +130,7 @@ def test_lineage_walks_parents_to_the_baseline_with_each_diff(tmp_path):
 def test_a_crossover_lineage_branches_and_shows_the_failed_parent(tmp_path):
     folder, ids = _lineage_campaign(tmp_path / "c")
     state = snapshot.read(folder)
-    crossed = lineage.ancestry(state.results.search_rows, ids["c"]["candidate_id"], BASELINE,
+    crossed = lineage.ancestry(state.results.evaluations, ids["c"]["candidate_id"], BASELINE,
                                state.detail)
     assert set(crossed.steps) == {ids["c"]["candidate_id"], ids["a"]["candidate_id"],
                                   ids["f"]["candidate_id"], ids["seed"]}
@@ -139,7 +139,7 @@ def test_a_crossover_lineage_branches_and_shows_the_failed_parent(tmp_path):
     # The page's lineage is of the best (b); c's own lineage, rendered, branches once.
     from evo.analysis import html_lineage
 
-    block = html_lineage.section(0, "vector_add", state.results.search_rows,
+    block = html_lineage.section(0, "vector_add", state.results.evaluations,
                                  ids["c"]["candidate_id"], "builtin", state.detail)
     assert block.count('class="branch"') == 1 and "crossed with:" in block
     assert "SyntaxError: &#x27;(&#x27; was never closed" in block
@@ -157,7 +157,7 @@ def test_lineage_stops_at_its_cap_and_says_so(tmp_path):
         parent = records.candidate_id(source)
     write_campaign(tmp_path / "c", rows, islands=1)
     state = snapshot.read(tmp_path / "c")
-    found = lineage.ancestry(state.results.search_rows, parent, BASELINE, state.detail, limit=3)
+    found = lineage.ancestry(state.results.evaluations, parent, BASELINE, state.detail, limit=3)
     assert len(found.steps) == 3 and found.left_out == 1
 
 

@@ -97,7 +97,7 @@ def test_a_lineage_is_walked_by_parent_ids_and_its_sources_read_beforehand(tmp_p
     other = {**_row(3, 9.0), "candidate_id": "other", "parent_ids": ["c1"]}
     folder = write_campaign(tmp_path / "c", chain + [other], islands=1)
     state = snapshot.read(folder)
-    rows = state.results.search_rows
+    rows = state.results.evaluations
     shown = lineage.walked_rows(rows, "c3", state.details.parents)
     assert list(rows.loc[shown, "candidate_id"]) == ["c3", "c2", "c1"]
     state.details.fetch(shown)

@@ -98,7 +98,7 @@ def campaign_page(state: snapshot.Snapshot,
     its lineages show are read from their parts in the background meanwhile."""
     results = state.results
     tasks = metrics.task_table(results)
-    rows = dict(tuple(results.search_rows.groupby("task")))
+    rows = dict(tuple(results.evaluations.groupby("task")))
     with concurrent.futures.ThreadPoolExecutor(1) as background:
         fetched = background.submit(state.details.fetch, _lineage_rows(state, tasks, rows))
         try:

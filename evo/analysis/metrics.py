@@ -64,12 +64,6 @@ class Results:
     configured_runs: int | None
     independent_runs: bool | None
 
-    @property
-    def search_rows(self) -> pd.DataFrame:
-        """Rows every table and figure counts: the search's starting point (its seeds,
-        generation 0) and its offspring, i.e. every evaluation row."""
-        return self.evaluations
-
     @functools.cached_property
     def task_names(self) -> list[str]:
         """Returns every task of the campaign: those the config names, and those with rows.
@@ -185,7 +179,7 @@ def run_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFram
     Every configured island of every task appears, including runs without a single row
     yet: they count as unsolved rather than vanishing from the denominator.
     """
-    rows = results.search_rows if rows is None else rows
+    rows = results.evaluations if rows is None else rows
     correct = rows[rows["correct"].astype(bool)]
     grouped = rows.groupby(["task", "island"])
     runs = pd.DataFrame({
@@ -211,7 +205,7 @@ def best_rows(rows: pd.DataFrame) -> pd.DataFrame:
 
 def task_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFrame:
     """Returns one row per task: candidates, rates, runs called / solved, best kernel."""
-    rows = results.search_rows if rows is None else rows
+    rows = results.evaluations if rows is None else rows
     runs = run_table(results, rows).groupby("task")
     meta = results.evaluations.groupby("task").first()
     table = pd.DataFrame({
@@ -283,7 +277,7 @@ def _spend_by_generation(results: Results) -> pd.DataFrame:
 def by_generation(results: Results) -> pd.DataFrame:
     """Returns sequential scaling: suite metrics of all rows up to each generation, with
     the compute spent so far (cumulative evaluations, tokens, USD, GPU-seconds)."""
-    rows = results.search_rows
+    rows = results.evaluations
     generations = range(int(results.evaluations["generation"].max()) + 1)
     records = []
     for generation in generations:
@@ -304,7 +298,7 @@ def by_generation(results: Results) -> pd.DataFrame:
 
 def best_speedup_by_generation(results: Results) -> pd.DataFrame:
     """Returns generation x task: the best correct speedup found up to that generation."""
-    rows = results.search_rows
+    rows = results.evaluations
     correct = rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
     generations = range(int(results.evaluations["generation"].max()) + 1)
     best = correct.groupby(["generation", "task"])["speedup"].max().unstack("task")

@@ -43,7 +43,7 @@ class Tables:
 def tables_of(results: analysis.Results) -> Tables:
     """Returns the metrics tables of `results`."""
     tasks = analysis.task_table(results)
-    rows = results.search_rows
+    rows = results.evaluations
     timed = rows.loc[rows["speedup"].notna(), "timing_meaningful"].astype(bool)
     return Tables(tasks=tasks, generations=analysis.by_generation(results),
                   runs=analysis.by_runs(results, tasks),
@@ -55,7 +55,7 @@ def tables_of(results: analysis.Results) -> Tables:
 
 def campaign_figures(results: analysis.Results, tables: Tables) -> dict[str, Figure]:
     """Returns the campaign's figures by file name (without .png), drawn, not saved."""
-    rows = results.search_rows
+    rows = results.evaluations
     meaningful = tables.meaningful is not False
     return {
         "accuracy_vs_generation": plots.accuracy_vs_generation(tables.generations),

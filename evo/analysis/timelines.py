@@ -24,7 +24,7 @@ def generations(results: metrics.Results) -> pd.RangeIndex:
 
 def accuracy_by_generation(results: metrics.Results) -> pd.DataFrame:
     """Returns, per generation, call / execution accuracy and mean pass@1 of all rows so far."""
-    rows, index = results.search_rows, generations(results)
+    rows, index = results.evaluations, generations(results)
     tasks = results.task_names
     seen = results.evaluations.groupby("task")["island"].unique()
     configured = set(range(results.configured_runs or 0))
@@ -48,7 +48,7 @@ def accuracy_by_generation(results: metrics.Results) -> pd.DataFrame:
 
 def correct_rate_by_generation(results: metrics.Results) -> pd.DataFrame:
     """Returns generation x task: the share of that generation's candidates that are correct."""
-    rows = results.search_rows
+    rows = results.evaluations
     rate = rows.groupby(["generation", "task"])["correct"].mean().unstack("task")
     return rate.reindex(index=generations(results), columns=results.task_names)
 
@@ -64,7 +64,7 @@ def failure_kinds_by_generation(rows: pd.DataFrame, index: pd.Index) -> pd.DataF
 
 
 def _timed(results: metrics.Results) -> pd.DataFrame:
-    rows = results.search_rows
+    rows = results.evaluations
     return rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
 
 
@@ -74,7 +74,7 @@ def best_by_wall_time(results: metrics.Results, started_at: float | None,
     (index: seconds since the campaign started; the task's last part closes the line).
     `speedups` (by row label, e.g. torch_speedups) replaces the rows' speedup over the
     baseline."""
-    rows, timed = results.search_rows, _timed(results)
+    rows, timed = results.evaluations, _timed(results)
     if speedups is not None:
         timed = timed.loc[speedups.index].assign(speedup=speedups)
     start = started_at if started_at is not None else float(rows["written_at"].min())

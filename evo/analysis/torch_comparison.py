@@ -64,7 +64,7 @@ def comparison(results: analysis.Results, timings_path: Path | str | None = None
     campaign), "no_timings" (no file; the message says how to make one) or "device_mismatch".
     A file named explicitly that does not exist raises FileNotFoundError.
     """
-    best = analysis.best_rows(results.search_rows)
+    best = analysis.best_rows(results.evaluations)
     if best.empty:
         return _without("no_kernel", "no task has a correct timed kernel: nothing to compare "
                                      "with torch")
