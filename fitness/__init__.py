@@ -5,10 +5,10 @@ pays for none of them)."""
 
 import importlib
 
-HARNESS_VERSION = "fitness-9"
+HARNESS_VERSION = "fitness-10"
 """Bumped whenever a change to the walk could change a verdict or a timing of a built-in
 task; part of every Evaluation and of the baseline-timing cache key (history: CHANGELOG.md)."""
-EXTERNAL_HARNESS_VERSION = "external-harness-4"
+EXTERNAL_HARNESS_VERSION = "external-harness-5"
 """The same for external-suite tasks, which run their suite's own harness."""
 
 
