@@ -13,6 +13,8 @@ from benchmarks import registry
 from benchmarks.builtin import common
 from kernel_launches import Recorder
 
+pytestmark = pytest.mark.slow  # every design through the interpreter: `make test-fast` leaves it out
+
 TASK = registry.builtin().get("flash_attention")
 TILES = ((16, 32), (32, 16))  # key tiles wider and narrower than query tiles: partial diagonal blocks both ways
 

@@ -2,6 +2,8 @@
 within the table's knobs and the registers, gives a bucket's cases the same configs and every
 design some, and its smoke mode runs here on the interpreter and writes its tables."""
 
+import pytest
+
 from benchmarks import registry
 from kernel_launches import perf_script, smoke_run
 
@@ -55,6 +57,7 @@ def test_registers_bound_the_tiles():
     assert sweep.fits({**tile, "WARP_SPECIALIZE": 1})  # a second consumer group holds half
 
 
+@pytest.mark.slow  # a child process per case: `make test-fast` leaves it out
 def test_smoke_run_writes_its_tables(tmp_path):
     row, summary = smoke_run("attention_sweep", tmp_path)
     assert (row["task"], row["case"]) == ("flash_attention", "B=1 H=2 S=65 fp16")

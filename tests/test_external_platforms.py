@@ -14,6 +14,8 @@ from fitness.processes.device_lock import DeviceLock
 from fitness.processes.pool import WorkerPool
 from fitness.settings import Limits
 
+pytestmark = pytest.mark.slow  # runs external tasks on the interpreter: `make test-fast` leaves it out
+
 EXTERNAL = pathlib.Path(__file__).resolve().parents[2] / "shared" / "external"
 GEAK = EXTERNAL / "GEAK-eval"
 KERNELBENCH = EXTERNAL / "KernelBench"

@@ -13,6 +13,8 @@ from benchmarks import registry
 from benchmarks.builtin import common
 from kernel_launches import Recorder
 
+pytestmark = pytest.mark.slow  # every design through the interpreter: `make test-fast` leaves it out
+
 SUITE = registry.builtin()
 SMALL_TILES = {"BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 """Tiles small enough that every shape below has several tiles and K steps per unit."""

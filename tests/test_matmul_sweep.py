@@ -139,6 +139,7 @@ def test_bucket_winner_is_the_best_geomean_over_the_cases_it_was_timed_on():
     assert machinery.bucket_winners(rows) == {("t", "b"): ({"name": "steady"}, 1.049, 2)}
 
 
+@pytest.mark.slow  # a child process per case: `make test-fast` leaves it out
 def test_smoke_run_writes_its_tables(tmp_path):
     row, summary = smoke_run("matmul_sweep", tmp_path)
     assert (row["task"], row["case"]) == ("matmul", "65x129x70 fp16")

@@ -163,6 +163,7 @@ def test_unknown_case_is_a_usage_error_listing_the_cases(tmp_path, capsys):
     assert "task row_sum has no case '4096x4096'; its cases: 4096x4096 fp32; 8192x5000 fp16" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # a child process per case: `make test-fast` leaves it out
 def test_warm_phase_runs_every_case_once_side_by_side_and_skips_what_time_leaves_out(tmp_path):
     pairs = cases.resolve_cases(argparse.ArgumentParser(), "row_sum:9x1000 fp32;vector_add:N=1025 fp32", True)
     args = argparse.Namespace(smoke=True, warm_workers=2, case_timeout_s=120.0)
@@ -179,6 +180,7 @@ def _run(out, *extra: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
         return done, list(csv.DictReader(handle))
 
 
+@pytest.mark.slow  # a child process per case: `make test-fast` leaves it out
 def test_smoke_times_both_sides_and_writes_the_tables(tmp_path):
     done, rows = _run(tmp_path)
     assert [(r["task"], r["case"], r["side"], r["status"]) for r in rows] == [
@@ -191,6 +193,7 @@ def test_smoke_times_both_sides_and_writes_the_tables(tmp_path):
     assert saved["environment"]["device"] == "cpu-interpreter" and saved["cases"][0]["status"] == "ok"
 
 
+@pytest.mark.slow  # a child process per case: `make test-fast` leaves it out
 def test_a_child_over_its_time_limit_is_killed_and_the_next_case_still_runs(tmp_path):
     started = time.monotonic()
     _, rows = _run(tmp_path, "--cases", "row_sum:9x1000 fp32;vector_add:N=1025 fp32", "--case-timeout-s", "1")
@@ -198,6 +201,7 @@ def test_a_child_over_its_time_limit_is_killed_and_the_next_case_still_runs(tmp_
     assert "killed after 1 s" in rows[1]["reason"] and time.monotonic() - started < 60
 
 
+@pytest.mark.slow  # a child process per case: `make test-fast` leaves it out
 def test_cases_past_max_seconds_are_recorded_not_run(tmp_path):
     _, rows = _run(tmp_path, "--cases", "row_sum:9x1000 fp32;vector_add:N=1025 fp32", "--max-seconds", "0")
     assert [(r["task"], r["status"], r["reason"]) for r in rows] == [
