@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -31,12 +30,10 @@ def record(folder: Path, stopped_by: str | None, reason: str,
            details: Sequence[str] = ()) -> None:
     """Sets campaign.json's "stop"; does nothing when there is no campaign.json yet (nothing
     to report on) or it cannot be written (a full disk: the line on stderr still says it)."""
-    path = Path(folder) / "campaign.json"
+    stop = {"stopped_by": stopped_by, "reason": reason, "details": list(details),
+            "at": datetime.datetime.now(datetime.timezone.utc).isoformat()}
     with contextlib.suppress(OSError, ValueError):
-        recorded = json.loads(path.read_text())
-        stop = {"stopped_by": stopped_by, "reason": reason, "details": list(details),
-                "at": datetime.datetime.now(datetime.timezone.utc).isoformat()}
-        results.write_json(path, {**recorded, "stop": stop})
+        results.set_campaign_field(folder, "stop", stop)
 
 
 def record_summary(folder: Path, summary: Summary) -> None:

@@ -40,8 +40,7 @@ def replacements(folder: Path) -> dict:
 
 def record_replacements(folder: Path, counts: dict) -> None:
     """Sets campaign.json's "actor_replacements" to `counts` (role -> actors replaced)."""
-    recorded = json.loads((folder / "campaign.json").read_text())
-    results.write_json(folder / "campaign.json", {**recorded, "actor_replacements": counts})
+    results.set_campaign_field(folder, "actor_replacements", counts)
 
 
 def check_resumable(folder: Path, config: Config) -> None:

@@ -165,3 +165,9 @@ def remove_temporaries(folders: Iterable[Path]) -> None:
 
 def write_json(path: Path, payload: dict) -> None:
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(payload, indent=2, default=str)))
+
+
+def set_campaign_field(folder: Path, key: str, value) -> None:
+    """Sets one top-level field of `folder`'s campaign.json, the rest kept as written."""
+    path = Path(folder) / "campaign.json"
+    write_json(path, {**json.loads(path.read_text()), key: value})

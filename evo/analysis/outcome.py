@@ -49,16 +49,17 @@ def llm_failures(calls: pd.DataFrame) -> dict[str, Any]:
     return {"calls": len(calls), "failed": len(failed), "kinds": kinds}
 
 
-def outcome(folder: Path, meta: dict) -> dict[str, Any]:
+def outcome(folder: Path, meta: dict, calls: pd.DataFrame | None = None) -> dict[str, Any]:
     """Returns the recorded stop (None if none), the LLM failures, and a note when no
-    stop is recorded."""
+    stop is recorded. `calls`: the folder's LLM call rows when already read."""
     stop = meta.get("stop")
     notes = []
     if stop is None:
         log = Path(folder) / LOG_NAME
         notes.append("campaign.json records no end of a run: it is still running, or it was "
                      "killed" + (f" or crashed (see {log})" if log.is_file() else ""))
-    return {"stop": stop, "llm": llm_failures(llm_calls(folder)), "notes": notes}
+    calls = llm_calls(folder) if calls is None else calls.reindex(columns=CALL_COLUMNS)
+    return {"stop": stop, "llm": llm_failures(calls), "notes": notes}
 
 
 def without_evaluations(folder: Path) -> dict[str, Any]:

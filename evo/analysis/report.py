@@ -80,7 +80,7 @@ def campaign_report(results: analysis.Results,
         drawn["versus_torch"] = plots.versus_torch(versus_torch["cases"], torch_comparison.MODES)
     figures = [plots.save(figure, results.path / "figures" / f"{name}.png")
                for name, figure in drawn.items()]
-    ended = outcome.outcome(results.path, results.meta)
+    ended = outcome.outcome(results.path, results.meta, results.llm_calls)
     suite = analysis.suite_metrics(tables.tasks)
     suite["spend"] = {m: float(tables.generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES}
     suite["timing_meaningful"] = tables.meaningful
