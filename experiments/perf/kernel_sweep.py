@@ -3,7 +3,8 @@
 The machinery the family sweeps share (matmul_sweep.py: matmul and batched_matmul against
 cuBLAS; attention_sweep.py: flash_attention against fused SDPA). A `Family` says which tasks,
 which configs each case is swept over (the table's own first), how a config is labelled, and
-which torch op is the yardstick (`suite_bench.NATIVE`); this module runs them:
+which torch op is the yardstick (`suite_bench.NATIVE`, else the task's reference: what torch
+eager runs; membound_sweep.py); this module runs them:
 - Phase 1 (compile): worker processes run each (case, config) once, in priority order and
   round-robin over cases, filling Triton's disk cache; a config that fails to compile or run
   is recorded with its error and never reaches phase 2; a job whose worker dies or hangs is
@@ -224,7 +225,7 @@ def _prepare_case(task, case_index: int, smoke: bool) -> dict:
     from suite_bench import NATIVE
     cases = task.interpreter_cases if smoke else task.cases
     args = case_inputs(task, case_index, cases, "cpu" if smoke else "cuda")
-    library_ms, _ = bench_ms(lambda: NATIVE[task.name](*args), smoke)
+    library_ms, _ = bench_ms(lambda: NATIVE.get(task.name, task.reference)(*args), smoke)
     return {"args": args, "expected": task.reference(*args), "flops": task.flops(cases[case_index].params),
             "library_ms": library_ms}
 

@@ -17,7 +17,9 @@ KNOBS = {
 DESIGN = ()
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "narrow": (("BLOCK_M", 4), ("BLOCK_N", 512), ("num_warps", 4), ("num_stages", 1)),
+    "small": (("BLOCK_M", 4), ("BLOCK_N", 512), ("num_warps", 4), ("num_stages", 1)),
+    "unaligned": (("BLOCK_M", 4), ("BLOCK_N", 512), ("num_warps", 2), ("num_stages", 1)),
+    "narrow": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("num_warps", 16), ("num_stages", 1)),
     "wide": (("BLOCK_M", 4), ("BLOCK_N", 512), ("num_warps", 4), ("num_stages", 1)),
 }
 
@@ -43,9 +45,12 @@ def _bias_gelu_kernel(x_ptr, bias_ptr, out_ptr,
              out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _bucket(N: int) -> str:
-    """Returns the CONFIGS bucket of rows of N elements."""
-    return "narrow" if N <= 1024 else "wide"
+def _bucket(M: int, N: int) -> str:
+    """Returns the CONFIGS bucket of an M x N input: small (latency-bound), rows whose length is
+    not a multiple of 8 (no vector loads), rows of up to 4096 elements, or wider."""
+    if M * N <= 1 << 21:
+        return "small"
+    return "unaligned" if N % 8 else "narrow" if N <= 4096 else "wide"
 
 
 def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -55,7 +60,7 @@ def bias_gelu(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1 and bias.is_contiguous(), "rows of x and bias must be contiguous"
     M, N = x.shape
     out = torch.empty_like(x)
-    config = dict(CONFIGS[_bucket(N)])
+    config = dict(CONFIGS[_bucket(M, N)])
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
     _bias_gelu_kernel[grid](x, bias, out, M, N, x.stride(0), out.stride(0),
                             BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],

@@ -28,9 +28,11 @@ CONFIGS = {
     "short": (("BLOCK_M", 4), ("BLOCK_V", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
               ("num_warps", 4), ("num_stages", 1)),
     "medium": (("BLOCK_M", 1), ("BLOCK_V", 2048), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-               ("num_warps", 8), ("num_stages", 2)),
-    "long": (("BLOCK_M", 1), ("BLOCK_V", 2048), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 2)),
+               ("num_warps", 4), ("num_stages", 2)),
+    "wide": (("BLOCK_M", 1), ("BLOCK_V", 4096), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+             ("num_warps", 8), ("num_stages", 4)),
+    "long": (("BLOCK_M", 1), ("BLOCK_V", 4096), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 16),
+             ("num_warps", 4), ("num_stages", 3)),
 }
 MAX_BLOCK = 1 << 16
 """Most elements one BLOCK_M x row block may hold; a longer whole row is looped."""
@@ -88,7 +90,7 @@ def _mean_kernel(values_ptr, out_ptr,
 
 def _bucket(V: int) -> str:
     """Returns the CONFIGS bucket of rows of V logits."""
-    return "short" if V <= 4096 else "medium" if V <= 65536 else "long"
+    return "short" if V <= 4096 else "medium" if V <= 32768 else "wide" if V <= 65536 else "long"
 
 
 def _vector_width(widest: int, *sizes: int) -> int:

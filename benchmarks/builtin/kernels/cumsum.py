@@ -22,12 +22,22 @@ KNOBS = {
 DESIGN = ("PROGRAMS",)
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "short": (("BLOCK_M", 16), ("BLOCK_N", 256), ("PROGRAMS", 0),
-              ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
-    "medium": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0),
-               ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
-    "long": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0),
-             ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
+    "small": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+              ("num_stages", 2)),
+    "short": (("BLOCK_M", 16), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+              ("num_stages", 2)),
+    "n1k": (("BLOCK_M", 1), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 1),
+            ("num_stages", 3)),
+    "n2k": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+            ("num_stages", 2)),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
+            ("num_stages", 2)),
+    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 2048), ("PROGRAMS", 0), ("ALIGN", 16), ("num_warps", 2),
+            ("num_stages", 1)),
+    "n16k": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+             ("num_stages", 2)),
+    "long": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
+             ("num_stages", 2)),
 }
 
 
@@ -61,9 +71,13 @@ def _cumsum_kernel(x_ptr, out_ptr,
             carry = tl.sum(tl.where(cols[None, :] == start + BLOCK_N - 1, scanned, 0.0), axis=1)
 
 
-def _bucket(N: int) -> str:
-    """Returns the CONFIGS bucket of rows of N elements."""
-    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
+def _bucket(M: int, N: int) -> str:
+    """Returns the CONFIGS bucket of M rows of N elements: a small input (latency-bound: few
+    waves of programs), else the row length's class, which sets the block and warps that fit."""
+    if M * N <= 1 << 21:
+        return "small"
+    return ("short" if N <= 256 else "n1k" if N <= 1024 else "n2k" if N <= 2048 else "n4k" if N <= 4096
+            else "n8k" if N <= 8192 else "n16k" if N <= 16384 else "long")
 
 
 def _vector_width(widest: int, *sizes: int) -> int:
@@ -79,7 +93,7 @@ def cumsum(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty_like(x)
-    config = dict(CONFIGS[_bucket(N)])
+    config = dict(CONFIGS[_bucket(M, N)])
     programs = triton.cdiv(M, config["BLOCK_M"])
     if config["PROGRAMS"]:
         programs = min(programs, config["PROGRAMS"])

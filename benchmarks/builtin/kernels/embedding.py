@@ -29,6 +29,8 @@ CONFIGS = {
                ("num_warps", 4), ("num_stages", 1)),
     "medium": (("BLOCK_T", 8), ("BLOCK_D", 512), ("LOOP_D", 0), ("PROGRAMS", 0), ("ALIGN", 8),
                ("num_warps", 4), ("num_stages", 1)),
+    "large": (("BLOCK_T", 8), ("BLOCK_D", 512), ("LOOP_D", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("num_warps", 4), ("num_stages", 1)),
     "wide": (("BLOCK_T", 8), ("BLOCK_D", 512), ("LOOP_D", 0), ("PROGRAMS", 0), ("ALIGN", 8),
              ("num_warps", 4), ("num_stages", 1)),
 }
@@ -63,7 +65,7 @@ def _embedding_kernel(indices_ptr, weight_ptr, out_ptr,
 
 def _bucket(D: int) -> str:
     """Returns the CONFIGS bucket of table rows of D elements."""
-    return "narrow" if D <= 256 else "medium" if D <= 2048 else "wide"
+    return "narrow" if D <= 256 else "medium" if D <= 1024 else "large" if D <= 2048 else "wide"
 
 
 def _vector_width(widest: int, *sizes: int) -> int:

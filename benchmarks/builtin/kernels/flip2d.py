@@ -25,10 +25,14 @@ KNOBS = {
 DESIGN = ("REVERSE", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "narrow": (("BLOCK_M", 16), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-               ("num_warps", 4), ("num_stages", 1)),
-    "wide": (("BLOCK_M", 16), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 4), ("num_stages", 1)),
+    "small": (("BLOCK_M", 16), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("num_warps", 4), ("num_stages", 1)),
+    "narrow": (("BLOCK_M", 4), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 16),
+               ("num_warps", 2), ("num_stages", 3)),
+    "unaligned": (("BLOCK_M", 2), ("BLOCK_N", 1024), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+                  ("num_warps", 2), ("num_stages", 1)),
+    "wide": (("BLOCK_M", 4), ("BLOCK_N", 512), ("REVERSE", 1), ("PROGRAMS", 0), ("ALIGN", 1),
+             ("num_warps", 2), ("num_stages", 2)),
 }
 
 
@@ -65,9 +69,12 @@ def _flip2d_kernel(x_ptr, out_ptr,
         tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :], values, mask=mask)
 
 
-def _bucket(N: int) -> str:
-    """Returns the CONFIGS bucket of rows of N elements."""
-    return "narrow" if N <= 256 else "wide"
+def _bucket(M: int, N: int) -> str:
+    """Returns the CONFIGS bucket of an M x N input: small (latency-bound), narrow rows (up to
+    256), rows whose length is not a multiple of 8 (no vector loads), or wide."""
+    if M * N <= 1 << 21:
+        return "small"
+    return "narrow" if N <= 256 else "unaligned" if N % 8 else "wide"
 
 
 def _vector_width(widest: int, *sizes: int) -> int:
@@ -83,7 +90,7 @@ def flip2d(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty_like(x)
-    config = dict(CONFIGS[_bucket(N)])
+    config = dict(CONFIGS[_bucket(M, N)])
     programs = triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"])
     if config["PROGRAMS"]:
         programs = min(programs, config["PROGRAMS"])

@@ -13,7 +13,7 @@ import triton.language as tl
 
 KNOBS = {
     "BLOCK_M": (1, 2, 4, 8, 16, 32, 64),
-    "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
+    "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
     "num_warps": (1, 2, 4, 8, 16),
@@ -22,12 +22,22 @@ KNOBS = {
 DESIGN = ("PROGRAMS",)
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "short": (("BLOCK_M", 32), ("BLOCK_N", 128), ("PROGRAMS", 0),
-              ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
-    "medium": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0),
-               ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
-    "long": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0),
-             ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
+    "small": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+              ("num_stages", 2)),
+    "short": (("BLOCK_M", 8), ("BLOCK_N", 32), ("PROGRAMS", 0), ("ALIGN", 16), ("num_warps", 2),
+              ("num_stages", 2)),
+    "n1k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+            ("num_stages", 2)),
+    "n2k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+            ("num_stages", 2)),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 2048), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
+            ("num_stages", 2)),
+    "n8k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+            ("num_stages", 2)),
+    "n16k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
+             ("num_stages", 2)),
+    "long": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
+             ("num_stages", 2)),
 }
 
 
@@ -61,9 +71,13 @@ def _row_argmax_kernel(x_ptr, out_ptr,
         tl.store(out_ptr + rows, best_index, mask=row_mask)
 
 
-def _bucket(N: int) -> str:
-    """Returns the CONFIGS bucket of rows of N elements."""
-    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
+def _bucket(M: int, N: int) -> str:
+    """Returns the CONFIGS bucket of M rows of N elements: a small input (latency-bound: few
+    waves of programs), else the row length's class, which sets the block and warps that fit."""
+    if M * N <= 1 << 21:
+        return "small"
+    return ("short" if N <= 256 else "n1k" if N <= 1024 else "n2k" if N <= 2048 else "n4k" if N <= 4096
+            else "n8k" if N <= 8192 else "n16k" if N <= 16384 else "long")
 
 
 def _vector_width(widest: int, *sizes: int) -> int:
@@ -79,7 +93,7 @@ def row_argmax(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty((M,), dtype=torch.int64, device=x.device)
-    config = dict(CONFIGS[_bucket(N)])
+    config = dict(CONFIGS[_bucket(M, N)])
     programs = triton.cdiv(M, config["BLOCK_M"])
     if config["PROGRAMS"]:
         programs = min(programs, config["PROGRAMS"])

@@ -15,7 +15,7 @@ import triton.language as tl
 
 KNOBS = {
     "BLOCK_M": (1, 2, 4, 8, 16, 32, 64),
-    "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
+    "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
     "ACC_2D": (0, 1),  # 1: [BLOCK_M, BLOCK_N] fp32 accumulator reduced once; 0: reduced per chunk
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
@@ -25,12 +25,22 @@ KNOBS = {
 DESIGN = ("ACC_2D", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "short": (("BLOCK_M", 32), ("BLOCK_N", 128), ("ACC_2D", 1), ("PROGRAMS", 0),
-              ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
-    "medium": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0),
-               ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
-    "long": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0),
-             ("ALIGN", 8), ("num_warps", 4), ("num_stages", 2)),
+    "small": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("num_warps", 4), ("num_stages", 2)),
+    "short": (("BLOCK_M", 32), ("BLOCK_N", 128), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("num_warps", 8), ("num_stages", 3)),
+    "n1k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 4), ("num_stages", 2)),
+    "n2k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 4), ("num_stages", 2)),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 16), ("num_stages", 2)),
+    "n8k": (("BLOCK_M", 2), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 4), ("num_stages", 2)),
+    "n16k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+             ("num_warps", 4), ("num_stages", 2)),
+    "long": (("BLOCK_M", 2), ("BLOCK_N", 4096), ("ACC_2D", 0), ("PROGRAMS", 2112), ("ALIGN", 2),
+             ("num_warps", 4), ("num_stages", 2)),
 }
 
 
@@ -63,9 +73,13 @@ def _row_sum_kernel(x_ptr, out_ptr,
         tl.store(out_ptr + rows, row_acc.to(out_ptr.dtype.element_ty), mask=row_mask)
 
 
-def _bucket(N: int) -> str:
-    """Returns the CONFIGS bucket of rows of N elements."""
-    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
+def _bucket(M: int, N: int) -> str:
+    """Returns the CONFIGS bucket of M rows of N elements: a small input (latency-bound: few
+    waves of programs), else the row length's class, which sets the block and warps that fit."""
+    if M * N <= 1 << 21:
+        return "small"
+    return ("short" if N <= 256 else "n1k" if N <= 1024 else "n2k" if N <= 2048 else "n4k" if N <= 4096
+            else "n8k" if N <= 8192 else "n16k" if N <= 16384 else "long")
 
 
 def _vector_width(widest: int, *sizes: int) -> int:
@@ -81,7 +95,7 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty((M,), dtype=x.dtype, device=x.device)
-    config = dict(CONFIGS[_bucket(N)])
+    config = dict(CONFIGS[_bucket(M, N)])
     programs = triton.cdiv(M, config["BLOCK_M"])
     if config["PROGRAMS"]:
         programs = min(programs, config["PROGRAMS"])

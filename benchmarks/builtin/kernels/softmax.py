@@ -25,12 +25,22 @@ KNOBS = {
 DESIGN = ("LOOP", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0),
-              ("ALIGN", 8), ("num_warps", 4), ("num_stages", 1)),
-    "medium": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
-               ("ALIGN", 8), ("num_warps", 8), ("num_stages", 1)),
-    "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0),
-             ("ALIGN", 8), ("num_warps", 8), ("num_stages", 1)),
+    "small": (("BLOCK_M", 1), ("BLOCK_N", 512), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("num_warps", 2), ("num_stages", 4)),
+    "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("num_warps", 4), ("num_stages", 1)),
+    "n1k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 8), ("num_stages", 1)),
+    "n2k": (("BLOCK_M", 1), ("BLOCK_N", 512), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 4), ("num_stages", 3)),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 4), ("num_stages", 1)),
+    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+            ("num_warps", 8), ("num_stages", 1)),
+    "n16k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+             ("num_warps", 8), ("num_stages", 1)),
+    "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+             ("num_warps", 8), ("num_stages", 1)),
 }
 MAX_BLOCK = 1 << 16
 """Most elements one BLOCK_M x BLOCK_N block may hold; a longer whole row is looped."""
@@ -84,9 +94,13 @@ def _softmax_kernel(x_ptr, out_ptr,
             tl.store(out_rows + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _bucket(N: int) -> str:
-    """Returns the CONFIGS bucket of rows of N elements."""
-    return "short" if N <= 256 else "medium" if N <= 4096 else "long"
+def _bucket(M: int, N: int) -> str:
+    """Returns the CONFIGS bucket of M rows of N elements: a small input (latency-bound: few
+    waves of programs), else the row length's class, which sets the block and warps that fit."""
+    if M * N <= 1 << 21:
+        return "small"
+    return ("short" if N <= 256 else "n1k" if N <= 1024 else "n2k" if N <= 2048 else "n4k" if N <= 4096
+            else "n8k" if N <= 8192 else "n16k" if N <= 16384 else "long")
 
 
 def _vector_width(widest: int, *sizes: int) -> int:
@@ -102,7 +116,7 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     assert x.stride(1) == 1, "rows must be contiguous"
     M, N = x.shape
     out = torch.empty_like(x)
-    config = dict(CONFIGS[_bucket(N)])
+    config = dict(CONFIGS[_bucket(M, N)])
     # A whole row in one block reads it once; fewer rows per block when it is long, and a
     # loop when even one row does not fit.
     whole_row = triton.next_power_of_2(N)

@@ -24,8 +24,12 @@ KNOBS = {
 DESIGN = ("PROGRAMS",)
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "skinny": (("BLOCK_M", 64), ("BLOCK_N", 64), ("GROUP_M", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-               ("num_warps", 4), ("num_stages", 1)),
+    "small": (("BLOCK_M", 64), ("BLOCK_N", 64), ("GROUP_M", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("num_warps", 4), ("num_stages", 1)),
+    "skinny": (("BLOCK_M", 128), ("BLOCK_N", 16), ("GROUP_M", 1), ("PROGRAMS", 0), ("ALIGN", 4),
+               ("num_warps", 1), ("num_stages", 1)),
+    "unaligned": (("BLOCK_M", 256), ("BLOCK_N", 32), ("GROUP_M", 32), ("PROGRAMS", 0), ("ALIGN", 1),
+                  ("num_warps", 4), ("num_stages", 3)),
     "large": (("BLOCK_M", 64), ("BLOCK_N", 64), ("GROUP_M", 1), ("PROGRAMS", 0), ("ALIGN", 8),
               ("num_warps", 4), ("num_stages", 1)),
 }
@@ -63,8 +67,11 @@ def _transpose_kernel(x_ptr, out_ptr,
 
 
 def _bucket(M: int, N: int) -> str:
-    """Returns the CONFIGS bucket of an M x N input (skinny: one side fits a tile or two)."""
-    return "skinny" if min(M, N) <= 128 else "large"
+    """Returns the CONFIGS bucket of an M x N input: small (latency-bound), skinny (one side
+    fits a tile or two), a side not a multiple of 8 (no vector loads or stores), or large."""
+    if M * N <= 1 << 21:
+        return "small"
+    return "skinny" if min(M, N) <= 128 else "unaligned" if M % 8 or N % 8 else "large"
 
 
 def _vector_width(widest: int, *sizes: int) -> int:
