@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from benchmarks.external.common import BACKENDS
+from benchmarks.external.platforms import BACKENDS
 from evo.records import Task
 from operators import tables
 

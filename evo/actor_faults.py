@@ -3,7 +3,7 @@
 A Ray actor's process can be killed (the OOM killer, an operator's kill -9, a lost node) or
 stop answering. The campaign starts a fresh one in its place and sends its work again (the
 fitness queue and the islands' checkpoints make that exact); `Replacements` counts these,
-says each in one progress line and hands the counts to be recorded in campaign.json.
+says each in one progress line and records the counts in campaign.json.
 Deaths in a burst are not bad luck but a cause no replacement fixes (a node out of memory,
 a GPU gone, a kernel that kills whatever scores it): the `MAX_DEATHS`-th death of one role
 within `WINDOW_S` stops the campaign with `ActorsKeepDying`, at its last checkpoint.
@@ -12,11 +12,14 @@ within `WINDOW_S` stops the campaign with `ActorsKeepDying`, at its last checkpo
 from __future__ import annotations
 
 import collections
+import json
 import time
+from pathlib import Path
 from typing import Callable
 
 import ray
 
+from evo import results
 from evo.fatal import Fatal
 
 DEATHS = (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError)
@@ -42,16 +45,19 @@ def why(error: BaseException) -> str:
 
 
 class Replacements:
-    """Counts replacements per role; stops the campaign when one role keeps dying.
+    """Counts the replacements of a campaign's actors per role in its campaign.json
+    ("actor_replacements", added to by a resumed run); stops the campaign when one role
+    keeps dying."""
 
-    recorded: the counts campaign.json already holds (a resumed campaign adds to them).
-    on_change(counts): called after each replacement (campaign.json records them).
-    """
-
-    def __init__(self, recorded: dict, on_change: Callable[[dict], None]):
+    def __init__(self, folder: Path):
+        self._folder = folder
+        recorded = json.loads((folder / "campaign.json").read_text()).get("actor_replacements", {})
         self.counts = {role: int(recorded.get(role, 0)) for role in ROLES}
-        self._on_change = on_change
         self._deaths = {role: collections.deque() for role in ROLES}
+        self._record()  # 0s until one dies
+
+    def _record(self) -> None:
+        results.set_campaign_field(self._folder, "actor_replacements", dict(self.counts))
 
     def replace(self, role: str, who: str, cause: str, start: Callable[[], tuple]):
         """Books the death of `who` (an actor of `role`) from `cause`, then calls `start`,
@@ -75,5 +81,5 @@ class Replacements:
         started, resubmitted = start()
         self.counts[role] += 1
         print(f"{who} died ({cause}); replaced, {resubmitted}", flush=True)
-        self._on_change(dict(self.counts))
+        self._record()
         return started

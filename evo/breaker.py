@@ -1,18 +1,16 @@
 """The circuit breaker: a campaign whose LLM calls keep giving nothing usable stops and says why.
 
-Without it, an overnight campaign against an endpoint that died, a revoked key or a model
-that never writes a code block runs every generation and reports "0 evaluated" in the
-morning. After each generation the breaker sees that generation's call rows (each with its
-`failure_kind`, see `evo.llm_tally`) and trips on either of:
+Without it, a campaign against a dead endpoint, a revoked key or a model that never writes
+a code block runs all night and reports "0 evaluated". After each generation the breaker
+sees its call rows (`failure_kind`: a `call_failures` kind for a call with no answer, the
+parser's word for an answer without usable code) and trips on either of:
   - `operators.max_consecutive_failures` calls in a row, across islands, in the order they
     finished, that gave no usable answer;
-  - an island whose whole generation got no usable answer, at least one because the endpoint
-    cannot answer (`call_failures.ENDPOINT`). Unusable *answers* alone do not trip this one:
-    with one offspring per island, one answer without a code block would stop a night's run.
-
-Transient failures (429, 5xx, timeouts) had their retries in the client: they neither count
-nor break a run, so a busy endpoint never stops a campaign and never hides a dead one. The
-driver stops cleanly (generation written, checkpointed); a resumed campaign counts afresh.
+  - an island whose whole generation got no usable answer, one at least because the
+    endpoint cannot answer (`call_failures.ENDPOINT`); unusable answers alone do not trip
+    it, or one answer without a code block would stop a one-offspring island's night.
+Transient failures (429, 5xx, timeouts) were retried by the client: they neither count nor
+break a run. A resumed campaign counts afresh.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import collections
 import dataclasses
 import datetime
 
-from evo.llm_tally import in_order, kinds_text
+from evo.progress import in_order, kinds_text
 from operators.call_failures import ENDPOINT, TRANSIENT
 
 STOPPED_BY = "llm_failures"

@@ -1,8 +1,9 @@
-"""Budgets: the USD/token ledger shared by every island, and the check for which cap stopped a run.
+"""The campaign's caps: the LLM ledger every island shares, and which cap stopped a run.
 
-LLM spend is capped at the call: every island's client reserves a call's worst-case cost
-in one `LedgerActor` (the operators' `Budget`, as a Ray actor) before sending it (so calls in flight count) and settles the real
-cost after. GPU seconds and wall time are capped between generations by the driver.
+There is one LLM budget, `operators.budget.Budget`: run here as one Ray actor that every
+island's client reserves a call's worst-case cost in before sending it (so calls in flight
+count) and settles the real cost in after. GPU seconds and wall time are capped between
+generations by the driver (`cap_reached`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ LEDGER_TIMEOUT_S = 60.0
 
 
 LedgerActor = ray.remote(num_cpus=0)(Budget)
-"""The campaign's one LLM budget (`operators.budget.Budget`), shared by every island."""
 
 
 class LedgerProxy:

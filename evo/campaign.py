@@ -1,16 +1,14 @@
 """The campaign driver: every task's islands evolve at once on Ray, rows land in Parquet.
 
-`run_campaign` checks the LLM endpoint (`evo.preflight`), wires the rooms together (tasks,
-fitness actors, population actors, the budget ledger) and runs `Campaign.run`, the
-generation loop of DESIGN.md; `main` is what `evo run` calls.
+`run_campaign` checks what it can before Ray starts, wires the rooms together (`evo.wiring`)
+and runs `Campaign.run`, the generation loop of DESIGN.md; `main` is what `evo run` calls.
 
 There is no global barrier: the driver is one event loop over Ray ObjectRefs (broods being
-bred, evaluations in flight), and each island moves to its next generation as soon as its
-own brood is scored, so a slow task, a slow LLM answer or a straggling candidate holds up
-only its own island while the fitness actors stay fed by the others. Islands of one task
-meet only at migration generations. An island's generations stay generations (it breeds
-g + 1 from the population replaced with g) and its candidates depend only on its seed, so
-runs and resumes give the same rows whatever the timing.
+bred, evaluations in flight), and each island starts its next generation as soon as its own
+brood is scored, so a slow task, LLM answer or candidate holds up only its own island while
+the fitness actors stay fed by the others. Islands of one task meet only at migration
+generations. An island's candidates depend only on its seed, so runs and resumes give the
+same rows whatever the timing.
 """
 
 from __future__ import annotations
@@ -25,22 +23,23 @@ from pathlib import Path
 
 import ray
 
-from evo import (breaker, checkpoint, ending, fatal, migration, preflight, provenance, results,
-                 run_log, scoring, stopping)
+from evo import (actor_faults, breaker, checkpoint, ending, fatal, migration, preflight,
+                 provenance, results, run_log, scoring, stopping, wiring)
 from evo import config as config_lib
-from evo import actor_faults, wiring
-from evo.breaker import Breaker
 from evo.budget import Spend, cap_reached
 from evo.checkpoint import CampaignState, IslandState
+from evo.ending import Summary, summarize
 from evo.progress import Progress
 from evo.ray_session import session as ray_session
 from evo.scoring import Outcome, Scored, Scorer
-from evo.summary import Summary, summarize
 from operators.replay import ReplayMissError
 
 ACTOR_TIMEOUT_S = wiring.ACTOR_TIMEOUT_S
 ANSWER_PROBE_S = 30.0
 """How long an island whose ring lost an actor may take to say it is alive."""
+EXIT_LLM_FAILURES = 3
+"""`evo run`'s exit status when the campaign stopped because its LLM calls kept failing
+(2 is a bad config, an unusable endpoint or a failed check before anything ran)."""
 
 
 class Campaign:
@@ -53,43 +52,38 @@ class Campaign:
             key: state.islands.get(key, IslandState()) for key in sorted(parts.islands)})
         self.progress = progress
         self.tasks = {task.name: task for task in parts.tasks}
-        self.replacements = actor_faults.Replacements(
-            provenance.replacements(out), functools.partial(provenance.record_replacements, out))
-        provenance.record_replacements(out, self.replacements.counts)  # 0s until one dies
+        self.replacements = actor_faults.Replacements(out)
         self.scorer = Scorer(parts.fitness, self.tasks, config.fitness.max_in_flight_per_actor,
                              config.fitness.answer_timeout_s, on_result=progress.evaluated,
                              replace=self._replace_fitness)
-        self._session_started = time.monotonic()
+        self._started = self._noted = time.monotonic()  # _noted: when waits were last named
         self._wall_before_s = state.spend.wall_seconds  # spent by earlier runs of this campaign
         self._gpu_seconds, self._candidates = state.spend.gpu_seconds, state.candidates
-        self._overhead_before_s = state.engine_overhead_s
-        self._run_started, self._waiting_s = time.monotonic(), 0.0
-        self._noted = time.monotonic()  # when the progress last named what islands wait on
+        self._overhead_before_s, self._waiting_s = state.engine_overhead_s, 0.0
         self._known = {key: dict(island.known) for key, island in self.state.islands.items()}
         self._breeding: dict = {}  # ObjectRef of breed/seeds -> (island key, generation, deadline)
         self._running: dict = {}  # island key -> generation its brood being scored belongs to
         self._seeds: dict = {}  # island key -> its seeds, until its task's islands all have theirs
         self._met: dict = {}  # island key -> generation it finished, waiting for its ring
         self._salvaged: dict = {}  # (island key, generation) -> verdicts had before a death
-        self.breaker = Breaker(config.operators.max_consecutive_failures)
+        self.breaker = breaker.Breaker(config.operators.max_consecutive_failures)
         self.trip: breaker.Trip | None = None
         self.stopped_by: str | None = None
 
     def run(self) -> CampaignState:
         """Runs every island to the last generation, a budget cap or the LLM breaker (both let
-        the generations under way finish) and returns the final state. No barrier: each island
-        goes at its own pace; a stop signal raises `stopping.Stopped` between two steps.
+        the generations under way finish); returns the final state. A stop signal raises
+        `stopping.Stopped` between two steps.
 
             every island at once, each on its own:
                 if nothing is scored yet: its seeds are scored (once for its task's islands)
-                    and written as generation 0, one row per island
+                    and written as generation 0
                 for g in done+1 .. generations, while no cap is reached and the breaker holds:
                     brood = the island selects parents and breeds offspring   (async: LLM)
                     scored = its brood scored in the queue all islands share (least-loaded)
-                    it replaces its population and logs; its rows of g are written
-                    the breaker looks at its LLM calls of g
-                    if g is a migration generation: once its task's islands all finished g,
-                        the best move along their ring
+                    it replaces its population and logs; its rows of g are written; the
+                        breaker looks at its LLM calls of g
+                    at a migration generation, once its ring finished g: the best migrate
                     checkpoint (after migration, so a resume never replays half a step)
         """
         for key in self.state.islands:
@@ -327,7 +321,7 @@ class Campaign:
         islands = dict(self.state.islands)
         for key, population in zip(keys, states):
             islands[key] = IslandState(generation, population, dict(self._known[key]))
-        overhead_s = time.monotonic() - self._run_started - self._waiting_s
+        overhead_s = time.monotonic() - self._started - self._waiting_s
         self.state = CampaignState(
             islands=islands, spend=self._spend(), candidates=self._candidates,
             engine_overhead_s=self._overhead_before_s + max(0.0, overhead_s))
@@ -335,13 +329,12 @@ class Campaign:
 
     def _spend(self) -> Spend:
         """Returns what the campaign has used, this session's wall time included."""
-        ledger = ({"spent_usd": 0.0, "spent_tokens": 0, "stopped_by": None}
-                  if self.parts.ledger is None
-                  else ray.get(self.parts.ledger.snapshot.remote(), timeout=ACTOR_TIMEOUT_S))
-        wall_s = self._wall_before_s + time.monotonic() - self._session_started
-        return Spend(usd=ledger["spent_usd"], tokens=ledger["spent_tokens"],
+        ledger = self.parts.ledger
+        llm = {} if ledger is None else ray.get(ledger.snapshot.remote(), timeout=ACTOR_TIMEOUT_S)
+        wall_s = self._wall_before_s + time.monotonic() - self._started
+        return Spend(usd=llm.get("spent_usd", 0.0), tokens=llm.get("spent_tokens", 0),
                      gpu_seconds=self._gpu_seconds, wall_seconds=wall_s,
-                     refused_by=ledger["stopped_by"])
+                     refused_by=llm.get("stopped_by"))
 
 
 def _answers(actor) -> bool:
@@ -358,14 +351,12 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
                  check_endpoint: bool = True) -> Summary:
     """Runs (or, with `resume`, continues) the campaign `config` into `out`; returns its Summary.
 
-    Everything that can be checked before Ray starts is, cheapest first: the folder (free,
-    writable, with room for a generation), the tasks and the LLM endpoint (unless
-    `check_endpoint` is False); a failed check raises ConfigError and writes nothing. Once
-    the folder is prepared, a fatal cause the user can fix (`fatal.cause`: a full disk, no
-    sandbox, no fitness actor left) raises fatal.CampaignFailed, its traceback in
-    DIR/evo-run.log; inside `stopping.listening`, a stop signal raises stopping.Stopped.
-    `fitness_actors`: FitnessActor handles to score on, shared with the caller (a sweep, a
-    test session) and left running; by default the campaign starts and stops its own.
+    Checked before Ray starts, cheapest first: the folder (free, writable, with room for a
+    generation), the tasks, the LLM endpoint (unless `check_endpoint` is False); a failed
+    check raises ConfigError and writes nothing. Later, a fatal cause the user can fix raises
+    fatal.CampaignFailed (traceback in DIR/evo-run.log); inside `stopping.listening`, a stop
+    signal raises stopping.Stopped. `fitness_actors`: FitnessActor handles shared with the
+    caller (a sweep, a test session) and left running; by default the campaign starts its own.
     """
     started = time.monotonic()
     out = Path(out)
@@ -435,13 +426,13 @@ def _prepare_folder(out: Path, resume: bool) -> CampaignState:
 
 
 def main(config_path, out=None, resume: bool = False, overrides=(), address=None,
-         check_endpoint: bool = True, debug: bool = False) -> Summary:
-    """`evo run`: loads the config, runs the campaign, prints the summary.
+         check_endpoint: bool = True, debug: bool = False) -> int:
+    """`evo run`: loads the config, runs the campaign, prints the summary; returns the exit
+    status (`EXIT_LLM_FAILURES` if the breaker stopped it).
 
     A stop signal or a fatal cause is one line on stderr instead (what ended it, what the
-    last checkpoint kept, the command that continues), then stopping.Stopped or
-    fatal.CampaignFailed is raised again for the exit status; `debug` prints the
-    traceback of a fatal cause above its line.
+    last checkpoint kept, the command that continues) and its exit status; `debug` prints a
+    fatal cause's traceback above its line.
     """
     config = config_lib.load(config_path, overrides)
     if out is None:
@@ -450,6 +441,7 @@ def main(config_path, out=None, resume: bool = False, overrides=(), address=None
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         out = Path("results") / f"{config.campaign.name}-{stamp}"
     out = Path(out)
+    again = functools.partial(_continue_command, config_path, out, overrides, address)
     with stopping.listening():
         try:
             summary = run_campaign(config, out, resume=resume, address=address,
@@ -457,21 +449,19 @@ def main(config_path, out=None, resume: bool = False, overrides=(), address=None
         except ReplayMissError as error:  # the replayed campaign asked something never recorded
             raise config_lib.ConfigError(f"operators.replay_from: {error}") from None
         except stopping.Stopped as stop:
-            _say(f"campaign stopped by {stop.signal.name}", out, config_path, overrides,
-                 address, log=None)
-            raise
+            _say(f"campaign stopped by {stop.signal.name}", out, again(), log=None)
+            return stop.exit_status
         except fatal.CampaignFailed as failed:
             if debug:
                 print(failed.traceback, file=sys.stderr, end="")
-            _say(failed.cause, out, config_path, overrides, address, log=failed.log)
-            raise
-    print(summary.text(resume_command=_continue_command(config_path, out, overrides, address)))
-    return summary
+            _say(failed.cause, out, again(), log=failed.log)
+            return failed.exit_status
+    print(summary.text(resume_command=again()))
+    return EXIT_LLM_FAILURES if summary.failed else 0
 
 
-def _say(what: str, out: Path, config_path, overrides, address, log) -> None:
+def _say(what: str, out: Path, command: str, log) -> None:
     """Prints the one line that ends a stopped or failed campaign."""
-    command = _continue_command(config_path, out, overrides, address)
     print(fatal.line(what, checkpoint.load(out), command, log), file=sys.stderr, flush=True)
 
 

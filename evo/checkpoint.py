@@ -1,16 +1,12 @@
 """The checkpoint: everything a killed campaign needs to continue exactly where it stopped.
 
-Islands advance at their own pace, so progress is recorded per island: each task's islands
-are saved together in one file (`checkpoint/tasks/<task>.pkl`), rewritten atomically after
-any of them finishes a generation, after that generation's Parquet parts. One file per
-task, not per island, because a ring migrates as one step: its islands' states after a
-migration land all at once or not at once, so a resume never replays half a migration. A
-kill at any moment leaves each island either at its previous generation (redone, with the
-same RNG state, hence the same candidates) or at the new one. The campaign's counters
-(spend, overhead) sit in `checkpoint/state.pkl`, written after every task file.
-
-Pickle is fine here: the files are the engine's own, written and read by the same trusted
-code.
+Each task's islands are saved together in `checkpoint/tasks/<task>.pkl`, rewritten
+atomically after any of them finishes a generation (after that generation's Parquet parts):
+one file per task, not per island, because a ring migrates as one step, so a resume never
+replays half a migration. A kill leaves each island at its previous generation (redone with
+the same RNG state, hence the same candidates) or at the new one. The campaign's counters
+(spend, overhead) sit in `checkpoint/state.pkl`, written after every task file. Pickle is
+fine: the files are the engine's own, written and read by the same trusted code.
 """
 
 from __future__ import annotations

@@ -6,16 +6,13 @@ imports are lazy so `evo tasks` does not pay for Ray or torch start-up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 import typer.core
-
-EXIT_LLM_FAILURES = 3
-"""`evo run`'s exit status when the campaign stopped because its LLM calls kept failing
-(2 is a bad config, an unusable endpoint or a failed check before anything ran)."""
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="KernelEvo: evolutionary search over populations of Triton kernels.")
@@ -24,6 +21,15 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 def _fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=2)
+
+
+@contextlib.contextmanager
+def _failing_on(*errors: type[Exception]):
+    """Turns an error of the kinds `errors` (the user's to fix) into `_fail`'s one line."""
+    try:
+        yield
+    except errors as error:
+        _fail(str(error))
 
 
 @app.command()
@@ -36,10 +42,8 @@ def tasks(
     where each runs (cuda / rocm / interpreter) with why not elsewhere."""
     from benchmarks import listing, registry
 
-    try:
+    with _failing_on(ValueError, FileNotFoundError):
         found = registry.load(suite, str(path) if path else None).tasks()
-    except (ValueError, FileNotFoundError) as error:
-        _fail(str(error))
     if as_json:
         typer.echo(json.dumps({"tasks": [listing.task_summary(t) for t in found]}))
     else:
@@ -61,12 +65,10 @@ def eval_(
     """Evaluate candidate files against a task (exit 0 whatever the verdicts)."""
     import fitness
 
-    try:
+    with _failing_on(fitness.UsageError):
         fitness.evaluate_files(task, [str(f) for f in files], as_json=as_json, device=device,
-                      timeout_s=timeout, suite=suite, path=str(path) if path else None,
-                      sandbox=sandbox)
-    except fitness.UsageError as error:
-        _fail(str(error))
+                               timeout_s=timeout, suite=suite, path=str(path) if path else None,
+                               sandbox=sandbox)
 
 
 @app.command("gate")
@@ -82,11 +84,10 @@ def gate(
     """Check files with the static gate alone, nothing imported or run (exit 1: a file is refused)."""
     import fitness
 
-    try:
-        verdicts = fitness.gate_files(task, [str(f) for f in files or []], as_json=as_json, suite=suite,
-                                        path=str(path) if path else None, references=references)
-    except fitness.UsageError as error:
-        _fail(str(error))
+    with _failing_on(fitness.UsageError):
+        verdicts = fitness.gate_files(task, [str(f) for f in files or []], as_json=as_json,
+                                      suite=suite, path=str(path) if path else None,
+                                      references=references)
     if not all(v.allowed for v in verdicts):
         raise typer.Exit(code=1)
 
@@ -106,19 +107,13 @@ def run(
 ) -> None:
     """Run a campaign (exit 2: bad config or unusable endpoint; 3: stopped, LLM calls failing;
     4: a fatal cause such as a full disk; 143/130: stopped by SIGTERM/SIGINT)."""
-    from evo import campaign, config as config_lib, fatal, stopping
+    from evo import campaign, config as config_lib
 
-    try:
-        summary = campaign.main(config, out=out, resume=resume, overrides=set_, address=address,
-                                check_endpoint=preflight, debug=debug)
-    except config_lib.ConfigError as error:
-        _fail(str(error))
-    except stopping.Stopped as stop:
-        raise typer.Exit(code=stop.exit_status)
-    except fatal.CampaignFailed as failed:
-        raise typer.Exit(code=failed.exit_status)
-    if summary.failed:
-        raise typer.Exit(code=EXIT_LLM_FAILURES)
+    with _failing_on(config_lib.ConfigError):
+        status = campaign.main(config, out=out, resume=resume, overrides=set_, address=address,
+                               check_endpoint=preflight, debug=debug)
+    if status:
+        raise typer.Exit(code=status)
 
 
 class _OptionalHtmlValue(typer.core.TyperCommand):
@@ -151,18 +146,14 @@ def report(
             _fail("--html and --json each say what to print: give one")
         from evo.analysis import html_report
 
-        try:
+        with _failing_on(FileNotFoundError, ValueError):
             written = html_report.write(directory, html or None, torch_timings=torch_timings)
-        except (FileNotFoundError, ValueError) as error:
-            _fail(str(error))
         typer.echo(f"wrote {written}")
         return
     from evo.analysis import report as report_lib
 
-    try:
+    with _failing_on(FileNotFoundError, ValueError):
         report_lib.main(directory, as_json=as_json, torch_timings=torch_timings)
-    except (FileNotFoundError, ValueError) as error:
-        _fail(str(error))
 
 
 @app.command()
@@ -174,10 +165,8 @@ def view(
     """Serve the HTML page of a results folder, updated as new Parquet parts land (read-only)."""
     from evo import view as view_lib
 
-    try:
+    with _failing_on(OSError):
         view_lib.main(directory, host=host, port=port)
-    except (FileNotFoundError, OSError) as error:
-        _fail(str(error))
 
 
 @app.command()
@@ -189,7 +178,5 @@ def sweep(
     """Run every cell of a sweep (cells done are skipped)."""
     from evo import config as config_lib, sweep as sweep_lib
 
-    try:
+    with _failing_on(config_lib.ConfigError):
         sweep_lib.main(sweep_file, out=out, check_endpoints=preflight)
-    except config_lib.ConfigError as error:
-        _fail(str(error))

@@ -53,8 +53,7 @@ class Search(_Section):
 
     Attributes:
       generations: sequential scaling; offspring generations after the seed population.
-      population: individuals kept per island (elitist replacement).
-      offspring: candidates made per island per generation.
+      population, offspring: individuals kept per island (elitist), and made per generation.
       islands: parallel scaling; independent populations per task.
       migration_interval: migrate the best along a ring every this many generations;
         0 keeps islands independent (GEAK's parallel runs).
@@ -165,13 +164,7 @@ SECTIONS = {"campaign": Campaign, "search": Search, "operators": Operators,
 
 def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
     """Returns the validated config in the TOML file `path`, with `--set` overrides applied."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    raw = read_toml(Path(path), "config file")
     for override in overrides:
         raw = apply_override(raw, override)
     try:
@@ -181,6 +174,24 @@ def load(path: str | Path, overrides: Iterable[str] = ()) -> Config:
             raise
         raise ConfigError(f"{error}\n(--set takes section.key=value: a TOML value, a bare word, "
                           f"or a list as a,b)") from None
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """Returns the parsed TOML file; raises ConfigError naming `what` if it is missing or bad."""
+    try:
+        return tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
+def with_key(raw: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """Returns a copy of the parsed TOML `raw` with `key` ("section.key") set to `value`."""
+    section, _, name = key.partition(".")
+    merged = {table: dict(body) for table, body in raw.items()}
+    merged.setdefault(section, {})[name] = value
+    return merged
 
 
 def apply_override(raw: dict[str, Any], override: str) -> dict[str, Any]:
@@ -203,9 +214,7 @@ def apply_override(raw: dict[str, Any], override: str) -> dict[str, Any]:
         value = text.strip()
     if isinstance(value, str) and _is_sequence(SECTIONS[section], key.strip()):
         value = [item.strip() for item in value.strip("[]").split(",") if item.strip()]
-    merged = {name: dict(body) for name, body in raw.items()}
-    merged.setdefault(section, {})[key.strip()] = value
-    return merged
+    return with_key(raw, f"{section}.{key.strip()}", value)
 
 
 def _is_sequence(section: type[BaseModel], key: str) -> bool:

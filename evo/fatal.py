@@ -53,13 +53,21 @@ def _own_cause(error: BaseException) -> str | None:
         return f"no space left on the device{where}; free some space"
     if isinstance(error, OSError) and error.errno in _NOT_WRITABLE and error.filename:
         return f"cannot write {error.filename}: {error.strerror}"
-    text = str(error)
     for name, said in _REMOTE_CAUSES.items():
-        if type(error).__name__ == name or f"{name}: " in text:
-            detail = next((part.split(f"{name}: ", 1)[1] for part in text.splitlines()
-                           if f"{name}: " in part), text)
+        detail = carried(error, name)
+        if detail is not None:
             return f"{said}: {detail}"
     return None
+
+
+def carried(error: BaseException, name: str) -> str | None:
+    """Returns the message of the error of type `name` that `error` is, or carries in its text
+    (an error raised in a Ray actor arrives as RayTaskError); None if neither."""
+    text = str(error)
+    if type(error).__name__ != name and f"{name}: " not in text:
+        return None
+    return next((line.split(f"{name}: ", 1)[1] for line in text.splitlines()
+                 if f"{name}: " in line), text)
 
 
 def kept(state: CampaignState | None) -> str:

@@ -28,16 +28,6 @@ HISTORY_SIZE = 8
 """Correct candidates the optimizer is shown (the island's best)."""
 
 
-def island_rng(seed: int, task: str, island: int) -> random.Random:
-    """Returns the RNG of one island: the same (seed, task, island) always draws the same."""
-    return random.Random(f"{seed}:{task}:{island}")
-
-
-def sample_index(generation: int, island: int, slot: int, islands: int, offspring: int) -> int:
-    """Returns a number unique to one offspring slot of a task, for the LLM request hash."""
-    return (generation * islands + island) * offspring + slot
-
-
 class Population:
     """The island `island` of `task`.
 
@@ -56,7 +46,7 @@ class Population:
         self.client = client
         self.knowledge = knowledge
         self.toolbox = toolbox_lib.build(config)
-        self.rng = island_rng(config.campaign.seed, task.name, island)
+        self.rng = random.Random(f"{config.campaign.seed}:{task.name}:{island}")  # its own draws
         self.population: list[Individual] = []
         self.hall_of_fame = toolbox_lib.new_hall_of_fame()
         self.logbook = tools.Logbook()
@@ -144,8 +134,9 @@ class Population:
                                max_history=HISTORY_SIZE, knowledge=self.knowledge)
 
     def _sample_index(self, generation: int, slot: int) -> int:
+        """Returns a number unique to one offspring slot of the task, for the LLM request hash."""
         search = self.config.search
-        return sample_index(generation, self.island, slot, search.islands, search.offspring)
+        return (generation * search.islands + self.island) * search.offspring + slot
 
     # -- replacement, migration -------------------------------------------------------------
 

@@ -1,32 +1,66 @@
 """Progress of a running campaign: a live table per task on a terminal, log lines otherwise.
 
-The driver reports each evaluation as it lands (its fitness time), and the rows of each
-generation an island finishes, the seeds' (generation 0) included (islands advance at their
-own pace: a task's row shows the range its islands have reached). Counts come from the rows
-only: candidates, of which repeats (a verdict reused, not scored again), and correct ones, so
-every number shown is a count of rows a reader can find in the results folder. The display
-never feeds back into the run, so piping `evo run` to a file changes nothing but the look.
-LLM failures are shown beside the spend, so a campaign whose calls fail is seen failing at
-its first generation, not in the morning.
+The driver reports each evaluation as it lands (its fitness time) and the rows of each
+generation an island finishes, seeds (generation 0) included; a task's row shows the range
+of generations its islands have reached. Every count shown is a count of rows a reader can
+find in the results folder (candidates, of which repeats and correct ones), and LLM failures
+stand beside the spend, so a campaign whose calls fail is seen failing at its first
+generation. The display never feeds back into the run. Its counters (`RowCounts`, `LLMTally`)
+count the same rows for the summary (`evo.ending`) and the breaker.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import datetime
 import sys
 import time
-from typing import TextIO
+from typing import Iterable, TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from evo.llm_tally import LLMTally
 from evo.records import Evaluation, speedup_if_fully_timed
-
 
 WAITS_SHOWN = 5
 """How many evaluations a `waiting` note names, longest out first."""
+
+_NEVER = datetime.datetime.min.replace(tzinfo=datetime.timezone.utc)
+
+
+def in_order(rows: Iterable[dict]) -> list[dict]:
+    """Returns call rows in the order they finished (rows from before that was recorded first)."""
+    return sorted(rows, key=lambda row: row.get("finished_at") or _NEVER)
+
+
+def kinds_text(kinds: collections.Counter) -> str:
+    """Returns "connection_refused 6, no_code_block 2": the commonest kind first."""
+    return ", ".join(f"{kind} {count}" for kind, count in kinds.most_common())
+
+
+@dataclasses.dataclass
+class LLMTally:
+    """Calls seen so far, failed calls by kind, and the last failure's words."""
+
+    calls: int = 0
+    failed: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    last_error: str = ""
+
+    def add(self, rows: Iterable[dict]) -> None:
+        for row in in_order(rows):
+            self.calls += 1
+            if row.get("failure_kind"):
+                self.failed[row["failure_kind"]] += 1
+                self.last_error = row.get("error") or row["failure_kind"]
+
+    def text(self) -> str:
+        """Returns "6 calls, 6 failed (connection_refused 6)" or "6 calls"."""
+        failed = sum(self.failed.values())
+        if not failed:
+            return f"{self.calls} calls"
+        return f"{self.calls} calls, {failed} failed ({kinds_text(self.failed)})"
 
 
 def time_name(backend: str) -> str:
@@ -46,26 +80,49 @@ def candidates_text(candidates: int, repeats: int, scope: str = "") -> str:
 
 
 @dataclasses.dataclass
-class TaskProgress:
-    """Counters shown for one task."""
+class RowCounts:
+    """A task's evaluation rows counted: every row, the repeats among them (a verdict reused,
+    not scored again), the correct ones, and the best speedup that may rank."""
 
-    generations: dict[int, int] = dataclasses.field(default_factory=dict)  # island -> done
-    seed_rows: dict[str, dict] = dataclasses.field(default_factory=dict)  # candidate id -> row
-    seeds: str = "-"
-    candidates: int = 0  # rows written, seeds included
-    repeats: int = 0  # of those, rows whose verdict was reused
+    candidates: int = 0
+    repeats: int = 0
     correct: int = 0
     best_speedup: float | None = None
     timing_meaningful: bool = True
-    llm: LLMTally = dataclasses.field(default_factory=LLMTally)
-    usd: float = 0.0
-    eval_seconds: float = 0.0
+
+    def add(self, rows: list[dict]) -> None:
+        for row in rows:
+            self.candidates += 1
+            self.repeats += bool(row["reused"])
+            self.correct += bool(row["correct"])
+            speedup = speedup_if_fully_timed(row["correct"], row["speedup"], row.get("latency_us"))
+            if speedup is None:
+                continue
+            self.timing_meaningful = self.timing_meaningful and bool(row["timing_meaningful"])
+            if self.best_speedup is None or speedup > self.best_speedup:
+                self.best_speedup = speedup
 
     def speedup_text(self, interpreted_mark: str = " (interpreter)") -> str:
         if self.best_speedup is None:
             return "-"
-        suffix = "" if self.timing_meaningful else interpreted_mark
-        return f"{self.best_speedup:.2f}x{suffix}"
+        return f"{self.best_speedup:.2f}x{'' if self.timing_meaningful else interpreted_mark}"
+
+    def text(self, scope: str = "", interpreted_mark: str = " (interpreter)") -> str:
+        """Returns "5 candidates{scope} (2 repeats, ...), 4 correct, best speedup 1.40x"."""
+        return (f"{candidates_text(self.candidates, self.repeats, scope)}, {self.correct} "
+                f"correct, best speedup {self.speedup_text(interpreted_mark)}")
+
+
+@dataclasses.dataclass
+class TaskProgress(RowCounts):
+    """Counters shown for one task: its rows', and its islands', LLM calls' and fitness time."""
+
+    generations: dict[int, int] = dataclasses.field(default_factory=dict)  # island -> done
+    seed_rows: dict[str, dict] = dataclasses.field(default_factory=dict)  # candidate id -> row
+    seeds: str = "-"
+    llm: LLMTally = dataclasses.field(default_factory=LLMTally)
+    usd: float = 0.0
+    eval_seconds: float = 0.0
 
     def generation_text(self) -> str:
         """Returns the generations its islands finished: "3", or "2-4" while they differ."""
@@ -78,7 +135,6 @@ class Progress:
     """Shows per-task counters; use as a context manager around the generation loop.
 
     `islands`: islands per task (a task's seeds are shown once all of its islands scored theirs).
-
     `backend` (cuda | rocm | interpreter) names fitness time: GPU seconds, or eval seconds
     on the CPU interpreter. With `sandboxed=False` (`[fitness] sandbox = "off"`) every line
     says so: those verdicts were made on code that could reach the judge.
@@ -120,7 +176,7 @@ class Progress:
         islands named once)."""
         task, island = key
         shown = self.tasks[task]
-        _book(shown, rows)
+        shown.add(rows)
         shown.seed_rows.update((row["candidate_id"], row) for row in rows)
         shown.generations[island] = 0
         if len(shown.generations) == self.islands:
@@ -135,7 +191,7 @@ class Progress:
         its task's counters over all its islands (naming the island that finished)."""
         task, island = key
         shown = self.tasks[task]
-        _book(shown, rows)
+        shown.add(rows)
         shown.llm.add(llm_calls)
         shown.usd += sum(call.get("cost_usd") or 0.0 for call in llm_calls)
         shown.generations[island] = generation
@@ -143,9 +199,7 @@ class Progress:
         where = f" island {island}" if self.islands > 1 else ""
         scope = " so far" + (f" on its {self.islands} islands" if self.islands > 1 else "")
         failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
-        self._print(f"gen {generation}/{self.generations} {task}{where}: "
-                    f"{candidates_text(shown.candidates, shown.repeats, scope)}, "
-                    f"{shown.correct} correct, best speedup {shown.speedup_text()}, "
+        self._print(f"gen {generation}/{self.generations} {task}{where}: {shown.text(scope)}, "
                     f"LLM {shown.llm.text()} ${shown.usd:.4f}, "
                     f"{self.time_name} time {shown.eval_seconds:.1f} s{failure}")
         self._refresh()
@@ -203,25 +257,11 @@ def _wait_text(key, generation: int, candidate_id: str, out_s: float,
     if doing is None:
         return f"{head} (queued on its actor, or the actor did not say)"
     if doing["stage"] is None:
-        return f"{head}: in its external harness"
+        return f"{head}: its walk not begun"
     if doing["request"] is None:
         return f"{head}: {doing['stage']}, between requests (waiting for a worker or the device)"
     return (f"{head}: {doing['stage']}, {doing['request']} {doing['request_s']:.0f} s of its "
             f"{doing['limit_s']:.0f} s limit")
-
-
-def _book(shown: TaskProgress, rows: list[dict]) -> None:
-    """Counts `rows` (evaluations rows) in a task's counters and keeps its best speedup."""
-    for row in rows:
-        shown.candidates += 1
-        shown.repeats += bool(row["reused"])
-        if row["correct"]:
-            shown.correct += 1
-            shown.timing_meaningful = row["timing_meaningful"]
-            speedup = speedup_if_fully_timed(True, row["speedup"], row.get("latency_us"))
-            if speedup is not None and (shown.best_speedup is None
-                                        or speedup > shown.best_speedup):
-                shown.best_speedup = speedup
 
 
 def _seeds_text(rows: list[dict]) -> str:

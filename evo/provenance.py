@@ -21,26 +21,13 @@ model is reached (a campaign stopped because its endpoint failed resumes on a fi
 how patiently the engine waits on fitness answers and how often it says what it waits for."""
 
 
-def describe(config: Config, device: dict) -> dict:
-    """Returns campaign.json's content: config, versions, device, git commit, start time."""
-    return {"config": config.model_dump(mode="json"), "versions": _versions(),
-            "device": device, "git_commit": _git_commit(),
-            "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-            "host": platform.node()}
-
-
 def write(folder: Path, config: Config, device: dict) -> None:
-    results.write_json(folder / "campaign.json", describe(config, device))
-
-
-def replacements(folder: Path) -> dict:
-    """Returns campaign.json's "actor_replacements" (role -> actors replaced), {} if none."""
-    return json.loads((folder / "campaign.json").read_text()).get("actor_replacements", {})
-
-
-def record_replacements(folder: Path, counts: dict) -> None:
-    """Sets campaign.json's "actor_replacements" to `counts` (role -> actors replaced)."""
-    results.set_campaign_field(folder, "actor_replacements", counts)
+    """Writes campaign.json: config, versions, device, git commit, start time, host."""
+    results.write_json(folder / "campaign.json", {
+        "config": config.model_dump(mode="json"), "versions": _versions(), "device": device,
+        "git_commit": _git_commit(),
+        "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "host": platform.node()})
 
 
 def check_resumable(folder: Path, config: Config) -> None:

@@ -1,15 +1,13 @@
 """Connecting a campaign to Ray: the caller's, a cluster's, or a local one that is closed and quiet.
 
-A local Ray listens on loopback only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0; without it Ray
-binds the machine's external address) and, by Ray's default, admits only processes holding
-its token. Left to itself Ray writes that token to ~/.ray/auth_token (readable by the
-machine's other users unless the home folder is closed to them) and logs on every start that
-it turned authentication on, with nothing for a KernelEvo user to do. So a local Ray gets a
-token made for this process (RAY_AUTH_TOKEN: Ray's processes inherit it, nothing else does,
-since the sandbox's environment is an allowlist) and that one notice is dropped. Not
-RAY_AUTH_MODE=token: Ray reads its config when imported, long before the driver knows it will
-start a local Ray. A user's RAY_AUTH_* settings are left alone; a cluster (`--address`) uses
-whatever its nodes were set up with.
+A local Ray listens on loopback only (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0) and admits only
+processes holding its token. Left to itself Ray writes that token to ~/.ray/auth_token
+(readable by the machine's other users unless the home folder is closed) and logs on every
+start that it turned authentication on. So a local Ray gets a token made for this process
+(RAY_AUTH_TOKEN: Ray's processes inherit it; the sandbox's environment is an allowlist) and
+that notice is dropped. Not RAY_AUTH_MODE=token: Ray reads its config when imported, before
+the driver knows it will start a local Ray. A user's RAY_AUTH_* settings are left alone; a
+cluster (`--address`) uses whatever its nodes were set up with.
 
 `ray.shutdown` does not wait for a local Ray's raylet, GCS or workers, so they are waited on
 for at most REAP_WAIT_S, then killed. A cluster is only disconnected from.
@@ -32,19 +30,11 @@ _RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
 _DEFAULT_ON_NOTICE = "Token authentication is enabled for this Ray cluster"
 
 
-class _DropDefaultOnNotice(logging.Filter):
-    """Drops Ray's notice that it turned token authentication on (here it is on by design);
-    every other message of Ray's authentication code still shows."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(_DEFAULT_ON_NOTICE)
-
-
-_FILTER = _DropDefaultOnNotice()
 REAP_WAIT_S = 5.0
 """Longest wait for a local Ray's processes to exit after `ray.shutdown` before SIGKILL."""
 GCS_TASK_EVENTS_KEPT = 2000
-"""Task events a local Ray's GCS keeps (Ray's default 100,000 grew it all night)."""
+"""Task events a local Ray's GCS keeps for `ray list tasks`: a campaign runs several Ray tasks
+a candidate, and Ray's default (100,000) let the GCS grow all night."""
 
 
 @contextlib.contextmanager
@@ -106,9 +96,13 @@ def _configure_local() -> None:
     it (a sweep's next cell) finds the token Ray has cached."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-    # The GCS keeps events of the last N tasks (default 100,000) for `ray list tasks`; a
-    # campaign runs several tasks a candidate, so the default let it grow all night.
     os.environ.setdefault("RAY_task_events_max_num_task_in_gcs", str(GCS_TASK_EVENTS_KEPT))
     if "RAY_AUTH_TOKEN" not in os.environ and "RAY_AUTH_TOKEN_PATH" not in os.environ:
         os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
-    logging.getLogger(_RAY_AUTH_LOGGER).addFilter(_FILTER)
+    logging.getLogger(_RAY_AUTH_LOGGER).addFilter(_not_the_default_on_notice)  # added once
+
+
+def _not_the_default_on_notice(record: logging.LogRecord) -> bool:
+    """Drops Ray's notice that it turned token authentication on (here it is on by design);
+    every other message of Ray's authentication code still shows."""
+    return not record.getMessage().startswith(_DEFAULT_ON_NOTICE)

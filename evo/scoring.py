@@ -1,18 +1,17 @@
 """Scoring broods on the FitnessActors: one queue for every island, each new candidate once.
 
-Broods arrive one by one (`submit`); their new candidates join one first-come queue shared
-by all islands, which feeds the least-loaded live actor up to `max_in_flight_per_actor`, so
-every actor is busy whichever islands have work and no brood waits behind a later one. The
-driver drains `refs()` with `ray.wait` and hands the finished to `collect`; every `ray.get`
-has a timeout. A free actor takes, from the first `AFFINITY_LOOKAHEAD` queued candidates, the
-first of a task it has scored, else of a task no actor has had, else the head: a baseline is
-compiled and timed (the device held alone) once per actor that scores its task, so spreading
-every task over every GPU made that cost grow with the GPUs.
+The new candidates of every island's brood (`submit`) join one first-come queue that feeds
+the least-loaded live actor up to `max_in_flight_per_actor`, so every actor is busy whichever
+islands have work. A free actor takes, among the first `AFFINITY_LOOKAHEAD` queued, the first
+of a task it has scored, else of a task no actor has had, else the head: each actor that
+scores a task compiles and times its baseline once, so spreading every task over every GPU
+would make that cost grow with the GPUs. The driver drains `refs()` with `ray.wait` and
+hands what finished to `collect`.
 
-A brood reuses only its island's own `known` verdicts (earlier generations, what its ring
-pooled), so an island's rows depend on its seed alone; `reused` is decided in slot order, so
-a redone generation gives identical rows. An actor that dies or misses a deadline is replaced
-(`replace`) and what it held goes back to the head of the queue, nothing lost or booked twice.
+A brood reuses only its island's own `known` verdicts, so an island's rows depend on its
+seed alone; `reused` is decided in slot order, so a redone generation gives identical rows.
+An actor that dies or misses a deadline is replaced and what it held goes back to the head
+of the queue, nothing lost or booked twice.
 """
 
 from __future__ import annotations
@@ -100,9 +99,8 @@ class Scorer:
     """Feeds every island's candidates to the FitnessActors and collects Evaluations.
 
     `on_result(task, evaluation)` is called for each candidate scored on an actor.
-    `replace(index, cause, resubmitted)` kills actor `index`, which died (or hung) of
-    `cause` holding `resubmitted` evaluations, and returns a fresh one in its place (or
-    raises to stop the campaign).
+    `replace(index, cause, resubmitted)` returns a fresh actor in place of actor `index`,
+    which died (or hung) of `cause` holding `resubmitted` evaluations, or raises.
     """
 
     def __init__(self, actors: list, tasks: dict[str, Task], max_in_flight_per_actor: int,
@@ -158,11 +156,10 @@ class Scorer:
         return bool(self._in_flight)
 
     def lingering(self, after_s: float) -> list[tuple]:
-        """Returns (island key, candidate, seconds out, what its actor says it is doing or
-        None) for each evaluation out longer than `after_s`, longest first. What it is doing
-        is the actor's `in_progress` entry for it (stage, request, seconds against the
-        request's limit); an actor that does not answer within `NOTE_TIMEOUT_S` is left
-        unasked: this only explains a wait, it must not add one."""
+        """Returns (island key, candidate, seconds out, its actor's `in_progress` entry for
+        it or None) for each evaluation out longer than `after_s`, longest first. An actor
+        that does not answer within `NOTE_TIMEOUT_S` is left unasked: this only explains a
+        wait, it must not add one."""
         now = time.monotonic()
         out = sorted(((now - sent, key, candidate, index)
                       for key, candidate, index, sent, _ in self._in_flight.values()

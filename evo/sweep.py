@@ -8,11 +8,10 @@ A sweep file names a base config (a path relative to it, or an inline `[base]` t
     base = "../quickstart.toml"
     [grid]
     "operators.knowledge" = [true, false]
-    "campaign.seed" = [0, 1, 2]
 
-Every cell's config is validated before any runs: a typo fails at once, not after a night. A
-cell's folder is named by its overrides alone, so a rerun skips finished cells, resumes one
-cut short and continues one whose `search.generations` or budget cap was raised.
+Every cell is validated before any runs: a typo fails at once, not after a night. A cell's
+folder is named by its overrides alone, so a rerun skips finished cells, resumes one cut
+short and continues one whose `search.generations` or budget cap was raised.
 """
 
 from __future__ import annotations
@@ -23,14 +22,13 @@ import hashlib
 import itertools
 import json
 import re
-import tomllib
 import traceback
 from pathlib import Path
 from typing import Any
 
-from evo import provenance
-from evo.analysis import compare
 from evo import config as config_lib
+from evo import provenance, results
+from evo.analysis import compare
 from evo.config import ConfigError
 
 _SWEEP_KEYS = {"name", "base"}
@@ -68,15 +66,6 @@ class Cell:
         return hashlib.sha256(dumped.encode()).hexdigest()[:16]
 
 
-def _read_toml(path: Path, what: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{what} not found: {path}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
-
-
 def _check_key(key: str, where: str) -> None:
     section, dot, name = key.partition(".")
     if not dot or section not in config_lib.SECTIONS or not name or "." in name:
@@ -91,7 +80,7 @@ def _check_key(key: str, where: str) -> None:
 def load_sweep(path: Path | str) -> Sweep:
     """Reads and checks a sweep file (not yet its cells); raises ConfigError."""
     path = Path(path)
-    raw = _read_toml(path, "sweep file")
+    raw = config_lib.read_toml(path, "sweep file")
     unknown = set(raw) - {"sweep", "base", "grid", "set"}
     if unknown:
         raise ConfigError(f"{path}: unknown table(s) {sorted(unknown)}; allowed: [sweep], "
@@ -103,7 +92,8 @@ def load_sweep(path: Path | str) -> Sweep:
     if ("base" in header) == ("base" in raw):
         raise ConfigError(f"{path}: give the base config exactly once, as sweep.base = \"file.toml\" "
                           "or as an inline [base] table")
-    base = raw["base"] if "base" in raw else _read_toml(path.parent / header["base"], "base config")
+    base = (raw["base"] if "base" in raw
+            else config_lib.read_toml(path.parent / header["base"], "base config"))
     grid = raw.get("grid", {})
     if not grid:
         raise ConfigError(f"{path}: [grid] is missing or empty; add \"section.key\" = [values]")
@@ -143,13 +133,6 @@ def cell_name(overrides: dict[str, Any]) -> str:
     return name
 
 
-def _with(raw: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    section, _, name = key.partition(".")
-    merged = {s: dict(body) for s, body in raw.items()}
-    merged.setdefault(section, {})[name] = value
-    return merged
-
-
 def expand(sweep: Sweep) -> list[Cell]:
     """Returns every cell of the grid with its validated config; raises ConfigError naming
     the first bad cell. Each cell's campaign is named <sweep>-<cell> unless the grid or
@@ -165,9 +148,9 @@ def expand(sweep: Sweep) -> list[Cell]:
         seen[name] = overrides
         raw = sweep.base
         if "campaign.name" not in overrides and "campaign.name" not in sweep.fixed:
-            raw = _with(raw, "campaign.name", f"{sweep.name}-{name}")
+            raw = config_lib.with_key(raw, "campaign.name", f"{sweep.name}-{name}")
         for key, value in {**sweep.fixed, **overrides}.items():
-            raw = _with(raw, key, value)
+            raw = config_lib.with_key(raw, key, value)
         try:
             cells.append(Cell(name=name, overrides=overrides, config=config_lib.from_dict(raw)))
         except ConfigError as error:
@@ -197,11 +180,9 @@ def cell_state(folder: Path, cell: Cell) -> str:
 
 def _write_marker(folder: Path, cell: Cell, **fields: Any) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    marker = {"cell": cell.name, "overrides": cell.overrides, "config_hash": cell.config_hash,
-              **fields}
-    temporary = folder / (compare.CELL_MARKER + ".tmp")
-    temporary.write_text(json.dumps(marker, indent=1, default=str))
-    temporary.replace(folder / compare.CELL_MARKER)
+    text = json.dumps({"cell": cell.name, "overrides": cell.overrides,
+                       "config_hash": cell.config_hash, **fields}, indent=1, default=str)
+    results.atomic_write(folder / compare.CELL_MARKER, lambda tmp: tmp.write_text(text))
 
 
 def _now() -> str:

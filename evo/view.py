@@ -1,9 +1,8 @@
 """`evo view DIR`: a small read-only web server showing the page of a running campaign.
 
-It serves three things: the page (`/`), its fingerprint (`/state.json`, polled by the page
-every POLL_MS to learn that a part landed, and then fetch `/` again), and the files inside
-DIR under `/files/` (figures, campaign.json, Parquet parts). The page is re-rendered only
-when the folder's fingerprint changes, from parts kept in memory (evo.analysis.parts).
+It serves the page (`/`), its fingerprint (`/state.json`, polled by the page to learn that a
+part landed), and the files inside DIR under `/files/` (figures, campaign.json, parts). The
+page is re-rendered only when the fingerprint changes, from parts kept in memory.
 
 Why it is safe to leave running on a laptop:
   - It listens on loopback unless told otherwise, and then refuses any request whose Host
@@ -11,7 +10,7 @@ Why it is safe to leave running on a laptop:
   - It answers GET and HEAD only and writes nothing.
   - A file is served only when its real path (symlinks resolved) lies inside DIR, no part
     of its name is `..` or hidden, and it is a regular file; everything else is 404 / 403.
-    Files go out with a sandboxing Content-Security-Policy, so an HTML file in DIR runs no
+    Files go out with a sandboxing Content-Security-Policy: an HTML file in DIR runs no
     script in this origin.
 """
 
@@ -127,7 +126,7 @@ def handler_for(page: Page, root: Path, check_host: bool):
                 self.wfile.write(body)
 
         def log_message(self, format: str, *args) -> None:  # noqa: A002 (the stdlib's name)
-            pass  # a poll every 1.5 s would fill the terminal
+            pass  # the page polls every html_page.POLL_MS: that would fill the terminal
 
     return Handler
 

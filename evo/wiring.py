@@ -18,6 +18,7 @@ import sys
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from evo import fatal
 from evo.budget import LedgerActor, LedgerProxy
 from evo.checkpoint import CampaignState
 from evo.config import Config, ConfigError
@@ -145,11 +146,9 @@ def _fitness_device(actor):
     try:
         return ray.get(actor.device.remote(), timeout=ACTOR_TIMEOUT_S)
     except ray.exceptions.RayError as error:
-        text = str(error)
-        if "SandboxUnavailable" not in text:
+        reason = fatal.carried(error, "SandboxUnavailable")
+        if reason is None:
             raise
-        reason = next((line.split("SandboxUnavailable: ", 1)[1] for line in text.splitlines()
-                       if "SandboxUnavailable: " in line), text)
         raise ConfigError(f"fitness.sandbox: {reason}") from None
 
 

@@ -7,13 +7,14 @@ import importlib
 
 HARNESS_VERSION = "fitness-10"
 """Bumped whenever a change to the walk could change a verdict or a timing of a built-in
-task; part of every Evaluation and of the baseline-timing cache key (history: CHANGELOG.md)."""
+task (history: CHANGELOG.md)."""
 EXTERNAL_HARNESS_VERSION = "external-harness-5"
-"""The same for external-suite tasks, which run their suite's own harness."""
+"""The same for external-suite tasks, whose stage plan runs their suite's own harness."""
 
 
 def harness_version(suite: str) -> str:
-    """Returns the version of the harness that scores tasks of `suite`."""
+    """Returns the version of the walk that scores tasks of `suite`: part of every
+    Evaluation and of the keys of what the judge remembers across candidates."""
     return HARNESS_VERSION if suite == "builtin" else EXTERNAL_HARNESS_VERSION
 
 _FACE = {

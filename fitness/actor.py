@@ -1,11 +1,9 @@
 """The FitnessActor: a Ray actor that owns one device (num_gpus=1) and its Evaluator.
 
-Methods are `async`, so many evaluations are in flight at once: each runs in a thread that
-drives one worker process (compile and correctness in parallel across workers; timing
-takes the device alone through the Evaluator's gate). A thread never outlives its limit:
-the limits are enforced by killing worker processes, not by abandoning threads. A device
-that stops answering turns every evaluation into a quick `harness_error` and shows in
-`stats()["device_ok"]`, so callers are told instead of waiting.
+Methods are `async`, so many evaluations are in flight at once, each in a thread that drives
+one worker process. A thread never outlives its limit: limits are enforced by killing worker
+processes, not by abandoning threads. A device that stops answering turns every evaluation
+into a quick `harness_error` and shows in `stats()["device_ok"]`.
 """
 
 from __future__ import annotations
@@ -26,12 +24,9 @@ from fitness.settings import Settings
 
 @dataclasses.dataclass(frozen=True)
 class ActorSpec:
-    """How to start a FitnessActor like one that ran: its arguments, its GPUs and its node.
-
-    The campaign replaces an actor that died with `start()`: the same arguments and GPU
-    count, on the same node while that node lives (soft affinity: a lost node's actor is
-    started wherever Ray finds room), so a freed GPU is taken by its replacement.
-    """
+    """How to start a FitnessActor like one that ran: the campaign replaces an actor that
+    died with `start()`, on the same node while it lives (soft affinity), so a freed GPU is
+    taken by its replacement."""
 
     settings: Settings
     num_gpus: int
@@ -96,13 +91,10 @@ FitnessActor = ray.remote(FitnessService)
 
 
 def start_actors(settings: Settings, max_gpus: int | None = None) -> list:
-    """Returns one FitnessActor per GPU of the Ray cluster (one on a CPU-only cluster).
-    Each GPU actor holds `num_gpus=1`, so Ray sets its visible device and it scores on
-    "device 0" of its own view. With no GPU (or device "interpreter") the Triton interpreter
-    scores, holding no GPU: one actor on each GPU node, since those are the nodes a cluster
-    sets up for scoring (a CPU-only head may have no sandbox), or a single actor wherever
-    Ray puts it when no node has a GPU. `max_gpus` caps how many GPUs get an actor
-    (scaling studies).
+    """Returns one FitnessActor per GPU of the Ray cluster, at most `max_gpus`; each holds
+    `num_gpus=1`, so Ray sets its visible device. With no GPU (or device "interpreter") the
+    interpreter scores: one actor on each GPU node, the nodes a cluster sets up for scoring (a
+    CPU-only head may have no sandbox), or a single one where Ray puts it when none has a GPU.
     """
     settings = settings.scoring()
     gpus = int(ray.cluster_resources().get("GPU", 0))

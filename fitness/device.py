@@ -1,8 +1,5 @@
-"""Device detection: the one place that decides cuda | rocm | interpreter.
-
-Everything downstream (worker environment, timing method, roofline check, cache flushing)
-reads a DeviceInfo instead of probing torch itself, so the three backends cannot disagree.
-"""
+"""Device detection: the one place that decides cuda | rocm | interpreter. Everything
+downstream reads a DeviceInfo instead of probing torch, so the backends cannot disagree."""
 
 from __future__ import annotations
 
@@ -49,8 +46,7 @@ class DeviceInfo:
 
     def roofline_parts_s(self, flops: float, bytes_moved: float,
                          dtype: str = "float32") -> tuple[float, float] | None:
-        """Returns (compute s, memory s): that work at the peak rate and at the peak
-        bandwidth, None when unknown."""
+        """Returns (compute s, memory s) of that work at the peaks, None when unknown."""
         if self.peak_bandwidth_gbs is None:
             return None
         tflops = self.peak_tflops.get(dtype) or self.peak_tflops.get("float32")
@@ -95,11 +91,8 @@ def _gpu_info(backend: str) -> DeviceInfo:
 
 
 def detect(requested: str = "auto") -> DeviceInfo:
-    """Returns the device to score on.
-
-    "auto" picks a GPU when torch sees one (ROCm when `torch.version.hip` is set), else the
-    Triton CPU interpreter. Asking for a GPU backend that is absent raises DeviceError.
-    """
+    """Returns the device to score on: "auto" picks a GPU when torch sees one (ROCm when
+    `torch.version.hip` is set), else the interpreter; an absent GPU backend raises DeviceError."""
     if requested not in REQUESTS:
         raise DeviceError(f"unknown device {requested!r}; expected one of {', '.join(REQUESTS)}")
     if requested == "interpreter":

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import pathlib
 import re
 from typing import Sequence
 
@@ -39,19 +40,7 @@ def _read_sources(files: Sequence[str]) -> list[str]:
     missing = [f for f in files if not os.path.isfile(f)]
     if missing:
         raise UsageError(f"no such candidate file: {', '.join(missing)}")
-    sources = []
-    for name in files:
-        with open(name, encoding="utf-8", errors="replace") as handle:
-            sources.append(handle.read())
-    return sources
-
-
-UNSANDBOXED_MARK = " [UNSANDBOXED: scored without the OS sandbox]"
-
-
-def _summary_line(path: str, evaluation: Evaluation) -> str:
-    line = _verdict_line(path, evaluation)
-    return line if evaluation.sandboxed else line + UNSANDBOXED_MARK
+    return [pathlib.Path(name).read_text(encoding="utf-8", errors="replace") for name in files]
 
 
 _STAGE_OF_KIND = {"unsupported_on_backend": "platform", "policy_violation": "gate"}
@@ -88,23 +77,26 @@ def _json_ready(evaluation: Evaluation, path: str) -> dict:
     return {**fields, "stage": stage_name(evaluation), "candidate": path}
 
 
-def _verdict_line(path: str, evaluation: Evaluation) -> str:
+def _summary_line(path: str, evaluation: Evaluation) -> str:
+    """Returns the verdict in one line, marked where it was scored without the sandbox."""
+    mark = "" if evaluation.sandboxed else " [UNSANDBOXED: scored without the OS sandbox]"
     if evaluation.correct and evaluation.speedup is None:  # a harness task with no timing harness
         return (f"{path}: correct over {len(evaluation.case_names)} cases, "
-                f"{evaluation.error_trace or 'not timed'}")
+                f"{evaluation.error_trace or 'not timed'}{mark}")
     if evaluation.correct:
         note = "" if evaluation.timing_meaningful else " (interpreter: timing not meaningful)"
         return (f"{path}: correct, speedup {evaluation.speedup:.3f}x (worst "
-                f"{evaluation.worst_speedup:.3f}x) over {len(evaluation.case_names)} cases{note}")
+                f"{evaluation.worst_speedup:.3f}x) over {len(evaluation.case_names)} cases"
+                f"{note}{mark}")
     first_line = next((line for line in reversed(evaluation.error_trace.strip().splitlines())
                        if line.strip()), "")
     return (f"{path}: FAILED {evaluation.failure_kind} at stage {stage_name(evaluation)}: "
-            f"{first_line[:300]}{_location(path, evaluation.error_trace)}")
+            f"{first_line[:300]}{_location(path, evaluation.error_trace)}{mark}")
 
 
 def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
-         timeout_s: float = 60.0, suite: str | None = None, path: str | None = None,
-         sandbox: str = "bwrap") -> list[Evaluation]:
+                   timeout_s: float = 60.0, suite: str | None = None, path: str | None = None,
+                   sandbox: str = "bwrap") -> list[Evaluation]:
     """Evaluates each file against `task`; prints one line (or JSON object) per file, in order."""
     from pydantic import ValidationError
 
@@ -135,8 +127,7 @@ def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, devic
         evaluations = list(pool.map(lambda c: evaluator.evaluate(the_task, c), candidates))
     evaluations = [for_file(file_path, evaluation) for file_path, evaluation in zip(files, evaluations)]
     for file_path, evaluation in zip(files, evaluations):
-        if as_json:
-            print(json.dumps(_json_ready(evaluation, file_path)), flush=True)
-        else:
-            print(_summary_line(file_path, evaluation), flush=True)
+        line = (json.dumps(_json_ready(evaluation, file_path)) if as_json
+                else _summary_line(file_path, evaluation))
+        print(line, flush=True)
     return evaluations

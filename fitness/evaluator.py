@@ -17,14 +17,12 @@ import threading
 import time
 
 from evo.records import Candidate, Evaluation, Task
-from fitness import HARNESS_VERSION
+from fitness import harness_version
 from fitness.processes import jail
 from fitness.device import DeviceInfo, detect
 from fitness.processes.device_lock import DeviceLock
-from fitness.judge import harness
 from fitness.judge.activity import Activity
 from fitness.judge.cascade import BASELINE_JOBS, Cascade
-from fitness.judge.latency_memory import BaselineCache
 from fitness.processes.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
 from fitness.settings import Settings
 
@@ -47,10 +45,10 @@ class Evaluator:
     DeviceInfo as `device` skips detection).
 
     With sandbox "bwrap" and no working bubblewrap, construction raises
-    `jail.SandboxUnavailable` instead of scoring untrusted code. Each evaluation leases one
-    sandboxed candidate worker and one trusted checker (it makes the inputs, runs the
-    reference and compares outputs) for its whole walk, so there are as many checkers as
-    workers, and `BASELINE_JOBS` more for the baselines' warm-up and timing.
+    `jail.SandboxUnavailable` instead of scoring untrusted code. Each built-in task's walk
+    leases one sandboxed candidate worker and one trusted checker (it makes the inputs, runs
+    the reference and compares outputs), so there are as many checkers as workers, and
+    `BASELINE_JOBS` more for the baselines' warm-up and timing.
     """
 
     def __init__(self, settings: Settings | None = None, device: DeviceInfo | None = None):
@@ -70,10 +68,7 @@ class Evaluator:
                                     self._root, pools, ready_timeout_s=limits.ready_s)
         self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
-                                BaselineCache(), limits, settings.timing, settings.static_gate)
-        self._harness = harness.HarnessRunner(self.device, self._candidates, self.gate, limits,
-                                              timing=settings.timing,
-                                              static_gate=settings.static_gate)
+                                limits, settings.timing, settings.static_gate)
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._evaluated = 0
@@ -85,19 +80,16 @@ class Evaluator:
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
         """Returns the candidate's Evaluation on this device."""
         if self._unresponsive:
-            return self._device_down(candidate)
+            return self._device_down(task, candidate)
         activity = Activity(task.name, candidate.id)
         with self._lock:
             self._under_way[id(activity)] = activity
         try:
-            if task.harness is not None:  # an external-suite task: its own harness
-                evaluation = self._harness.evaluate(task, candidate)
-            else:
-                evaluation = self._cascade.evaluate(task, candidate, activity)
+            evaluation = self._cascade.evaluate(task, candidate, activity)
         except DeviceUnresponsive as error:
             with self._lock:
                 self._unresponsive = str(error)
-            return self._device_down(candidate)
+            return self._device_down(task, candidate)
         finally:
             with self._lock:
                 del self._under_way[id(activity)]
@@ -109,13 +101,13 @@ class Evaluator:
             self._gpu_s += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
         return evaluation
 
-    def _device_down(self, candidate: Candidate) -> Evaluation:
+    def _device_down(self, task: Task, candidate: Candidate) -> Evaluation:
         return Evaluation(candidate_id=candidate.id, stage_reached="syntax", call_ok=False,
                           correct=False, failure_kind="harness_error",
                           error_trace=f"device {self.device.name} stopped answering: "
                                       f"{self._unresponsive}",
                           device=self.device.name, backend=self.device.backend,
-                          harness_version=HARNESS_VERSION, sandboxed=self.settings.sandboxed)
+                          harness_version=harness_version(task.suite), sandboxed=self.settings.sandboxed)
 
     def stats(self) -> dict:
         """Returns counters: evaluated, busy_s (device held), kernel_s (device time in timed
@@ -124,11 +116,7 @@ class Evaluator:
         the runs that went ahead beside one past `straggler_wait_s`),
         walk_wait_s (walks waiting for the device while timing waited or ran), gpu_s (sum over candidates), ..."""
         with self._lock:
-            return {"evaluated": self._evaluated, "busy_s": self.gate.busy_s(),
-                    "timing_wait_s": self.gate.exclusive_wait_s(),
-                    "drain_wait_s": self.gate.drain_wait_s(),
-                    "stragglers": self.gate.stragglers(),
-                    "walk_wait_s": self.gate.shared_wait_s(),
+            return {"evaluated": self._evaluated, **self.gate.counters(),
                     "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
                     "failures": dict(self._failures), "device": self.device.name,
                     "backend": self.device.backend, "device_ok": not self._unresponsive,

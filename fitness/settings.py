@@ -23,15 +23,14 @@ class Limits:
       import_s: writing and importing the candidate module.
       compile_s: the precompile (every case's kernels, none launched) and the first call, each.
       check_s: each further correctness call, and each comparison in the checker.
-      bench_s: staging the timing, timing every case, and the re-check call, each; an
-        external task's timing pass.
+      bench_s: staging, timing every case, the re-check call (each); an external timing pass.
       reference_s: an external task's reference run through its own harness, once per task
         (it may autotune every config). An external candidate's run gets `harness_run_s`.
       ready_s: a new worker's start-up (charged to no candidate).
       stall_s: not a stage limit: how long the candidate's own Python code may run with no
-        Triton launch between, in import and correctness calls, before its worker ends it as
-        a timeout (`sandbox.instrument.StallWatch`): an entry point needs milliseconds of
-        host code, and a host loop would otherwise hold a worker for a whole stage limit.
+        Triton launch between (import and correctness calls) before its worker ends it as a
+        timeout (`sandbox.instrument.StallWatch`): an entry point needs little host code,
+        and a host loop would otherwise hold a worker for a whole stage limit.
     """
 
     import_s: float = 60.0

@@ -1,15 +1,14 @@
-"""Why an LLM call gave nothing usable: one word to count it by (`kind`), one line to act on.
+"""Why an LLM call gave nothing usable, and whether and when to try it again.
 
-The client turns whatever a request raised into a `Failure` here, so the preflight, the
-call log, the progress lines, the summary and the engine's circuit breaker all name a
-failure the same way. Kinds fall in three groups, which the breaker treats differently:
-  transient: rate_limited, server_error, timeout. The client retries them; a busy or
-      restarting endpoint recovers, so they never stop a campaign by themselves.
-  endpoint: connection_refused, dns_error, tls_error, connection_error, unauthorized,
-      forbidden, not_found, malformed_response. The endpoint, as configured, cannot answer.
-  answer: anything else (bad_request, empty_response, and the parser's no_code_block,
-      syntax_error, missing_entry_point). This request or this answer was unusable; only a
-      run of them says that something is wrong.
+The client turns whatever a request raised into a `Failure` here: one word to count it by
+(`kind`) and one line to act on, so the preflight, the call log, the progress lines, the
+summary and the engine's circuit breaker all name a failure the same way. The client retries
+429, 5xx, timeouts and connection errors; other 4xx (bad request, bad key) are not worth it.
+The breaker treats the kinds' three groups differently:
+  TRANSIENT: a busy or restarting endpoint recovers, so they never stop a campaign alone.
+  ENDPOINT: the endpoint, as configured, cannot answer.
+  any other (bad_request, empty_response, the parser's no_code_block...): this request or
+      this answer was unusable; only a run of them says that something is wrong.
 
 Nothing here imports `openai`: the client hands over the HTTP status and the server's
 message, or a connection error's exception, whose standard-library types say what happened.
@@ -18,14 +17,18 @@ message, or a connection error's exception, whose standard-library types say wha
 from __future__ import annotations
 
 import dataclasses
+import email.utils
+import random
 import socket
 import ssl
-
-from operators import retry
+import time
+from typing import Mapping
 
 TRANSIENT = frozenset({"rate_limited", "server_error", "timeout"})
 ENDPOINT = frozenset({"connection_refused", "dns_error", "tls_error", "connection_error",
                       "unauthorized", "forbidden", "not_found", "malformed_response"})
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+"""HTTP statuses below 500 that mean "try again later" (timeout, conflict, rate limit)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +57,7 @@ def from_status(status: int, message: str, base_url: str, model: str,
         return Failure("rate_limited", f"{said} (rate limited)")
     if status == 408:
         return Failure("timeout", said)
-    if retry.is_retryable_status(status):
+    if is_retryable_status(status):
         return Failure("server_error", said)
     return Failure("bad_request", said)
 
@@ -86,3 +89,42 @@ def _chain(error: BaseException) -> list[BaseException]:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return chain
+
+
+def is_retryable_status(status: int) -> bool:
+    """Returns True for 408/409/429 and every 5xx."""
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
+    """Returns the wait a server asked for (retry-after-ms, Retry-After seconds or HTTP date), or None."""
+    if not headers:
+        return None
+    for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / divisor)
+        except ValueError:
+            pass
+    parsed = email.utils.parsedate_tz(headers.get("retry-after") or "")
+    if parsed is None:
+        return None
+    return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+def backoff_s(attempt: int, base_s: float, max_s: float, rng: random.Random,
+              server_wait_s: float | None = None) -> float:
+    """Returns the wait before retry number `attempt + 1` (attempt counts from 0).
+
+    Exponential (`base_s * 2**attempt`, capped at `max_s`) with "equal jitter": a uniform
+    draw from the upper half, so many clients hit by the same 429 do not return in step.
+    A server's Retry-After is honoured as a floor (capped at `max_s` so one bad header
+    cannot stall a campaign for hours).
+    """
+    ceiling = min(max_s, base_s * (2 ** attempt))
+    wait = ceiling / 2 + rng.uniform(0.0, ceiling / 2)
+    if server_wait_s is not None:
+        wait = max(wait, min(server_wait_s, max_s))
+    return wait

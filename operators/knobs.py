@@ -148,28 +148,26 @@ def apply(source: str, knobs: list[Knob], settings: Mapping[str, int]) -> str:
 
 def _launch_knobs(call: ast.Call, function: ast.AST | None, offsets, backend: str, uses_dot: bool) -> list[Knob]:
     kernel = call.func.value.id
+    options = launch_options(backend, uses_dot)
     knobs = []
     given = {kw.arg for kw in call.keywords}
     for kw in call.keywords:
         if kw.arg is None:
             continue
-        options = launch_options(backend, uses_dot)
-        if kw.arg in options and _int_literal(kw.value):
-            values = tuple(sorted(set(options[kw.arg][0]) | {kw.value.value}))
-            knobs.append(Knob(f"{kernel}.{kw.arg}", kw.arg, kw.value.value, values, _span(kw.value, offsets),
-                              launch=kernel))
-        elif _size_kind(kw.arg, kw.value):
-            kind = _size_kind(kw.arg, kw.value)
-            knobs.append(Knob(f"{kernel}.{kw.arg}", kind, kw.value.value,
-                              _size_values(kind, kw.value.value, uses_dot), _span(kw.value, offsets),
-                              launch=kernel))
+        is_option = kw.arg in options and tables.is_int_literal(kw.value)
+        kind = kw.arg if is_option else _size_kind(kw.arg, kw.value)
+        if kind:
+            value = kw.value.value
+            values = options[kind][0] if is_option else _size_values(kind, value, uses_dot)
+            knobs.append(Knob(f"{kernel}.{kw.arg}", kind, value, tuple(sorted(set(values) | {value})),
+                              _span(kw.value, offsets), launch=kernel))
     knobs = [_link_grid(k, knobs, call, function, offsets) for k in knobs]
     if None in given:  # `**options`: an inserted keyword could repeat one of them
         return knobs
     last = max(call.args + call.keywords, key=lambda n: (n.end_lineno, n.end_col_offset), default=None)
     if last is not None:
         at = offsets[last.end_lineno - 1] + last.end_col_offset
-        for option, (values, default) in launch_options(backend, uses_dot).items():
+        for option, (values, default) in options.items():
             if option not in given:
                 knobs.append(Knob(f"{kernel}.{option}", option, default, values, (at, at), present=False,
                                   launch=kernel))
@@ -188,13 +186,15 @@ def _link_grid(knob: Knob, launch_knobs: list[Knob], call: ast.Call, function, o
         grid = assigned[-1] if assigned else None
     if grid is None or isinstance(grid, ast.Lambda):
         return knob
-    linked = tuple(_span(n, offsets) for n in ast.walk(grid) if _int_literal(n) and n.value == knob.value)
+    linked = tuple(_span(n, offsets) for n in ast.walk(grid)
+                   if tables.is_int_literal(n) and n.value == knob.value)
     return dataclasses.replace(knob, linked=linked)
 
 
 def _size_kind(name: str, value: ast.AST) -> str:
     """Returns "tile" | "block" | "group" for a power-of-two literal block-size name, else ""."""
-    if not _int_literal(value) or value.value < 1 or value.value & (value.value - 1) or _SEMANTIC.search(name):
+    if not tables.is_int_literal(value) or value.value < 1 or value.value & (value.value - 1) \
+            or _SEMANTIC.search(name):
         return ""
     if _TILE.match(name):
         return "tile"
@@ -209,10 +209,6 @@ def _size_values(kind: str, current: int, uses_dot: bool) -> tuple[int, ...]:
     low, high = {"block": BLOCK_RANGE, "group": (1, 16)}.get(kind, DOT_TILE_RANGE if uses_dot else TILE_RANGE)
     values = {1 << p for p in range(0, 15) if low <= 1 << p <= high}
     return tuple(sorted(values | {current}))
-
-
-def _int_literal(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _kernels(tree: ast.Module) -> tuple[set[str], set[str]]:

@@ -5,14 +5,12 @@ position)`, returns an `LLMReply` and never raises for what an endpoint does wro
 malformed or empty response, a non-retryable status, or an endpoint still unreachable after
 the retries is a failed reply whose reason is a `call_failures.Failure`. It raises only when
 the campaign must stop or was misconfigured: `BudgetExceeded` (the call was not sent) and
-`ReplayMissError` (replay was asked something never recorded). `preflight()`, the one check
-before a campaign starts, raises `EndpointUnusable` with the failure's line.
+`ReplayMissError` (replay was asked something never recorded, see `operators.replay`).
+`preflight()`, the one check before a campaign starts, raises `EndpointUnusable`.
 
-Replay matches a request by its hash, or with `replay_match="position"` by its place (see
-`operators.replay`); the call's row says which matched (`replay_matched`). Retries are ours
-(the SDK's are off) so that each is counted and tested. The API key is read from the named
-environment variable when the SDK client is built and held only by that SDK object, which is
-dropped on pickling and never shown in repr or rows.
+Retries are ours (the SDK's are off) so that each is counted and tested. The API key is read
+from the named environment variable when the SDK client is built and held only by that SDK
+object, which is dropped on pickling and never shown in repr or rows.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from typing import Any, Mapping, Protocol, Sequence
 import openai
 
 from evo.records import LLMUsage
-from operators import call_failures, retry
+from operators import call_failures
 from operators.call_failures import Failure
 from operators.replay import MATCHES, Position, Recording, ReplayMissError
 
@@ -108,10 +106,9 @@ class LLMClient:
     Attributes:
       model, base_url: the model name (the price-table key) and the endpoint's root URL.
       api_key_env: the variable holding the key ("" for an endpoint that needs none).
-      mode: "llm" (call the endpoint) or "replay" (answer from `recording`: a `Recording`, a
-        campaign folder, llm_calls/ folder or Parquet file, or row dicts; `replay_match`).
-      temperature: default sampling temperature (GEAK samples at 1.0).
-      max_tokens: completion cap per call; also the completion size a budget reserves.
+      mode: "llm" (call the endpoint) or "replay" (answer from `recording`, by `replay_match`).
+      temperature, max_tokens: default sampling temperature (GEAK samples at 1.0); completion
+        cap per call, also the completion size a budget reserves.
       timeout_s, max_retries: limit on one HTTP attempt; further attempts on 429 / 5xx /
         timeout / connection error, `backoff_base_s` to `backoff_max_s` apart.
       max_concurrency: calls in flight at once from this client (per event loop).
@@ -238,8 +235,8 @@ class LLMClient:
                 failure, retryable, server_wait_s = self._failure(exc)
                 if not retryable or attempt == self.max_retries:
                     return self._failed(failure, key, started, attempt + 1)
-            await asyncio.sleep(retry.backoff_s(attempt, self.backoff_base_s, self.backoff_max_s,
-                                                self._rng, server_wait_s))
+            await asyncio.sleep(call_failures.backoff_s(attempt, self.backoff_base_s, self.backoff_max_s,
+                                                        self._rng, server_wait_s))
             attempt += 1
         latency_s = time.monotonic() - started
         prompt_tokens, completion_tokens = usage or (_estimate_tokens(messages), _estimate_text_tokens(text))
@@ -256,8 +253,8 @@ class LLMClient:
         if isinstance(exc, openai.APIStatusError):
             failure = call_failures.from_status(exc.status_code, _server_message(exc), self.base_url,
                                                 self.model, self.api_key_env)
-            return (failure, retry.is_retryable_status(exc.status_code),
-                    retry.retry_after_s(exc.response.headers))
+            return (failure, call_failures.is_retryable_status(exc.status_code),
+                    call_failures.retry_after_s(exc.response.headers))
         if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
             timed_out = isinstance(exc, openai.APITimeoutError)
             return call_failures.from_connection(exc, self.base_url, self.timeout_s, timed_out), True, None

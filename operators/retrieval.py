@@ -81,13 +81,18 @@ class BM25:
         self.idf = {t: math.log(1 + (n - df + 0.5) / (df + 0.5)) for t, df in document_frequency.items()}
 
     def scores(self, query: Sequence[str]) -> list[float]:
-        """Returns one score per document; higher is more similar."""
-        terms = collections.Counter(query)
+        """Returns one score per document; higher is more similar.
+
+        A query term counts once however often it repeats: a baseline's per-shape table
+        names its knobs dozens of times, which would pull every query toward the exemplar
+        with the most block names rather than the one doing the same work.
+        """
+        terms = set(query)
         result = []
         for counts, length in zip(self.counts, self.lengths):
             norm = self.k1 * (1 - self.b + self.b * length / (self.mean_length or 1))
-            result.append(sum(self.idf[t] * counts[t] * (self.k1 + 1) / (counts[t] + norm) * q
-                              for t, q in terms.items() if t in counts))
+            result.append(sum(self.idf[t] * counts[t] * (self.k1 + 1) / (counts[t] + norm)
+                              for t in terms if t in counts))
         return result
 
 

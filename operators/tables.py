@@ -11,8 +11,7 @@ A module may carry three module-level tables of constants (the gate accepts them
 it, tests check it); `DESIGN` names the knobs that switch the algorithm rather than tune it;
 `CONFIGS` maps a shape bucket (the launcher's own function of the input sizes picks one) to
 one setting of every knob, as tuples of pairs because the gate only accepts immutable tables.
-Each (bucket, knob) value is one `knobs.Knob` keyed `CONFIGS[bucket].NAME`, so the offline
-operators tune one entry's knob or take whole entries from another parent.
+Each (bucket, knob) value is one `knobs.Knob` keyed `CONFIGS[bucket].NAME`.
 """
 
 from __future__ import annotations
@@ -69,7 +68,8 @@ def entries(tree: ast.Module) -> list[Entry]:
         if not (isinstance(bucket, ast.Constant) and isinstance(bucket.value, str) and isinstance(pairs, ast.Tuple)):
             continue
         for pair in pairs.elts:
-            if isinstance(pair, ast.Tuple) and len(pair.elts) == 2 and _str(pair.elts[0]) and _int(pair.elts[1]):
+            if isinstance(pair, ast.Tuple) and len(pair.elts) == 2 and _str(pair.elts[0]) \
+                    and is_int_literal(pair.elts[1]):
                 name, literal = pair.elts[0].value, pair.elts[1]
                 found.append(Entry(bucket.value, name, literal.value, allowed.get(name, ()), name in design, literal))
     return found
@@ -117,7 +117,8 @@ def _allowed_values(node: ast.AST | None) -> dict[str, tuple[int, ...]]:
         return {}
     allowed = {}
     for key, value in zip(node.keys, node.values):
-        if _str(key) and isinstance(value, ast.Tuple) and value.elts and all(_int(e) for e in value.elts):
+        if _str(key) and isinstance(value, ast.Tuple) and value.elts \
+                and all(is_int_literal(e) for e in value.elts):
             allowed[key.value] = tuple(sorted({e.value for e in value.elts}))
     return allowed
 
@@ -132,5 +133,6 @@ def _str(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
-def _int(node: ast.AST) -> bool:
+def is_int_literal(node: ast.AST) -> bool:
+    """Returns True for an integer literal (not a bool, which is an int to Python)."""
     return isinstance(node, ast.Constant) and type(node.value) is int

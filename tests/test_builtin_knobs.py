@@ -1,7 +1,6 @@
 """Per-shape knob tables of the built-in baselines: every listed setting is correct, and the
 offline operators search them per bucket, switching designs as well as tuning them."""
 
-import importlib.util
 import itertools
 import math
 import random
@@ -14,8 +13,10 @@ from benchmarks import registry
 from benchmarks.builtin import common
 from benchmarks.listing import task_summary
 from evo.records import make_candidate
+from kernel_launches import Recorder
 from operators import knobs, offline, tables
 from operators.context import OperatorContext
+from task_checks import import_file, mismatch
 
 SUITE = registry.builtin()
 TABLED = [task for task in SUITE.tasks() if tables.space(task.baseline_source)["buckets"]]
@@ -39,27 +40,6 @@ ALIGNED_CASES = {
 ROW_PADDING_ALIGN = {0: 8, 1: 1, 8: 8}
 """Extra elements between rows -> the ALIGN the launcher must pass (tables ask for 8):
 none keeps rows 8-aligned, an odd pad leaves every other row unaligned, 8 realigns them."""
-
-
-def _import(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _mismatch(task, fn, args):
-    """Returns why `fn` disagrees with the reference on `args` (per element, the task's tolerance)."""
-    out = fn(*args)
-    expected = task.reference(*args)
-    if out.shape != expected.shape or out.dtype != expected.dtype:
-        return f"got {out.dtype} {tuple(out.shape)}, expected {expected.dtype} {tuple(expected.shape)}"
-    if not expected.is_floating_point():
-        return "" if torch.equal(out, expected) else "integer outputs differ"
-    atol, rtol = task.tolerance[str(expected.dtype).removeprefix("torch.")]
-    error = (out.double() - expected.double()).abs()
-    bad = error > atol + rtol * expected.double().abs()
-    return f"{int(bad.sum())} elements off, max error {error.max().item():.3g}" if bad.any() else ""
 
 
 def _settings(task):
@@ -104,9 +84,9 @@ def test_every_design_is_correct_under_sampled_tuning(task, tmp_path):
         source = knobs.apply(task.baseline_source, found, all_buckets)
         path = tmp_path / f"{task.name}_{index}.py"
         path.write_text(source)
-        fn = getattr(_import(path, f"knobs_{task.name}_{index}"), task.entry_point)
+        fn = getattr(import_file(path, f"knobs_{task.name}_{index}"), task.entry_point)
         for case in task.interpreter_cases:
-            why = _mismatch(task, fn, task.make_inputs(case.params, 1, "cpu"))
+            why = mismatch(task, fn, task.make_inputs(case.params, 1, "cpu"))
             if why:
                 failures.append(f"{label} on {case.name}: {why}")
     assert not failures, "\n".join(failures)
@@ -119,33 +99,20 @@ def _row_padded(t, pad):
     return wide[:, :t.shape[1]]
 
 
-class _RecordingKernel:
-    """Stands in for a kernel: records the ALIGN of every launch, then launches the real one."""
-
-    def __init__(self, kernel, launched):
-        self.kernel, self.launched = kernel, launched
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            self.launched.append(kwargs["ALIGN"])
-            return self.kernel[grid](*args, **kwargs)
-        return launch
-
-
 @pytest.mark.parametrize("pad", sorted(ROW_PADDING_ALIGN))
 @pytest.mark.parametrize("task_name", sorted(ALIGNED_CASES))
 def test_alignment_hint_only_where_the_strides_allow(task_name, pad, monkeypatch):
     task = SUITE.get(task_name)
-    module = _import(common.KERNELS_DIR / f"{task_name}.py", f"aligned_{task_name}_{pad}")
+    module = import_file(common.KERNELS_DIR / f"{task_name}.py", f"aligned_{task_name}_{pad}")
     launched = []
     for name, value in list(vars(module).items()):
         if isinstance(value, KernelInterface) and "ALIGN" in value.arg_names:
-            monkeypatch.setattr(module, name, _RecordingKernel(value, launched))
+            monkeypatch.setattr(module, name, Recorder(value, launched))
     args = tuple(_row_padded(a, pad) if a.ndim == 2 else a for a in task.make_inputs(ALIGNED_CASES[task_name], 1, "cpu"))
     assert all(a.stride(0) == a.shape[1] + pad for a in args if a.ndim == 2)
-    why = _mismatch(task, getattr(module, task.entry_point), args)
+    why = mismatch(task, getattr(module, task.entry_point), args)
     assert not why, why
-    assert launched == [ROW_PADDING_ALIGN[pad]]
+    assert [keywords["ALIGN"] for keywords in launched] == [ROW_PADDING_ALIGN[pad]]
 
 
 def test_every_aligned_baseline_has_an_odd_stride_case():
@@ -192,9 +159,12 @@ def test_crossover_takes_whole_bucket_entries_from_the_second_parent():
 
 def test_tasks_json_lists_each_tasks_knob_space():
     summary = task_summary(SUITE.get("softmax"))["knob_space"]
-    assert set(summary["buckets"]) == {"short", "medium", "long"}
+    assert set(summary["buckets"]) == {"small", "short", "n1k", "n2k", "n4k", "n8k", "n16k", "long"}
     assert summary["design"] == ["LOOP", "PROGRAMS"]
     assert summary["knobs"]["LOOP"] == [0, 1]
-    assert summary["bucket_rule"] == '_bucket(N): return "short" if N <= 256 else "medium" if N <= 4096 else "long"'
+    assert summary["bucket_rule"] == (
+        '_bucket(M, N): if M * N <= 1 << 21: return "small"; return ("short" if N <= 256 else "n1k" if N <= 1024 '
+        'else "n2k" if N <= 2048 else "n4k" if N <= 4096 else "n8k" if N <= 8192 else "n16k" if N <= 16384 '
+        'else "long")')
     untabled = [t.name for t in SUITE.tasks() if not task_summary(t)["knob_space"]["buckets"]]
     assert not untabled, f"built-in baselines without a per-shape table: {untabled}"

@@ -2,7 +2,6 @@
 planted bugs are caught, inputs are deterministic, launches expose their tunable knobs."""
 
 import ast
-import importlib.util
 import pickle
 
 import pytest
@@ -10,6 +9,7 @@ import torch
 
 from benchmarks import registry
 from benchmarks.builtin import common
+from task_checks import import_file, mismatch
 
 SUITE = registry.builtin()
 
@@ -21,43 +21,14 @@ EXPECTED_TASKS = {
 MATMUL_CLASS = {"matmul", "batched_matmul", "flash_attention"}
 
 
-def _import_module(path, module_name):
-    """Imports a kernel module from its file (Triton's @jit reads source from the file)."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
 def baselines():
     """Entry points of every trusted baseline, imported once in-process."""
     return {
-        task.name: getattr(_import_module(common.KERNELS_DIR / f"{task.name}.py",
+        task.name: getattr(import_file(common.KERNELS_DIR / f"{task.name}.py",
                                           f"baseline_{task.name}"), task.entry_point)
         for task in SUITE.tasks()
     }
-
-
-def _mismatch(task, fn, case, seed=0):
-    """Returns why `fn` disagrees with the reference on `case`, or "" when it agrees."""
-    args = task.make_inputs(case.params, seed, "cpu")
-    snapshot = [a.clone() for a in args]
-    out = fn(*args)
-    if any(not torch.equal(a, s) for a, s in zip(args, snapshot)):
-        return "inputs modified"
-    expected = task.reference(*snapshot)
-    if out.shape != expected.shape or out.dtype != expected.dtype:
-        return f"got {out.dtype} {tuple(out.shape)}, expected {expected.dtype} {tuple(expected.shape)}"
-    if not expected.is_floating_point():
-        return "" if torch.equal(out, expected) else "integer outputs differ"
-    # As the fitness checker: tolerance keyed by the output's dtype (here without its scaling
-    # of atol by the output's magnitude, so this check is the stricter one).
-    atol, rtol = task.tolerance[str(expected.dtype).removeprefix("torch.")]
-    if not torch.allclose(out.double(), expected.double(), atol=atol, rtol=rtol):
-        error = (out.double() - expected.double()).abs().max().item()
-        return f"max abs error {error:.3g} over (atol={atol}, rtol={rtol})"
-    return ""
 
 
 def test_suite_holds_the_fifteen_named_tasks():
@@ -90,7 +61,7 @@ def test_tasks_pickle_by_reference_for_workers():
 def test_baseline_matches_reference(baselines, task_name, case_index):
     task = SUITE.get(task_name)
     case = task.interpreter_cases[case_index]
-    assert _mismatch(task, baselines[task_name], case) == "", case.name
+    assert mismatch(task, baselines[task_name], task.make_inputs(case.params, 0, "cpu")) == "", case.name
 
 
 @pytest.mark.parametrize("task_name", sorted(EXPECTED_TASKS))
@@ -170,8 +141,9 @@ def test_planted_bug_does_not_match(tmp_path, task_name, original, planted):
     assert task.baseline_source.count(original) == 1, "the bug must replace exactly one place"
     path = tmp_path / f"buggy_{task_name}.py"
     path.write_text(task.baseline_source.replace(original, planted))
-    buggy = getattr(_import_module(path, f"buggy_{task_name}"), task.entry_point)
-    verdicts = [_mismatch(task, buggy, case) for case in task.interpreter_cases]
+    buggy = getattr(import_file(path, f"buggy_{task_name}"), task.entry_point)
+    verdicts = [mismatch(task, buggy, task.make_inputs(case.params, 0, "cpu"))
+                for case in task.interpreter_cases]
     assert any(verdicts), f"{task_name}: the planted bug passed every interpreter case"
 
 

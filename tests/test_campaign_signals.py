@@ -3,6 +3,7 @@ signal and the command that continues, no Ray or sandbox process left 10 s after
 resume that records exactly a clean run's rows. A second SIGINT exits at once, killing the
 local Ray's processes; on an attached cluster the campaign's actors go and the cluster stays."""
 
+import contextlib
 import json
 import os
 import signal
@@ -30,26 +31,40 @@ def reference(interpreter_fitness, tmp_path_factory):
     return runs.rows(out)
 
 
-def _stop_mid_run(tmp_path, signum):
-    """Starts a campaign, signals it after generation 2's first part; returns its exit
-    status, the seconds to its exit, the seconds from then until everything it started is
-    gone, what is left, what it printed, and its paths."""
+@contextlib.contextmanager
+def _campaign_at(tmp_path, generation):
+    """Yields (the process, the processes it started, its config path, its out folder) once a
+    campaign started in `tmp_path` reaches `generation`; whatever is left is killed after."""
     config_path, out = runs.config_file(tmp_path), tmp_path / "run"
     process = runs.start(config_path, out)
     started = []
     try:
-        runs.wait_for_generation(process, out, 2)
+        runs.wait_for_generation(process, out, generation)
         started = runs.descendants(process.pid)
+        yield process, started, config_path, out
+    finally:
+        runs.kill_leftovers(process, started)
+
+
+def _exit_and_leftovers(process, started, signalled, exit_limit_s):
+    """Waits for the signalled process; returns the seconds from `signalled` to its exit, the
+    seconds from then until everything it started is gone, and what is left."""
+    process.wait(timeout=exit_limit_s)
+    exit_s = time.monotonic() - signalled
+    gone_s = runs.seconds_until_gone(started, LEFTOVER_LIMIT_S + 20)
+    return exit_s, gone_s, [(p.pid, p.name()) for p in runs.alive(started)]
+
+
+def _stop_mid_run(tmp_path, signum):
+    """Starts a campaign, signals it after generation 2's first part; returns its exit
+    status, the seconds to its exit, the seconds from then until everything it started is
+    gone, what is left, what it printed, and its paths."""
+    with _campaign_at(tmp_path, 2) as (process, started, config_path, out):
         names = " ".join(p.name() for p in started)
         assert "raylet" in names and "ray::FitnessService" in names and "bwrap" in names, names
         signalled = time.monotonic()
         process.send_signal(signum)
-        process.wait(timeout=STOP_LIMIT_S + 30)
-        exit_s = time.monotonic() - signalled
-        gone_s = runs.seconds_until_gone(started, LEFTOVER_LIMIT_S + 20)
-        left = [(p.pid, p.name()) for p in runs.alive(started)]
-    finally:
-        runs.kill_leftovers(process, started)
+        exit_s, gone_s, left = _exit_and_leftovers(process, started, signalled, STOP_LIMIT_S + 30)
     print(f"{signum.name}: exit {exit_s:.1f} s after the signal, its processes gone "
           f"{exit_s + gone_s:.1f} s after it")
     return process.returncode, exit_s, gone_s, left, runs.terminal(process), config_path, out
@@ -83,22 +98,12 @@ def test_a_stop_signal_ends_the_run_cleanly_and_resume_matches_a_clean_run(
 
 
 def test_a_second_sigint_exits_at_once(tmp_path):
-    config_path, out = runs.config_file(tmp_path), tmp_path / "run"
-    process = runs.start(config_path, out)
-    started = []
-    try:
-        runs.wait_for_generation(process, out, 1)
-        started = runs.descendants(process.pid)
+    with _campaign_at(tmp_path, 1) as (process, started, _, _):
         process.send_signal(signal.SIGINT)
         time.sleep(0.2)
         again = time.monotonic()
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
-        exit_s = time.monotonic() - again
-        gone_s = runs.seconds_until_gone(started, LEFTOVER_LIMIT_S + 20)
-        left = [(p.pid, p.name()) for p in runs.alive(started)]
-    finally:
-        runs.kill_leftovers(process, started)
+        exit_s, gone_s, left = _exit_and_leftovers(process, started, again, 30)
     print(f"second SIGINT: exit {exit_s:.2f} s after it, its processes gone "
           f"{exit_s + gone_s:.1f} s after it")
     said = runs.terminal(process)

@@ -16,6 +16,7 @@ from fitness.device import detect
 from fitness.processes.device_lock import DeviceLock
 import fitness
 from fitness.judge import harness, harness_outputs
+from fitness.judge.cascade import Cascade
 from fitness.settings import Limits
 from fitness.processes.pool import WorkerPool
 
@@ -25,10 +26,12 @@ CANDIDATES = FIXTURES / "candidates"
 
 @pytest.fixture(scope="module")
 def seam(tmp_path_factory):
-    """The sandboxed candidate pool and the device gate, as an Evaluator wires them."""
+    """The sandboxed candidate pool and the device gate, as an Evaluator wires them (an
+    external walk leases no checker)."""
     device = detect("interpreter")
     pool = WorkerPool(device, 3, "candidate", str(tmp_path_factory.mktemp("workers")))
-    yield dict(device=device, workers=pool, gate=DeviceLock(exclusive_timing=device.timing_meaningful))
+    yield dict(device=device, candidates=pool, checkers=None,
+               device_lock=DeviceLock(exclusive_timing=device.timing_meaningful))
     pool.close()
 
 
@@ -48,15 +51,14 @@ def _run_limit(seconds: float) -> Limits:
 
 @pytest.fixture(scope="module")
 def runner(seam):
-    return harness.HarnessRunner(**seam, limits=_run_limit(240.0), input_seed=1234)
+    return Cascade(**seam, limits=_run_limit(240.0), harness_seed=1234)
 
 
 @pytest.fixture(scope="module")
 def ungated(seam):
     """A runner with the static gate off: for what the sandbox and the comparison catch on
     their own (candidates the gate stops first)."""
-    return harness.HarnessRunner(**seam, limits=_run_limit(240.0), input_seed=1234,
-                                 static_gate=False)
+    return Cascade(**seam, limits=_run_limit(240.0), harness_seed=1234, static_gate=False)
 
 
 def _task(suite, folder, name):
@@ -77,7 +79,8 @@ def scale_shift():
 def test_reference_kernels_pass_their_own_harness(runner, threads):
     tasks = [_task("tritonbench-revised", "tritonbench", "scale_shift"), _task("rocm", "rocm", "test_fx_add"),
              _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")]
-    outputs = list(threads.map(runner.reference_outputs, tasks))  # raises HarnessError on a failure
+    # harness.reference raises HarnessError on a failure
+    outputs = list(threads.map(lambda task: harness.reference(runner, task), tasks))
     assert all(len(saved.structure) > 0 and saved.values for saved in outputs)
 
 
@@ -125,22 +128,22 @@ def test_candidate_disabling_assert_close_is_still_caught(runner, ungated):
 
 def test_static_gate_runs_before_any_process(runner, scale_shift, seam):
     kernelbench = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
-    respawns = seam["workers"].respawns
+    respawns = seam["candidates"].respawns
     for task, source in ((scale_shift, "tb_scale_shift_env_probe.py"), (scale_shift, "tb_scale_shift_crash.py"),
                          (kernelbench, kernelbench.baseline_source)):
         evaluation = _evaluate(runner, task, source)
         assert (evaluation.failure_kind, evaluation.stage_reached) == ("policy_violation", "syntax")
         assert evaluation.error_trace.startswith("line ")
-    assert seam["workers"].respawns == respawns  # no worker ran, so none was retired
+    assert seam["candidates"].respawns == respawns  # no worker ran, so none was retired
 
 
 @pytest.mark.slow
 def test_a_worker_that_ran_a_harness_is_retired(runner, scale_shift, seam):
-    runner.reference_outputs(scale_shift)
-    respawns = seam["workers"].respawns
+    harness.reference(runner, scale_shift)
+    respawns = seam["candidates"].respawns
     evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_torch_only.py")
     assert evaluation.failure_kind == "no_triton_launch"
-    assert seam["workers"].respawns == respawns + 1
+    assert seam["candidates"].respawns == respawns + 1
 
 
 @pytest.mark.slow
@@ -167,8 +170,8 @@ def test_checks_that_need_no_process(runner, scale_shift):
 @pytest.mark.slow
 def test_hung_kernel_is_killed(seam, scale_shift):
     limit_s = 8.0
-    quick = harness.HarnessRunner(**seam, limits=_run_limit(limit_s), input_seed=1)
-    quick.reference_outputs(scale_shift)  # outside the timed window: references get their own limit
+    quick = Cascade(**seam, limits=_run_limit(limit_s), harness_seed=1)
+    harness.reference(quick, scale_shift)  # outside the timed window: references get their own limit
     start = time.monotonic()
     evaluation = _evaluate(quick, scale_shift, "tb_scale_shift_hang.py")
     elapsed_s = time.monotonic() - start
@@ -223,7 +226,7 @@ def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference
 def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout(seam):
     limit_s = 8.0
     task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
-    quick = harness.HarnessRunner(**seam, limits=Limits(bench_s=limit_s), input_seed=1, static_gate=False)
+    quick = Cascade(**seam, limits=Limits(bench_s=limit_s), harness_seed=1, static_gate=False)
     evaluation = _evaluate(quick, task, "kb_scale_and_add_hangs_when_timed.py")
     assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "timed"), evaluation.error_trace
     assert not evaluation.correct and evaluation.max_abs_err  # its outputs had passed
@@ -235,10 +238,12 @@ def test_every_case_is_judged_and_listed_the_first_failure_is_the_verdict():
     expected = harness_outputs.Outputs(structure, [torch.ones(4), torch.ones(4), torch.ones(4), torch.ones(4)])
     actual = harness_outputs.Outputs(structure, [torch.ones(4), torch.full((4,), 3.0), torch.ones(2),
                                                  torch.full((4,), 1.5)])
-    check = harness_outputs.compare(expected, actual, {"float32": (1e-5, 1e-5)})
-    assert check["kind"] == "mismatch"  # test_b, the first wrong case
-    assert check["detail"].startswith("wrong on 3 of 4 cases ('test_b', 'test_c', 'test_d'); test_b: ")
-    names, abs_errors, rel_errors = zip(*check["cases"])
+    errors = harness_outputs.compare(expected, actual, {"float32": (1e-5, 1e-5)})
+    verdict = errors.first_mismatch()
+    assert verdict.kind == "mismatch"  # test_b, the first wrong case
+    assert verdict.detail.startswith("wrong on 3 of 4 cases ('test_b', 'test_c', 'test_d'); test_b: ")
+    fields = errors.fields()
+    names, abs_errors, rel_errors = fields["case_names"], fields["max_abs_err"], fields["rel_err"]
     assert names == ("test_a", "test_b", "test_c", "test_d")
     assert abs_errors[0] == 0.0 and abs_errors[1] == 2.0 and abs_errors[3] == 0.5
     assert math.isnan(abs_errors[2]) and math.isnan(rel_errors[2])  # wrong shape: no errors

@@ -10,6 +10,7 @@ from benchmarks.external import common
 from evo.records import make_candidate
 from fitness.device import detect
 from fitness.judge import harness
+from fitness.judge.cascade import Cascade
 from fitness.processes.device_lock import DeviceLock
 from fitness.processes.pool import WorkerPool
 from fitness.settings import Limits
@@ -79,8 +80,8 @@ def test_a_helper_the_test_code_calls_is_not_the_entry_point():
 def interpreter_runner(tmp_path_factory):
     device = detect("interpreter")
     pool = WorkerPool(device, 1, "candidate", str(tmp_path_factory.mktemp("workers")))
-    yield harness.HarnessRunner(device, pool, DeviceLock(exclusive_timing=False),
-                                Limits(reference_s=120.0), input_seed=7)
+    yield Cascade(device, pool, None, DeviceLock(exclusive_timing=False),
+                  Limits(reference_s=120.0), harness_seed=7)
     pool.close()
 
 
@@ -94,7 +95,7 @@ def test_a_task_the_rule_keeps_off_the_interpreter_fails_there_for_its_reason(
     task = suites[suite][name]
     assert "interpreter" not in task.runnable_on and reason in task.skip_reason
     with pytest.raises(harness.HarnessError, match=trips_on):
-        interpreter_runner.reference_outputs(task)
+        harness.reference(interpreter_runner, task)
     refused = interpreter_runner.evaluate(task, make_candidate(task.name, task.baseline_source))
     assert refused.failure_kind == "unsupported_on_backend" and reason in refused.error_trace
 
@@ -102,7 +103,7 @@ def test_a_task_the_rule_keeps_off_the_interpreter_fails_there_for_its_reason(
 def test_a_kernelbench_task_the_rule_admits_runs_on_the_interpreter(interpreter_runner, suites):
     task = suites["kernelbench"]["level1_15_Matmul_for_lower_triangular_matrices"]
     assert "interpreter" in task.runnable_on
-    assert interpreter_runner.reference_outputs(task).structure  # outputs for every trial
+    assert harness.reference(interpreter_runner, task).structure  # outputs for every trial
 
 
 def test_a_kernelbench_signature_is_how_the_model_is_built_and_called(suites):

@@ -72,15 +72,13 @@ def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_p
     from fitness.processes.device_lock import DeviceLock
     from fitness.judge.cascade import BASELINE_JOBS, Cascade
     from fitness.settings import Limits
-    from fitness.judge.latency_memory import BaselineCache
     from fitness.processes.pool import WorkerPool
     from fitness_limits import FITNESS_TEST_LIMITS
 
     device, gate = detect("interpreter"), DeviceLock(exclusive_timing=True)
     candidates = WorkerPool(device, 1, "candidate", str(tmp_path))
     checkers = WorkerPool(device, 1 + BASELINE_JOBS, "checker", str(tmp_path))
-    cascade = Cascade(device, candidates, checkers, gate, BaselineCache(),
-                      Limits.from_mapping(FITNESS_TEST_LIMITS))
+    cascade = Cascade(device, candidates, checkers, gate, Limits.from_mapping(FITNESS_TEST_LIMITS))
     task = builtin().get("vector_add")
     try:
         with concurrent.futures.ThreadPoolExecutor(1) as threads:

@@ -159,7 +159,7 @@ def test_amd_only_launch_options_fail_on_nvidia_with_a_reason():
     source = builtin().get("vector_add").baseline_source.replace(
         'num_warps=config["num_warps"]', 'num_warps=config["num_warps"], waves_per_eu=2')
     assert amd_only_options(source) == ["waves_per_eu"]
-    cascade = Cascade(H100, None, None, DeviceLock(), None, Limits())
+    cascade = Cascade(H100, None, None, DeviceLock(), Limits())
     evaluation = cascade.evaluate(builtin().get("vector_add"), make_candidate("vector_add", source))
     assert evaluation.failure_kind == "unsupported_on_backend"
     assert "waves_per_eu" in evaluation.error_trace and "AMD" in evaluation.error_trace
@@ -191,7 +191,7 @@ def test_timing_holds_the_device_alone():
         events.append("exclusive")
     thread.join()
     assert events == ["shared-start", "shared-end", "exclusive"]
-    assert gate.busy_s() >= 0.2
+    assert gate.counters()["busy_s"] >= 0.2
 
 
 def test_timing_does_not_wait_out_a_hung_shared_holder():
@@ -223,7 +223,7 @@ def test_timing_does_not_wait_out_a_hung_shared_holder():
     late.join()
     hung.join()
     assert 0.15 <= waited_s < 1.0
-    assert gate.stragglers() == 1
+    assert gate.counters()["stragglers"] == 1
     assert events.index("exclusive") < events.index("late-shared") < events.index("hung-end")
 
 
@@ -251,9 +251,10 @@ def test_timing_waits_for_short_shared_holders_but_not_for_compiling_ones():
         thread.join(timeout=5)
     assert events == ["check-end", "exclusive", "compile-end"]
     assert 0.15 <= waited_s < 0.6
-    assert 0.15 <= gate.exclusive_wait_s() < 0.6
-    assert 0.15 <= gate.drain_wait_s() <= gate.exclusive_wait_s()
-    assert gate.stragglers() == 0
+    counters = gate.counters()
+    assert 0.15 <= counters["timing_wait_s"] < 0.6
+    assert 0.15 <= counters["drain_wait_s"] <= counters["timing_wait_s"]
+    assert counters["stragglers"] == 0
 
 
 def test_timing_waits_for_a_candidate_that_is_loading_however_long_it_takes():
@@ -274,7 +275,7 @@ def test_timing_waits_for_a_candidate_that_is_loading_however_long_it_takes():
         events.append("exclusive")
     thread.join(timeout=5)
     assert events == ["load-end", "exclusive"]
-    assert gate.stragglers() == 0
+    assert gate.counters()["stragglers"] == 0
 
 
 def test_an_output_left_unwritten_fails_as_nan_whichever_poison_it_holds():

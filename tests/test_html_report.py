@@ -93,7 +93,7 @@ def test_failure_kinds_and_correct_rate_come_from_the_rows(example):
     state = snapshot.read(folder)
     rows = state.results.evaluations
     kinds = timelines.failure_kinds_by_generation(rows[rows["task"] == "add"],
-                                                  timelines.generations(state.results))
+                                                  metrics.generations(state.results))
     assert kinds.to_dict("index") == {0: {"correct": 1, "compile_error": 0, "mismatch": 0},
                                       1: {"correct": 1, "compile_error": 1, "mismatch": 1},
                                       2: {"correct": 1, "compile_error": 1, "mismatch": 0}}
@@ -105,7 +105,7 @@ def test_accuracy_curves_are_metrics_by_generation(example):
     folder, _ = example
     results = metrics.load(folder)
     expected = metrics.by_generation(results)[["call_accuracy", "exec_accuracy", "pass_at_1"]]
-    got = timelines.accuracy_by_generation(snapshot.read(folder).results)
+    got = metrics.by_generation(snapshot.read(folder).results)[list(expected.columns)]
     assert got.to_numpy().ravel().tolist() == pytest.approx(expected.to_numpy().ravel().tolist())
 
 
@@ -337,9 +337,8 @@ def test_speedup_over_torch_compile_is_drawn_per_generation(tmp_path):
     folder = _torch_campaign(tmp_path / "c")
     state = snapshot.read(folder)
     versus = torch_comparison.comparison(state.results)
-    speedups = timelines.torch_speedups(state.results,
-                                        timelines.torch_latencies(state.results, versus))
-    curve = timelines.versus_torch_by_generation(state.results, speedups)
+    speedups = timelines.torch_speedups(state.results, versus)
+    curve = metrics.best_so_far(state.results, speedups)
     # gen 1: sqrt(30/10 * 15/20); gen 2: sqrt(30/5 * 15/10)
     assert curve["vector_add"].tolist()[1:] == pytest.approx([1.5, 3.0])
     wall = timelines.best_by_wall_time(state.results, state.started_at, speedups)["vector_add"]

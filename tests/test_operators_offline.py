@@ -1,6 +1,7 @@
 """Offline operators: valid, different, deterministic variants of launch configurations and block sizes."""
 
 import ast
+import pathlib
 import random
 
 import pytest
@@ -12,35 +13,9 @@ from operators.context import OperatorContext
 
 TASKS = registry.load().tasks(suite="builtin")
 
-LITERAL_VECTOR_ADD = '''"""Baseline: elementwise out = x + y, one block of BLOCK_SIZE elements per program."""
-
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    # Add in fp32 and round once on the store: exact for fp32, one rounding for bf16.
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    y = tl.load(y_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + offsets, (x + y).to(out_ptr.dtype.element_ty), mask=mask)
-
-
-def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    assert x.shape == y.shape, f"shape mismatch: {tuple(x.shape)} vs {tuple(y.shape)}"
-    assert x.dtype == y.dtype, f"dtype mismatch: {x.dtype} vs {y.dtype}"
-    assert x.is_contiguous() and y.is_contiguous(), "inputs must be contiguous"
-    out = torch.empty_like(x)
-    n_elements = out.numel()
-    grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)
-    _add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=1024, num_warps=4, num_stages=1)
-    return out
-'''
-"""A vector add whose knobs are literal launch keywords (no per-shape table)."""
+HONEST = pathlib.Path(__file__).parent / "honest"
+LITERAL_VECTOR_ADD = (HONEST / "vector_add" / "tutorial_contiguous.py").read_text()
+"""A vector add whose knobs are literal launch keywords (no per-shape table): the tutorial's."""
 BACKENDS = ("cuda", "rocm", "interpreter")
 
 
@@ -128,7 +103,7 @@ def test_grid_literal_moves_with_its_block_size():
     source = LITERAL_VECTOR_ADD.replace('grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)',
                                           "grid = (triton.cdiv(n_elements, 1024),)  # one program per block")
     assert "cdiv(n_elements, 1024)" in source
-    child = offline.apply_knobs(task, source, {"_add_kernel.BLOCK_SIZE": 256}, "cuda")
+    child = offline.apply_knobs(task, source, {"add_kernel.BLOCK_SIZE": 256}, "cuda")
     assert "grid = (triton.cdiv(n_elements, 256),)  # one program per block" in child
     assert "BLOCK_SIZE=256" in child
 

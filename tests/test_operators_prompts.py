@@ -81,31 +81,8 @@ AssertionError: boom
 Start with `Analysis:` and explain in a few sentences what causes the failure. Then give the whole corrected module, still defining `scale`, in one ```python code block.
 """
 
-EXPECTED_OPTIMIZER = """\
-# Task: scale
-
-Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.
-
-<contract>
-
-# Correct kernels so far, slowest first
-
-## Kernel 1 of 2
-
-Speedup over the baseline: 0.86x
-Latency per case:
-- N=1: 6 us (baseline 5 us)
-- N=1025: 9 us (baseline 8 us)
-(Timed on the CPU interpreter: the latencies do not predict GPU speed.)
-
-```python
-def scale(x):
-    return x * 2
-# v2
-```
-
-## Kernel 2 of 2
-
+# FAST and SLOW with their metrics, as both the optimizer and the crossover prompt show them.
+FAST_SECTION = """\
 Strategy: wider blocks
 Speedup over the baseline: 1.05x
 Fraction of the roofline: 42.0%
@@ -117,7 +94,36 @@ Latency per case:
 def scale(x):
     return x * 2
 ```
+"""
+SLOW_SECTION = """\
+Speedup over the baseline: 0.86x
+Latency per case:
+- N=1: 6 us (baseline 5 us)
+- N=1025: 9 us (baseline 8 us)
+(Timed on the CPU interpreter: the latencies do not predict GPU speed.)
 
+```python
+def scale(x):
+    return x * 2
+# v2
+```
+"""
+
+EXPECTED_OPTIMIZER = f"""\
+# Task: scale
+
+Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.
+
+<contract>
+
+# Correct kernels so far, slowest first
+
+## Kernel 1 of 2
+
+{SLOW_SECTION}
+## Kernel 2 of 2
+
+{FAST_SECTION}
 # Answer
 
 All kernels above are correct; they are listed from the slowest to the fastest. Work out what made the faster ones faster, then write a kernel faster than the last one. Begin with a line `Strategy: <a short name for your optimisation>`, explain it in a few sentences, then give the whole module, still defining `scale`, in one ```python code block.
@@ -134,7 +140,7 @@ Rules for every answer:
 
 """
 
-EXPECTED_CROSSOVER = """\
+EXPECTED_CROSSOVER = f"""\
 # Task: scale
 
 Write `scale(x) -> out` with out = 2 * x for a 1-D float32 tensor x.
@@ -149,32 +155,10 @@ Warp = 32 threads.
 
 ## Kernel A
 
-Strategy: wider blocks
-Speedup over the baseline: 1.05x
-Fraction of the roofline: 42.0%
-Latency per case:
-- N=1: 5 us (baseline 5 us)
-- N=1025: 7.25 us (baseline 8 us)
-
-```python
-def scale(x):
-    return x * 2
-```
-
+{FAST_SECTION}
 ## Kernel B
 
-Speedup over the baseline: 0.86x
-Latency per case:
-- N=1: 6 us (baseline 5 us)
-- N=1025: 9 us (baseline 8 us)
-(Timed on the CPU interpreter: the latencies do not predict GPU speed.)
-
-```python
-def scale(x):
-    return x * 2
-# v2
-```
-
+{SLOW_SECTION}
 # Answer
 
 Both kernels are correct. Write one kernel that combines the best ideas of both (for example the memory access pattern of one with the tiling or launch configuration of the other) so that it is faster than either. Begin with a line `Strategy: <a short name for the combination>`, explain it in a few sentences, then give the whole module, still defining `scale`, in one ```python code block.

@@ -30,6 +30,9 @@ def test_retrieval_is_by_code_similarity():
     assert INDEX.best(matmul).name == "matmul_tiled"
     cumsum = registry.load().get("cumsum")
     assert INDEX.best(cumsum).name == "cumsum_rows"
+    # a per-shape table repeats BLOCK_M/BLOCK_N dozens of times: it must not pull toward matmul
+    transpose = registry.load().get("transpose")
+    assert INDEX.best(transpose).name == "transpose_2d"
 
 
 def test_code_tokens_split_dotted_and_snake_names():

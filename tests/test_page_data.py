@@ -141,19 +141,19 @@ def _torch_rows(folder, rows):
                for case, us in (("a", 30.0), ("b", 15.0)) for mode in torch_comparison.MODES]
     pq.write_table(pa.Table.from_pylist(timings), folder / torch_comparison.TIMINGS_FILE)
     results = snapshot.read(folder).results
-    return results, timelines.torch_latencies(results, torch_comparison.comparison(results))
+    return results, torch_comparison.comparison(results)
 
 
 def test_speedup_over_torch_is_over_every_case_of_a_row(tmp_path):
-    results, torch_us = _torch_rows(tmp_path / "c", [
+    results, versus = _torch_rows(tmp_path / "c", [
         ("both", ["a", "b"], [10.0, 20.0]), ("one", ["b"], [5.0]),
         ("untimed case", ["a", "z"], [10.0, 10.0])])
-    speedups = timelines.torch_speedups(results, torch_us)
+    speedups = timelines.torch_speedups(results, versus)
     ids = results.evaluations.loc[speedups.index, "candidate_id"]
     assert dict(zip(ids, speedups)) == pytest.approx({"both": (3.0 * 0.75) ** 0.5, "one": 3.0})
 
 
 def test_cases_that_do_not_line_up_with_latencies_are_an_error(tmp_path):
-    results, torch_us = _torch_rows(tmp_path / "c", [("bad", ["a", "b"], [10.0, 20.0, 30.0])])
+    results, versus = _torch_rows(tmp_path / "c", [("bad", ["a", "b"], [10.0, 20.0, 30.0])])
     with pytest.raises(ValueError, match="case_names and latency_us differ in length"):
-        timelines.torch_speedups(results, torch_us)
+        timelines.torch_speedups(results, versus)

@@ -3,7 +3,6 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -11,11 +10,8 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def make_inputs(params, seed, device):
-    gen = common.generator(seed, device)
-    dtype = common.dtype(params["dtype"])
     batch, M, N, K = params["B"], params["M"], params["N"], params["K"]
-    a = common.randn((batch, M, K), dtype, gen, device)
-    return (a, common.randn((batch, K, N), dtype, gen, device))
+    return common.normal_inputs(params, seed, device, (batch, M, K), (batch, K, N))
 
 
 def flops(params):
@@ -39,17 +35,9 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=make_inputs,
-    cases=(
-        Case("32x1024x1024x1024 fp16", {"B": 32, "M": 1024, "N": 1024, "K": 1024, "dtype": "float16"}),
-        Case("64x512x512x64 fp16", {"B": 64, "M": 512, "N": 512, "K": 64, "dtype": "float16"}),
-        Case("24x1000x777x513 fp16", {"B": 24, "M": 1000, "N": 777, "K": 513, "dtype": "float16"}),
-        Case("8x2049x2049x129 fp16", {"B": 8, "M": 2049, "N": 2049, "K": 129, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1x1x1 fp16", {"B": 1, "M": 1, "N": 1, "K": 1, "dtype": "float16"}),
-        Case("3x65x33x40 fp16", {"B": 3, "M": 65, "N": 33, "K": 40, "dtype": "float16"}),
-        Case("2x129x17x100 fp16", {"B": 2, "M": 129, "N": 17, "K": 100, "dtype": "float16"}),
-    ),
+    cases=common.cases("B M N K", "32x1024x1024x1024 fp16", "64x512x512x64 fp16", "24x1000x777x513 fp16",
+                       "8x2049x2049x129 fp16"),
+    interpreter_cases=common.cases("B M N K", "1x1x1x1 fp16", "3x65x33x40 fp16", "2x129x17x100 fp16"),
     tolerance=common.widened_tolerance(1e-2, 1e-3, "float16"),
     tolerance_reason=(
         "fp32 accumulation over K in another order than cuBLAS's: absolute differences grow like sqrt(K) and show on outputs near zero"),
@@ -57,5 +45,4 @@ TASK = common.builtin_task(
     bytes=bytes_moved,
     difficulty=4,
     tags=("matmul", "batched", "compute-bound"),
-    dtypes=("float16",),
 )

@@ -5,7 +5,6 @@ import functools
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
@@ -18,8 +17,7 @@ def flops(params):
 
 
 def bytes_moved(params):
-    # reads x (M * N) and bias (N), writes out (M * N)
-    return (2.0 * common.elements(params) + params["N"]) * common.itemsize(params["dtype"])
+    return common.matrix_in_out_bytes(params, vectors=1)  # reads x and bias, writes out
 
 
 TASK = common.builtin_task(
@@ -35,21 +33,10 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=functools.partial(common.matrix_inputs, vectors=1),
-    cases=(
-        Case("8192x8192 fp16", {"M": 8192, "N": 8192, "dtype": "float16"}),
-        Case("4096x11008 bf16", {"M": 4096, "N": 11008, "dtype": "bfloat16"}),
-        Case("4097x4096 fp32", {"M": 4097, "N": 4096, "dtype": "float32"}),
-        Case("16384x3001 fp16", {"M": 16384, "N": 3001, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("3x1000 fp16", {"M": 3, "N": 1000, "dtype": "float16"}),
-        Case("5x513 bf16", {"M": 5, "N": 513, "dtype": "bfloat16"}),
-    ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    cases=common.cases("M N", "8192x8192 fp16", "4096x11008 bf16", "4097x4096 fp32", "16384x3001 fp16"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "3x1000 fp16", "5x513 bf16"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=1,
     tags=("elementwise", "fusion", "memory-bound"),
-    dtypes=("float32", "float16", "bfloat16"),
 )

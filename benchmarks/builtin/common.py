@@ -1,10 +1,10 @@
-"""Helpers shared by the built-in task modules: seeded inputs, dtypes, tolerances, baselines."""
+"""Helpers shared by the built-in task modules: cases, seeded inputs, dtypes, tolerances, baselines."""
 
 import pathlib
 
 import torch
 
-from evo.records import Task
+from evo.records import Case, Task
 
 KERNELS_DIR = pathlib.Path(__file__).parent / "kernels"
 
@@ -20,6 +20,9 @@ DEFAULT_TOLERANCE = {
 torch.testing.assert_close's defaults. A task that needs more says why in its
 `tolerance_reason` (long reductions whose order legitimately differs from PyTorch's)."""
 
+SHORT_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+"""The dtype abbreviations case labels use, in the order a task lists its dtypes."""
+
 
 def widened_tolerance(atol: float, rtol: float, *dtype_names: str) -> dict:
     """Returns DEFAULT_TOLERANCE with (atol, rtol) raised to at least the given values for
@@ -31,9 +34,47 @@ def widened_tolerance(atol: float, rtol: float, *dtype_names: str) -> dict:
     return tolerance
 
 
+def exact_tolerance(*dtype_names: str) -> dict:
+    """Returns a zero tolerance for each dtype: for tasks that only copy values (bit-exact)."""
+    return {name: (0.0, 0.0) for name in dtype_names}
+
+
 def baseline_source(name: str) -> str:
     """Returns the text of the baseline kernel module `kernels/<name>.py`."""
     return (KERNELS_DIR / f"{name}.py").read_text()
+
+
+def builtin_task(name: str, cases: tuple[Case, ...], interpreter_cases: tuple[Case, ...],
+                 tolerance: dict = DEFAULT_TOLERANCE, **fields) -> Task:
+    """Returns the built-in Task `name`: its own entry point, its baseline `kernels/<name>.py`,
+    and as `dtypes` those its cases use."""
+    used = {case.params["dtype"] for case in cases + interpreter_cases}
+    return Task(name=name, suite="builtin", entry_point=name, baseline_source=baseline_source(name),
+                cases=cases, interpreter_cases=interpreter_cases, tolerance=tolerance,
+                dtypes=tuple(d for d in SHORT_DTYPES.values() if d in used), **fields)
+
+
+def cases(sizes: str, *labels: str, **fixed: int) -> tuple[Case, ...]:
+    """Returns one Case per label, its params read from the label, so the two cannot disagree.
+
+    With `sizes` "M N", "4096x1000 fp16" gives {"M": 4096, "N": 1000, "dtype": "float16"};
+    a label may also name its sizes ("T=9 V=100 fp32", in the order of `sizes`). `fixed`
+    adds sizes every label leaves out (flash attention's head dim), before the dtype.
+    """
+    names = sizes.split()
+    made = []
+    for label in labels:
+        shape, short = label.rsplit(" ", 1)
+        if "=" in shape:
+            pairs = [part.split("=") for part in shape.split()]
+        else:
+            values = shape.split("x")
+            pairs = list(zip(names, values)) if len(values) == len(names) else []
+        if [key for key, _ in pairs] != names:
+            raise ValueError(f"case label {label!r} does not give the sizes {names}")
+        params = {key: int(value) for key, value in pairs}
+        made.append(Case(label, {**params, **fixed, "dtype": SHORT_DTYPES[short]}))
+    return tuple(made)
 
 
 def dtype(name: str) -> torch.dtype:
@@ -65,22 +106,22 @@ def randn(shape, dtype_, gen: torch.Generator, device) -> torch.Tensor:
     return torch.randn(shape, generator=gen, device=device, dtype=torch.float32).to(dtype_)
 
 
-def builtin_task(name: str, **fields) -> Task:
-    """Returns the built-in Task `name`: its own entry point, its baseline `kernels/<name>.py`."""
-    return Task(name=name, suite="builtin", entry_point=name,
-                baseline_source=baseline_source(name), **fields)
+def normal_inputs(params, seed, device, *shapes) -> tuple:
+    """Returns one tensor of standard-normal values of the case's dtype per shape, drawn in
+    order from one generator seeded with `seed`."""
+    gen = generator(seed, device)
+    dtype_ = dtype(params["dtype"])
+    return tuple(randn(shape, dtype_, gen, device) for shape in shapes)
 
 
 def matrix_inputs(params, seed, device, vectors: int = 0) -> tuple:
     """`make_inputs` of tasks taking an [M, N] tensor and `vectors` [N] tensors (bias, weight).
 
-    Returns (x, v_1, ..., v_vectors), standard-normal values of the case's dtype; bind
-    `vectors` with functools.partial, which pickles like the function itself.
+    Returns (x, v_1, ..., v_vectors); bind `vectors` with functools.partial, which pickles
+    like the function itself.
     """
-    gen = generator(seed, device)
-    dtype_ = dtype(params["dtype"])
-    x = randn((params["M"], params["N"]), dtype_, gen, device)
-    return (x, *(randn((params["N"],), dtype_, gen, device) for _ in range(vectors)))
+    M, N = params["M"], params["N"]
+    return normal_inputs(params, seed, device, (M, N), *[(N,)] * vectors)
 
 
 def elements(params) -> int:
@@ -88,6 +129,18 @@ def elements(params) -> int:
     return params["M"] * params["N"]
 
 
-def exact_tolerance(*dtype_names: str) -> dict:
-    """Returns a zero tolerance for each dtype: for tasks that only copy values (bit-exact)."""
-    return {name: (0.0, 0.0) for name in dtype_names}
+
+def no_flops(params) -> float:
+    """`flops` of a task that only moves data."""
+    return 0.0
+
+
+def flop_per_element(params) -> float:
+    """`flops` of a task doing one operation (an add, a compare) per element of its [M, N] input."""
+    return float(elements(params))
+
+
+def matrix_in_out_bytes(params, vectors: int = 0) -> float:
+    """`bytes` of a task that reads its [M, N] input and `vectors` [N] tensors (weight, bias)
+    once and writes an [M, N] output once."""
+    return (2.0 * elements(params) + vectors * params["N"]) * itemsize(params["dtype"])

@@ -3,7 +3,6 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(indices: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -15,10 +14,6 @@ def make_inputs(params, seed, device):
     T, V, D = params["T"], params["V"], params["D"]
     indices = torch.randint(0, V, (T,), generator=gen, device=device, dtype=torch.int64)
     return (indices, common.randn((V, D), common.dtype(params["dtype"]), gen, device))
-
-
-def flops(params):
-    return 0.0  # a gather moves data, computes nothing
 
 
 def bytes_moved(params):
@@ -39,21 +34,13 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=make_inputs,
-    cases=(
-        Case("T=16384 V=32000 D=4096 fp16", {"T": 16384, "V": 32000, "D": 4096, "dtype": "float16"}),
-        Case("T=8191 V=50257 D=1600 fp32", {"T": 8191, "V": 50257, "D": 1600, "dtype": "float32"}),
-        Case("T=65537 V=128256 D=1024 bf16", {"T": 65537, "V": 128256, "D": 1024, "dtype": "bfloat16"}),
-    ),
-    interpreter_cases=(
-        Case("T=1 V=1 D=1 fp32", {"T": 1, "V": 1, "D": 1, "dtype": "float32"}),
-        Case("T=9 V=100 D=513 fp32", {"T": 9, "V": 100, "D": 513, "dtype": "float32"}),
-        Case("T=17 V=1000 D=300 fp16", {"T": 17, "V": 1000, "D": 300, "dtype": "float16"}),
-        Case("T=5 V=50 D=64 bf16", {"T": 5, "V": 50, "D": 64, "dtype": "bfloat16"}),
-    ),
+    cases=common.cases("T V D", "T=16384 V=32000 D=4096 fp16", "T=8191 V=50257 D=1600 fp32",
+                       "T=65537 V=128256 D=1024 bf16"),
+    interpreter_cases=common.cases("T V D", "T=1 V=1 D=1 fp32", "T=9 V=100 D=513 fp32",
+                                   "T=17 V=1000 D=300 fp16", "T=5 V=50 D=64 bf16"),
     tolerance=common.exact_tolerance("float32", "float16", "bfloat16"),  # a gather is exact
-    flops=flops,
+    flops=common.no_flops,  # a gather moves data, computes nothing
     bytes=bytes_moved,
     difficulty=2,
     tags=("gather", "data-movement", "memory-bound"),
-    dtypes=("float32", "float16", "bfloat16"),
 )

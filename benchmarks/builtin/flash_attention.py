@@ -5,7 +5,6 @@ import math
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -15,10 +14,8 @@ def reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor
 
 
 def make_inputs(params, seed, device):
-    gen = common.generator(seed, device)
-    dtype = common.dtype(params["dtype"])
     shape = (params["B"], params["H"], params["S"], params["D"])
-    return tuple(common.randn(shape, dtype, gen, device) for _ in range(3))
+    return common.normal_inputs(params, seed, device, shape, shape, shape)
 
 
 def flops(params):
@@ -44,17 +41,10 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=make_inputs,
-    cases=(
-        Case("B=4 H=32 S=4096 fp16", {"B": 4, "H": 32, "S": 4096, "D": 64, "dtype": "float16"}),
-        Case("B=2 H=16 S=8192 fp16", {"B": 2, "H": 16, "S": 8192, "D": 64, "dtype": "float16"}),
-        Case("B=8 H=16 S=2000 fp16", {"B": 8, "H": 16, "S": 2000, "D": 64, "dtype": "float16"}),
-        Case("B=1 H=32 S=4097 fp16", {"B": 1, "H": 32, "S": 4097, "D": 64, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("B=1 H=1 S=1 fp16", {"B": 1, "H": 1, "S": 1, "D": 64, "dtype": "float16"}),
-        Case("B=1 H=2 S=65 fp16", {"B": 1, "H": 2, "S": 65, "D": 64, "dtype": "float16"}),
-        Case("B=2 H=1 S=130 fp16", {"B": 2, "H": 1, "S": 130, "D": 64, "dtype": "float16"}),
-    ),
+    cases=common.cases("B H S", "B=4 H=32 S=4096 fp16", "B=2 H=16 S=8192 fp16", "B=8 H=16 S=2000 fp16",
+                       "B=1 H=32 S=4097 fp16", D=64),
+    interpreter_cases=common.cases("B H S", "B=1 H=1 S=1 fp16", "B=1 H=2 S=65 fp16", "B=2 H=1 S=130 fp16",
+                                   D=64),
     tolerance=common.widened_tolerance(2e-3, 1e-2, "float16"),
     tolerance_reason=(
         "the probabilities are rounded to fp16 before P @ V (as in every flash kernel) and the online softmax rescales in another order than the reference's"),
@@ -62,5 +52,4 @@ TASK = common.builtin_task(
     bytes=bytes_moved,
     difficulty=5,
     tags=("attention", "matmul", "compute-bound"),
-    dtypes=("float16",),
 )

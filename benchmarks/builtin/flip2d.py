@@ -3,20 +3,10 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
     return torch.flip(x, dims=(0, 1))
-
-
-def flops(params):
-    return 0.0  # a pure copy
-
-
-def bytes_moved(params):
-    # reads x (M * N), writes out (M * N)
-    return 2.0 * common.elements(params) * common.itemsize(params["dtype"])
 
 
 TASK = common.builtin_task(
@@ -29,20 +19,11 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=common.matrix_inputs,
-    cases=(
-        Case("8192x8192 fp32", {"M": 8192, "N": 8192, "dtype": "float32"}),
-        Case("4095x5003 fp16", {"M": 4095, "N": 5003, "dtype": "float16"}),
-        Case("16385x129 fp32", {"M": 16385, "N": 129, "dtype": "float32"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("17x257 fp32", {"M": 17, "N": 257, "dtype": "float32"}),
-        Case("33x300 fp16", {"M": 33, "N": 300, "dtype": "float16"}),
-    ),
+    cases=common.cases("M N", "8192x8192 fp32", "4095x5003 fp16", "16385x129 fp32"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "17x257 fp32", "33x300 fp16"),
     tolerance=common.exact_tolerance("float32", "float16"),  # a copy is exact
-    flops=flops,
-    bytes=bytes_moved,
+    flops=common.no_flops,  # a pure copy
+    bytes=common.matrix_in_out_bytes,  # reads x, writes out
     difficulty=1,
     tags=("data-movement", "memory-bound"),
-    dtypes=("float32", "float16"),
 )

@@ -5,7 +5,6 @@ import functools
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 EPS = 1e-5
 
@@ -20,8 +19,7 @@ def flops(params):
 
 
 def bytes_moved(params):
-    # reads x (M * N), weight and bias (2 * N); writes out (M * N)
-    return (2.0 * common.elements(params) + 2 * params["N"]) * common.itemsize(params["dtype"])
+    return common.matrix_in_out_bytes(params, vectors=2)  # reads x, weight and bias; writes out
 
 
 TASK = common.builtin_task(
@@ -38,21 +36,10 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=functools.partial(common.matrix_inputs, vectors=2),
-    cases=(
-        Case("4096x4096 fp16", {"M": 4096, "N": 4096, "dtype": "float16"}),
-        Case("8192x5120 bf16", {"M": 8192, "N": 5120, "dtype": "bfloat16"}),
-        Case("16384x1000 fp32", {"M": 16384, "N": 1000, "dtype": "float32"}),
-        Case("8193x1025 fp16", {"M": 8193, "N": 1025, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("4x1000 fp16", {"M": 4, "N": 1000, "dtype": "float16"}),
-        Case("3x257 bf16", {"M": 3, "N": 257, "dtype": "bfloat16"}),
-    ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    cases=common.cases("M N", "4096x4096 fp16", "8192x5120 bf16", "16384x1000 fp32", "8193x1025 fp16"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "4x1000 fp16", "3x257 bf16"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=3,
     tags=("normalization", "reduction", "row-wise", "memory-bound"),
-    dtypes=("float32", "float16", "bfloat16"),
 )

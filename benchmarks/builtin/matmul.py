@@ -3,7 +3,6 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -11,10 +10,8 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def make_inputs(params, seed, device):
-    gen = common.generator(seed, device)
-    dtype = common.dtype(params["dtype"])
-    a = common.randn((params["M"], params["K"]), dtype, gen, device)
-    return (a, common.randn((params["K"], params["N"]), dtype, gen, device))
+    M, N, K = params["M"], params["N"], params["K"]
+    return common.normal_inputs(params, seed, device, (M, K), (K, N))
 
 
 def flops(params):
@@ -37,17 +34,9 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=make_inputs,
-    cases=(
-        Case("4096x4096x4096 fp16", {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}),
-        Case("8192x8192x8192 fp16", {"M": 8192, "N": 8192, "K": 8192, "dtype": "float16"}),
-        Case("5000x3000x2000 fp16", {"M": 5000, "N": 3000, "K": 2000, "dtype": "float16"}),
-        Case("4097x4097x4097 fp16", {"M": 4097, "N": 4097, "K": 4097, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1x1 fp16", {"M": 1, "N": 1, "K": 1, "dtype": "float16"}),
-        Case("65x129x70 fp16", {"M": 65, "N": 129, "K": 70, "dtype": "float16"}),
-        Case("100x50x200 fp16", {"M": 100, "N": 50, "K": 200, "dtype": "float16"}),
-    ),
+    cases=common.cases("M N K", "4096x4096x4096 fp16", "8192x8192x8192 fp16", "5000x3000x2000 fp16",
+                       "4097x4097x4097 fp16"),
+    interpreter_cases=common.cases("M N K", "1x1x1 fp16", "65x129x70 fp16", "100x50x200 fp16"),
     tolerance=common.widened_tolerance(1e-2, 1e-3, "float16"),
     tolerance_reason=(
         "fp32 accumulation over K up to 8192 in another order than cuBLAS's: absolute differences grow like sqrt(K) and show on outputs near zero"),
@@ -55,5 +44,4 @@ TASK = common.builtin_task(
     bytes=bytes_moved,
     difficulty=4,
     tags=("matmul", "compute-bound"),
-    dtypes=("float16",),
 )

@@ -5,7 +5,6 @@ import functools
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 EPS = 1e-6
 
@@ -21,8 +20,7 @@ def flops(params):
 
 
 def bytes_moved(params):
-    # reads x (M * N) and weight (N); writes out (M * N)
-    return (2.0 * common.elements(params) + params["N"]) * common.itemsize(params["dtype"])
+    return common.matrix_in_out_bytes(params, vectors=1)  # reads x and weight, writes out
 
 
 TASK = common.builtin_task(
@@ -37,21 +35,10 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=functools.partial(common.matrix_inputs, vectors=1),
-    cases=(
-        Case("4096x4096 bf16", {"M": 4096, "N": 4096, "dtype": "bfloat16"}),
-        Case("16384x5120 fp16", {"M": 16384, "N": 5120, "dtype": "float16"}),
-        Case("8192x1000 fp32", {"M": 8192, "N": 1000, "dtype": "float32"}),
-        Case("4097x8193 fp16", {"M": 4097, "N": 8193, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("4x1000 bf16", {"M": 4, "N": 1000, "dtype": "bfloat16"}),
-        Case("3x257 fp16", {"M": 3, "N": 257, "dtype": "float16"}),
-    ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    cases=common.cases("M N", "4096x4096 bf16", "16384x5120 fp16", "8192x1000 fp32", "4097x8193 fp16"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "4x1000 bf16", "3x257 fp16"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=2,
     tags=("normalization", "reduction", "row-wise", "memory-bound"),
-    dtypes=("float32", "float16", "bfloat16"),
 )

@@ -3,7 +3,6 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
@@ -16,10 +15,6 @@ def make_inputs(params, seed, device):
     # or more, so the tie rule is exercised within and across any chunking of a row.
     (x,) = common.matrix_inputs(params, seed, device)
     return ((torch.round(x.float()) + 0.5).to(x.dtype),)
-
-
-def flops(params):
-    return float(common.elements(params))  # one compare per element
 
 
 def bytes_moved(params):
@@ -38,21 +33,11 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=make_inputs,
-    cases=(
-        Case("4096x4096 fp32", {"M": 4096, "N": 4096, "dtype": "float32"}),
-        Case("8192x32000 fp16", {"M": 8192, "N": 32000, "dtype": "float16"}),
-        Case("65537x100 fp32", {"M": 65537, "N": 100, "dtype": "float32"}),
-        Case("2048x50257 fp16", {"M": 2048, "N": 50257, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("6x700 fp16", {"M": 6, "N": 700, "dtype": "float16"}),
-        Case("3x1537 fp32", {"M": 3, "N": 1537, "dtype": "float32"}),
-    ),
+    cases=common.cases("M N", "4096x4096 fp32", "8192x32000 fp16", "65537x100 fp32", "2048x50257 fp16"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "6x700 fp16", "3x1537 fp32"),
     tolerance=common.exact_tolerance("float32", "float16"),  # indices: exact, whatever x's dtype
-    flops=flops,
+    flops=common.flop_per_element,  # one compare per element
     bytes=bytes_moved,
     difficulty=2,
     tags=("reduction", "row-wise", "index", "memory-bound"),
-    dtypes=("float32", "float16"),
 )

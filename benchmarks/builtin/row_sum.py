@@ -3,7 +3,6 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
@@ -11,13 +10,8 @@ def reference(x: torch.Tensor) -> torch.Tensor:
     return x.double().sum(dim=-1).to(x.dtype)
 
 
-def flops(params):
-    return float(common.elements(params))  # one add per element
-
-
 def bytes_moved(params):
-    # reads x (M * N), writes out (M)
-    return (common.elements(params) + params["M"]) * common.itemsize(params["dtype"])
+    return (common.elements(params) + params["M"]) * common.itemsize(params["dtype"])  # reads x, writes out
 
 
 TASK = common.builtin_task(
@@ -30,17 +24,8 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=common.matrix_inputs,
-    cases=(
-        Case("4096x4096 fp32", {"M": 4096, "N": 4096, "dtype": "float32"}),
-        Case("8192x5000 fp16", {"M": 8192, "N": 5000, "dtype": "float16"}),
-        Case("65537x128 fp32", {"M": 65537, "N": 128, "dtype": "float32"}),
-        Case("1024x65537 fp16", {"M": 1024, "N": 65537, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("5x513 fp16", {"M": 5, "N": 513, "dtype": "float16"}),
-        Case("9x1000 fp32", {"M": 9, "N": 1000, "dtype": "float32"}),
-    ),
+    cases=common.cases("M N", "4096x4096 fp32", "8192x5000 fp16", "65537x128 fp32", "1024x65537 fp16"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "5x513 fp16", "9x1000 fp32"),
     # One widening per dtype, merged entry by entry (each call returns every dtype's entry).
     tolerance={**common.widened_tolerance(2e-4, 1e-3, "float16"),
                "float32": common.widened_tolerance(1e-4, 1.3e-6, "float32")["float32"]},
@@ -48,9 +33,8 @@ TASK = common.builtin_task(
         "sums of up to 65537 elements accumulated in fp32 in another order than PyTorch's "
         "differ from it by a few 1e-5, most for fp16 outputs near zero "
         "(evidence: RESULTS.md#row-sum-tolerance)"),
-    flops=flops,
+    flops=common.flop_per_element,  # one add per element
     bytes=bytes_moved,
     difficulty=2,
     tags=("reduction", "row-wise", "memory-bound"),
-    dtypes=("float32", "float16"),
 )

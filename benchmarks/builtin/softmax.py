@@ -3,7 +3,6 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
@@ -12,11 +11,6 @@ def reference(x: torch.Tensor) -> torch.Tensor:
 
 def flops(params):
     return 5.0 * common.elements(params)  # max, subtract, exp, sum, divide per element
-
-
-def bytes_moved(params):
-    # reads x once, writes out once: 2 * M * N elements
-    return 2.0 * common.elements(params) * common.itemsize(params["dtype"])
 
 
 TASK = common.builtin_task(
@@ -30,21 +24,10 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=common.matrix_inputs,
-    cases=(
-        Case("4096x4096 fp32", {"M": 4096, "N": 4096, "dtype": "float32"}),
-        Case("16384x3000 fp16", {"M": 16384, "N": 3000, "dtype": "float16"}),
-        Case("8192x1025 fp32", {"M": 8192, "N": 1025, "dtype": "float32"}),
-        Case("1823x781 fp16", {"M": 1823, "N": 781, "dtype": "float16"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("3x781 fp32", {"M": 3, "N": 781, "dtype": "float32"}),
-        Case("5x1025 fp16", {"M": 5, "N": 1025, "dtype": "float16"}),
-    ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    cases=common.cases("M N", "4096x4096 fp32", "16384x3000 fp16", "8192x1025 fp32", "1823x781 fp16"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "3x781 fp32", "5x1025 fp16"),
     flops=flops,
-    bytes=bytes_moved,
+    bytes=common.matrix_in_out_bytes,  # reads x once, writes out once
     difficulty=2,
     tags=("reduction", "row-wise", "memory-bound"),
-    dtypes=("float32", "float16"),
 )

@@ -3,20 +3,10 @@
 import torch
 
 from benchmarks.builtin import common
-from evo.records import Case
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
     return x.t().contiguous()
-
-
-def flops(params):
-    return 0.0  # a pure copy
-
-
-def bytes_moved(params):
-    # reads x (M * N), writes out (N * M)
-    return 2.0 * common.elements(params) * common.itemsize(params["dtype"])
 
 
 TASK = common.builtin_task(
@@ -29,20 +19,11 @@ TASK = common.builtin_task(
     ),
     reference=reference,
     make_inputs=common.matrix_inputs,
-    cases=(
-        Case("8192x8192 fp32", {"M": 8192, "N": 8192, "dtype": "float32"}),
-        Case("4095x5003 fp16", {"M": 4095, "N": 5003, "dtype": "float16"}),
-        Case("65537x65 fp32", {"M": 65537, "N": 65, "dtype": "float32"}),
-    ),
-    interpreter_cases=(
-        Case("1x1 fp32", {"M": 1, "N": 1, "dtype": "float32"}),
-        Case("65x33 fp32", {"M": 65, "N": 33, "dtype": "float32"}),
-        Case("100x130 fp16", {"M": 100, "N": 130, "dtype": "float16"}),
-    ),
+    cases=common.cases("M N", "8192x8192 fp32", "4095x5003 fp16", "65537x65 fp32"),
+    interpreter_cases=common.cases("M N", "1x1 fp32", "65x33 fp32", "100x130 fp16"),
     tolerance=common.exact_tolerance("float32", "float16"),  # a copy is exact
-    flops=flops,
-    bytes=bytes_moved,
+    flops=common.no_flops,  # a pure copy
+    bytes=common.matrix_in_out_bytes,  # reads x (M * N), writes out (N * M)
     difficulty=2,
     tags=("data-movement", "memory-bound"),
-    dtypes=("float32", "float16"),
 )

@@ -11,10 +11,7 @@ def reference(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def make_inputs(params, seed, device):
-    gen = common.generator(seed, device)
-    dtype = common.dtype(params["dtype"])
-    n = params["N"]
-    return (common.randn((n,), dtype, gen, device), common.randn((n,), dtype, gen, device))
+    return common.normal_inputs(params, seed, device, (params["N"],), (params["N"],))
 
 
 def flops(params):
@@ -42,15 +39,9 @@ TASK = common.builtin_task(
         Case("N=2^24+1 bf16", {"N": (1 << 24) + 1, "dtype": "bfloat16"}),
         Case("N=98,432 bf16", {"N": 98_432, "dtype": "bfloat16"}),
     ),
-    interpreter_cases=(
-        Case("N=1 fp32", {"N": 1, "dtype": "float32"}),
-        Case("N=1025 fp32", {"N": 1025, "dtype": "float32"}),
-        Case("N=3000 bf16", {"N": 3000, "dtype": "bfloat16"}),
-    ),
-    tolerance=common.DEFAULT_TOLERANCE,
+    interpreter_cases=common.cases("N", "N=1 fp32", "N=1025 fp32", "N=3000 bf16"),
     flops=flops,
     bytes=bytes_moved,
     difficulty=1,
     tags=("elementwise", "memory-bound"),
-    dtypes=("float32", "bfloat16"),
 )

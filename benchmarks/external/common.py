@@ -1,5 +1,5 @@
 """What the external-suite loaders share: finding the kernel folder, splitting a GEAK file
-into kernel and test code, and deciding on which backends a task can run.
+into kernel and test code, and making a Task whose ground truth is the suite's harness.
 
 GEAK-eval's two suites keep one file per kernel: the kernel code, a separator line of 146
 '#', then the test code (the harness). A candidate replaces the part above the separator.
@@ -13,38 +13,11 @@ import pathlib
 import re
 from typing import Iterable
 
+from benchmarks.external.platforms import platform_limits
 from evo.records import Case, Task
 
 SEPARATOR = "#" * 146
 """The line between a GEAK file's kernel code and its test code."""
-
-AMD_ONLY_FEATURES = (
-    ("float8_e4m3fnuz", "the fnuz fp8 dtype float8_e4m3fnuz"),
-    ("float8_e5m2fnuz", "the fnuz fp8 dtype float8_e5m2fnuz"),
-    ("fp8e4b8", "the fnuz fp8 dtype fp8e4b8"),
-    ("fp8e5b16", "the fnuz fp8 dtype fp8e5b16"),
-    ("waves_per_eu", "the AMD launch option waves_per_eu"),
-    ("matrix_instr_nonkdim", "the AMD launch option matrix_instr_nonkdim"),
-    ("kpack", "the AMD launch option kpack"),
-    ("extra.hip", "HIP libdevice (tl.extra.hip)"),
-)
-"""(marker in the source, what it is): features Triton offers only on AMD GPUs."""
-
-BACKENDS = ("cuda", "rocm", "interpreter")
-
-_HARD_CODED_CUDA = re.compile(
-    r"""device\s*=\s*["']cuda|\.cuda\(|\.to\(\s*["']cuda|torch\.device\(\s*["']cuda(:\d+)?["']\s*\)""")
-"""Tensors placed on 'cuda' by name: such code cannot run on the CPU interpreter."""
-
-_DEVICE_CALLS = re.compile(
-    r"torch\.cuda\.(?!(?:is_available|manual_seed|manual_seed_all|device_count|empty_cache|amp)\b)\w+")
-"""`torch.cuda` uses that need a GPU (a CPU-only torch answers only the excluded ones)."""
-
-_GPU_DRIVER = re.compile(r"\bdriver\.active\b")
-"""`triton.runtime.driver.active`: Triton's GPU driver, absent on a CPU-only machine."""
-
-_LIBDEVICE = re.compile(r"\blibdevice\b")
-"""Triton's libdevice math (tl.extra.cuda / tl.extra.libdevice), which the interpreter lacks."""
 
 _DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64", "int8", "int32", "int64",
                 "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
@@ -154,7 +127,8 @@ def pick_entry_point(kernel: str, tests: str, where: str) -> str:
     nothing, so they are passed over.
     """
     functions = top_level_functions(kernel)
-    used = [function.name for function in functions if function.name in _names_in(ast.parse(tests))]
+    used_by_tests = _names_in(ast.parse(tests))
+    used = [function.name for function in functions if function.name in used_by_tests]
     launching = launching_definitions(kernel)
     jitted = [function.name for function in functions if _is_jit(function)]
     choices = [name for name in used if name in launching] + used + jitted
@@ -171,67 +145,6 @@ def harness_tests(tests: str, skip: Iterable[str] = ()) -> list[str]:
             if f.name.startswith("test_") and f.name not in skipped]
 
 
-def _outside_hip_functions(source: str) -> str:
-    """Returns `source` without its top-level functions named for HIP (`get_hip_autotune_config`):
-    GEAK files pick those only when the backend is HIP, so what they use is no AMD-only need."""
-    try:
-        hip = [(f.lineno, f.end_lineno) for f in top_level_functions(source) if "hip" in f.name.lower()]
-    except SyntaxError:
-        return source
-    return "".join(line for number, line in enumerate(source.splitlines(keepends=True), 1)
-                   if not any(first <= number <= last for first, last in hip))
-
-
-def _list_grid(node: ast.AST) -> bool:
-    return isinstance(node, ast.List) or (isinstance(node, ast.Lambda) and isinstance(node.body, ast.List))
-
-
-def launches_with_list_grid(source: str) -> bool:
-    """Whether a kernel is launched with a list as its grid (`kernel[[m, n]](...)`, or a
-    name bound to a list or to a lambda returning one): a GPU takes it, the interpreter
-    only takes tuples."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    lists = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _list_grid(node.value)
-             for target in node.targets if isinstance(target, ast.Name)}
-    grids = [node.func.slice for node in ast.walk(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)]
-    return any(_list_grid(grid) or (isinstance(grid, ast.Name) and grid.id in lists) for grid in grids)
-
-
-def _interpreter_gaps(text: str, portable: str, sources) -> list[str]:
-    """Returns what in the sources the CPU interpreter cannot run, in words."""
-    calls = sorted(set(_DEVICE_CALLS.findall(text)))
-    gaps = [("places tensors on 'cuda' by name", bool(_HARD_CODED_CUDA.search(text))),
-            (f"calls {', '.join(calls)}", bool(calls)),
-            ("asks Triton's GPU driver (triton.runtime.driver.active)", bool(_GPU_DRIVER.search(text))),
-            ("uses libdevice math, which the interpreter lacks", bool(_LIBDEVICE.search(portable))),
-            ("launches a kernel with a list as its grid (the interpreter takes tuples)",
-             any(map(launches_with_list_grid, sources)))]
-    return [words for words, found in gaps if found]
-
-
-def platform_limits(*sources: str) -> tuple[tuple[str, ...], str]:
-    """Returns (runnable_on, skip_reason) for a task made of these sources, decided from the
-    text alone (evidence: RESULTS.md#external-platforms, checked against real runs).
-
-    AMD-only features keep a task on ROCm. The CPU interpreter cannot run code that needs a
-    GPU (tensors placed on 'cuda', `torch.cuda` device calls, Triton's GPU driver) or what
-    the interpreter lacks (libdevice math, list grids). The reason has one clause per
-    cause, each naming the backends it rules out.
-    """
-    text = "\n".join(sources)
-    portable = "\n".join(map(_outside_hip_functions, sources))
-    amd = [what for marker, what in AMD_ONLY_FEATURES if marker in portable]
-    gaps = _interpreter_gaps(text, portable, sources)
-    clauses = ([f"not on cuda or interpreter: needs AMD, uses {', '.join(amd)}"] if amd else []) + \
-              ([f"not on interpreter: {'; '.join(gaps)}"] if gaps else [])
-    missing = ({"cuda", "interpreter"} if amd else set()) | ({"interpreter"} if gaps else set())
-    return tuple(b for b in BACKENDS if b not in missing), ". ".join(clauses)
-
-
 def dtypes_in(source: str) -> tuple[str, ...]:
     """Returns the torch dtype names a source mentions, in a fixed order."""
     return tuple(name for name in _DTYPE_NAMES if re.search(rf"\b{name}\b", source))
@@ -244,11 +157,6 @@ def tolerance_for(suite: str) -> dict[str, tuple[float, float]]:
     return {**floats, "int32": (0.0, 0.0), "int64": (0.0, 0.0)}
 
 
-def cases_named(names: Iterable[str]) -> tuple[Case, ...]:
-    """Returns one Case per harness test; the harness, not `params`, builds the inputs."""
-    return tuple(Case(name, {"test": name}) for name in names)
-
-
 def task_name(stem: str) -> str:
     """Returns a registry-safe task name for a file stem ("94_MSELoss" stays readable)."""
     name = re.sub(r"[^0-9A-Za-z_.-]", "_", stem)
@@ -257,7 +165,7 @@ def task_name(stem: str) -> str:
 
 def interface(kernel: str, tests: str) -> list[str]:
     """Returns the kernel-side names (functions, classes) the test code uses, in kernel order."""
-    used = {node.id for node in ast.walk(ast.parse(tests)) if isinstance(node, ast.Name)}
+    used = _names_in(ast.parse(tests))
     defined = [node.name for node in ast.parse(kernel).body
                if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
     return [name for name in defined if name in used]
@@ -294,28 +202,28 @@ def geak_task(path: pathlib.Path, suite: str, kernel: str, tests: str, entry: di
               entry_point: str, case_names: list[str], how_tests_run: str,
               tags: tuple[str, ...] = ()) -> Task:
     """Returns the Task of one GEAK file: the kernel code is the baseline a candidate
-    replaces, the test code is the harness."""
-    runnable_on, skip_reason = platform_limits(kernel, tests)
-    cases = cases_named(case_names)
-    return Task(
+    replaces, the test code is the harness, and each of its tests a case."""
+    cases = tuple(Case(name, {"test": name}) for name in case_names)
+    return harness_task(
+        suite, path, harness=tests, sources=(kernel, tests),
         name=task_name(path.stem),
-        suite=suite,
         instruction=entry.get("instruction") or default_instruction(
             path.stem, kernel, tests, how_tests_run),
-        reference=None,
         baseline_source=kernel,
         entry_point=entry_point,
-        make_inputs=None,
         cases=cases,
         interpreter_cases=cases,
-        tolerance=tolerance_for(suite),
-        flops=None,
-        bytes=None,
         difficulty=min(5, max(1, int(entry.get("difficulty") or 3))),
-        tags=("external", suite) + tags + (("autotune",) if "triton.autotune" in kernel else ()),
+        tags=tags + (("autotune",) if "triton.autotune" in kernel else ()),
         dtypes=dtypes_in(kernel + tests),
-        harness=tests,
-        runnable_on=runnable_on,
-        skip_reason=skip_reason,
-        source_path=str(path),
     )
+
+
+def harness_task(suite: str, path: pathlib.Path, harness: str, sources: tuple[str, ...],
+                 tags: tuple[str, ...], **fields) -> Task:
+    """Returns a Task of an external suite: its own test code (`harness`) is the ground truth,
+    so it has no reference, input maker or roofline; `sources` decide where it can run."""
+    runnable_on, skip_reason = platform_limits(*sources)
+    return Task(suite=suite, reference=None, make_inputs=None, flops=None, bytes=None,
+                tolerance=tolerance_for(suite), tags=("external", suite) + tags, harness=harness,
+                runnable_on=runnable_on, skip_reason=skip_reason, source_path=str(path), **fields)

@@ -60,27 +60,17 @@ def load_file(path: pathlib.Path, level: int) -> Task:
     missing = [name for name in _REQUIRED if name not in defined]
     if missing:
         raise ValueError(f"{path}: not a KernelBench problem, it lacks {', '.join(missing)}")
-    runnable_on, skip_reason = common.platform_limits(source)
-    return Task(
+    return common.harness_task(
+        SUITE, path, harness=source, sources=(source,),
         name=common.task_name(f"level{level}_{path.stem}"),
-        suite=SUITE,
         instruction=_instruction(source),
-        reference=None,
         baseline_source=baseline_source(source),
         entry_point=ENTRY_POINT,
-        make_inputs=None,
         cases=tuple(Case(f"trial {k}", {"trial": k}) for k in range(GPU_TRIALS)),
         interpreter_cases=tuple(Case(f"trial {k}", {"trial": k}) for k in range(INTERPRETER_TRIALS)),
-        tolerance=common.tolerance_for(SUITE),
-        flops=None,
-        bytes=None,
         difficulty=min(5, level + 1),
-        tags=("external", SUITE, f"level{level}"),
+        tags=(f"level{level}",),
         dtypes=common.dtypes_in(source) or ("float32",),
-        harness=source,
-        runnable_on=runnable_on,
-        skip_reason=skip_reason,
-        source_path=str(path),
     )
 
 

@@ -67,6 +67,25 @@ def equal_compute(curves: dict[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
     return comparison
 
 
+def cell(path: Path, results: analysis.Results) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Returns a campaign's row of its sweep (overrides and status from its marker, suite
+    metrics, spend) and its by-generation table."""
+    generations = analysis.by_generation(results)
+    marker = read_marker(path)
+    return {
+        "cell": path.name,
+        "campaign": results.name,
+        "overrides": marker.get("overrides", {}),
+        "status": marker.get("status", "unknown"),
+        "stopped_by": marker.get("stopped_by"),
+        "generations": int(generations.index[-1]) + 1,
+        "backends": results.backends,
+        "suite": analysis.suite_metrics(analysis.task_table(results)),
+        "spend": {m: float(generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES},
+        "notes": analysis.timing_notes(results),
+    }, generations
+
+
 def sweep_report(folder: Path, figures_dir: Path) -> dict[str, Any]:
     """Returns one row per campaign of a sweep folder plus the equal-compute comparison,
     and draws accuracy vs spend with one line per campaign."""
@@ -77,23 +96,9 @@ def sweep_report(folder: Path, figures_dir: Path) -> dict[str, Any]:
         except ValueError as error:  # a cell not started or broken: say so, compare the rest
             skipped.append({"cell": path.name, "reason": str(error)})
             continue
-        tasks = analysis.task_table(results)
-        generations = analysis.by_generation(results)
-        curves[path.name] = generations
-        marker = read_marker(path)
-        cells.append({
-            "cell": path.name,
-            "campaign": results.name,
-            "overrides": marker.get("overrides", {}),
-            "status": marker.get("status", "unknown"),
-            "stopped_by": marker.get("stopped_by"),
-            "generations": int(generations.index[-1]) + 1,
-            "backends": results.backends,
-            "suite": analysis.suite_metrics(tasks),
-            "spend": {m: float(generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES},
-            "notes": analysis.timing_notes(results),
-        })
-    backends = [backend for cell in cells for backend in cell["backends"]]
+        row, curves[path.name] = cell(path, results)
+        cells.append(row)
+    backends = [backend for row in cells for backend in row["backends"]]
     figures = [str(plots.save(plots.accuracy_vs_spend(curves, backends=backends),
                               figures_dir / "sweep_accuracy_vs_spend.png"))] if curves else []
     return {"sweep": str(folder), "cells": cells, "skipped": skipped,

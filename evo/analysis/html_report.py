@@ -1,13 +1,11 @@
 """`evo report DIR --html [OUT]`, and the page `evo view` serves: one self-contained HTML file.
 
-Per task: the best speedup over generations and over wall time (against the baseline, and
-against torch.compile where torch's timings join, evo.analysis.torch_comparison), the share of
-correct candidates, failure kinds, LLM tokens and dollars, and the lineage of the best kernel
-with each step's diff (evo.analysis.html_lineage). Above them the suite: accuracy against
-generations, pass@k against runs, spend. A sweep folder gets its scaling plots
-(evo.analysis.html_sweep); a campaign that scored nothing, what ended it
-(evo.analysis.html_outcome). The page is made from evo.analysis.snapshot, so a folder still
-being written renders what is whole and says what it skipped.
+Per task: the best speedup over generations and wall time (against the baseline, and against
+torch.compile where torch's timings join), the share of correct candidates, failure kinds,
+LLM tokens and dollars, and the lineage of the best kernel (evo.analysis.html_lineage). Above
+them the suite: accuracy against generations, pass@k against runs, spend. A sweep folder gets
+its scaling plots (html_sweep); a campaign that scored nothing, what ended it (html_outcome).
+Made from evo.analysis.snapshot: a folder still being written shows what is whole.
 """
 
 from __future__ import annotations
@@ -106,8 +104,7 @@ def campaign_page(state: snapshot.Snapshot,
         except ValueError as error:
             if torch_timings:  # named by the user: theirs to fix
                 raise
-            versus = {"status": "unreadable", "message": str(error), "cases": [],
-                      "summary": None}
+            versus = torch_comparison.without("unreadable", str(error))
         context = _charted(state, versus, rows)
         body = [_header(state, tasks), _suite(results, tasks), _torch_table(versus)]
         fetched.result()
@@ -124,10 +121,10 @@ def _lineage_rows(state: snapshot.Snapshot, tasks: pd.DataFrame, rows: dict) -> 
 def _charted(state: snapshot.Snapshot, versus: dict, rows: dict) -> dict:
     """Returns what the task sections draw, computed once for all tasks."""
     results, calls = state.results, state.results.llm_calls
-    over_torch = timelines.torch_speedups(results, timelines.torch_latencies(results, versus))
+    over_torch = timelines.torch_speedups(results, versus)
     return {
         "best": metrics.best_speedup_by_generation(results),
-        "torch": timelines.versus_torch_by_generation(results, over_torch),
+        "torch": None if over_torch is None else metrics.best_so_far(results, over_torch),
         "wall": timelines.best_by_wall_time(results, state.started_at),
         "wall_torch": (timelines.best_by_wall_time(results, state.started_at, over_torch)
                        if over_torch is not None else {}),
@@ -141,7 +138,7 @@ def _charted(state: snapshot.Snapshot, versus: dict, rows: dict) -> dict:
 def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:
     results, meta = state.results, state.results.meta
     device = meta.get("device", {}) if isinstance(meta.get("device"), dict) else {}
-    spend = timelines.spend_totals(results)
+    spend = metrics.spend_by_generation(results).sum()
     suite = metrics.suite_metrics(tasks)
     generation = int(results.evaluations["generation"].max())
     configured = (meta.get("config", {}).get("search", {}) or {}).get("generations")
@@ -166,7 +163,7 @@ def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:
 
 
 def _suite(results: metrics.Results, tasks: pd.DataFrame) -> str:
-    accuracy = timelines.accuracy_by_generation(results)
+    accuracy = metrics.by_generation(results)
     runs = metrics.by_runs(results, tasks)
     x = list(accuracy.index)
     charts = [line_chart([Series("call accuracy", x, accuracy["call_accuracy"]),
@@ -252,7 +249,8 @@ def _task_section(index: int, task: str, row: pd.Series, context: dict) -> str:
                   title="Outcomes per generation", x_label="generation", y_label="candidates",
                   colors={"correct": CORRECT_COLOR}),
     ]
-    spend = timelines.llm_spend_by_generation(context["calls"].get(task), x)
+    calls = context["calls"].get(task)
+    spend = None if calls is None else metrics.llm_spend(calls).reindex(x, fill_value=0).cumsum()
     if spend is not None:
         charts += [line_chart([Series("tokens", list(spend.index), spend["tokens"])],
                               title="LLM tokens (cumulative)", x_label="generation",

@@ -10,40 +10,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evo.analysis import compare, metrics, snapshot
+from evo.analysis import compare, snapshot
 from evo.analysis.html_page import esc, notes, number, table
 from evo.analysis.plots import seconds_name, spend_labels
 from evo.analysis.svg_charts import Series, line_chart
 
 
-def campaigns(folder: Path) -> list[Path]:
-    """Returns the sweep's campaign folders; raises as compare.find_campaigns does."""
-    return compare.find_campaigns(folder)
-
-
 def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
     """Returns the title and body of a sweep folder's page."""
-    cells, curves, waiting, backends = [], {}, [], set()
-    for path in campaigns(folder):
+    cells, curves, waiting = [], {}, []
+    for path in compare.find_campaigns(folder):
         state = snapshot.read(path, reader)
         if state.results is None:
             waiting.append(f"{path.name}: {state.waiting_for}")
             continue
-        tasks = metrics.task_table(state.results)
-        backends.update(state.results.backends)
-        curves[path.name] = metrics.by_generation(state.results)
-        marker = compare.read_marker(path)
-        cells.append((path.name, marker, metrics.suite_metrics(tasks), curves[path.name].iloc[-1]))
+        row, curves[path.name] = compare.cell(path, state.results)
+        cells.append(row)
         waiting += [f"{path.name}: skipped a part that is not whole yet: {s}"
                     for s in state.skipped]
-    keys = sorted({k for _, marker, _, _ in cells for k in marker.get("overrides", {})})
+    keys = sorted({k for row in cells for k in row["overrides"]})
+    backends = {backend for row in cells for backend in row["backends"]}
     labels = spend_labels(backends)
-    rows = [(name, *[str(marker.get("overrides", {}).get(k, "-")) for k in keys],
-             marker.get("status", "unknown"), number(suite["exec_accuracy"], "%"),
-             number(suite["pass_at_k"].get("1"), "%"), number(suite["speedup_geomean"], "x"),
-             number(last["evaluations"]), number(last["tokens"]), number(last["usd"], "$"),
-             number(last["gpu_s"]))
-            for name, marker, suite, last in cells]
+    rows = []
+    for c in cells:
+        suite, spend = c["suite"], c["spend"]
+        rows.append((c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"],
+                     number(suite["exec_accuracy"], "%"), number(suite["pass_at_k"].get("1"), "%"),
+                     number(suite["speedup_geomean"], "x"), number(spend["evaluations"]),
+                     number(spend["tokens"]), number(spend["usd"], "$"), number(spend["gpu_s"])))
     body = [f"<h1>Sweep {esc(folder.name)}</h1><p class=\"meta\">{esc(folder)} · "
             f"{len(cells)} campaigns with rows</p>", notes(waiting),
             '<div class="charts">' + "".join(_scaling_charts(curves, labels)) + "</div>",
@@ -83,3 +77,4 @@ def _equal_compute(comparison: dict, labels: dict[str, str]) -> str:
                    + table(["cell", "generation", "spent", "exec acc", "pass@1",
                             "speedup geomean"], rows))
     return "<h2>At equal compute</h2>" + "".join(out) if out else ""
+

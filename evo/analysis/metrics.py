@@ -1,4 +1,4 @@
-"""Metrics of one campaign's results folder: per task, per suite, by generation, by runs.
+"""A campaign folder read, and its metrics: per task, per suite, by generation, by runs.
 
 Definitions follow GEAK (call / execution accuracy: the fraction of tasks with a candidate
 that runs / is correct; speedup averaged over solved tasks) and KernelBench (fast_p: the
@@ -7,8 +7,7 @@ one run; a run is solved when any of its candidates is correct; pass@k is estima
 task's runs (evo.analysis.passk). The seeds (generation 0, operator "seed": the baseline kernel
 each island starts from) count like any candidate: a task's best is never below its correct
 seed, and a correct seed solves its runs from generation 0 (`timing_notes` says so). Compute
-counts fresh rows only: a row with `reused` repeats a verdict scored once (a seed shared by a
-task's islands has one fresh row, on the first island of the ring).
+counts fresh rows only: a row with `reused` repeats a verdict scored once.
 """
 
 from __future__ import annotations
@@ -22,11 +21,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evo import records
-from evo.analysis import passk
+from evo.analysis import parts, passk
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 """KernelBench's speedup thresholds: fast_p counts tasks correct AND faster than p."""
@@ -37,6 +34,13 @@ REQUIRED_EVALUATION_COLUMNS = (
     "task", "island", "generation", "candidate_id", "operator", "call_ok", "correct",
     "speedup", "roofline_fraction", "timing_meaningful", "compile_s", "check_s", "bench_s",
 )
+EVALUATION_COLUMNS = REQUIRED_EVALUATION_COLUMNS + (
+    "suite", "difficulty", "failure_kind", "reused", "case_names", "latency_us",
+    "ref_latency_us", "device", "backend")
+"""The evaluations columns the numbers read (sources, strategies and traces are left out)."""
+CALL_COLUMNS = ("task", "generation", "prompt_tokens", "completion_tokens", "cost_usd",
+                "failure_kind", "error", "finished_at")
+"""The llm_calls columns the numbers read (the others hold whole prompts and answers)."""
 SPEND_MEASURES = ("evaluations", "tokens", "usd", "gpu_s")
 """Units of compute, in the columns of `by_generation`."""
 
@@ -94,43 +98,47 @@ class Results:
         return self.evaluations.groupby("task")["island"].unique().to_dict()
 
 
-def _read_parts(folder: Path) -> pd.DataFrame:
-    """Returns the rows of every part-*.parquet under folder (empty frame if none)."""
-    tables = []
-    for part in sorted(folder.glob("part-*.parquet")):
-        try:
-            tables.append(pq.read_table(part))
-        except (pa.ArrowException, OSError) as error:
-            raise ValueError(f"{part}: not a readable Parquet part ({error})") from error
-    if not tables:
-        return pd.DataFrame()
-    return pa.concat_tables(tables, promote_options="permissive").to_pandas()
-
-
 def _config_value(meta: dict, section: str, key: str) -> Any:
     section_value = meta.get("config", {}).get(section, {})
     return section_value.get(key) if isinstance(section_value, dict) else None
 
 
-def load(directory: Path | str) -> Results:
-    """Reads a campaign folder; raises FileNotFoundError / ValueError naming the problem."""
-    path = Path(directory)
-    if not path.is_dir():
-        raise FileNotFoundError(f"no results folder at {path}")
+def read_meta(path: Path) -> dict:
+    """Returns a campaign folder's campaign.json; raises ValueError naming the problem."""
     meta_path = path / "campaign.json"
     if not meta_path.is_file():
         raise ValueError(f"{path} is not a campaign folder: it has no campaign.json")
     try:
-        meta = json.loads(meta_path.read_text())
+        return json.loads(meta_path.read_text())
     except json.JSONDecodeError as error:
         raise ValueError(f"{meta_path}: not valid JSON ({error})") from error
-    evaluations = _read_parts(path / "evaluations")
+
+
+def campaign_name(meta: dict, path: Path) -> str:
+    return str(_config_value(meta, "campaign", "name") or meta.get("name") or path.name)
+
+
+def load(directory: Path | str) -> Results:
+    """Reads a campaign folder, refusing a part that does not read (`evo report` never
+    reports on part of the rows); raises FileNotFoundError / ValueError naming the problem."""
+    path = Path(directory)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no results folder at {path}")
+    meta = read_meta(path)
+    reader = parts.PartReader()
+    evaluations = parts.frame(reader.read(path / "evaluations", EVALUATION_COLUMNS, True).table)
     if evaluations.empty:
-        raise ValueError(f"campaign {path} has no evaluations yet (no rows in {path / 'evaluations'})")
-    missing = [c for c in REQUIRED_EVALUATION_COLUMNS if c not in evaluations.columns]
+        raise ValueError(f"campaign {path} has no evaluations yet (no rows in "
+                         f"{path / 'evaluations'})")
+    missing = missing_columns(evaluations)
     if missing:
         raise ValueError(f"{path / 'evaluations'}: missing columns {missing}")
-    return results_of(path, meta, evaluations, _read_parts(path / "llm_calls"))
+    calls = parts.frame(reader.read(path / "llm_calls", CALL_COLUMNS, True).table)
+    return results_of(path, meta, evaluations, calls)
+
+
+def missing_columns(evaluations: pd.DataFrame) -> list[str]:
+    return [c for c in REQUIRED_EVALUATION_COLUMNS if c not in evaluations.columns]
 
 
 def results_of(path: Path, meta: dict, evaluations: pd.DataFrame,
@@ -139,15 +147,10 @@ def results_of(path: Path, meta: dict, evaluations: pd.DataFrame,
     islands = _config_value(meta, "search", "islands")
     interval = _config_value(meta, "search", "migration_interval")
     independent = None if islands is None or interval is None else (islands == 1 or interval == 0)
-    name = _config_value(meta, "campaign", "name") or meta.get("name") or path.name
-    return Results(path=path, name=str(name), meta=meta,
+    return Results(path=path, name=campaign_name(meta, path), meta=meta,
                    evaluations=comparable_speedups(evaluations), llm_calls=llm_calls,
                    configured_runs=int(islands) if islands is not None else None,
                    independent_runs=independent)
-
-
-def _nan_to_none(value: Any) -> Any:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def comparable_speedups(evaluations: pd.DataFrame) -> pd.DataFrame:
@@ -173,13 +176,13 @@ def geomean(values: pd.Series) -> float | None:
     return float(np.exp(np.log(positive).mean())) if len(positive) else None
 
 
-def run_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+def run_table(results: Results) -> pd.DataFrame:
     """Returns one row per (task, island) run: called, solved, best_speedup (0 if none).
 
     Every configured island of every task appears, including runs without a single row
     yet: they count as unsolved rather than vanishing from the denominator.
     """
-    rows = results.evaluations if rows is None else rows
+    rows = results.evaluations
     correct = rows[rows["correct"].astype(bool)]
     grouped = rows.groupby(["task", "island"])
     runs = pd.DataFrame({
@@ -195,19 +198,24 @@ def run_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFram
     return runs
 
 
+def timed_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Returns the correct rows with a (comparable) speedup."""
+    return rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
+
+
 def best_rows(rows: pd.DataFrame) -> pd.DataFrame:
     """Returns the fastest correct timed row of each task, indexed by task."""
-    timed = rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
+    timed = timed_rows(rows)
     if timed.empty:
         return timed.set_index("task")
     return timed.loc[timed.groupby("task")["speedup"].idxmax()].set_index("task")
 
 
-def task_table(results: Results, rows: pd.DataFrame | None = None) -> pd.DataFrame:
+def task_table(results: Results) -> pd.DataFrame:
     """Returns one row per task: candidates, rates, runs called / solved, best kernel."""
-    rows = results.evaluations if rows is None else rows
-    runs = run_table(results, rows).groupby("task")
-    meta = results.evaluations.groupby("task").first()
+    rows = results.evaluations
+    runs = run_table(results).groupby("task")
+    meta = rows.groupby("task").first()
     table = pd.DataFrame({
         "suite": meta.get("suite", pd.Series("", index=meta.index)),
         "difficulty": meta.get("difficulty", pd.Series(np.nan, index=meta.index)),
@@ -237,8 +245,7 @@ def suite_metrics(tasks: pd.DataFrame) -> dict[str, Any]:
     """Returns GEAK's and KernelBench's suite numbers from a task table."""
     count = len(tasks)
     speedups = tasks["best_speedup"].dropna()
-    solved_curves = pass_curves(tasks, "runs_solved")
-    called_curves = pass_curves(tasks, "runs_called")
+    solved, called = pass_curves(tasks, "runs_solved"), pass_curves(tasks, "runs_called")
     common_k = range(1, int(tasks["runs"].min()) + 1) if count else range(0)
     return {
         "tasks": count,
@@ -248,61 +255,75 @@ def suite_metrics(tasks: pd.DataFrame) -> dict[str, Any]:
         "speedup_geomean": geomean(speedups),
         "fast_p": {f"{p:g}": float((speedups > p).sum() / count) if count else None
                    for p in FAST_P},
-        "pass_at_k": {str(k): float(np.mean([c[k] for c in solved_curves.values()]))
-                      for k in common_k},
-        "call_pass_at_k": {str(k): float(np.mean([c[k] for c in called_curves.values()]))
+        "pass_at_k": {str(k): float(np.mean([c[k] for c in solved.values()])) for k in common_k},
+        "call_pass_at_k": {str(k): float(np.mean([c[k] for c in called.values()]))
                            for k in common_k},
     }
 
 
-def _spend_by_generation(results: Results) -> pd.DataFrame:
+def generations(results: Results) -> pd.RangeIndex:
+    return pd.RangeIndex(int(results.evaluations["generation"].max()) + 1, name="generation")
+
+
+def llm_spend(calls: pd.DataFrame) -> pd.DataFrame:
+    """Returns the tokens and USD of LLM call rows by generation (not cumulative)."""
+    generation = calls["generation"].fillna(0).astype(int)
+    return pd.DataFrame({
+        "tokens": calls["prompt_tokens"].fillna(0) + calls["completion_tokens"].fillna(0),
+        "usd": calls["cost_usd"].fillna(0.0)}).groupby(generation).sum()
+
+
+def spend_by_generation(results: Results) -> pd.DataFrame:
     """Returns the compute spent in each generation (not cumulative), indexed by generation:
-    evaluations and GPU-seconds of fresh rows (a reused row was not scored again)."""
+    evaluations and GPU-seconds of fresh rows (a reused row was not scored again), tokens
+    and USD of every LLM call."""
     evals = results.evaluations
     fresh = evals[~evals["reused"].astype(bool)] if "reused" in evals else evals
-    spend = pd.DataFrame({
-        "evaluations": fresh.groupby("generation").size(),
-        "gpu_s": (fresh["compile_s"].fillna(0) + fresh["check_s"].fillna(0)
-                  + fresh["bench_s"].fillna(0)).groupby(fresh["generation"]).sum(),
-    })
-    calls = results.llm_calls
-    if not calls.empty:
-        generation = calls["generation"].fillna(0).astype(int)
-        tokens = calls["prompt_tokens"].fillna(0) + calls["completion_tokens"].fillna(0)
-        spend["tokens"] = tokens.groupby(generation).sum()
-        spend["usd"] = calls["cost_usd"].fillna(0).groupby(generation).sum()
-    return spend.reindex(columns=list(SPEND_MEASURES)).fillna(0.0)
+    gpu_s = fresh["compile_s"].fillna(0) + fresh["check_s"].fillna(0) + fresh["bench_s"].fillna(0)
+    spend = pd.DataFrame({"evaluations": fresh.groupby("generation").size(),
+                          "gpu_s": gpu_s.groupby(fresh["generation"]).sum()})
+    if not results.llm_calls.empty:
+        spend = spend.join(llm_spend(results.llm_calls), how="outer")
+    return spend.reindex(columns=list(SPEND_MEASURES)).fillna(0).astype({"evaluations": int})
 
 
 def by_generation(results: Results) -> pd.DataFrame:
-    """Returns sequential scaling: suite metrics of all rows up to each generation, with
-    the compute spent so far (cumulative evaluations, tokens, USD, GPU-seconds)."""
-    rows = results.evaluations
-    generations = range(int(results.evaluations["generation"].max()) + 1)
-    records = []
-    for generation in generations:
-        suite = suite_metrics(task_table(results, rows[rows["generation"] <= generation]))
-        records.append({
-            "generation": generation,
-            "call_accuracy": suite["call_accuracy"],
-            "exec_accuracy": suite["exec_accuracy"],
-            "pass_at_1": suite["pass_at_k"].get("1"),
-            "speedup_mean": suite["speedup_mean"],
-            "speedup_geomean": suite["speedup_geomean"],
-            "fast_1": suite["fast_p"]["1"],
-        })
-    table = pd.DataFrame(records).set_index("generation")
-    spend = _spend_by_generation(results).reindex(table.index).fillna(0.0).cumsum()
-    return table.join(spend)
+    """Returns sequential scaling: `suite_metrics`' accuracies, mean pass@1 and speedups of
+    all rows up to each generation, with the compute spent so far (cumulative). Computed
+    from each run's first call / first correct generation, not a task table per generation."""
+    rows, index, tasks = results.evaluations, generations(results), results.task_names
+    runs = pd.Series({task: len(results.islands_of(task)) for task in tasks}, dtype=float)
+
+    def first(flag: str, by: list[str]) -> pd.Series:
+        return rows[rows[flag].astype(bool)].groupby(by)["generation"].min()
+
+    def share_of_tasks(first_generation: pd.Series) -> pd.Series:
+        return first_generation.value_counts().reindex(index, fill_value=0).cumsum() / len(tasks)
+
+    solved = (first("correct", ["task", "island"]).reset_index()
+              .groupby(["generation", "task"]).size().unstack("task")
+              .reindex(index=index, columns=tasks).fillna(0).cumsum())
+    best = best_speedup_by_generation(results)
+    table = pd.DataFrame({
+        "call_accuracy": share_of_tasks(first("call_ok", ["task"])),
+        "exec_accuracy": share_of_tasks(first("correct", ["task"])),
+        "pass_at_1": (solved / runs).mean(axis=1) if runs.min() >= 1 else None,
+        "speedup_mean": best.mean(axis=1),
+        "speedup_geomean": np.exp(np.log(best.where(best > 0)).mean(axis=1)),
+        "fast_1": (best > 1.0).sum(axis=1) / len(tasks)}, index=index)
+    return table.join(spend_by_generation(results).reindex(index).fillna(0.0).cumsum())
 
 
 def best_speedup_by_generation(results: Results) -> pd.DataFrame:
     """Returns generation x task: the best correct speedup found up to that generation."""
-    rows = results.evaluations
-    correct = rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
-    generations = range(int(results.evaluations["generation"].max()) + 1)
-    best = correct.groupby(["generation", "task"])["speedup"].max().unstack("task")
-    return best.reindex(index=generations, columns=results.task_names).cummax().ffill()
+    return best_so_far(results, timed_rows(results.evaluations)["speedup"])
+
+
+def best_so_far(results: Results, speedups: pd.Series) -> pd.DataFrame:
+    """Returns generation x task: the best of `speedups` (by row label) up to each generation."""
+    rows = results.evaluations.loc[speedups.index, ["generation", "task"]]
+    best = speedups.groupby([rows["generation"], rows["task"]]).max().unstack("task")
+    return best.reindex(index=generations(results), columns=results.task_names).cummax().ffill()
 
 
 def by_runs(results: Results, tasks: pd.DataFrame) -> pd.DataFrame:
@@ -360,4 +381,4 @@ def to_json_value(value: Any) -> Any:
         return [to_json_value(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()
-    return _nan_to_none(value)
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -1,5 +1,5 @@
-"""A folder of Parquet parts read quickly, and remembered so that a live page re-reads only
-the parts that landed or changed since.
+"""The one reader of a folder of Parquet parts: whole parts only, the columns asked for, and
+kept so that a live page re-reads only the parts that landed or changed since.
 
 A campaign writes one part per generation per island per task (evo/results.py): a long one
 has thousands of parts of a few dozen rows, and each part costs the same to open however
@@ -8,7 +8,8 @@ bytes parsed) and parsed by pyarrow's plain reader: only the columns asked for, 
 pre-buffering (which hands every part's reads to an I/O thread), several parts at once
 (pyarrow leaves the GIL while it parses). Parts are kept by (path, size, mtime_ns): one
 rewritten under the same name is read again. A part that does not parse (a copy still
-landing, a damaged file) is reported, never fatal. experiments/perf/html_report_bench.py
+landing, a damaged file) is skipped and named for a live page, and refused when `strict`
+(`evo report` never reports on part of the rows). experiments/perf/html_report_bench.py
 times it.
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -79,11 +81,13 @@ class PartReader:
     """Reads the parts of folders, keeping what it read for the next call."""
 
     def __init__(self) -> None:
-        self._folders: dict[tuple[Path, tuple[str, ...]], dict[str, Kept]] = {}
+        self._folders: dict[tuple[Path, Any], dict[str, Kept]] = {}
         self._rows: dict[tuple[str, tuple[str, ...]], tuple[tuple[int, int], dict]] = {}
 
-    def read(self, folder: Path, columns: tuple[str, ...]) -> Rows:
-        """Returns `columns` (those a part has) of every whole part in `folder`."""
+    def read(self, folder: Path, columns: tuple[str, ...] | None = None,
+             strict: bool = False) -> Rows:
+        """Returns `columns` (those a part has; all when None) of every whole part in
+        `folder`; `strict` raises ValueError naming the first part that does not read."""
         listed = listing(folder)
         before = self._folders.get((folder, columns), {})
         stale = [part for part in listed
@@ -92,8 +96,10 @@ class PartReader:
         kept = {}
         for part in listed:
             read = fresh[part.path] if part.path in fresh else before[part.path]
-            if read is not None:
+            if isinstance(read, Kept):
                 kept[part.path] = read
+            elif strict:
+                raise read
         self._folders[(folder, columns)] = kept  # parts gone from the folder are let go
         skipped = tuple(os.path.relpath(part.path, folder.parent) for part in listed
                         if part.path not in kept)
@@ -115,7 +121,7 @@ class PartReader:
         missing = [part for part, offsets in wanted.items()
                    if not offsets <= self._kept_rows(part, columns).keys()]
         for part, read in zip(missing, read_parts(missing, columns)):
-            if read is not None and read.part.key == part.key:
+            if isinstance(read, Kept) and read.part.key == part.key:
                 offsets = sorted(wanted[part] | self._kept_rows(part, columns).keys())
                 taken = read.table.take(offsets).to_pylist()
                 self._rows[(part.path, columns)] = (part.key, dict(zip(offsets, taken)))
@@ -128,6 +134,17 @@ class PartReader:
         return kept if key == part.key else {}
 
 
+def frame(table: pa.Table | None) -> pd.DataFrame:
+    """Returns a table as pandas (empty without one), `task` as Python strings: metrics
+    takes set() of it often, much faster over an object column than over Arrow strings."""
+    if table is None:
+        return pd.DataFrame()
+    converted = table.combine_chunks().to_pandas()  # one chunk per part makes filters slow
+    if "task" in converted:
+        converted["task"] = converted["task"].astype(object)
+    return converted
+
+
 def _concat(tables: list[pa.Table]) -> pa.Table:
     """Returns the tables one after the other; parts written by older versions may lack a
     column or type it otherwise, and then the schemas are unified (slower)."""
@@ -137,10 +154,10 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
         return pa.concat_tables(tables, promote_options="permissive")
 
 
-def read_parts(parts: list[Part], columns: tuple[str, ...]) -> list[Kept | None]:
-    """Returns each part read (None for one that is not whole) on THREADS threads, each
-    taking a run of parts rather than one part per task, so that handing work over costs
-    little."""
+def read_parts(parts: list[Part], columns: tuple[str, ...] | None) -> list[Kept | ValueError]:
+    """Returns each part read, or the error of one that is not whole, on THREADS threads,
+    each taking a run of parts rather than one part per task, so that handing work over
+    costs little."""
     if len(parts) < 2 * THREADS:
         return [read_part(part.path, columns) for part in parts]
     size = -(-len(parts) // THREADS)
@@ -150,17 +167,18 @@ def read_parts(parts: list[Part], columns: tuple[str, ...]) -> list[Kept | None]
         return [read for run in done for read in run]
 
 
-def read_part(path: str, columns: tuple[str, ...]) -> Kept | None:
-    """Returns `columns` of the part at `path`, None when it does not read whole."""
+def read_part(path: str, columns: tuple[str, ...] | None) -> Kept | ValueError:
+    """Returns `columns` of the part at `path`, or the error naming it when it does not
+    read whole."""
     try:
         with open(path, "rb") as handle:
             stat = os.fstat(handle.fileno())
             data = handle.read()
         reader = pq.ParquetReader()
         reader.open(pa.BufferReader(data), pre_buffer=False)
-        wanted = [i for i, leaf in enumerate(reader.column_paths) if leaf[0] in columns]
+        wanted = None if columns is None else [
+            i for i, leaf in enumerate(reader.column_paths) if leaf[0] in columns]
         table = reader.read_all(column_indices=wanted, use_threads=False)
-    except (pa.ArrowException, OSError):
-        return None
+    except (pa.ArrowException, OSError) as error:
+        return ValueError(f"{path}: not a readable Parquet part ({error})")
     return Kept(Part(path, (stat.st_size, stat.st_mtime_ns)), stat.st_mtime, table)
-

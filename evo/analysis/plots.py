@@ -23,12 +23,6 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormat
 from evo.analysis.overlaps import legend_labels  # noqa: E402
 from evo.progress import time_name  # noqa: E402
 
-SPEND_LABELS = {"evaluations": "evaluations", "tokens": "LLM tokens", "usd": "USD",
-                "gpu_s": "GPU-seconds"}
-"""Names of the units of compute (metrics.SPEND_MEASURES); `gpu_s` as named where the
-backend is unknown (spend_labels names it for the backends that spent it)."""
-
-
 def seconds_name(backends: Iterable[str]) -> str:
     """Returns what fitness seconds spent on `backends` are called: "GPU", "eval" on the
     interpreter (evo.progress.time_name), "GPU/eval" for both; "GPU" when none is known."""
@@ -36,9 +30,10 @@ def seconds_name(backends: Iterable[str]) -> str:
 
 
 def spend_labels(backends: Iterable[str] = ()) -> dict[str, str]:
-    """Returns SPEND_LABELS with fitness seconds named for `backends` ("eval-seconds" on the
-    interpreter)."""
-    return {**SPEND_LABELS, "gpu_s": f"{seconds_name(backends)}-seconds"}
+    """Returns the names of the units of compute (metrics.SPEND_MEASURES), fitness seconds
+    named for `backends` ("eval-seconds" on the interpreter)."""
+    return {"evaluations": "evaluations", "tokens": "LLM tokens", "usd": "USD",
+            "gpu_s": f"{seconds_name(backends)}-seconds"}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINE_STYLES = ("-", "--", ":", "-.")
 LOG_SUBS = ((2.0, (1.0,)), (1.0, (1.0, 2.0, 5.0)), (0.6, (1.0, 2.0, 3.0, 5.0)),

@@ -20,11 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from evo.analysis import compare, outcome, plots, torch_comparison
 from evo.analysis import metrics as analysis
-from evo.analysis import compare
-from evo.analysis import outcome
-from evo.analysis import plots
-from evo.analysis import torch_comparison
+from evo.analysis.html_page import number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,15 +82,12 @@ def campaign_report(results: analysis.Results,
     suite = analysis.suite_metrics(tables.tasks)
     suite["spend"] = {m: float(tables.generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES}
     suite["timing_meaningful"] = tables.meaningful
-    task_fields = ["suite", "difficulty", "candidates", "call_rate", "correct_rate", "runs",
-                   "runs_called", "runs_solved", "best_speedup", "roofline_fraction",
-                   "best_candidate_id", "timing_meaningful"]
-    report = {
+    return {
         "campaign": results.name,
         "path": str(results.path),
         "backends": results.backends,
         "suite": suite,
-        "tasks": {name: {**{f: row[f] for f in task_fields},
+        "tasks": {name: {**row.to_dict(),
                          "pass_at_k": tables.solved_curves[name],
                          "call_pass_at_k": tables.called_curves[name]}
                   for name, row in tables.tasks.iterrows()},
@@ -107,18 +102,6 @@ def campaign_report(results: analysis.Results,
         "notes": analysis.timing_notes(results) + ended["notes"],
         "figures": [str(p) for p in figures],
     }
-    return analysis.to_json_value(report)
-
-
-def _num(value: Any, kind: str = "f") -> str:
-    """Formats a metric for a table: percent, speedup (x), or plain; '-' for missing."""
-    if value is None:
-        return "-"
-    if kind == "%":
-        return f"{100 * value:.1f}%"
-    if kind == "x":
-        return f"{value:.2f}x"
-    return f"{value:,.0f}" if abs(value) >= 100 or float(value).is_integer() else f"{value:.3g}"
 
 
 LEFT_COLUMNS = ("task", "cell", "failure kind", "latest error")
@@ -135,16 +118,10 @@ def _table(title: str, columns: list[str], rows: list[list[str]], caption: str =
 
 
 def _suite_row(suite: dict[str, Any]) -> list[str]:
-    return [_num(suite["call_accuracy"], "%"), _num(suite["exec_accuracy"], "%"),
-            _num(suite["pass_at_k"].get("1"), "%"), _num(suite["speedup_mean"], "x"),
-            _num(suite["speedup_geomean"], "x")] + [_num(v, "%") for v in suite["fast_p"].values()]
-
-
-def seconds_heading(backends: list[str]) -> str:
-    """Returns the heading of the fitness seconds column (`gpu_s`): "GPU-s" for rows scored on
-    a GPU (or of no known backend), "eval-s" on the interpreter, as progress lines say;
-    "GPU/eval-s" when a sweep holds both."""
-    return plots.seconds_name(backends) + "-s"
+    return [number(suite["call_accuracy"], "%"), number(suite["exec_accuracy"], "%"),
+            number(suite["pass_at_k"].get("1"), "%"), number(suite["speedup_mean"], "x"),
+            number(suite["speedup_geomean"], "x")] + [number(v, "%")
+                                                      for v in suite["fast_p"].values()]
 
 
 SUITE_COLUMNS = ["call acc", "exec acc", "pass@1", "speedup mean", "speedup geomean",
@@ -153,11 +130,12 @@ SUITE_COLUMNS = ["call acc", "exec acc", "pass@1", "speedup mean", "speedup geom
 
 def print_campaign(report: dict[str, Any], console: Console) -> None:
     """Prints a campaign report as tables."""
-    tasks = [[name, _num(t["difficulty"]), _num(t["candidates"]), _num(t["call_rate"], "%"),
-              _num(t["correct_rate"], "%"), f"{t['runs_solved']}/{t['runs']}",
-              _num(t["pass_at_k"].get("1"), "%"), _num(t["pass_at_k"].get(str(t["runs"])), "%"),
-              _num(t["best_speedup"], "x") + ("" if t["timing_meaningful"] is not False else "*"),
-              _num(t["roofline_fraction"], "%")]
+    tasks = [[name, number(t["difficulty"]), number(t["candidates"]),
+              number(t["call_rate"], "%"), number(t["correct_rate"], "%"),
+              f"{t['runs_solved']}/{t['runs']}", number(t["pass_at_k"].get("1"), "%"),
+              number(t["pass_at_k"].get(str(t["runs"])), "%"),
+              number(t["best_speedup"], "x") + ("" if t["timing_meaningful"] is not False else "*"),
+              number(t["roofline_fraction"], "%")]
              for name, t in report["tasks"].items()]
     console.print(_table(f"Campaign {report['campaign']}: tasks",
                          ["task", "difficulty", "candidates", "call rate", "correct rate",
@@ -168,16 +146,17 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
     console.print(_table("Suite", SUITE_COLUMNS, [_suite_row(report["suite"])]))
     console.print(_table("By generation (cumulative)",
                          ["gen", "call acc", "exec acc", "pass@1", "speedup geomean", "fast_1",
-                          "evals", "tokens", "USD", seconds_heading(report["backends"])],
-                         [[str(g["generation"]), _num(g["call_accuracy"], "%"),
-                           _num(g["exec_accuracy"], "%"), _num(g["pass_at_1"], "%"),
-                           _num(g["speedup_geomean"], "x"), _num(g["fast_1"], "%"),
-                           _num(g["evaluations"]), _num(g["tokens"]), f"{g['usd']:.4f}",
-                           _num(g["gpu_s"])] for g in report["by_generation"]]))
+                          "evals", "tokens", "USD", plots.seconds_name(report["backends"]) + "-s"],
+                         [[str(g["generation"]), number(g["call_accuracy"], "%"),
+                           number(g["exec_accuracy"], "%"), number(g["pass_at_1"], "%"),
+                           number(g["speedup_geomean"], "x"), number(g["fast_1"], "%"),
+                           number(g["evaluations"]), number(g["tokens"]), f"{g['usd']:.4f}",
+                           number(g["gpu_s"])] for g in report["by_generation"]]))
     console.print(_table("By runs k (parallel scaling)",
                          ["k", "pass@k", "call pass@k", "expected best speedup"],
-                         [[str(r["k"]), _num(r["pass_at_k"], "%"), _num(r["call_pass_at_k"], "%"),
-                           _num(r["expected_best_speedup"], "x")] for r in report["by_runs"]]))
+                         [[str(r["k"]), number(r["pass_at_k"], "%"),
+                           number(r["call_pass_at_k"], "%"),
+                           number(r["expected_best_speedup"], "x")] for r in report["by_runs"]]))
     console.print(_table("By difficulty", ["difficulty", "tasks"] + SUITE_COLUMNS,
                          [[d, str(s["tasks"])] + _suite_row(s)
                           for d, s in report["by_difficulty"].items()]))
@@ -227,12 +206,12 @@ def _print_torch(versus: dict[str, Any], console: Console) -> None:
 
     def latency(case: dict, mode: str) -> str:
         status = case["torch_status"][mode]
-        return _num(case["torch_us"][mode]) if status == "ok" else status.replace("_", " ")
+        return number(case["torch_us"][mode]) if status == "ok" else status.replace("_", " ")
 
-    rows = [[c["task"], c["case"], _num(c["best_us"]), _num(c["baseline_us"])]
+    rows = [[c["task"], c["case"], number(c["best_us"]), number(c["baseline_us"])]
             + [latency(c, m) for m in modes]
-            + [_num(c["speedup"][k], "x") for k in ["baseline"] + modes]
-            + [_num(c["roofline"], "%"), _num(c["copy_bandwidth"], "%")]
+            + [number(c["speedup"][k], "x") for k in ["baseline"] + modes]
+            + [number(c["roofline"], "%"), number(c["copy_bandwidth"], "%")]
             for c in versus["cases"]]
     console.print(_table(
         f"Best kernel vs torch on {', '.join(versus['devices'])} (torch "
@@ -244,23 +223,21 @@ def _print_torch(versus: dict[str, Any], console: Console) -> None:
                 "bandwidth / best latency (memory-bound cases)"))
     summary = versus["summary"]
     for key, against in summary["versus"].items():
-        name = {"baseline": "the baseline", "eager": "torch eager",
-                "default": "torch.compile default",
-                "max-autotune-no-cudagraphs": "torch.compile max-autotune-no-cudagraphs"}[key]
+        name = {"baseline": "the baseline", "eager": "torch eager"}.get(key, f"torch.compile {key}")
         worst = against["worst"]
-        console.print(f"best vs {name}: geomean {_num(against['geomean'], 'x')} over "
+        console.print(f"best vs {name}: geomean {number(against['geomean'], 'x')} over "
                       f"{against['cases']} cases" + (
-                          f", worst {_num(worst['speedup'], 'x')} ({worst['task']} "
+                          f", worst {number(worst['speedup'], 'x')} ({worst['task']} "
                           f"{worst['case']})" if worst else ""))
     for op, label in torch_comparison.LIBRARIES.items():
         against = summary["libraries"][op]
         if against["cases"]:
-            console.print(f"{label} (torch eager): geomean {_num(against['geomean'], 'x')} "
+            console.print(f"{label} (torch eager): geomean {number(against['geomean'], 'x')} "
                           f"over {against['cases']} cases, worst "
-                          f"{_num(against['worst']['speedup'], 'x')}")
+                          f"{number(against['worst']['speedup'], 'x')}")
     memory = summary["memory_bound"]
-    console.print(f"memory-bound cases at >= {_num(memory['bar'], '%')} of the measured copy "
-                  f"bandwidth ({_num(versus['copy_gbs'])} GB/s): {memory['at_copy_bandwidth']} "
+    console.print(f"memory-bound cases at >= {number(memory['bar'], '%')} of the measured copy "
+                  f"bandwidth ({number(versus['copy_gbs'])} GB/s): {memory['at_copy_bandwidth']} "
                   f"of {memory['cases']}")
 
 
@@ -269,19 +246,20 @@ def print_sweep(report: dict[str, Any], console: Console) -> None:
     keys = sorted({k for cell in report["cells"] for k in cell["overrides"]})
     backends = [backend for cell in report["cells"] for backend in cell["backends"]]
     console.print(_table(f"Sweep {report['sweep']}", ["cell", *keys, "status"] + SUITE_COLUMNS
-                         + ["evals", "tokens", "USD", seconds_heading(backends)],
+                         + ["evals", "tokens", "USD", plots.seconds_name(backends) + "-s"],
                          [[c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"]]
                           + _suite_row(c["suite"])
-                          + [_num(c["spend"][m]) for m in ("evaluations", "tokens")]
-                          + [f"{c['spend']['usd']:.4f}", _num(c["spend"]["gpu_s"])]
+                          + [number(c["spend"][m]) for m in ("evaluations", "tokens")]
+                          + [f"{c['spend']['usd']:.4f}", number(c["spend"]["gpu_s"])]
                           for c in report["cells"]]))
     for measure, comparison in report["equal_compute"].items():
-        console.print(_table(f"At equal compute: {measure} <= {_num(comparison['budget'])} "
+        console.print(_table(f"At equal compute: {measure} <= {number(comparison['budget'])} "
                              "(each cell at the last generation it finished within it)",
-                             ["cell", "generation", "spent", "exec acc", "pass@1", "speedup geomean"],
-                             [[cell, _num(m["generation"]), _num(m["spent"]),
-                               _num(m["exec_accuracy"], "%"), _num(m["pass_at_1"], "%"),
-                               _num(m["speedup_geomean"], "x")]
+                             ["cell", "generation", "spent", "exec acc", "pass@1",
+                              "speedup geomean"],
+                             [[cell, number(m["generation"]), number(m["spent"]),
+                               number(m["exec_accuracy"], "%"), number(m["pass_at_1"], "%"),
+                               number(m["speedup_geomean"], "x")]
                               for cell, m in comparison["cells"].items()]))
     for skipped in report["skipped"]:
         console.print(f"[yellow]skipped {skipped['cell']}: {skipped['reason']}[/yellow]")

@@ -2,13 +2,11 @@
 
 The engine writes each part atomically (evo/results.py), yet a folder synced or copied part by
 part, or a disk filling up, can show a part that is not whole yet. Such a part is skipped and
-named, never fatal: the page of a running campaign must keep rendering. The parts are read by
-evo.analysis.parts, which keeps them for the next read of a live page.
+named, never fatal: the page of a running campaign must keep rendering.
 
-The numbers of the page need a few small columns of every row; the sources, strategies and
-traces are most of a part's bytes and the page shows them for its lineages only. So the first
-are read from every part, and the others (DETAIL_COLUMNS) from a part only when a lineage
-asks for one of its rows.
+The numbers need a few small columns of every row (metrics.EVALUATION_COLUMNS); the sources,
+strategies and traces are most of a part's bytes and the page shows them for its lineages
+only, so those (DETAIL_COLUMNS) are read from a part only when a lineage asks for its rows.
 
 A row's `written_at` is its part's modification time: when its generation of its island was
 written, the only wall clock the evaluations carry (offline campaigns have no LLM calls with
@@ -33,16 +31,8 @@ import pyarrow as pa
 from evo.analysis import metrics, parts
 from evo.analysis.parts import PartReader
 
-EVALUATION_COLUMNS = (
-    "task", "suite", "difficulty", "island", "generation", "candidate_id", "operator",
-    "call_ok", "correct", "failure_kind", "speedup", "roofline_fraction", "timing_meaningful",
-    "reused", "compile_s", "check_s", "bench_s", "case_names", "latency_us", "ref_latency_us",
-    "device", "backend")
-"""The evaluations columns the page's numbers read, from every part, into pandas."""
 DETAIL_COLUMNS = ("source", "strategy", "error_trace", "stage_reached", "lineage_debug_count")
 """The evaluations columns a lineage step shows, read from its part when it is shown."""
-CALL_COLUMNS = ("task", "generation", "prompt_tokens", "completion_tokens", "cost_usd")
-"""The llm_calls columns the page reads (the others hold whole prompts and answers)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +77,7 @@ class Snapshot:
 
     Attributes:
       results: the rows read, or None while there is nothing to show. Its evaluations carry
-        `written_at` (epoch seconds), EVALUATION_COLUMNS only.
+        `written_at` (epoch seconds), metrics.EVALUATION_COLUMNS only.
       waiting_for: why `results` is None ("" otherwise).
       skipped: parts that did not read whole (being written, or damaged).
       started_at: epoch seconds from campaign.json's `started_at`, else the first part's time.
@@ -117,22 +107,22 @@ def read(directory: Path | str, reader: PartReader | None = None) -> Snapshot:
         meta = json.loads((path / "campaign.json").read_text())
     except (OSError, json.JSONDecodeError) as error:
         return Snapshot(path, None, f"campaign.json is not readable yet ({error})", (), None)
-    rows = reader.read(path / "evaluations", EVALUATION_COLUMNS + ("parent_ids",))
-    calls = reader.read(path / "llm_calls", CALL_COLUMNS)
+    rows = reader.read(path / "evaluations", metrics.EVALUATION_COLUMNS + ("parent_ids",))
+    calls = reader.read(path / "llm_calls", metrics.CALL_COLUMNS)
     skipped = rows.skipped + calls.skipped
     table, parent_ids = _split_parents(rows.table)
-    evaluations = _frame(table)
+    evaluations = parts.frame(table)
     started = _started_at(meta, evaluations)
     if evaluations.empty:
         return Snapshot(path, None, "no evaluation rows yet: the first generation has not "
                                     "been written", skipped, started,
                         unscored=not rows.parts and not rows.skipped)
-    missing = [c for c in metrics.REQUIRED_EVALUATION_COLUMNS if c not in evaluations.columns]
+    missing = metrics.missing_columns(evaluations)
     if missing:
         return Snapshot(path, None, f"{path / 'evaluations'}: missing columns {missing}",
                         skipped, started)
     starts = tuple(int(start) for start in np.cumsum((0,) + rows.row_counts[:-1]))
-    return Snapshot(path, metrics.results_of(path, meta, evaluations, _frame(calls.table)), "",
+    return Snapshot(path, metrics.results_of(path, meta, evaluations, parts.frame(calls.table)), "",
                     skipped, started, Details(reader, rows.parts, starts, parent_ids))
 
 
@@ -144,17 +134,6 @@ def _split_parents(table: pa.Table | None) -> tuple[pa.Table | None, pa.ChunkedA
     if "parent_ids" not in table.column_names:
         return table, pa.chunked_array([pa.nulls(table.num_rows, pa.list_(pa.string()))])
     return table.drop_columns(["parent_ids"]), table.column("parent_ids")
-
-
-def _frame(table: pa.Table | None) -> pd.DataFrame:
-    """Returns a table as pandas, `task` as Python strings: metrics takes set() of it often,
-    ten times faster over an object column than over pandas' Arrow-backed str."""
-    if table is None:
-        return pd.DataFrame()
-    frame = table.combine_chunks().to_pandas()  # one chunk per part makes every filter slow
-    if "task" in frame:
-        frame["task"] = frame["task"].astype(object)
-    return frame
 
 
 def _started_at(meta: dict, evaluations: pd.DataFrame) -> float | None:

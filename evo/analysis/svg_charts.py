@@ -1,7 +1,7 @@
 """Line and stacked-bar charts as inline SVG text, for the self-contained HTML page.
 
 Hand-drawn rather than matplotlib's SVG: a page holds a dozen charts per task, and these cost
-microseconds each, scale with the browser's zoom, and carry a tooltip (<title>) per point.
+next to nothing, scale with the browser's zoom, and carry a tooltip (<title>) per point.
 Values are data (task names, failure kinds): every text goes through `html.escape`. Each
 line has its own dash and hollow marker shape, and the legend names a line another one
 covers (evo.analysis.overlaps): lines that coincide stay told apart.
@@ -119,7 +119,9 @@ def _legend(labels: Sequence[str], swatches: Sequence[Callable[[float, float], s
 
 
 def _frame(title: str, x_label: str, y_label: str, width: float, height: float,
-           legend_h: float) -> tuple[list[str], float]:
+           legend_h: float) -> tuple[list[str], tuple[float, float, float, float]]:
+    """Returns the chart's opening parts (title, axis labels) and its plot box (left, top,
+    right, bottom), below a legend `legend_h` high."""
     top = TOP + legend_h
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} '
              f'{height + legend_h}" width="{width}" height="{height + legend_h}" role="img" '
@@ -129,7 +131,12 @@ def _frame(title: str, x_label: str, y_label: str, width: float, height: float,
              f'class="axis-label" text-anchor="middle">{html.escape(x_label)}</text>',
              f'<text transform="translate(13 {(top + height + legend_h - BOTTOM) / 2:.0f}) '
              f'rotate(-90)" class="axis-label" text-anchor="middle">{html.escape(y_label)}</text>']
-    return parts, top
+    return parts, (LEFT, top, width - RIGHT, height + legend_h - BOTTOM)
+
+
+def _no_data(parts: list[str], width: float, box: tuple[float, float, float, float]) -> str:
+    return "".join(parts) + (f'<text x="{width / 2:.0f}" y="{(box[1] + box[3]) / 2:.0f}" '
+                             'text-anchor="middle" class="empty">no data yet</text></svg>')
 
 
 def _axes(parts: list[str], x_ticks, y_ticks, sx, sy, box) -> None:
@@ -156,14 +163,11 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
     colors = [PALETTE[i % len(PALETTE)] for i in range(len(series))]
     labels = legend_labels([(s.label, s.x, s.y) for s in series])
     legend, legend_h = _legend(labels, [_line_swatch(i, c) for i, c in enumerate(colors)], width)
-    parts, top = _frame(title, x_label, y_label, width, height, legend_h)
+    parts, box = _frame(title, x_label, y_label, width, height, legend_h)
     points = [(float(x), float(y)) for s in series for x, y in zip(s.x, s.y)
               if not (math.isnan(float(y)) or math.isnan(float(x)))]
-    box = (LEFT, top, width - RIGHT, height + legend_h - BOTTOM)
     if not points:
-        parts.append(f'<text x="{width / 2:.0f}" y="{(top + box[3]) / 2:.0f}" text-anchor="middle" '
-                     'class="empty">no data yet</text></svg>')
-        return "".join(parts)
+        return _no_data(parts, width, box)
     xs = [p[0] for p in points]
     ys = [p[1] for p in points] + ([reference] if reference is not None else [])
     low_y, high_y = y_range or (min(ys), max(ys))
@@ -224,13 +228,10 @@ def bar_chart(x: Sequence[float], stacks: dict[str, Sequence[float]], *, title: 
     palette = iter(c for c in PALETTE if c != CORRECT_COLOR)
     color_of = {n: chosen.get(n) or next(palette, "#999999") for n in names}
     legend, legend_h = _legend(names, [_box_swatch(color_of[n]) for n in names], width)
-    parts, top = _frame(title, x_label, y_label, width, height, legend_h)
+    parts, box = _frame(title, x_label, y_label, width, height, legend_h)
     totals = [sum(float(stacks[n][i]) for n in names) for i in range(len(x))]
-    box = (LEFT, top, width - RIGHT, height + legend_h - BOTTOM)
     if not x or max(totals, default=0) <= 0:
-        parts.append(f'<text x="{width / 2:.0f}" y="{(top + box[3]) / 2:.0f}" text-anchor="middle" '
-                     'class="empty">no data yet</text></svg>')
-        return "".join(parts)
+        return _no_data(parts, width, box)
     y_ticks = _ticks(0, max(totals), integer=True)
     high = max(y_ticks[-1], max(totals))
     slot = (box[2] - box[0]) / len(x)

@@ -1,10 +1,7 @@
-"""What the HTML page plots: per task, how a campaign went over generations and wall time.
+"""What the HTML page plots per task: how a campaign went over generations and wall time.
 
 Every function is a few vectorized pandas operations over the rows of evo.analysis.metrics,
-so a large campaign's page stays quick to make (experiments/perf/html_report_bench.py). The
-suite's accuracy curves are metrics.by_generation's definitions computed from each run's
-first call / first correct generation instead of one task table per generation
-(tests/test_html_report.py holds them equal).
+so a large campaign's page stays quick to make (experiments/perf/html_report_bench.py).
 """
 
 from __future__ import annotations
@@ -18,39 +15,11 @@ TORCH_MODE = "default"
 """The torch.compile mode the page's "vs torch.compile" curve reads (torch_comparison.MODES)."""
 
 
-def generations(results: metrics.Results) -> pd.RangeIndex:
-    return pd.RangeIndex(int(results.evaluations["generation"].max()) + 1, name="generation")
-
-
-def accuracy_by_generation(results: metrics.Results) -> pd.DataFrame:
-    """Returns, per generation, call / execution accuracy and mean pass@1 of all rows so far."""
-    rows, index = results.evaluations, generations(results)
-    tasks = results.task_names
-    seen = results.evaluations.groupby("task")["island"].unique()
-    configured = set(range(results.configured_runs or 0))
-    runs = pd.Series({t: len(configured | set(seen.get(t, ()))) for t in tasks}, dtype=float)
-
-    def first(flag: str, by: list[str]) -> pd.Series:
-        return rows[rows[flag].astype(bool)].groupby(by)["generation"].min()
-
-    def cumulative_share(first_generation: pd.Series) -> pd.Series:
-        counts = first_generation.value_counts().reindex(index, fill_value=0).cumsum()
-        return counts / len(tasks) if tasks else counts * np.nan
-
-    solved_runs = first("correct", ["task", "island"]).reset_index()
-    solved = (solved_runs.groupby(["generation", "task"]).size().unstack("task")
-              .reindex(index=index, columns=tasks).fillna(0).cumsum())
-    pass_at_1 = (solved / runs.replace(0, np.nan)).fillna(0).mean(axis=1) if tasks else None
-    return pd.DataFrame({"call_accuracy": cumulative_share(first("call_ok", ["task"])),
-                         "exec_accuracy": cumulative_share(first("correct", ["task"])),
-                         "pass_at_1": pass_at_1}, index=index)
-
-
 def correct_rate_by_generation(results: metrics.Results) -> pd.DataFrame:
     """Returns generation x task: the share of that generation's candidates that are correct."""
     rows = results.evaluations
     rate = rows.groupby(["generation", "task"])["correct"].mean().unstack("task")
-    return rate.reindex(index=generations(results), columns=results.task_names)
+    return rate.reindex(index=metrics.generations(results), columns=results.task_names)
 
 
 def failure_kinds_by_generation(rows: pd.DataFrame, index: pd.Index) -> pd.DataFrame:
@@ -63,18 +32,13 @@ def failure_kinds_by_generation(rows: pd.DataFrame, index: pd.Index) -> pd.DataF
     return counts.reindex(index=index, columns=order, fill_value=0)
 
 
-def _timed(results: metrics.Results) -> pd.DataFrame:
-    rows = results.evaluations
-    return rows[rows["correct"].astype(bool) & rows["speedup"].notna()]
-
-
 def best_by_wall_time(results: metrics.Results, started_at: float | None,
                       speedups: pd.Series | None = None) -> dict[str, pd.Series]:
     """Returns per task the best speedup so far at each time a part brought a new best
     (index: seconds since the campaign started; the task's last part closes the line).
     `speedups` (by row label, e.g. torch_speedups) replaces the rows' speedup over the
     baseline."""
-    rows, timed = results.evaluations, _timed(results)
+    rows, timed = results.evaluations, metrics.timed_rows(results.evaluations)
     if speedups is not None:
         timed = timed.loc[speedups.index].assign(speedup=speedups)
     start = started_at if started_at is not None else float(rows["written_at"].min())
@@ -90,7 +54,7 @@ def best_by_wall_time(results: metrics.Results, started_at: float | None,
     return curves
 
 
-def torch_latencies(results: metrics.Results, versus: dict) -> pd.Series | None:
+def _torch_latencies(versus: dict) -> pd.Series | None:
     """Returns torch.compile's median latency per (device, task, case) on the campaign's
     devices, or None when the report's comparison did not join any."""
     if versus.get("status") != "joined":
@@ -104,13 +68,14 @@ def torch_latencies(results: metrics.Results, versus: dict) -> pd.Series | None:
         ["device", "task", "case"])["median_us"].astype(float)
 
 
-def torch_speedups(results: metrics.Results, torch_us: pd.Series | None) -> pd.Series | None:
+def torch_speedups(results: metrics.Results, versus: dict) -> pd.Series | None:
     """Returns each correct row's speedup over torch.compile, by row label: the geometric
     mean over its cases of torch's latency / its own (rows with a case torch did not time
-    are left out); None without torch timings or such rows."""
+    are left out); None without torch timings joined by `versus` (the comparison) or rows."""
+    torch_us = _torch_latencies(versus)
     if torch_us is None:
         return None
-    timed = _timed(results)
+    timed = metrics.timed_rows(results.evaluations)
     cases = _cases(timed[timed["timing_meaningful"].astype(bool)])
     if cases.empty:
         return None
@@ -137,42 +102,3 @@ def _cases(rows: pd.DataFrame) -> pd.DataFrame:
                          "case": np.concatenate(names),
                          "latency_us": np.concatenate(latencies).astype(float)},
                         index=np.repeat(rows.index.to_numpy(), counts))
-
-
-def versus_torch_by_generation(results: metrics.Results,
-                               speedups: pd.Series | None) -> pd.DataFrame | None:
-    """Returns generation x task: the best of `torch_speedups` so far; None without them."""
-    if speedups is None:
-        return None
-    meta = results.evaluations.loc[speedups.index, ["generation", "task"]]
-    best = speedups.groupby([meta["generation"], meta["task"]]).max().unstack("task")
-    return best.reindex(index=generations(results), columns=results.task_names).cummax().ffill()
-
-
-def llm_spend_by_generation(calls: pd.DataFrame | None, index: pd.Index) -> pd.DataFrame | None:
-    """Returns one task's cumulative LLM tokens and USD per generation from its llm_calls
-    rows, None without any."""
-    if calls is None or calls.empty:
-        return None
-    generation = calls["generation"].fillna(0).astype(int)
-    spend = pd.DataFrame({
-        "tokens": (calls["prompt_tokens"].fillna(0) + calls["completion_tokens"].fillna(0)),
-        "usd": calls["cost_usd"].fillna(0.0)}).groupby(generation).sum()
-    return spend.reindex(index, fill_value=0).cumsum()
-
-
-def spend_totals(results: metrics.Results) -> dict[str, float]:
-    """Returns what the campaign spent: evaluations, LLM calls, tokens, USD, GPU-seconds
-    (metrics' rules: a reused row is no evaluation and costs no GPU time, tokens and USD
-    come from llm_calls)."""
-    evals, calls = results.evaluations, results.llm_calls
-    fresh = evals[~evals["reused"].astype(bool)] if "reused" in evals else evals
-    gpu_s = float((fresh["compile_s"].fillna(0) + fresh["check_s"].fillna(0)
-                   + fresh["bench_s"].fillna(0)).sum())
-    tokens = usd = 0.0
-    if not calls.empty:
-        tokens = float(calls["prompt_tokens"].fillna(0).sum()
-                       + calls["completion_tokens"].fillna(0).sum())
-        usd = float(calls["cost_usd"].fillna(0).sum())
-    return {"evaluations": float(len(fresh)), "llm_calls": float(len(calls)), "tokens": tokens,
-            "usd": usd, "gpu_s": gpu_s}

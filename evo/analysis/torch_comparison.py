@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from evo.analysis import metrics as analysis
+from evo.analysis import parts
 
 TIMINGS_FILE = "torch_timings.parquet"
 """Where `evo report DIR` looks for torch's timings when none is named."""
@@ -37,19 +36,12 @@ LIBRARIES = {"cublas": "matmul-class vs cuBLAS", "sdpa": "flash attention vs SDP
 """torch_op values whose eager timing is a vendor library: the best is read against it."""
 
 
-def how_to_measure(folder: Path) -> str:
-    """Returns the one line that tells a user how to get torch's timings for a campaign."""
-    return ("no torch timings: on the campaign's GPU run `python "
-            f"experiments/perf/torch_baselines.py --out {folder / TIMINGS_FILE}` (or pass "
-            "--torch-timings FILE) to compare with torch eager and torch.compile")
-
-
 def load_timings(path: Path) -> pd.DataFrame:
     """Reads a torch timings file; raises ValueError naming what is wrong with it."""
-    try:
-        timings = pq.read_table(path).to_pandas()
-    except (pa.ArrowException, OSError) as error:
-        raise ValueError(f"{path}: not a readable Parquet file ({error})") from error
+    read = parts.read_part(str(path), None)
+    if isinstance(read, ValueError):
+        raise read
+    timings = read.table.to_pandas()
     missing = [c for c in REQUIRED_COLUMNS if c not in timings.columns]
     if missing:
         raise ValueError(f"{path}: missing columns {missing} (is it from "
@@ -66,23 +58,25 @@ def comparison(results: analysis.Results, timings_path: Path | str | None = None
     """
     best = analysis.best_rows(results.evaluations)
     if best.empty:
-        return _without("no_kernel", "no task has a correct timed kernel: nothing to compare "
+        return without("no_kernel", "no task has a correct timed kernel: nothing to compare "
                                      "with torch")
     on_gpu = best[best["timing_meaningful"].astype(bool)]
     if on_gpu.empty:
-        return _without("needs_gpu", "the comparison with torch needs a campaign timed on a "
+        return without("needs_gpu", "the comparison with torch needs a campaign timed on a "
                                      "GPU; this one was timed under the interpreter")
     path = Path(timings_path) if timings_path else results.path / TIMINGS_FILE
     if not path.is_file():
         if timings_path:
             raise FileNotFoundError(f"no torch timings file at {path}")
-        return _without("no_timings", how_to_measure(results.path))
+        return without("no_timings", "no torch timings: on the campaign's GPU run `python "
+                        f"experiments/perf/torch_baselines.py --out {path}` (or pass "
+                        "--torch-timings FILE) to compare with torch eager and torch.compile")
     every_device = load_timings(path)
     devices = sorted(set(on_gpu["device"].astype(str)))
     timings = every_device[every_device["device"].isin(devices)]
     if timings.empty:
         found = sorted(set(every_device["device"].astype(str)))
-        return _without("device_mismatch",
+        return without("device_mismatch",
                         f"torch timings in {path} are for {found}, this campaign ran on "
                         f"{devices}: not joined (a latency from another GPU says nothing "
                         "about this one)")
@@ -93,7 +87,7 @@ def comparison(results: analysis.Results, timings_path: Path | str | None = None
             "cases": cases, "summary": summarize(cases)}
 
 
-def _without(status: str, message: str) -> dict[str, Any]:
+def without(status: str, message: str) -> dict[str, Any]:
     return {"status": status, "message": message, "cases": [], "summary": None}
 
 

@@ -30,11 +30,12 @@ from fitness import device as device_lib
 from fitness.processes import jail  # noqa: E402
 from fitness.processes.device_lock import DeviceLock  # noqa: E402
 from fitness.judge import harness  # noqa: E402
+from fitness.judge.cascade import Cascade  # noqa: E402
 from fitness.settings import Limits  # noqa: E402
 from fitness.processes.pool import WorkerPool  # noqa: E402
 
 
-def check_suite(suite: str, path: str, runner: harness.HarnessRunner, sample: int | None,
+def check_suite(suite: str, path: str, runner: Cascade, sample: int | None,
                 jobs: int, every_task: bool = False) -> dict:
     """Returns the counts and failures of one suite on the runner's backend; `every_task`:
     run the tasks the static rule keeps off this backend too, and count where the rule's
@@ -48,7 +49,7 @@ def check_suite(suite: str, path: str, runner: harness.HarnessRunner, sample: in
 
     def reference(task):
         try:
-            runner.reference_outputs(task)
+            harness.reference(runner, task)
             return task.name, None
         except harness.HarnessError as error:
             return task.name, str(error)
@@ -85,9 +86,8 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="kernelevo-refcheck-") as root:
         workers = WorkerPool(info, args.jobs, "candidate", root)
-        runner = harness.HarnessRunner(info, workers, DeviceLock(info.timing_meaningful),
-                                       Limits(reference_s=args.timeout),
-                                       salt_seeds=not args.suite_seeds)
+        runner = Cascade(info, workers, None, DeviceLock(info.timing_meaningful),
+                         Limits(reference_s=args.timeout), salt_harness_seeds=not args.suite_seeds)
         try:
             for suite, path in paths.items():
                 if path:

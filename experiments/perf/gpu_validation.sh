@@ -3,7 +3,8 @@
 # every step has its own time box and writes its output under $OUT as it goes, so a step
 # cut short still leaves its partial numbers. Run from the repo root on a GPU box:
 #   OUT=/some/dir bash experiments/perf/gpu_validation.sh [steps...]
-# steps: fitness campaign_llm refcheck autotune (default: all)
+# steps: fitness campaign_llm refcheck autotune (default), and verdicts: quickstart cheats honest
+# (the quickstart's correctness and seed floor, every cheat caught, every honest file accepted)
 set -uo pipefail
 source experiments/perf/gpu_env.sh .wheelhouse
 mkdir -p "$OUT"
@@ -26,4 +27,14 @@ autotune) step "torch.compile max-autotune, first GPU case of each task"
   timeout 80 python3 experiments/perf/suite_bench.py --modes eager,default,max-autotune \
     --max-cases 1 --tasks softmax,rmsnorm,layernorm,cross_entropy,bias_gelu,row_sum,matmul \
     --json "$OUT/suite_autotune.json" 2>&1 | grep -v -i warn | tee "$OUT/suite_autotune.txt" ;;
+quickstart) step "quickstart campaign: 100% correct, no best below its seed"
+  timeout 170 python3 -m evo run experiments/quickstart.toml --out "$OUT/quickstart" 2>&1 \
+    | grep -v -i warn | tail -12 | tee "$OUT/quickstart.txt"
+  python3 experiments/perf/seed_floor.py "$OUT/quickstart" 2>&1 | tee -a "$OUT/quickstart.txt" ;;
+cheats) step "every cheat caught as its header says"
+  timeout 170 python3 experiments/perf/cheat_sweep.py --device cuda --workers 8 2>&1 \
+    | grep -v -i warn | tail -25 | tee "$OUT/cheats.txt" ;;
+honest) step "every honest file accepted and correct"
+  timeout 170 python3 experiments/perf/honest_sweep.py --device cuda --workers 8 2>&1 \
+    | grep -v -i warn | tail -25 | tee "$OUT/honest.txt" ;;
 esac; done

@@ -204,7 +204,7 @@ PHASES = (  # (module or class, function, phase), the outermost first
     (parts, "listing", "listing"),
     (parts, "read_parts", "reading parts"),
     (parts.PartReader, "read", "concatenation"),
-    (snapshot, "_frame", "pandas conversion"),
+    (parts, "frame", "pandas conversion"),
     (metrics, "results_of", "metrics.results_of"),
     (html_report, "campaign_page", "page data"),
     (html_report, "line_chart", "SVG"),

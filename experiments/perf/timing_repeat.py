@@ -64,12 +64,10 @@ def measure(tasks, device, schemes: dict, rounds: int, pause_s: float) -> dict:
         for task_index, task in enumerate(tasks):
             for case_index, case in enumerate(task.cases_for(device.backend)):
                 inputs = task.make_inputs(case.params, 1000 + round_index, device.torch_device)
-                buffers = [v.clone() if hasattr(v, "clone") else v for v in inputs]
-                sets = timing.variants(inputs)
                 for name, config in schemes.items():
                     if (task_index, case_index) == (0, 0):
                         time.sleep(pause_s)  # both schemes start this case from an idle GPU
-                    refill = timing.refiller(buffers, sets)
+                    buffers, refill = timing.refilled_copies(inputs)
                     entry = entries[task.name]
                     started = time.perf_counter()
                     floors = timing.case_floors_us(device, task.flops, task.bytes, case.params)

@@ -94,21 +94,20 @@ def run_job(spec: dict) -> None:
             _emit({"event": "start", "case": index, "stage": "prepare"})
             try:
                 inputs = task.make_inputs(cases[index].params, INPUT_SEED, device.torch_device)
-                buffers = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+                buffers, refill = timing.refilled_copies(inputs)
                 started = time.perf_counter()
                 fn(*buffers)
                 sync()
-                prepared[index] = (inputs, buffers, time.perf_counter() - started)
+                prepared[index] = (refill, buffers, time.perf_counter() - started)
             except Exception as error:  # a mode that cannot compile this case: say so, go on
                 _emit({"event": "result", "case": index, "status": "failed",
                        "error": _failure(error)})
         fcntl.flock(lock, fcntl.LOCK_UN)
         _emit({"event": "wait"})  # for the exclusive lock: no case's clock runs meanwhile
         fcntl.flock(lock, fcntl.LOCK_EX)
-        for index, (inputs, buffers, first_call_s) in prepared.items():
+        for index, (refill, buffers, first_call_s) in prepared.items():
             _emit({"event": "start", "case": index, "stage": "time"})
             try:
-                refill = timing.refiller(buffers, timing.variants(inputs))
                 [stats] = timing.bench([lambda: fn(*buffers)], device, None, refill)
             except Exception as error:
                 _emit({"event": "result", "case": index, "status": "failed",

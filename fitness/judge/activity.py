@@ -21,7 +21,7 @@ class Activity:
     task: str
     candidate_id: str
     started: float = dataclasses.field(default_factory=time.monotonic)
-    stage: str | None = None  # a cascade stage (`evo.records.STAGES`); None: not walked here
+    stage: str | None = None  # a walk's stage (`evo.records.STAGES`); None: not begun
     request: tuple[str, float, float] | None = None  # ("role.op", sent at, limit s) waited on
 
     def waiting_on(self, request: str | None, limit_s: float = 0.0) -> None:

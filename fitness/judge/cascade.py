@@ -20,36 +20,26 @@ import math
 import inspect
 import itertools
 import random
-import threading
 import time
 
 from evo.records import Candidate, Evaluation, Task, parse_source
-from fitness import HARNESS_VERSION
+from fitness import harness_version
 from fitness.measure import timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
-from fitness.judge import anticheat, timing_report
+from fitness.judge import anticheat, harness, timing_report, walk
 from fitness.judge import policy
 from fitness.judge.activity import Activity
 from fitness.judge.case_errors import CaseErrors
-from fitness.judge.retries import worth_retrying
-from fitness.judge.static_checks import missing_entry_point, static_failure
+from fitness.judge.static_checks import missing_entry_point
+from fitness.judge.walk import Failed, Walk, described
 from fitness.settings import Limits
 from fitness.measure.meter import Meter
-from fitness.judge.latency_memory import GIVE_UP_FACTOR, BaselineCache, BestLatency
+from fitness.judge.latency_memory import GIVE_UP_FACTOR, BestLatency, ReferenceMemo
 from fitness.processes.pool import WorkerFault, relay_fd
 
 BASELINE_JOBS = 2
-"""Baselines warmed and timed at once, each on a checker of its own (`Cascade.baseline_job`):
+"""Baselines warmed and timed at once, each on a checker of its own (`_Walk.time_baseline`):
 the Evaluator's checker pool holds this many beside one per candidate worker."""
-
-
-class _Failed(Exception):
-    """Ends the walk: the candidate failed `kind` at `stage`; `errors`: the checker's
-    verdict on the call's outputs when a comparison failed (max_abs_err, rel_err)."""
-
-    def __init__(self, stage: str, kind: str, detail: str, errors: dict | None = None):
-        super().__init__(detail)
-        self.stage, self.kind, self.detail, self.errors = stage, kind, detail, errors or {}
 
 
 def amd_only_options(source: str) -> list[str]:
@@ -64,57 +54,40 @@ def amd_only_options(source: str) -> list[str]:
 
 
 class Cascade:
-    """Walks candidates through the stages using the given pools, device lock and caches."""
+    """Walks candidates through the stages using the given pools, device lock and limits:
+    a built-in task's candidates by `_Walk`'s plan, an external suite's by its own harness
+    (`harness.HarnessWalk`). `harness_seed` salts every seed an external harness sets (None:
+    drawn at random; with `salt_harness_seeds` False the harness keeps the suite's own)."""
 
     def __init__(self, device: DeviceInfo, candidates, checkers, device_lock,
-                 baselines: BaselineCache, limits: Limits,
-                 timing_config: timing.TimingConfig | None = None, static_gate: bool = True):
+                 limits: Limits = Limits(), timing_config: timing.TimingConfig | None = None,
+                 static_gate: bool = True, harness_seed: int | None = None,
+                 salt_harness_seeds: bool = True):
         self.device = device
         self.static_gate = static_gate
         self.candidates = candidates
         self.checkers = checkers
         self.device_lock = device_lock
-        self.baselines = baselines
         self.limits = limits
         self.timing_config = timing_config
         self.best = BestLatency()
         self.meter = Meter()
-        self._jobs_lock = threading.Lock()
-        self._baseline_jobs: dict[str, concurrent.futures.Future] = {}
-        self.input_layouts: dict[str, list] = {}  # task name -> its cases' input layouts
         self.clocks = timing.ClockWindow()  # the checkers' clock reads (`_Walk._read_clock`)
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
             BASELINE_JOBS, thread_name_prefix="baseline")
+        self.references = ReferenceMemo(self._baseline_runner, kept=(harness.HarnessError,))
         self._seeds = random.SystemRandom()
+        if harness_seed is None:
+            harness_seed = self._seeds.randrange(1, 2**30)
+        self.harness_seed = harness_seed if salt_harness_seeds else None
         self.walks = itertools.count()  # numbers the walks; each names its calls by it
 
     def evaluate(self, task: Task, candidate: Candidate,
                  activity: Activity | None = None) -> Evaluation:
         """Returns the candidate's Evaluation; never raises for anything the candidate does.
         `activity`: kept up to date with the walk's stage and request (`Activity`)."""
-        activity = activity or Activity(task.name, candidate.id)
-        walk = _Walk(self, task, candidate, activity)
-        try:
-            walk.static_checks()
-        except _Failed as failed:
-            walk.fail(failed.stage, failed.kind, failed.detail)
-            return walk.evaluation()
-        for attempt in range(2):
-            walk = _Walk(self, task, candidate, activity)
-            try:
-                walk.run()
-            except _Failed as failed:
-                walk.fail(failed.stage, failed.kind, failed.detail)
-                if worth_retrying(failed.kind, attempt, died=False):
-                    self.meter.retry()
-                    continue
-            except WorkerFault as fault:
-                walk.fail(walk.stage, fault.kind, _described(fault))
-                if worth_retrying(fault.kind, attempt):
-                    self.meter.retry()
-                    continue
-            break
-        return walk.evaluation()
+        plan = _Walk if task.harness is None else harness.HarnessWalk
+        return walk.walk(plan, self, task, candidate, activity or Activity(task.name, candidate.id))
 
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
@@ -122,19 +95,6 @@ class Cascade:
     def shuffle(self, items: list) -> None:
         """Shuffles `items` in place from the operating system's RNG."""
         self._seeds.shuffle(items)
-
-    def baseline_job(self, task: Task, candidate: Candidate) -> concurrent.futures.Future:
-        """Returns the job that warms and times `task`'s baseline on a checker leased for it,
-        started now unless one is under way or has succeeded. A walk starts it when it
-        begins and waits for it only when it reaches timing, so the baseline's compile overlaps
-        the candidate's compile and correctness instead of holding up every walk of the task
-        that reaches timing first."""
-        with self._jobs_lock:
-            job = self._baseline_jobs.get(task.name)
-            if job is None or (job.done() and job.exception() is not None):
-                job = self._baseline_runner.submit(_Walk(self, task, candidate).time_baseline)
-                self._baseline_jobs[task.name] = job
-            return job
 
     def close(self) -> None:
         """Stops starting baseline jobs (the pools' close ends those under way)."""
@@ -148,93 +108,40 @@ def timing_order(baseline: list[dict]) -> list[int]:
     return [first] + [at for at in range(len(baseline)) if at != first]
 
 
-def _described(fault: WorkerFault, detail: str | None = None) -> str:
-    """Returns `detail` (default: the fault's own) with the tail of the worker's output under it."""
-    tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
-    return (fault.detail if detail is None else detail) + tail
-
-
 def _arity(reference) -> int:
     """Returns how many positional arguments the reference takes (the candidate must too)."""
     parameters = inspect.signature(reference).parameters.values()
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
-class _Walk:
-    """One candidate's walk through the cascade; accumulates the Evaluation's fields."""
+class _Walk(Walk):
+    """The built-in plan: a candidate's walk on one leased sandboxed worker and one leased
+    trusted checker, judged call by call against the task's PyTorch reference."""
 
-    def __init__(self, cascade: Cascade, task: Task, candidate: Candidate,
+    def __init__(self, cascade: Cascade, task: Task, candidate: Candidate | None,
                  activity: Activity | None = None):
-        self.c = cascade
-        self.task = task
-        self.candidate = candidate
-        self.activity = activity or Activity(task.name, candidate.id)
+        super().__init__(cascade, task, candidate, activity)
         self.cases = task.cases_for(cascade.device.backend)
-        self.stage = "syntax"
-        self.fields: dict = {"call_ok": False, "correct": False}
-        self.compile_s = self.check_s = self.bench_s = 0.0
         self._calls = 0
         # in every token: a checker drops what an earlier, failed walk left (files in a
         # worker's input directory) when it is next reset, by name, maybe while another
         # walk uses that worker
         self._walk_number = next(cascade.walks)
         self._launched_before = False
-        self.errors = CaseErrors(self.cases)
-
-    @property
-    def stage(self) -> str:
-        return self.activity.stage
-
-    @stage.setter
-    def stage(self, stage: str) -> None:
-        self.activity.stage = stage
-
-    def fail(self, stage: str, kind: str, detail: str) -> None:
-        self.stage = stage
-        self.fields.update(failure_kind=kind, error_trace=detail[-6000:], correct=False)
-
-    def evaluation(self) -> Evaluation:
-        device = self.c.device
-        return Evaluation(candidate_id=self.candidate.id, stage_reached=self.stage,
-                          device=device.name, backend=device.backend,
-                          harness_version=HARNESS_VERSION,
-                          timing_meaningful=device.timing_meaningful and self.stage == "timed",
-                          compile_s=self.compile_s, check_s=self.check_s, bench_s=self.bench_s,
-                          **self.fields)
+        self.errors = CaseErrors([case.name for case in self.cases])
 
     def static_checks(self) -> None:
-        """`static_failure`'s checks, then what this walk needs: a reference and inputs to
-        check against, and no AMD-only launch option on an NVIDIA GPU."""
-        failure = static_failure(self.task, self.candidate.source, self.c.device, self.c.static_gate)
-        if failure is not None:
-            raise _Failed(*failure)
+        """`Walk.static_checks`, then what this walk needs: a reference and inputs to check
+        against, and no AMD-only launch option on an NVIDIA GPU."""
+        super().static_checks()
         if self.task.reference is None or self.task.make_inputs is None:
-            raise _Failed("syntax", "harness_error", f"task {self.task.name!r} has no PyTorch "
-                          "reference or no input generator: the cascade cannot check it")
+            raise Failed("syntax", "harness_error", f"task {self.task.name!r} has no PyTorch "
+                         "reference or no input generator: the cascade cannot check it")
         amd_only = amd_only_options(policy.runnable_source(self.candidate.source, self.task))
         if amd_only and self.c.device.backend == "cuda":
-            raise _Failed("compile", "unsupported_on_backend", f"launch option(s) "
-                          f"{', '.join(amd_only)} exist only on AMD GPUs; Triton rejects them on "
-                          f"NVIDIA ({self.c.device.name}). Remove them for this device.")
-
-    def _request(self, process, request: dict, limit_s: float, stage: str | None = None) -> dict:
-        name = f"{process.role}.{request['op']}"
-        started = time.monotonic()
-        self.activity.waiting_on(name, limit_s)
-        try:
-            reply = process.request({"task": self.task, **request} if not process.untrusted
-                                    else request, limit_s)
-        finally:
-            self.activity.waiting_on(None)
-            self.c.meter.request(name, time.monotonic() - started)
-        if not reply.get("ok"):
-            kind = reply.get("kind", "harness_error")
-            if not process.untrusted and kind != "out_of_memory":
-                kind = "harness_error"  # a checker failing is the task's or the harness's fault
-            stage = "compile" if kind in ("compile_error", "unsupported_on_backend") else (stage or self.stage)
-            raise _Failed(stage, kind, str(reply.get("trace", "")))
-        self.c.meter.spent(f"{process.role}.{request['op']}", reply)
-        return reply
+            raise Failed("compile", "unsupported_on_backend", f"launch option(s) "
+                         f"{', '.join(amd_only)} exist only on AMD GPUs; Triton rejects them on "
+                         f"NVIDIA ({self.c.device.name}). Remove them for this device.")
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
                  check_inputs: bool = False, run: tuple | None = None,
@@ -273,7 +180,7 @@ class _Walk:
         `check_inputs`: also verify the call left its inputs unchanged (once per case).
         `compiling`: the first call, mostly Triton's compiler (see `DeviceLock`), held apart
         from its short prepare and compare. Any other call is one shared hold from prepare
-        to compare (tens of ms): a waiting timing run then delays this walk once per call,
+        to compare (short): a waiting timing run then delays this walk once per call,
         not once per request."""
         if compiling:
             with self.c.device_lock.shared():
@@ -304,11 +211,11 @@ class _Walk:
         self.fields["call_ok"] = True  # it ran and returned outputs; now they are judged
         if verdict["kind"] is not None:
             stage = "timed" if self.stage == "timed" else "correct"
-            raise _Failed(stage, verdict["kind"], f"case {case.name!r}: {verdict['detail']}", verdict)
+            raise Failed(stage, verdict["kind"], f"case {case.name!r}: {verdict['detail']}", verdict)
         return verdict
 
     def _judge(self, worker, observed: dict, stage: str) -> None:
-        """Raises _Failed when a call's observations break an anti-cheat rule."""
+        """Raises Failed when a call's observations break an anti-cheat rule."""
         verdict = anticheat.call_verdict(self.task, observed if isinstance(observed, dict) else {})
         if verdict is None:
             self._launched_before = self._launched_before or observed.get("launches", 0) > 0
@@ -318,11 +225,10 @@ class _Walk:
         if verdict[0] == "no_triton_launch" and self._launched_before:
             verdict = ("cheat_cached_result", "a call on new inputs launched no kernel although "
                        "earlier calls did: the candidate replayed a stored result")
-        raise _Failed(stage, *verdict)
+        raise Failed(stage, *verdict)
 
     def run(self) -> None:
-        if self._untimed_baseline():
-            self.c.baseline_job(self.task, self.candidate)  # waited for at timing
+        self._baseline_job()  # waited for at timing
         asked = time.monotonic()
         with self.c.candidates.lease() as worker:
             self.c.meter.request("candidate.lease", time.monotonic() - asked)
@@ -373,10 +279,10 @@ class _Walk:
                                               "arity": _arity(self.task.reference),
                                               "stall_s": limits.stall_s},
                                      limits.import_s)
-        except _Failed as failed:
+        except Failed as failed:
             if failed.kind != "missing_entry_point":
                 raise
-            raise _Failed(failed.stage, failed.kind, missing_entry_point(
+            raise Failed(failed.stage, failed.kind, missing_entry_point(
                 self.candidate.source, self.task.entry_point)) from None
 
     def _reset(self, checker) -> None:
@@ -398,7 +304,7 @@ class _Walk:
         nothing in its first call replays what it stored here (`_judge`). Running out of
         time here is a compile failure (stage "compile"): the candidate's own host code
         cannot hold it that long (the stall watch ends a host loop within `stall_s`), while
-        a Triton compile of a kernel that spills registers can (RESULTS.md §6l)."""
+        a Triton compile of a kernel that spills registers can (RESULTS.md#slow-compile)."""
         layouts, limit_s = self._layouts(checker), self.c.limits.compile_s
         sent = time.monotonic()
         try:
@@ -406,7 +312,7 @@ class _Walk:
         except WorkerFault as fault:
             if fault.kind != "timeout" or time.monotonic() - sent < limit_s:
                 raise
-            raise _Failed("compile", "timeout", _described(fault, (
+            raise Failed("compile", "timeout", described(fault, (
                 f"compiling the candidate's kernels for its {len(layouts)} cases (on stand-ins, "
                 f"nothing launched) ran past the {limit_s:g} s compile limit "
                 "([fitness] timeouts.compile)"))) from None
@@ -416,15 +322,14 @@ class _Walk:
 
     def _layouts(self, checker) -> list:
         """Returns the input layouts of the task's cases (`protocol.layouts`: what Triton
-        specialises on), which a checker describes once per task."""
-        layouts = self.c.input_layouts.get(self.task.name)
-        if layouts is None:
+        specialises on), which a checker describes once per task (`Cascade.references`)."""
+        def describe() -> list:
             with self.c.device_lock.shared():
-                layouts = self._request(checker, {"op": "describe", "cases": [
+                return self._request(checker, {"op": "describe", "cases": [
                     (case.params, self.c.seed()) for case in self.cases]},
                     self.c.limits.check_s)["cases"]
-            self.c.input_layouts[self.task.name] = layouts
-        return layouts
+
+        return self.c.references.get((self.task.suite, self.task.name, "layouts"), describe)
 
     def _correctness(self, worker, checker) -> None:
         """Every case on new inputs; the first case once more on new inputs (a replayed
@@ -444,7 +349,7 @@ class _Walk:
                           check_inputs=False, again=True)
         self.fields.update(self.errors.fields())
         if self.errors.wrong:
-            raise self._first_mismatch()
+            raise self.errors.first_mismatch()
 
     def _checked(self, worker, checker, at: int, seed: int, limit_s: float,
                  again: bool = False, **options) -> None:
@@ -453,7 +358,7 @@ class _Walk:
         cases; once a case is wrong, any other failure ends the walk with that mismatch."""
         try:
             verdict = self._call(worker, checker, self.cases[at], seed, limit_s, **options)
-        except _Failed as failed:
+        except Failed as failed:
             if failed.kind != "mismatch":
                 self._end_if_wrong(failed.kind)
                 raise
@@ -469,56 +374,45 @@ class _Walk:
         """Ends the walk with its first mismatch, if a case was wrong before `stopped_by`."""
         if self.errors.wrong:
             self.fields.update(self.errors.fields())
-            raise self._first_mismatch(stopped_by) from None
-
-    def _first_mismatch(self, stopped_by: str = "") -> _Failed:
-        first = self.errors.wrong[0][1]
-        return _Failed(first.stage, first.kind, self.errors.detail(stopped_by), first.errors)
+            raise self.errors.first_mismatch(stopped_by) from None
 
     def _case_keys(self) -> list[tuple]:
-        return [(self.task.name, case.name, self.c.device.name, HARNESS_VERSION)
-                for case in self.cases]
+        version = harness_version(self.task.suite)
+        return [(self.task.name, case.name, self.c.device.name, version) for case in self.cases]
 
-    def _untimed_baseline(self) -> list[tuple]:
-        """Returns the (case, key) pairs whose baseline latency is not known yet."""
-        return [(case, key) for case, key in zip(self.cases, self._case_keys())
-                if self.c.baselines.get(key) is None]
+    def _baseline_job(self) -> concurrent.futures.Future:
+        """Returns the job that warms and times the task's baseline (`time_baseline`), started
+        unless one is under way or has succeeded. A walk starts it when it begins and waits
+        for it only when it reaches timing, so the baseline's compile overlaps the
+        candidate's compile and correctness instead of holding up every walk of the task
+        that reaches timing first."""
+        task = self.task
+        return self.c.references.start((task.suite, task.name, "timings"),
+                                       _Walk(self.c, task, None).time_baseline)
 
-    def time_baseline(self) -> None:
-        """Compiles the baseline on stand-ins (holding nothing: no launch) and stages it
-        beside other work, then times it alone, on a checker leased for it; the stats land
-        in the cache keyed by (task, case, device, harness version). Run as a
-        `Cascade.baseline_job`."""
+    def time_baseline(self) -> list[dict]:
+        """Returns the baseline's stats per case: compiled on stand-ins (holding nothing: no
+        launch) and staged beside other work, then timed alone, on a checker leased for it,
+        once per task (`Cascade.references`)."""
         self.stage = "timed"
         with self.c.checkers.lease() as checker:
-            untimed = self._untimed_baseline()
-            if not untimed:
-                return
             self._reset(checker)
-            layouts = dict(zip((case.name for case in self.cases), self._layouts(checker)))
-            self._request(checker, {"op": "warm_baseline", "cases": [  # holding nothing:
-                layouts[case.name] for case, _ in untimed]}, self.c.limits.compile_s)  # no launch
+            self._request(checker, {"op": "warm_baseline", "cases": self._layouts(checker)},
+                          self.c.limits.compile_s)  # holding nothing: no launch
             with self.c.device_lock.shared():  # buffers, warm-up and capture
                 self._request(checker, {"op": "stage_baseline", "timing": self.c.timing_config,
                                         "cases": [(case.params, self.c.seed())
-                                                  for case, _ in untimed]},
+                                                  for case in self.cases]},
                               self.c.limits.bench_s)
                 self._read_clock(checker)
             with self.c.device_lock.exclusive():
                 reply = self._request(checker, {"op": "time_baseline",
                                                 "peak_mhz": self.c.clocks.peak(time.monotonic())},
                                       self.c.limits.bench_s)
-        for (_, key), stats in zip(untimed, reply["cases"]):
-            self.c.baselines.put_first(key, stats)
+        for key, stats in zip(self._case_keys(), reply["cases"]):
             self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
         self.c.meter.kernel_time(reply["cases"])
-
-    def _baseline_stats(self) -> list[dict]:
-        """Returns the baseline's latency per case, timed by a trusted checker once per
-        (task, case, device, harness version) and cached in this process."""
-        if self._untimed_baseline():
-            self.c.baseline_job(self.task, self.candidate).result()
-        return [self.c.baselines.get(key) for key in self._case_keys()]
+        return reply["cases"]
 
     def _latency(self, worker, checker) -> None:
         """Times the candidate case by case with the device held alone once for all of them,
@@ -529,7 +423,7 @@ class _Walk:
         representative case than `GIVE_UP_FACTOR` times the best seen is a clear loser: its
         other cases are not timed (their latency is None), which spares most of the device
         time spent on losers. The outputs are compared once the device is shared again."""
-        baseline = self._baseline_stats()
+        baseline = self._baseline_job().result()
         give_up = [self._give_up(key) for key in self._case_keys()]
         order = self._timing_order(baseline)
         timing_config = self.c.timing_config
@@ -567,7 +461,7 @@ class _Walk:
                     try:
                         timing_report.check_clear_loser(report, give_up[at])
                     except timing_report.ForgedTiming as error:
-                        raise _Failed("timed", "cheat_forged_timing", str(error)) from None
+                        raise Failed("timed", "cheat_forged_timing", str(error)) from None
                     break
         for position, case, kept_run, token, rechecked in timed:
             self._check_timed_case(worker, checker, position, case, seeds[position], kept_run,
@@ -606,12 +500,12 @@ class _Walk:
         try:
             report = timing_report.checked({case.name: reply.get("case")}, wall_s)[case.name]
         except timing_report.ForgedTiming as error:
-            raise _Failed("timed", "cheat_forged_timing", str(error)) from None
+            raise Failed("timed", "cheat_forged_timing", str(error)) from None
         self._judge(worker, reply.get("observed") or {}, "timed")
         kept_run, offered = reply.get("kept_run"), reply.get("offered")
         if not (isinstance(kept_run, int) and isinstance(offered, int) and kept_run >= 0
                 and offered >= report["runs"]):
-            raise _Failed("timed", "cheat_forged_timing", f"case {case.name!r}: the worker kept "
+            raise Failed("timed", "cheat_forged_timing", f"case {case.name!r}: the worker kept "
                           f"run {str(kept_run)[:20]} of {str(offered)[:20]} offered for "
                           f"{report['runs']} timed runs")
         return report, kept_run
@@ -671,9 +565,9 @@ class _Walk:
         stale result (`cheat_cached_result`), named by `what`."""
         try:
             self._compare(checker, worker, token, reply, case)
-        except _Failed as failed:
+        except Failed as failed:
             kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
-            raise _Failed("timed", kind, f"{what}: {failed.detail}") from None
+            raise Failed("timed", kind, f"{what}: {failed.detail}") from None
 
     def _record_speed(self, stats: list[dict | None], baseline: list[dict]) -> None:
         device = self.c.device
@@ -685,7 +579,7 @@ class _Walk:
                                             case.params, measured["median_us"])
             reason = anticheat.implausible(fraction, case.name)
             if reason:
-                raise _Failed("timed", "cheat_implausible", reason)
+                raise Failed("timed", "cheat_implausible", reason)
             roofline.append(fraction)
         for key, measured in zip(self._case_keys(), stats):  # timed, re-checked, plausible
             if measured is not None:

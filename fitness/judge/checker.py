@@ -367,7 +367,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
                 {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's
-        # fault, unless the shared device ran out of memory (`retries.RETRIED_FAILURES`)
+        # fault, unless the shared device ran out of memory (`walk.RETRIED_FAILURES`)
         kind = "out_of_memory" if isinstance(error, torch.OutOfMemoryError) else "harness_error"
         return {"ok": False, "kind": kind,
                 "trace": "".join(traceback.format_exception(error))[-4000:]}

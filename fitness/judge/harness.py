@@ -1,11 +1,12 @@
-"""Scores a candidate of an external-suite task by running the suite's own harness.
+"""The stage plan of an external suite's candidates: the suite's own harness runs them.
 
-The same seam as built-in candidates: the same static checks (`static_checks`), then the
-harness runs in a leased sandboxed worker (op "harness", `fitness.sandbox.harness_run`),
-which is retired afterwards (test code may alter its process). Its outputs come back as raw
-tensor files and are compared here with `checking`'s per-element rule. The reference runs
-the same way once per task and its outputs stay in this process; every seed the harness
-sets is salted with `input_seed`, so no published expected output covers the inputs.
+`Cascade.evaluate` walks them as it walks built-in ones (`walk.Walk`: the same static
+checks, retries, limits and harness version); this plan's stages are the harness run in a
+leased sandboxed worker (op "harness", `fitness.sandbox.harness_run`), retired afterwards
+(test code may alter its process), then the comparison here of the outputs it hands back as
+raw tensor files, with `checking`'s per-element rule. The reference runs the same way once
+per task (`Cascade.references`); every seed the harness sets is salted with the cascade's
+`harness_seed`, so no published expected output covers the inputs.
 
 A candidate whose outputs pass gets a timing pass, the device held alone, where the suite
 gives a way to call the kernel (ROCm's `test_performance`, KernelBench's `Model`/`ModelNew`);
@@ -18,18 +19,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
-import random
-import threading
 import time
 
-from evo.records import Candidate, Evaluation, Task, parse_source
-from fitness import EXTERNAL_HARNESS_VERSION
+from evo.records import Task, parse_source
 from fitness.processes import protocol
 from fitness.judge import harness_outputs, timing_report
 from fitness.judge import policy
-from fitness.judge.retries import worth_retrying
-from fitness.judge.static_checks import missing_entry_point, static_failure
-from fitness.settings import Limits
+from fitness.judge.static_checks import missing_entry_point
+from fitness.judge.walk import Failed, Walk, worth_retrying
 from fitness.processes.pool import WorkerFault
 
 _SEPARATOR = "#" * 146
@@ -39,18 +36,6 @@ _FILES_DIR = "harness"
 
 class HarnessError(RuntimeError):
     """The task's own reference failed its harness: the task, not the candidate, is broken."""
-
-
-@dataclasses.dataclass(frozen=True)
-class _Run:
-    """One harness run's outcome: stage reached, failure (kind None: none), report, outputs."""
-
-    stage: str
-    kind: str | None
-    trace: str
-    wall_s: float
-    report: dict = dataclasses.field(default_factory=dict)
-    outputs: harness_outputs.Outputs | None = None
 
 
 def defines(source: str, name: str) -> bool:
@@ -100,8 +85,6 @@ def _classify(report: dict, suite: str, require_launch: bool) -> tuple[str, str 
     The report comes from the candidate's process: a malformed one is a protocol violation.
     """
     try:
-        if not report.get("ok"):
-            return "run", str(report.get("kind", "worker_crash")), str(report.get("trace", ""))
         phase = report["phase"]
         stage = "import" if phase == "import" else "run"
         if report.get("collect_error"):
@@ -130,142 +113,97 @@ def _timings(report: dict, wall_s: float) -> dict[str, dict]:
     return timing_report.checked(timings, wall_s)
 
 
-class HarnessRunner:
-    """Scores candidates of harness tasks on the Evaluator's candidate pool; thread-safe.
+def reference(judge, task: Task, what: str = "outputs"):
+    """Returns the reference's outputs ("outputs") or its stats per case ("timings"), run
+    through its own harness once per task (`Cascade.references`); raises HarnessError if the
+    reference fails (the reference passing its own harness is exactly this succeeding). A
+    death that may be a neighbour's is raised as the WorkerFault, and not remembered."""
+    return judge.references.get((task.suite, task.name, what),
+                                lambda: HarnessWalk(judge, task, None).run_reference(what))
 
-    Args:
-      device: the DeviceInfo the pool's workers run on.
-      workers: the Evaluator's candidate WorkerPool (sandboxed workers).
-      gate: the Evaluator's DeviceLock: runs share the device, timing passes hold it alone.
-      limits: the stage limits (`Limits.harness_run_s` a run, `bench_s` a timing pass,
-        `reference_s` the reference's run).
-      input_seed: salts the harness's seeds (drawn at random when None); with
-        `salt_seeds=False` the harness keeps its own seeds, as the suite publishes them.
-      static_gate: False only to test what the later layers catch on their own.
-      timing: the TimingConfig of timing passes (None: the backend's default).
-    """
 
-    def __init__(self, device, workers, gate, limits: Limits = Limits(), input_seed: int | None = None,
-                 salt_seeds: bool = True, require_triton_launch: bool = True, static_gate: bool = True,
-                 timing=None):
-        self.device, self.workers, self.gate, self.limits = device, workers, gate, limits
-        if not salt_seeds:
-            self.input_seed = None
-        else:
-            self.input_seed = random.SystemRandom().randrange(1, 2**30) if input_seed is None else input_seed
-        self.require_triton_launch = require_triton_launch
-        self.static_gate = static_gate
-        self.timing = dataclasses.asdict(timing) if timing else None
-        self._lock = threading.Lock()
-        self._task_locks: dict[tuple, threading.Lock] = {}
-        self._references: dict[tuple, object] = {}  # outputs or timings, or the HarnessError
+class HarnessWalk(Walk):
+    """An external candidate's walk: its harness run, the comparison of what it handed back,
+    then its timing pass; `candidate` None: the task's reference (`run_reference`)."""
 
-    def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
-        """Returns the verdict of the task's own harness on the candidate."""
-        verdict = dict(candidate_id=candidate.id, device=self.device.name, backend=self.device.backend,
-                       harness_version=EXTERNAL_HARNESS_VERSION, call_ok=False, correct=False)
-        stage, kind, trace = self._static_failure(task, candidate.source)
-        if kind is None:
-            try:
-                expected = self.reference_outputs(task)
-            except HarnessError as error:
-                stage, kind, trace = "import", "harness_error", str(error)
-        if kind is not None:
-            return Evaluation(stage_reached=stage, failure_kind=kind, error_trace=trace, **verdict)
-        source = policy.runnable_source(candidate.source, task)  # what the gate judged, never-run code blanked
-        run = self._run(task, source, "ModelNew", "outputs", self.limits.harness_run_s,
-                        self.require_triton_launch)
-        if run.kind is not None:
-            return Evaluation(stage_reached=run.stage, failure_kind=run.kind, error_trace=run.trace[-6000:],
-                              check_s=run.wall_s, **verdict)
-        check = harness_outputs.compare(expected, run.outputs, task.tolerance)
-        checked = dict(stage_reached="correct",  # entered; `correct` says whether it passed
-                       failure_kind=check["kind"], error_trace=check["detail"],
-                       case_names=tuple(name for name, _, _ in check["cases"]),
-                       max_abs_err=tuple(err for _, err, _ in check["cases"]),
-                       rel_err=tuple(rel for _, _, rel in check["cases"]),
-                       check_s=run.wall_s, **{**verdict, "call_ok": True, "correct": check["kind"] is None})
-        if check["kind"] is None:
-            checked.update(self._time(task, source))
-        return Evaluation(**checked)
+    def static_checks(self) -> None:
+        """`Walk.static_checks`, then the entry point the harness will look for."""
+        super().static_checks()
+        source, entry_point = self.candidate.source, self.task.entry_point
+        if not defines(source, entry_point):
+            raise Failed("import", "missing_entry_point", missing_entry_point(source, entry_point))
 
-    def _static_failure(self, task: Task, source: str) -> tuple[str, str | None, str]:
-        """The checks no process runs: `static_failure`'s, then the entry point."""
-        failure = static_failure(task, source, self.device, self.static_gate)
-        if failure is not None:
-            return failure
-        if not defines(source, task.entry_point):
-            return "import", "missing_entry_point", missing_entry_point(source, task.entry_point)
-        return "syntax", None, ""
-
-    def _time(self, task: Task, source: str) -> dict:
-        """Returns the Evaluation fields of a correct candidate's timing pass: latencies and
-        speedup at stage "timed", a failure at stage "timed", or the reason it is untimed."""
-        reason = untimed_reason(task)
+    def run(self) -> None:
+        self.stage = "import"
+        expected = self._reference("outputs")
+        source = policy.runnable_source(self.candidate.source, self.task)  # what the gate judged
+        self.stage = "run"
+        _, actual = self._run(source, "ModelNew", "outputs", self.c.limits.harness_run_s)
+        self.stage = "correct"  # entered; `correct` says whether it passed
+        self.fields["call_ok"] = True
+        errors = harness_outputs.compare(expected, actual, self.task.tolerance)
+        self.fields.update(errors.fields())
+        if errors.wrong:
+            raise errors.first_mismatch()
+        self.fields["correct"] = True
+        reason = untimed_reason(self.task)
         if reason:
-            return {"error_trace": reason}
-        failed = dict(stage_reached="timed", correct=False)
+            self.fields["error_trace"] = reason
+            return
+        self.stage = "timed"
+        reference_stats = self._reference("timings")
         try:
-            reference = self._once(task, "timings", lambda: self._reference_timings(task))
+            report, _ = self._run(source, "ModelNew", "time", self.c.limits.bench_s)
+            stats = self._timings(report)
+        except Failed as failed:
+            raise Failed("timed", failed.kind, f"timing pass: {failed.detail}") from None
+        if set(stats) != set(reference_stats):
+            raise Failed("timed", "harness_error", f"timing pass: cases {sorted(stats)} differ "
+                         f"from the reference's {sorted(reference_stats)}")
+        names = list(reference_stats)
+        self.fields.update(timing_report.speedup_fields([stats[name] for name in names],
+                                                        [reference_stats[name] for name in names]))
+
+    def run_reference(self, what: str):
+        """`reference`'s computation: the task's reference module through its harness."""
+        mode, limit_s = ("outputs", self.c.limits.reference_s) if what == "outputs" else (
+            "time", self.c.limits.bench_s)
+        try:
+            report, outputs = self._run(self.task.baseline_source, "Model", mode, limit_s,
+                                        require_launch=False)
+            return outputs if mode == "outputs" else self._timings(report)
+        except (Failed, WorkerFault) as failure:
+            if isinstance(failure, WorkerFault) and worth_retrying(failure.kind, 0):
+                raise
+            stage = failure.stage if isinstance(failure, Failed) else "run"
+            raise HarnessError(f"the reference of {self.task.name!r} failed its own harness on "
+                               f"{self.c.device.backend} ({failure.kind} at stage {stage}):"
+                               f"\n{failure.detail[-4000:]}") from None
+
+    def _reference(self, what: str):
+        """`reference`, its failure this walk's: a broken reference is a harness error, and
+        a death beside its run a retried one (`walk.worth_retrying`)."""
+        try:
+            return reference(self.c, self.task, what)
         except HarnessError as error:
-            return dict(failed, failure_kind="harness_error", error_trace=str(error)[-6000:])
-        run = self._run(task, source, "ModelNew", "time", self.limits.bench_s,
-                        self.require_triton_launch)
-        if run.kind is None:
-            try:
-                timings = _timings(run.report, run.wall_s)
-            except ValueError as error:
-                run = dataclasses.replace(run, kind="cheat_forged_timing", trace=str(error))
-        if run.kind is not None:
-            return dict(failed, failure_kind=run.kind, bench_s=run.wall_s,
-                        error_trace=f"timing pass: {run.trace}"[-6000:])
-        if set(timings) != set(reference):
-            return dict(failed, failure_kind="harness_error", bench_s=run.wall_s, error_trace=(
-                f"timing pass: cases {sorted(timings)} differ from the reference's {sorted(reference)}"))
-        names = list(reference)
-        return dict(stage_reached="timed", bench_s=run.wall_s, timing_meaningful=self.device.timing_meaningful,
-                    **timing_report.speedup_fields([timings[name] for name in names],
-                                                  [reference[name] for name in names]))
+            raise Failed(self.stage, "harness_error", str(error)) from None
+        except WorkerFault as fault:
+            raise WorkerFault("harness_error", f"the reference's harness run died: "
+                              f"{fault.detail}", fault.output_tail) from None
 
-    def reference_outputs(self, task: Task) -> harness_outputs.Outputs:
-        """Returns the reference's outputs; raises HarnessError if the reference fails
-        (the reference passing its own harness is exactly this call succeeding)."""
-        return self._once(task, "outputs", lambda: self._reference_run(task, "outputs").outputs)
-
-    def _reference_timings(self, task: Task) -> dict[str, dict]:
-        run = self._reference_run(task, "time")
+    def _timings(self, report: dict) -> dict[str, dict]:
+        """Returns a timing pass's checked stats per case (`bench_s`: its wall time)."""
+        timings = report.get("timings")
         try:
-            return _timings(run.report, run.wall_s)
-        except ValueError as error:
-            raise HarnessError(f"the reference of {task.name!r} failed its timing pass: {error}") from None
+            if not isinstance(timings, dict) or not timings:
+                raise timing_report.ForgedTiming("the timing pass timed no case")
+            return timing_report.checked(timings, self.bench_s)
+        except timing_report.ForgedTiming as error:
+            raise Failed("timed", "cheat_forged_timing", str(error)) from None
 
-    def _reference_run(self, task: Task, mode: str) -> _Run:
-        limit_s = self.limits.reference_s if mode == "outputs" else self.limits.bench_s
-        run = self._run(task, task.baseline_source, "Model", mode, limit_s, require_launch=False)
-        if run.kind is not None:
-            raise HarnessError(f"the reference of {task.name!r} failed its own harness on "
-                               f"{self.device.backend} ({run.kind} at stage {run.stage}):\n{run.trace[-4000:]}")
-        return run
-
-    def _once(self, task: Task, what: str, compute):
-        """Returns compute()'s result for (task, what), computed once per runner; a
-        HarnessError is kept too, so a broken reference fails once."""
-        key = (task.suite, task.name, what)
-        with self._lock:
-            task_lock = self._task_locks.setdefault(key, threading.Lock())
-        with task_lock:
-            if key not in self._references:
-                try:
-                    self._references[key] = compute()
-                except HarnessError as error:
-                    self._references[key] = error
-            outcome = self._references[key]
-        if isinstance(outcome, HarnessError):
-            raise outcome
-        return outcome
-
-    def _request(self, task: Task, source: str, entry: str, mode: str) -> dict:
+    def _harness_request(self, source: str, entry: str, mode: str) -> dict:
         """Returns the worker request that writes the module and test files and runs them."""
+        task = self.task
         module = "kernel" if task.suite != "rocm" else f"test_{task.name.replace('.', '_')}"
         if task.suite == "rocm":
             files = {f"{module}.py": f"{source.rstrip()}\n\n\n{_SEPARATOR}\n\n{task.harness}"}
@@ -273,38 +211,37 @@ class HarnessRunner:
             files = {"problem.py": task.harness, f"{module}.py": source}
         else:
             files = {f"{module}.py": source, "harness_tests.py": task.harness}
+        timing = self.c.timing_config
         return {"op": "harness", "dir": _FILES_DIR, "files": files, "suite": task.suite,
                 "module": module, "entry": entry if task.suite == "kernelbench" else task.entry_point,
-                "seed": self.input_seed, "trials": len(task.cases_for(self.device.backend)),
-                "mode": mode, "timing": self.timing}
+                "seed": self.c.harness_seed, "trials": len(task.cases_for(self.c.device.backend)),
+                "mode": mode, "timing": dataclasses.asdict(timing) if timing else None}
 
-    def _run(self, task: Task, source: str, entry: str, mode: str, limit_s: float,
-             require_launch: bool) -> _Run:
-        """Runs the harness on `source` in a leased sandboxed worker, then retires it; a
-        death that may be a neighbour's fault is retried once on a fresh worker, as the
-        cascade does. A timing pass holds the device alone; its wall time starts then."""
-        request = self._request(task, source, entry, mode)
-        access = self.gate.exclusive if mode == "time" else self.gate.shared
-        for attempt in range(2):
-            with self.workers.lease() as worker:
-                start = time.monotonic()
-                try:
-                    with access():
-                        start = time.monotonic()
-                        report = worker.request(request, limit_s)
-                except WorkerFault as fault:
-                    if worth_retrying(fault.kind, attempt):
-                        continue
-                    tail = f"\n--- worker output (tail) ---\n{fault.output_tail}" if fault.output_tail else ""
-                    return _Run("run", fault.kind, fault.detail + tail, time.monotonic() - start)
-                finally:
-                    worker.retired = True  # external test code may have altered the process
-                wall_s = time.monotonic() - start
-                stage, kind, trace = _classify(report, task.suite, require_launch)
-                if kind is not None or mode != "outputs":
-                    return _Run(stage, kind, trace, wall_s, report)
-                try:  # inside the lease: the worker's files go with it
-                    outputs = harness_outputs.read(os.path.join(worker.workdir, _FILES_DIR), report)
-                except protocol.ProtocolError as error:
-                    return _Run("run", "wrong_type", f"unreadable outputs: {error}", wall_s, report)
-                return _Run(stage, None, "", wall_s, report, outputs)
+    def _run(self, source: str, entry: str, mode: str, limit_s: float,
+             require_launch: bool = True) -> tuple[dict, harness_outputs.Outputs | None]:
+        """Runs the harness on `source` in a leased sandboxed worker, then retires it;
+        returns (report, outputs: those of mode "outputs"), or raises Failed. Its wall time
+        is `check_s`, a timing pass's `bench_s`, counted once it holds the device (alone)."""
+        request = self._harness_request(source, entry, mode)
+        access = self.c.device_lock.exclusive if mode == "time" else self.c.device_lock.shared
+        with self.c.candidates.lease() as worker:
+            start = time.monotonic()
+            try:
+                with access():
+                    start = time.monotonic()
+                    report = self._request(worker, request, limit_s)
+            finally:
+                worker.retired = True  # external test code may have altered the process
+                if mode == "time":
+                    self.bench_s = time.monotonic() - start
+                else:
+                    self.check_s = time.monotonic() - start
+            stage, kind, trace = _classify(report, self.task.suite, require_launch)
+            if kind is not None:
+                raise Failed(stage, kind, trace)
+            if mode != "outputs":
+                return report, None
+            try:  # inside the lease: the worker's files go with it
+                return report, harness_outputs.read(os.path.join(worker.workdir, _FILES_DIR), report)
+            except protocol.ProtocolError as error:
+                raise Failed("run", "wrong_type", f"unreadable outputs: {error}") from None

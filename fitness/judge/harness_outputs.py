@@ -5,19 +5,20 @@ NumPy arrays, tuples, numbers and strings. Inside the sandbox
 (`fitness.sandbox.harness_run`) every tensor and number becomes a raw tensor file
 (`fitness.processes.protocol`) and the containers a JSON structure naming them by index, so nothing
 that crosses can run code here. `read` validates both; `compare` judges each top-level
-entry (a test, a trial) as one case with `fitness.judge.checking`'s per-element rule.
+entry (a test, a trial) as one case with `fitness.judge.checking`'s per-element rule, the
+record kept as a built-in walk keeps it (`CaseErrors`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
-
 import torch
 
 from fitness.processes import protocol
 from fitness.judge import checking
+from fitness.judge.case_errors import CaseErrors
+from fitness.judge.walk import Failed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,27 +63,24 @@ def read(directory: str, reply: dict) -> Outputs:
     return Outputs(structure, values)
 
 
-def compare(expected: Outputs, actual: Outputs, tolerance) -> dict:
-    """Returns {"kind": None | failure kind, "detail", "cases": [(name, max_abs_err, rel_err)]}:
-    each top-level entry (a test, a trial) is one case, judged by `checking.compare_outputs`.
-    Every case is judged and listed (errors NaN where a case's outputs do not compare); the
-    verdict is the first failing case's, its detail led by which cases failed."""
+def compare(expected: Outputs, actual: Outputs, tolerance) -> CaseErrors:
+    """Returns each top-level entry (a test, a trial) judged as one case by
+    `checking.compare_outputs`, every case judged and listed (errors NaN where a case's
+    outputs do not compare); raises Failed when the entries themselves differ."""
     if not expected.structure:
-        return {"kind": "harness_error", "detail": "the reference produced no outputs", "cases": []}
+        raise Failed("correct", "harness_error", "the reference produced no outputs")
     if set(actual.structure) != set(expected.structure):
-        return {"kind": "mismatch", "cases": [], "detail": f"outputs for {sorted(actual.structure)}, "
-                f"expected outputs for {sorted(expected.structure)}"}
-    cases, failures = [], []
-    for name, shape in expected.structure.items():
+        raise Failed("correct", "mismatch", f"outputs for {sorted(actual.structure)}, "
+                     f"expected outputs for {sorted(expected.structure)}")
+    errors = CaseErrors(list(expected.structure))
+    for at, (name, shape) in enumerate(expected.structure.items()):
         verdict = _case_verdict(expected, actual, name, shape, tolerance)
-        cases.append((name, verdict.get("max_abs_err", math.nan), verdict.get("rel_err", math.nan)))
-        if verdict["kind"] is not None:
-            failures.append((name, verdict))
-    if not failures:
-        return {"kind": None, "detail": "", "cases": cases}
-    name, first = failures[0]
-    summary = checking.wrong_cases([wrong for wrong, _ in failures], len(cases))
-    return {"kind": first["kind"], "detail": f"{summary}; {name}: {first['detail']}", "cases": cases}
+        if verdict["kind"] is None:
+            errors.note(at, verdict)
+        else:
+            errors.wrong_at(at, Failed("correct", verdict["kind"], f"{name}: {verdict['detail']}",
+                                       verdict))
+    return errors
 
 
 def _case_verdict(expected: Outputs, actual: Outputs, name: str, shape, tolerance) -> dict:

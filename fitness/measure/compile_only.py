@@ -1,9 +1,8 @@
-"""Compiling a callable's Triton kernels for given input layouts without touching the
-device: launches are turned into compilations (`sandbox.instrument.LaunchCounter.
-compiling_only`) on uninitialised stand-ins of the inputs, side by side, and what they
-compiled is readied for launch. A candidate's worker does it before the candidate's first
-call (`Worker.precompile`), a checker before a baseline is staged (`Checker.warm_baseline`):
-both run while another candidate is timed, so neither may run a kernel or fill memory.
+"""Compiling a callable's Triton kernels for given input layouts without touching the device:
+launches become compilations (`LaunchCounter.compiling_only`) on uninitialised stand-ins of
+the inputs, side by side, and what compiled is readied for launch. A worker does it before a
+candidate's first call, a checker before a baseline is staged: both run while another
+candidate is timed, so neither may run a kernel or fill memory.
 """
 
 from __future__ import annotations
@@ -52,11 +51,9 @@ def stand_ins(layouts: list, device: str) -> list:
 
 def ready_to_launch(compiled: list) -> None:
     """Readies each kernel a compile-only launch returned for its first real launch, which
-    Triton otherwise does lazily inside it: building the kernel's launcher (Triton 3.6
-    builds a C launcher per signature with the host's compiler, inside the first call's
-    device hold; evidence: RESULTS.md#launcher-build) and loading its binary into the
-    context (a driver call, no kernel). A future whose compile failed is skipped: the call meets the
-    error. Under the interpreter there is nothing to ready."""
+    Triton otherwise does lazily inside that launch's device hold: building its C launcher
+    with the host's compiler (evidence: RESULTS.md#launcher-build) and loading its binary (a
+    driver call, no kernel). A future whose compile failed is skipped: the call meets the error."""
     try:
         from triton.runtime._async_compile import FutureKernel
     except ImportError:
@@ -71,12 +68,11 @@ def ready_to_launch(compiled: list) -> None:
 
 def compile_cases(fn, cases: list, launches, device: str,
                   watch=contextlib.nullcontext()) -> str | None:
-    """Calls `fn` once on stand-ins of each case's input layouts (`cases`) with every launch
-    turned into a compilation (`launches`: an installed `LaunchCounter`), side by side, then
-    readies what compiled. `watch` is entered around the calls alone (a worker's stall watch).
-    Returns why it stopped early, or None: an exception from `fn` on stand-ins, or a kernel
-    that cannot be readied (too much shared memory); neither is a verdict, the real calls
-    that follow meet it."""
+    """Calls `fn` once on stand-ins of each case's input layouts with every launch turned into
+    a compilation (`launches`: an installed `LaunchCounter`), side by side, then readies what
+    compiled; `watch` is entered around the calls alone. Returns why it stopped early, or
+    None: an exception on stand-ins, or a kernel that cannot be readied (too much shared
+    memory); neither is a verdict, the real calls that follow meet it."""
     try:
         with watch, launches.compiling_only(), side_by_side():
             for layouts in cases:

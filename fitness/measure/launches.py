@@ -1,6 +1,5 @@
-"""Counts a process's Triton launches and, on request, turns launches into compilations
-alone: the worker counts a candidate's launches, the checker compiles a baseline without
-running it, so both sides use it."""
+"""Counts a process's Triton launches and, on request, turns them into compilations alone:
+the worker counts a candidate's launches, the checker compiles a baseline without running it."""
 
 from __future__ import annotations
 
@@ -59,10 +58,9 @@ class LaunchCounter:
         return counted_run
 
     def _seen(self, grid):
-        """Returns `grid` run outside the launch's depth: Triton calls a callable grid inside
-        the launch, where torch ops are Triton's own and go unrecorded, so a grid function
-        that computed the task with torch (`o[:] = x + y`) did so unseen. Its torch ops,
-        threads and host reads are the candidate's, and are recorded as such."""
+        """Returns `grid` run outside the launch's depth: Triton calls it inside the launch,
+        where torch ops are Triton's own and go unrecorded, so a grid function that computed
+        the task with torch (`o[:] = x + y`) would do so unseen; they are the candidate's."""
         counter = self
 
         def seen_grid(*args, **kwargs):

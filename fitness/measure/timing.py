@@ -1,18 +1,14 @@
 """The one place that times a kernel call and converts a latency to roofline units.
 
-On a GPU: device events around each call, warm-up (and so compilation) excluded, the cache
-flushed before every timed call, callables interleaved run by run (the same clocks and
-neighbours for all), CUDA graphs for launch-bound calls, the median with p20/p80 kept; under
-the interpreter the wall clock, flagged as not meaningful. Runs come in growing batches until
-`stop_reason` says the median is known well enough, the callable is clearly slower than the
-caller cares about, or the budget is spent. First, a callable long enough to heat the chip
-runs until its latency stops drifting (`settled`): the power limiter pulls the clock down only
-after a while under load (evidence: RESULTS.md#timing-power-limiter).
+On a GPU: device events around each call, warm-up excluded, the cache flushed before every
+timed call, callables interleaved run by run (the same clocks and neighbours for all), CUDA
+graphs for launch-bound calls; under the interpreter the wall clock, flagged as not meaningful.
+Runs come in growing batches until `stop_reason` says stop; a callable long enough to heat the
+chip first runs until its latency stops drifting (`settled`).
 
-Every timing reads time through a `Clock`. The real one, `REAL_CLOCK`, binds `time.perf_counter`
-when this module is imported and the GPU's functions at `bind_clocks`, both before the worker
-imports any candidate: a candidate that patches `time` or `torch.cuda.Event` afterwards does
-not change what is measured. Tests pass a fake `Clock` instead.
+Time is read through a `Clock`: `REAL_CLOCK` binds `time.perf_counter` at import and the GPU's
+functions at `bind_clocks`, both before the worker imports any candidate, so a candidate that
+patches `time` or `torch.cuda.Event` later does not change what is measured. Tests pass a fake.
 """
 
 from __future__ import annotations
@@ -20,7 +16,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import itertools
 import random
 import statistics
 import time
@@ -67,12 +62,10 @@ REAL_CLOCK = Clock(now=time.perf_counter)
 """The clock every timing uses unless given another: `time.perf_counter` as bound at import."""
 
 SPENT_S: collections.Counter = collections.Counter()
-"""Seconds this process's timings spent per phase ("prepare": warm-up calls and graph
-capture; "warm": warm-up rounds and the first clock read; "settle": discarded settling
-batches; "timed": the batches that count; "buffers", "all" and the checker's steps
-where callers add them, see `accounted`). Read by benchmarks that time trusted code in-process
-(`experiments/perf/timing_profile.py`); a candidate's process can write anything here, so
-nothing is judged from it."""
+"""Seconds this process's timings spent per phase ("prepare": warm-up calls and graph capture;
+"warm": warm-up rounds and the first clock read; "settle": discarded settling batches;
+"timed": the batches that count; callers add others, see `accounted`). For diagnosis only: a
+candidate's process can write anything here."""
 
 
 @contextlib.contextmanager
@@ -120,12 +113,10 @@ def _summarize(samples_us: Sequence[float], method: str, stopped: str) -> Latenc
 
 
 class _HeavyLoad:
-    """When the latest run of heavy batches (`heavy` medians) of the current
-    `one_callers_cases` began and ended: the chip's recent load, which the next settling
-    counts. Only the cases of one caller (one candidate, one baseline) share it: their
-    kernels draw about the same power, while another kernel's load (a memory-bound one
-    before a matmul) may leave the clock where this one would not (evidence:
-    RESULTS.md#timing-heavy-load-neighbours)."""
+    """When the latest run of heavy batches of the current `one_callers_cases` began and
+    ended: the chip's recent load, which the next settling counts. Only one caller's cases
+    share it: their kernels draw about the same power, another kernel's load may leave the
+    clock where this one would not (evidence: RESULTS.md#timing-heavy-load-neighbours)."""
 
     active = False
     began = ended = float("-inf")
@@ -148,11 +139,10 @@ class _HeavyLoad:
 
 @contextlib.contextmanager
 def one_callers_cases(continued: bool = False):
-    """Times the cases of one caller (a candidate's, a baseline's) back to back: a heavy
-    case settles on the load of the heavy case before it (`TimingConfig.settle_gap_s`).
-    `continued`: the block times more cases of the caller the last block timed (a candidate
-    is timed one case per request, each checked before the next), so the load they left
-    still counts."""
+    """Times the cases of one caller (a candidate's, a baseline's) back to back: a heavy case
+    settles on the load of the heavy case before it (`TimingConfig.settle_gap_s`).
+    `continued`: more cases of the caller the last block timed (a candidate is timed one case
+    per request), so the load they left still counts."""
     _HeavyLoad.active = True
     if not continued:
         _HeavyLoad.began, _HeavyLoad.ended = float("-inf"), float("-inf")
@@ -168,14 +158,11 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
              peak_mhz: float = 0.0,
              clock: Clock = REAL_CLOCK) -> Callable[[list[int], int], list[list[float]]]:
     """Returns `run_batch` whose first call repeats until `settled` and returns only its last
-    batch; later calls pass through. The first batch has the runs asked for; later settling
-    batches last `settle_batch_s` at least (`max_runs` at most). `clock_mhz` is the clock read
-    before the first batch, `read_clock` reads it after each (None: not readable); the
-    fastest clock read lately, by this process (`clock.recent`) or as the caller knows it
-    (`peak_mhz`), is what a light kernel waits for. Heavy load that ended just before
-    (`_HeavyLoad`: the previous case of the same caller, inside `one_callers_cases`) counts
-    toward `settle_min_s`. `floors_us`: each callable's roofline floors, or None (see
-    `heavy`)."""
+    batch; later calls pass through. Later settling batches last `settle_batch_s` at least.
+    `clock_mhz` is the clock read before the first batch, `read_clock` reads it after each
+    (None: unreadable); the fastest read lately, by this process (`clock.recent`) or as the
+    caller knows it (`peak_mhz`), is what a light kernel waits for. Heavy load just before
+    (`_HeavyLoad`) counts toward `settle_min_s`. `floors_us`: see `heavy`."""
     first = True
 
     def timed_batch(active: list[int], runs: int) -> list[list[float]]:
@@ -217,8 +204,6 @@ def settling(run_batch: Callable[[list[int], int], list[list[float]]],
     return run_settled
 
 
-
-
 def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], count: int,
                     config: TimingConfig, give_up_above_us: Sequence[float | None],
                     methods: Sequence[str],
@@ -226,14 +211,11 @@ def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], co
                     ) -> list[LatencyStats]:
     """Returns the stats of `count` callables timed in batches until each has a stop reason.
 
-    `run_batch(active, runs)` times `runs` interleaved runs of each callable index in
-    `active` and returns their samples (us), one list per index; a callable that stopped is
-    no longer run, the others go on interleaved. One batch size serves all (sized on the
-    first active callable's runs). With `floors_us` (one entry per callable), a
-    callable `heavy` at its first batch's median is timed for `heavy_min_timed_s` at least.
-    A callable that is not heavy and whose runs `drifted` by the time it would stop is
-    timed again from no runs, up to `config.retakes` times; a heavy one drifts as it heats
-    the chip, which its settling and `heavy_min_timed_s` already span.
+    `run_batch(active, runs)` times `runs` interleaved runs of each callable index in `active`
+    and returns their samples (us), one list per index; one batch size, sized on the first
+    active callable, serves all. With `floors_us`, a callable `heavy` at its first batch's
+    median is timed for `heavy_min_timed_s` at least; one that is not, and whose runs
+    `drifted` by the time it would stop, is timed again up to `config.retakes` times.
     """
     samples: list[list[float]] = [[] for _ in range(count)]
     stopped: list[str | None] = [None] * count
@@ -259,39 +241,9 @@ def time_adaptively(run_batch: Callable[[list[int], int], list[list[float]]], co
             for bucket, method, why in zip(samples, methods, stopped)]
 
 
-def variants(inputs: Sequence, count: int = 2) -> list[list]:
-    """Returns `count` input sets: `inputs`, then copies with every tensor's elements
-    rotated by a different amount. Rotating keeps every value valid (indices stay in range,
-    distributions stay the same) while no element stays where it was."""
-    import torch
-
-    sets = [list(inputs)]
-    for shift in range(1, count):
-        sets.append([torch.roll(value.flatten(), shift * 7919 % max(value.numel(), 1)).view_as(value)
-                     if isinstance(value, torch.Tensor) and value.numel() > 1 else value
-                     for value in inputs])
-    return sets
-
-
-def refiller(buffers: Sequence, variants: Sequence[Sequence]) -> Callable[[], None]:
-    """Returns a callable that copies the next of a few fixed input sets into `buffers`,
-    in place (for experiments that time trusted code; candidates and baselines are timed
-    on `FreshInputs`)."""
-    import torch
-
-    upcoming = itertools.cycle(variants)
-
-    def refill() -> None:
-        for buffer, value in zip(buffers, next(upcoming)):
-            if isinstance(buffer, torch.Tensor):
-                buffer.copy_(value)
-
-    return refill
-
-
 def run_shifts(seed: int, run: int, numels: Sequence[int]) -> list[int]:
-    """Returns how far each input is rotated for run number `run` of a timing seeded with
-    `seed` (`FreshInputs`): drawn per run and per input, so both sides derive the same."""
+    """Returns how far each input is rotated for run `run` of a timing seeded with `seed`
+    (`FreshInputs`): drawn per run and per input, so both sides derive the same."""
     draw = random.Random(f"{seed}/{run}")
     return [draw.randrange(numel) if numel > 1 else 0 for numel in numels]
 
@@ -381,10 +333,9 @@ class KeptRun:
 
 @dataclasses.dataclass
 class Staged:
-    """Callables made ready to time by `stage`: warmed up (compiled, autotuned, caches
-    filled) and, on a GPU, captured in graphs. None of that needs a quiet device, so a caller
-    that holds the device alone to time (the fitness gate) stages beside other work first and
-    holds it only for `time_staged`."""
+    """Callables made ready to time by `stage`: warmed up (compiled, autotuned, caches filled)
+    and, on a GPU, captured in graphs. None of that needs a quiet device, so a caller that
+    holds the device alone to time stages beside other work and holds it only to time."""
 
     runnables: list[Callable[[], object]]
     methods: list[str]  # "graph", "events" or "wall", one per callable
@@ -428,17 +379,13 @@ def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None 
                 peak_mhz: float = 0.0) -> list[LatencyStats]:
     """Returns the latency of each staged callable, timed interleaved on its device.
 
-    `give_up_above_us`, one entry per callable (None: no limit), is the latency beyond which
-    the caller does not care how slow the callable is (say, the best so far times a margin):
-    timing that callable stops once its median is confidently above it, with
-    `stopped="slower"` and a median that is still the median of the runs it had.
-    `floors_us`, one entry per callable (None: unknown), is its work's (compute us, memory
-    us) at the device's peaks (`case_floors_us`): whether a long callable must settle as
-    one that heats the chip (`heavy`). `peak_mhz` is the fastest SM clock read lately on
-    this device by anyone the caller trusts (0: unknown): a process that has read none
-    itself (new, or idle for a minute) would otherwise take whatever clock it finds for the
-    peak, and time a light kernel right after another's heavy load on a clock still
-    climbing back (evidence: RESULTS.md#timing-clock-recovery).
+    Per callable (None: not given): `give_up_above_us`, the latency beyond which the caller
+    does not care how slow it is; its timing stops once the median is confidently above it
+    (`stopped="slower"`). `floors_us`, its work's (compute us, memory us) at the device's
+    peaks (`case_floors_us`), says whether a long one must settle as `heavy`. `peak_mhz` is
+    the fastest SM clock the caller knows of lately on this device (0: unknown): a process
+    that has read none itself would take whatever clock it finds for the peak, one perhaps
+    still climbing back after another's heavy load (evidence: RESULTS.md#timing-clock-recovery).
     """
     give_up, floors = _per_callable(len(staged.runnables), give_up_above_us, floors_us)
     if staged.device.backend == "interpreter":
@@ -498,10 +445,8 @@ def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
 
 def bind_clocks() -> None:
     """Binds `REAL_CLOCK`'s GPU functions now (the worker calls this before any candidate)."""
-    try:
+    with contextlib.suppress(ImportError, AttributeError):
         REAL_CLOCK.device()
-    except (ImportError, AttributeError):
-        pass
 
 
 def _as_graph(fn, gpu: _Gpu):
@@ -533,12 +478,10 @@ _PAD_CAP_US = 500.0
 
 
 def _clock_mhz(clock: Clock, cycles: int = _SPIN_CYCLES) -> float | None:
-    """Returns the SM clock now, in MHz: a spin kernel of `cycles`, timed with events
-    (cycles per microsecond), behind a lead spin that keeps the GPU busy while the host
-    enqueues the timed one, so the interval holds the spin alone. Both must be long: right
-    after a synchronisation the host may take longer than a short lead to enqueue the spin
-    (evidence: RESULTS.md#timing-clock-read). None where the backend has no spin kernel.
-    Each read is remembered (`clock.recent`)."""
+    """Returns the SM clock now, in MHz (None: no spin kernel), remembered in `clock.recent`: a
+    spin of `cycles` timed with events, behind a lead spin that keeps the GPU busy while the
+    host enqueues the timed one. Both are long: right after a synchronisation the host may take
+    longer than a short lead to enqueue (evidence: RESULTS.md#timing-clock-read)."""
     gpu = clock.device()
     if gpu.sleep is None:
         return None
@@ -554,11 +497,8 @@ def _clock_mhz(clock: Clock, cycles: int = _SPIN_CYCLES) -> float | None:
 
 
 def read_clock_mhz(device: DeviceInfo, clock: Clock = REAL_CLOCK) -> float | None:
-    """Returns the SM clock of `device` now, in MHz (`_clock_mhz`), or None where it cannot
-    be read (the interpreter, a backend without a spin kernel)."""
-    if device.backend == "interpreter":
-        return None
-    return _clock_mhz(clock)
+    """Returns the SM clock of `device` now, in MHz (`_clock_mhz`); None where unreadable."""
+    return None if device.backend == "interpreter" else _clock_mhz(clock)
 
 
 def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[LatencyStats]:
@@ -612,10 +552,8 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
 
 def roofline_fraction(device: DeviceInfo, flops: float, bytes_moved: float,
                       latency_us: float, dtype: str = "float32") -> float | None:
-    """Returns (fastest possible time) / (measured time): 1.0 is at the roofline.
-
-    None when the device's peaks are unknown or the run was not on a GPU.
-    """
+    """Returns (fastest possible time) / (measured time), 1.0 at the roofline; None when the
+    device's peaks are unknown or the run was not on a GPU."""
     if not device.timing_meaningful or latency_us <= 0:
         return None
     floor_s = device.roofline_s(flops, bytes_moved, dtype)

@@ -1,9 +1,6 @@
-"""The rules of adaptive timing, as pure functions of the samples: when a median is known
-well enough, when a callable is clearly slower than the caller cares about, when the clock
-has settled, and how many runs come next; and the window of recent clock reads that
-settling weighs a clock against. `fitness.measure.timing` runs the kernels; these decide, and are
-tested without a GPU.
-"""
+"""The rules of adaptive timing, as pure functions of the samples (when to stop, when the clock
+has settled, how many runs come next) and the window of recent clock reads settling weighs a
+clock against. `fitness.measure.timing` runs the kernels; these decide, tested without a GPU."""
 
 from __future__ import annotations
 
@@ -14,75 +11,64 @@ import statistics
 import threading
 from typing import Sequence
 
+
 @dataclasses.dataclass(frozen=True)
 class TimingConfig:
     """How long to warm up and when to stop timing; each field's reason is beside it.
 
     A callable is `heavy` when it is long enough and draws enough power to move the SM clock
-    itself: a heavy one settles on its own load, a light one waits for the chip's full clock
-    (`settled`).
+    itself: it settles on its own load, a light one waits for the chip's full clock (`settled`).
     """
 
-    # Untimed calls of each callable first (compilation, autotuning, caches), and as many
-    # untimed rounds after graph capture (a graph's first replay uploads it).
+    # Untimed calls of each callable (compilation, autotuning, caches), and as many untimed
+    # rounds after graph capture (a graph's first replay uploads it).
     warmup_runs: int = 3
-    # Timed runs per callable before any stop (the first batch): at 20 the 95% interval of
-    # the median is the 6th to 15th sample, so one outlier cannot stop it.
+    # Timed runs before any stop: at 20 the median's 95% interval is the 6th to 15th sample,
+    # so one outlier cannot stop it.
     min_runs: int = 20
-    max_runs: int = 500  # timed runs per callable at most
-    # Timed work per callable at most (the sum of its runs, in seconds): a slow kernel stops
-    # here after `min_runs`, whatever its spread.
+    max_runs: int = 500
+    # Timed work at most (the sum of the runs, s): a slow kernel stops here after `min_runs`.
     max_timed_s: float = 0.05
-    # Stop once the median's confidence interval is narrower than this fraction of the
-    # median on each side: at 0.5%, sampling alone moves three timings of a kernel apart by
-    # about 1%, half of the 2% that repeated timings may differ by. 0 never stops on it.
+    # Stop once the median's confidence interval is narrower than this fraction of it on each
+    # side: sampling then moves three timings of a kernel about 1% apart, half the 2% that
+    # repeated timings may differ by. 0 never stops on it.
     ci_rel: float = 0.005
-    confidence: float = 0.95  # coverage of that interval, and of the "clearly slower" call
-    # Time CUDA graph replays whenever the call can be captured: Triton's Python launcher
-    # costs tens of microseconds of host time per launch, so events around an eager launch
-    # time the host, not the kernel; a replay has no per-kernel host cost
-    # (evidence: RESULTS.md#timing-graph-replay).
+    confidence: float = 0.95  # of that interval, and of the "clearly slower" call
+    # Time CUDA graph replays where the call can be captured: events around an eager launch
+    # time Triton's host-side launcher, not the kernel (evidence: RESULTS.md#timing-graph-replay).
     use_graphs: bool = True
-    # A batch median at least this long may move the clock itself: behind the flush and the
-    # pad it keeps the GPU busy most of the time, which for tensor-core work is past the
-    # chip's power limit; below it only the SM clock has to be steady (see `settled`).
+    # A batch median at least this long may move the clock itself (behind the flush and the
+    # pad it keeps the GPU busy most of the time); below it only the SM clock must be steady.
     settle_above_us: float = 200.0
-    # Such a callable whose roofline floors are known (`bench`'s `floors_us`) is heavy only
-    # if it draws the power to move the clock: a compute rate of at least the first fraction
-    # of the peak, or memory traffic of at least the second of the bandwidth. Kernels far
-    # below both barely move the clock, so they settle like light ones (the clock back at its
-    # peak) instead of paying `settle_min_s` (evidence: RESULTS.md#timing-heat-fractions).
+    # Such a callable with known roofline floors (`bench`'s `floors_us`) is heavy only at a
+    # compute rate of at least the first fraction of the peak, or memory traffic of at least
+    # the second of the bandwidth; others barely move the clock and settle like light ones
+    # (evidence: RESULTS.md#timing-heat-fractions).
     heat_compute_fraction: float = 0.25
     heat_memory_fraction: float = 0.7
-    # Timed work of a heavy callable at least (its runs' sum): under the power limiter the
-    # clock wanders from one read to the next, and a tight interval over a few milliseconds
-    # of runs times one point of that wander; a tenth of a second spans several
-    # (evidence: RESULTS.md#timing-clock-wander).
+    # Timed work of a heavy callable at least: under the power limiter the clock wanders from
+    # read to read, and a tight interval over a few milliseconds times one point of that
+    # wander (evidence: RESULTS.md#timing-clock-wander).
     heavy_min_timed_s: float = 0.1
-    # Seconds of a heavy callable's settling batches before it may be timed: a compute-bound
-    # kernel runs at the boost clock for about a tenth of a second of load before the power
-    # limiter pulls the clock down (evidence: RESULTS.md#timing-power-limiter).
+    # Seconds of a heavy callable's settling batches before it may be timed: the power limiter
+    # pulls a boost clock down only after a while under load
+    # (evidence: RESULTS.md#timing-power-limiter).
     settle_min_s: float = 0.15
-    # Settling stops after this many seconds, settled or not (0: no settling, the first
-    # batch is timed whatever came before it).
+    # Settling stops after this many seconds, settled or not (0: the first batch is timed).
     settle_max_s: float = 0.3
-    # Seconds a settling batch lasts at least after the first, so that two batches in a row
-    # are far enough apart in time to show a drift.
+    # Seconds a settling batch lasts at least after the first, so that two in a row are far
+    # enough apart to show a drift.
     settle_batch_s: float = 0.02
-    # Settled once the last two batch medians (heavy callables) and the last two SM clock
-    # reads agree within this fraction, and (light callables) the clock is within it of the
-    # fastest read lately.
+    # Settled once the last two batch medians (heavy callables) and clock reads agree within
+    # this fraction, and (light callables) the clock is within it of the fastest read lately.
     settle_rel: float = 0.01
-    # Heavy load that ended at most this long before a settling began counts toward its
-    # `settle_min_s`: the cases of one candidate, timed back to back, heat the chip once
-    # (each still needs two agreeing batches), not once each.
+    # Heavy load that ended at most this long before a settling counts toward its
+    # `settle_min_s`: the cases of one candidate, timed back to back, heat the chip once.
     settle_gap_s: float = 0.05
-    # A callable whose runs' first and last thirds (in time order) have medians more than
-    # `drift_rel` apart timed two states of the device (the clock stepped, or a neighbour's
-    # launch came or went), and its median is of neither: its runs are dropped and it is
-    # timed again, at most `retakes` times. Heavy callables are not retaken: they drift as
-    # they heat the chip, which their settling and `heavy_min_timed_s` already span, and
-    # retaking them slowed whole campaigns (evidence: RESULTS.md#timing-retakes).
+    # Runs whose first and last thirds have medians more than `drift_rel` apart timed two
+    # states of the device, and their median is of neither: they are dropped and the callable
+    # timed again, at most `retakes` times. Not heavy callables: they drift as they heat the
+    # chip, which settling already spans (evidence: RESULTS.md#timing-retakes).
     drift_rel: float = 0.03
     retakes: int = 1
 
@@ -118,39 +104,36 @@ def median_ci_ranks(runs: int, confidence: float) -> tuple[int, int] | None:
 def stop_reason(samples_us: Sequence[float], config: TimingConfig,
                 give_up_above_us: float | None = None, min_timed_s: float = 0.0) -> str | None:
     """Returns why timing should stop after these samples (one of STOP_REASONS), or None to
-    time another batch. A pure function of the samples, so the rule is tested without a GPU.
+    time another batch. Nothing stops before `min_runs`.
 
-    Nothing stops before `min_runs`. "slower" comes first: a callable whose interval lies
-    wholly above `give_up_above_us` is slower than the caller cares about at the interval's
-    confidence (one-sided, (1 + confidence) / 2), and more runs would only refine a number
-    nobody uses. Then "ci": the interval's half-width is under `ci_rel` of the median, once
-    the runs add up to `min_timed_s`. Then "max": `max_runs` runs, or `max_timed_s` (or
-    `min_timed_s`, the longer) of timed work.
+    "slower" comes first: an interval wholly above `give_up_above_us` is slower than the
+    caller cares about (one-sided, at (1 + confidence) / 2), and more runs would refine a
+    number nobody uses. Then "ci": the interval's half-width is under `ci_rel` of the median,
+    once the runs add up to `min_timed_s`. Then "max": `max_runs` runs, or the longer of
+    `max_timed_s` and `min_timed_s` of timed work.
     """
     runs = len(samples_us)
     if runs < config.min_runs:
         return None
     ordered = sorted(samples_us)
+    timed_s = sum(ordered) * 1e-6
     ranks = median_ci_ranks(runs, config.confidence)
     if ranks is not None:
         low, high = ordered[ranks[0]], ordered[ranks[1]]
         if give_up_above_us is not None and low > give_up_above_us:
             return "slower"
-        timed_s = sum(ordered) * 1e-6
         if high - low < 2 * config.ci_rel * statistics.median(ordered) and timed_s >= min_timed_s:
             return "ci"
-    if runs >= config.max_runs or sum(ordered) * 1e-6 >= max(config.max_timed_s, min_timed_s):
+    if runs >= config.max_runs or timed_s >= max(config.max_timed_s, min_timed_s):
         return "max"
     return None
 
 
 def drifted(samples_us: Sequence[float], config: TimingConfig) -> bool:
-    """Returns whether the runs (in the order they ran) drifted: the medians of the first
-    and the last third more than `drift_rel` apart. Thirds, not halves: a step a fifth of
-    the way in leaves the first half's median already slow, where the first third's is
-    still fast; a step anywhere from a sixth to five sixths of the way is seen
-    (evidence: RESULTS.md#timing-drift-thirds). Too few runs for two medians of
-    `min_runs // 3` each never drift."""
+    """Returns whether the runs (in the order they ran) drifted: the medians of the first and
+    the last third more than `drift_rel` apart. Thirds, not halves: a step a fifth of the way
+    in already slows the first half's median (evidence: RESULTS.md#timing-drift-thirds). Too
+    few runs for two medians of `min_runs // 3` each never drift."""
     third = len(samples_us) // 3
     if third < max(config.min_runs // 3, 1):
         return False
@@ -177,21 +160,18 @@ def settled(medians_us: Sequence[Sequence[float]], clocks_mhz: Sequence[float],
             elapsed_s: float, config: TimingConfig, loaded_s: float = 0.0,
             peak_mhz: float = 0.0,
             floors_us: Sequence[tuple[float, float] | None] = ()) -> bool:
-    """Returns whether timing may begin after these settling batches: `medians_us` holds one
-    series per callable (its batch medians, oldest first), `clocks_mhz` the SM clock read
-    before the first batch and after each (empty where it cannot be read), `elapsed_s` the
-    seconds since the first batch began, `loaded_s` the seconds of heavy load the chip had
-    just before it (see `settle_gap_s`), `peak_mhz` the fastest clock read lately (0:
-    unknown), `floors_us` each callable's roofline floors (see `heavy`; missing: unknown).
+    """Returns whether timing may begin after these settling batches: `medians_us` holds each
+    callable's batch medians (oldest first), `clocks_mhz` the SM clock read before the first
+    batch and after each (empty: unreadable), `elapsed_s` the seconds since the first began,
+    `loaded_s` the heavy load just before it (`settle_gap_s`), `peak_mhz` the fastest clock
+    read lately (0: unknown), `floors_us` each callable's roofline floors (see `heavy`).
 
-    Always after `settle_max_s`. Otherwise the clock must have moved less than `settle_rel`
-    since the last read. If no callable is `heavy`, the clock must also be within
-    `settle_rel` of `peak_mhz`: a light kernel's honest state is the chip's full clock, and
-    after another caller's heavy load the clock climbs back in steps that each hold for tens
-    of milliseconds, so two agreeing reads may be a step (evidence:
-    RESULTS.md#timing-clock-recovery). If one is heavy, `settle_min_s` of heavy load must
-    have passed (a boost clock holds steady before the power limiter pulls it down) and
-    every callable's last two medians must agree within `settle_rel`.
+    Always after `settle_max_s`; else the clock must have moved under `settle_rel` since the
+    last read. With no `heavy` callable it must also be within `settle_rel` of `peak_mhz`: a
+    light kernel's honest state is the full clock, which climbs back after heavy load in
+    steps, so two agreeing reads may be a step (evidence: RESULTS.md#timing-clock-recovery).
+    With one, `settle_min_s` of heavy load must have passed (a boost clock holds before the
+    limiter pulls it down) and each callable's last two medians agree within `settle_rel`.
     """
     if elapsed_s >= config.settle_max_s:
         return True
@@ -216,10 +196,9 @@ def next_batch_runs(done: int, config: TimingConfig) -> int:
 
 
 class ClockWindow:
-    """The SM clock reads of the last `window_s` seconds; their fastest (`peak`) is the
-    clock a light kernel waits for (`settled`). A window, not all time, so a chip that runs
-    hotter later is not held to its cool boost. Thread-safe: the judge notes the checkers'
-    reads from many walks at once."""
+    """The SM clock reads of the last `window_s` seconds; their fastest (`peak`) is the clock a
+    light kernel waits for (`settled`). A window, so a chip that runs hotter later is not held
+    to its cool boost. Thread-safe: the judge notes the checkers' reads from many walks."""
 
     def __init__(self, window_s: float = 60.0):
         self.window_s = window_s

@@ -1,9 +1,5 @@
-"""The device lock: many holders share the device for compile/check, timing holds it alone.
-
-A readers-writer lock that prefers the writer (a waiting timing run stops new shared
-holders), and that also accounts the device's busy time (the union of intervals during
-which anyone holds it) and the time timing runs and shared holders spent waiting for it.
-"""
+"""The device lock: many holders share the device for compile/check, timing holds it alone; a
+readers-writer lock that prefers the writer and accounts the device's busy and waiting time."""
 
 from __future__ import annotations
 
@@ -15,18 +11,13 @@ import time
 class DeviceLock:
     """Shared/exclusive access to one device, with busy-time accounting.
 
-    Shared holders are of two kinds. Short ones (a checker's prepare or compare, a
-    candidate's call on compiled code) run device work from start to end, and a timing run
-    waits for them, at most `straggler_wait_s` (past that, a holder is spinning until its
-    stage limit kills it). Compiling ones (a first call that is mostly Triton's compiler on
-    the CPU) have one launch at their very end; waiting for them idled the pool, since no new holder may start while
-    timing waits, so timing goes ahead beside them. Their one launch may overlap a timed
-    batch: the median of the timed runs absorbs it, and at worst a measurement is slower.
-    Loading ones (importing a candidate) are waited for however long they take: a module
-    may launch device work at import (a spin to slow whatever is timed beside it), and the
-    worker ends the load only once that work is done, so no timing, a candidate's or a
-    baseline's, runs beside it. An import is short; the stall watch and the import limit
-    bound one that is not.
+    A timing run waits for short shared holders (device work from start to end) at most
+    `straggler_wait_s`: past that, one is spinning until its stage limit kills it. It goes
+    ahead beside compiling ones (a first call, mostly Triton's compiler on the CPU): waiting
+    idled the pool, since no new holder starts while timing waits, and their one launch at
+    the end at worst slows a measurement. It waits for loading ones (a candidate's import)
+    to the end: a module may launch device work at import to slow whatever is timed beside
+    it; the stall watch and the import limit bound a long import.
     """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3):
@@ -114,33 +105,14 @@ class DeviceLock:
                 self._leave()
                 self._cond.notify_all()
 
-    def drain_wait_s(self) -> float:
-        """Returns the seconds timing runs spent waiting for short shared holders to end:
-        the part of `exclusive_wait_s` not spent behind another timing run, during which
-        no new holder may start and the device may idle."""
-        with self._cond:
-            return self._drain_wait_s
-
-    def stragglers(self) -> int:
-        """Returns how many timing runs went ahead beside a short shared holder that was
-        still in after `straggler_wait_s`."""
-        with self._cond:
-            return self._stragglers
-
-    def busy_s(self) -> float:
-        """Returns the seconds during which the device had at least one holder."""
+    def counters(self) -> dict:
+        """Returns the seconds during which the device had a holder ("busy_s"); the seconds
+        timing runs waited for it ("timing_wait_s": meanwhile no new shared holder starts),
+        of which spent draining short shared holders ("drain_wait_s"); the timing runs that
+        went ahead beside one still in after `straggler_wait_s` ("stragglers"); and the
+        seconds shared holders waited while a timing run waited or ran ("walk_wait_s")."""
         with self._cond:
             running = time.monotonic() - self._busy_since if self._busy_since is not None else 0.0
-            return self._busy_s + running
-
-    def shared_wait_s(self) -> float:
-        """Returns the seconds shared holders have waited for the device, all of them
-        together: walks held back while a timing run waited or ran."""
-        with self._cond:
-            return self._shared_wait_s
-
-    def exclusive_wait_s(self) -> float:
-        """Returns the seconds timing runs have waited for the device, all of them together
-        (while one waits, no new shared holder starts: the pool's cost of exclusivity)."""
-        with self._cond:
-            return self._exclusive_wait_s
+            return {"busy_s": self._busy_s + running, "timing_wait_s": self._exclusive_wait_s,
+                    "drain_wait_s": self._drain_wait_s, "stragglers": self._stragglers,
+                    "walk_wait_s": self._shared_wait_s}

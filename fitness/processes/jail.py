@@ -1,18 +1,14 @@
-"""The walls around untrusted code: how a sandboxed process is started.
+"""The walls around untrusted code: every process that imports or runs candidate code is
+started by `command()` alone.
 
-Every process that imports or runs candidate code (fitness workers, external-suite harness
-runs) is started by `command()` alone: under bubblewrap, new PID, network, IPC, UTS and mount
-namespaces; a mount view from an allowlist (system directories, Python, the `fitness`
-package, the GPU device nodes); one private writable directory as /sandbox (home, cwd,
-TMPDIR; /tmp a small tmpfs); an allowlisted environment; and, through `fitness.sandbox.entry`,
-an unprivileged uid and hard limits on memory, processes, file size and CPU time.
-
-Why each wall: the PID namespace hides the engine, checkers and siblings (no
-`/proc/<pid>/environ`, no writing into their pipes, no signals; a `setsid` grandchild dies
-with the worker). The mount allowlist shows no secret file, other candidate or result, and a
-write lands in the worker's own directory or fails. uid 65534 (mapped by a user namespace
-when the engine is not root) keeps file permissions. The network namespace leaves nothing to
-exfiltrate to. A variable enters only by name (`ENV_ALLOWLIST`, none of them a secret).
+Under bubblewrap: a PID namespace hides the engine, checkers and siblings (no
+`/proc/<pid>/environ`, no writing into their pipes, no signals; a `setsid` grandchild dies with
+the worker). A mount view from an allowlist (system directories, Python, the `fitness` package,
+GPU device nodes) shows no secret file, other candidate or result, and one private writable
+directory as /sandbox takes every write. The network namespace leaves nothing to exfiltrate to.
+A variable enters only by name (`ENV_ALLOWLIST`). Through `fitness.sandbox.entry`: uid 65534
+(mapped by a user namespace when the engine is not root) and hard limits on memory, processes,
+file size and CPU time.
 """
 
 from __future__ import annotations
@@ -79,13 +75,10 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-def _bwrap_env() -> dict[str, str]:
+def _bwrap_env(binary: str) -> dict[str, str]:
     """The environment bwrap itself runs with (a wheelhouse bwrap finds its libraries)."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    binary = find_bwrap()
-    if binary:
-        env["LD_LIBRARY_PATH"] = os.path.dirname(os.path.abspath(binary))
-    return env
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LD_LIBRARY_PATH": os.path.dirname(os.path.abspath(binary))}
 
 
 def _python_dirs() -> list[str]:
@@ -96,9 +89,8 @@ def _python_dirs() -> list[str]:
     for entry in sys.path:
         if entry and os.path.isdir(entry) and os.path.realpath(entry) != os.path.realpath(project_root):
             dirs.add(entry)
-    for var in ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH"):
-        if os.environ.get(var):
-            dirs.add(os.environ[var])
+    dirs.update(os.environ[var] for var in ("CUDA_HOME", "CUDA_PATH", "ROCM_PATH")
+                if os.environ.get(var))
     dirs.update(p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p)
     dirs.update(glob.glob("/opt/rocm*"))
     existing = sorted(os.path.realpath(d) for d in dirs if os.path.isdir(d))
@@ -110,18 +102,26 @@ def _python_dirs() -> list[str]:
     return outermost
 
 
-def sandbox_env(backend: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Returns the environment of a sandboxed process: the allowlist plus fixed values."""
-    env = {name: os.environ[name] for name in ENV_ALLOWLIST if name in os.environ}
-    python_bin = os.path.dirname(sys.executable)
-    env.update(PATH=f"{python_bin}:/usr/local/bin:/usr/bin:/bin", HOME=SANDBOX_TMP,
-               TMPDIR=SANDBOX_TMP, TRITON_CACHE_DIR=f"{SANDBOX_TMP}/triton-cache",
-               PYTHONPATH=str(_PROJECT_PACKAGE.parent), PYTHONDONTWRITEBYTECODE="1",
-               PYTHONUNBUFFERED="1", PYTHONNOUSERSITE="1", OMP_NUM_THREADS="1")
-    env.setdefault("LANG", "C.UTF-8")
+def process_env(names: tuple[str, ...], home: str, pythonpath: str,
+                backend: str) -> dict[str, str]:
+    """Returns the environment of a fitness process, sandboxed or a checker: the variables
+    `names` copied by exact name (an allowlist cannot miss a secret the way a list of
+    suspicious names can), its files kept under `home`, the interpreter set by `backend`."""
+    env = {name: os.environ[name] for name in names if name in os.environ}
+    env.update(HOME=home, TMPDIR=home, TRITON_CACHE_DIR=os.path.join(home, "triton-cache"),
+               PYTHONPATH=pythonpath, PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+    env.pop("TRITON_INTERPRET", None)
     if backend == "interpreter":
         env["TRITON_INTERPRET"] = "1"
-    env.update(extra or {})
+    return env
+
+
+def sandbox_env(backend: str, home: str = SANDBOX_TMP) -> dict[str, str]:
+    """Returns the environment of a sandboxed process: the allowlist plus fixed values."""
+    env = process_env(ENV_ALLOWLIST, home, str(_PROJECT_PACKAGE.parent), backend)
+    env.update(PATH=f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin",
+               PYTHONNOUSERSITE="1", OMP_NUM_THREADS="1")
+    env.setdefault("LANG", "C.UTF-8")
     return env
 
 
@@ -177,15 +177,15 @@ def prepare_workdir(workdir: str) -> None:
 
 
 def command(module: str, args: list[str], *, workdir: str, backend: str, limits: Limits,
-            use_bwrap: bool, ro_dirs: dict[str, str] | None = None,
-            extra_env: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+            use_bwrap: bool, ro_dirs: dict[str, str] | None = None
+            ) -> tuple[list[str], dict[str, str]]:
     """Returns (argv, env) that run `python -m module args` sandboxed in `workdir`.
 
     `ro_dirs` maps host directories to read-only mount points inside (a suite checkout,
     the trusted side's input directory). With `use_bwrap=False` (`[fitness] sandbox =
-    "off"`) only the limits, the uid drop and the environment allowlist remain.
+    "off"`) only the limits and the environment allowlist remain, its files in `workdir`.
     """
-    env = sandbox_env(backend, extra_env)
+    env = sandbox_env(backend, SANDBOX_TMP if use_bwrap else workdir)
     settings = {"limits": dataclasses.asdict(limits), "backend": backend,
                 "drop_to": ([NOBODY_UID, NOBODY_GID, _gpu_groups()]
                             if os.geteuid() == 0 and use_bwrap else None)}
@@ -195,7 +195,7 @@ def command(module: str, args: list[str], *, workdir: str, backend: str, limits:
     binary = find_bwrap()
     if binary is None:
         raise SandboxUnavailable(unavailable_message())
-    return _bwrap_argv(binary, workdir, ro_dirs or {}, env) + python, _bwrap_env()
+    return _bwrap_argv(binary, workdir, ro_dirs or {}, env) + python, _bwrap_env(binary)
 
 
 def unavailable_message(detail: str = "") -> str:

@@ -12,6 +12,7 @@ import collections
 import concurrent.futures
 import contextlib
 import dataclasses
+import functools
 import os
 import resource
 import select
@@ -57,36 +58,24 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-_CHECKER_ENV = jail.ENV_ALLOWLIST + ("PATH", "CC", "CXX", "TRITON_INTERPRET")
+_CHECKER_ENV = jail.ENV_ALLOWLIST + ("PATH", "CC", "CXX")
 """A checker's environment, by exact name: what torch, Triton and a C compiler need."""
 
 
 def checker_env(device: DeviceInfo, workdir: str) -> dict[str, str]:
-    """Returns the environment of a trusted checker: an allowlist, like a sandbox's.
-
-    A checker runs no candidate code, but it needs no secret either; an allowlist cannot
-    miss one the way a list of suspicious names can.
-    """
-    env = {name: os.environ[name] for name in _CHECKER_ENV if name in os.environ}
+    """Returns the environment of a trusted checker: an allowlist, like a sandbox's (a checker
+    runs no candidate code, but it needs no secret either)."""
     paths = [os.path.abspath(p) for p in sys.path if p and os.path.isdir(p)]
-    env.update(HOME=workdir, TMPDIR=workdir, TRITON_CACHE_DIR=os.path.join(workdir, "triton-cache"),
-               PYTHONPATH=os.pathsep.join(dict.fromkeys(paths)), PYTHONDONTWRITEBYTECODE="1",
-               PYTHONUNBUFFERED="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
-    if device.backend == "interpreter":
-        env["TRITON_INTERPRET"] = "1"
-    else:
-        env.pop("TRITON_INTERPRET", None)
+    env = jail.process_env(_CHECKER_ENV, workdir, os.pathsep.join(dict.fromkeys(paths)),
+                           device.backend)
+    env["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS", "1")
     return env
 
 
 @dataclasses.dataclass(frozen=True)
 class SandboxSettings:
-    """How candidate workers are walled in (see `fitness.processes.jail`).
-
-    Attributes:
-      enabled: False only when the user set `[fitness] sandbox = "off"`.
-      limits: the hard resource limits of every sandboxed process.
-    """
+    """How candidate workers are walled in (`fitness.processes.jail`): `enabled` is False only
+    under `[fitness] sandbox = "off"`; `limits` bind every sandboxed process."""
 
     enabled: bool = True
     limits: jail.Limits = jail.Limits()
@@ -153,10 +142,8 @@ class WorkerProcess:
                                      backend=device.backend, limits=sandbox.limits,
                                      use_bwrap=sandbox.enabled,
                                      ro_dirs={self.input_dir: "/inputs"})
-            if not sandbox.enabled:  # no mount namespace: the worker finds its files by path
-                env.update(HOME=self.workdir, TMPDIR=self.workdir,
-                           TRITON_CACHE_DIR=os.path.join(self.workdir, "triton-cache"),
-                           KERNELEVO_INPUTS=self.input_dir)
+            if not sandbox.enabled:  # no mount namespace: the worker finds its inputs by path
+                env["KERNELEVO_INPUTS"] = self.input_dir
         else:
             argv = [sys.executable, "-m", "fitness.judge.checker", *fds]
             env = checker_env(device, self.workdir)
@@ -170,9 +157,8 @@ class WorkerProcess:
         self._reader = protocol.ReplyReader(self._reply_fd)
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
         self._drain.start()
-        init = ({"op": "init", "device": dataclasses.asdict(device)} if self.untrusted
-                else {"op": "init", "device": device})
-        self._send(init, deadline=time.monotonic() + 10)
+        init_device = dataclasses.asdict(device) if self.untrusted else device
+        self._send({"op": "init", "device": init_device}, deadline=time.monotonic() + 10)
 
     def limit_cpu(self, seconds: float) -> None:
         """Lowers the sandboxed process's CPU limit to (CPU used so far + seconds): the kernel
@@ -204,13 +190,10 @@ class WorkerProcess:
             del self._tail[:-self._tail_bytes]
             if self._output_total > self._flood_limit_bytes and not self._flooded:
                 self._flooded = True
-                self._kill_group()
+                kill_group(self.proc.pid)
 
     def output_tail(self, max_chars: int = 2000) -> str:
         return bytes(self._tail).decode(errors="replace")[-max_chars:]
-
-    def _kill_group(self) -> None:
-        kill_group(self.proc.pid)
 
     def _send(self, request: dict, deadline: float) -> None:
         data = protocol.encode_request(request, pickled=not self.untrusted)
@@ -306,7 +289,7 @@ class WorkerProcess:
     def kill(self) -> None:
         """Kills the worker's process group and removes its directory."""
         self.retired = True
-        self._kill_group()
+        kill_group(self.proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         for fd in (self._request_fd, self._reply_fd):
@@ -341,13 +324,12 @@ def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_
 class WorkerPool:
     """`size` workers of one role lent at a time; `lease()` lends one exclusively.
 
-    Replacement is immediate and non-blocking: a faulted worker is killed and a new process
-    starts importing at once. `spares` more processes start beside the `size` lent ones, and
-    a lease takes a worker that is ready (or has answered its start-up) before one still
-    starting: a candidate that crashes or hangs kills its worker (a third of a mixed batch
-    does), and without spares the next walk would wait out the replacement's start-up while
-    the pool lends one worker fewer. Consecutive start-up failures mean the device itself is
-    gone (`DeviceUnresponsive`).
+    A faulted worker is killed and a new process starts importing at once. `spares` more
+    start beside the `size` lent ones, and a lease takes a worker that is ready (or has
+    answered its start-up) first: a candidate that crashes or hangs kills its worker, and
+    without spares the next walk would wait out the replacement's start-up (evidence:
+    RESULTS.md#pool-spares). Consecutive start-up failures mean the device itself is gone
+    (`DeviceUnresponsive`).
     """
 
     def __init__(self, device: DeviceInfo, size: int, role: str, root_dir: str,
@@ -360,10 +342,9 @@ class WorkerPool:
             raise ValueError(f"spares must be >= 0, got {spares}")
         self.device = device
         self.role = role
-        self._root_dir = root_dir
-        self._sandbox = sandbox
+        self._new_worker = functools.partial(WorkerProcess, role, device, root_dir,
+                                             flood_limit_bytes, sandbox)
         self._ready_timeout_s = ready_timeout_s
-        self._flood_limit_bytes = flood_limit_bytes
         self._max_uses = max_uses
         self._max_start_failures = max_start_failures
         self._slots = threading.BoundedSemaphore(size)
@@ -377,8 +358,7 @@ class WorkerPool:
             self._give_back(self._spawn())
 
     def _spawn(self) -> WorkerProcess:
-        worker = WorkerProcess(self.role, self.device, self._root_dir, self._flood_limit_bytes,
-                               self._sandbox)
+        worker = self._new_worker()
         with self._lock:
             self._all.add(worker)
         return worker

@@ -1,18 +1,15 @@
 """The one seam between the trusted judge and the sandboxed side, and why it looks like this.
 
-Sandboxed workers (`fitness.sandbox.worker`) import and run candidates; both directions are
-JSON. Replies, because the worker is untrusted: unpickling its bytes would run its code in
-the engine. Requests, because a worker needs no trusted object: never a Task, a reference or
-an input generator, only a source text, an entry point name and tensors the judge made.
-Checkers (`fitness.judge.checker`) are trusted and never load a candidate: they make inputs,
-run references, compare and time baselines. Requests to them are pickled (a Task's callables
-pickle by reference, and both ends are trusted); their replies are JSON like every reply.
+A sandboxed worker (`fitness.sandbox.worker`) runs candidates, so its replies are JSON
+(unpickling its bytes would run its code in the engine), and so are its requests: it needs no
+trusted object, only a source text, an entry point name and tensors the judge made. Requests
+to a checker (`fitness.judge.checker`: trusted, never loads a candidate) are pickled, since a
+Task's callables pickle by reference; every reply is JSON.
 
 Tensors never travel through a pipe or a pickle: on a CUDA GPU they stay in a device buffer
-the checker owns, lent to the worker as a file descriptor (`fitness.processes.shared_memory`);
-elsewhere they are raw bytes in files (the inputs' read-only to the sandbox). A small JSON
-spec (dtype, shape, stride; a file, offset or slot) validated by `tensor_layout` describes
-each: raw bytes cannot run code, a spec reaching outside its file or slot is refused.
+the checker owns, lent as a file descriptor (`fitness.processes.shared_memory`); elsewhere they
+are raw bytes in files. A small JSON spec validated by `tensor_layout` describes each: raw
+bytes cannot run code, and a spec reaching outside its file or slot is refused.
 """
 
 from __future__ import annotations

@@ -1,23 +1,21 @@
 """GPU buffers the trusted side owns, lent to a sandboxed worker as file descriptors.
 
-Why not files: four copies per tensor per call (device to host, write, read, host to device)
-were most of a candidate's verdict time (evidence: RESULTS.md#shared-memory-not-files). Why
-not CUDA IPC handles (`cudaIpcGetMemHandle`): the driver refuses to open them across PID
-namespaces, and the worker lives in its own. Memory made by `cuMemCreate` with a POSIX
-file-descriptor handle type is exported as a file descriptor, which crosses a Unix socket
-(SCM_RIGHTS); the importer maps the same physical memory into its own address space.
+Not files: four copies per tensor per call were most of a verdict's time (evidence:
+RESULTS.md#shared-memory-not-files). Not CUDA IPC handles: the driver refuses them across PID
+namespaces. Memory from `cuMemCreate` with a POSIX file-descriptor handle type crosses a Unix
+socket (SCM_RIGHTS) as a descriptor, and the importer maps the same physical memory.
 
-Why it is safe: the checker makes one `SharedBuffer` per call, holding the call's inputs and
-one slot per expected output and nothing else (references and pristine copies stay in its
-caching allocator, never exported). The worker copies the candidate's outputs into the slots,
-refusing ones that do not fit; the checker copies them out before judging, so a later write
-changes nothing judged, and compares the inputs' region with the pristine copy in place. Only
-CUDA has this (`available()`); the interpreter and ROCm keep the raw-file path.
+Safe, because the checker makes one `SharedBuffer` per call holding only the call's inputs and
+one slot per expected output (references and pristine copies are never exported); the worker
+copies outputs into the slots, refusing ones that do not fit; the checker copies them out
+before judging (a later write changes nothing judged) and compares the inputs' region with the
+pristine copy in place. Only CUDA has this (`available()`); elsewhere raw files carry them.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import socket
 from typing import Callable
@@ -71,14 +69,9 @@ class _Driver:
                                     f"({(text.value or b'?').decode()})")
 
 
-_DRIVER: _Driver | None = None
-
-
+@functools.cache
 def _driver() -> _Driver:
-    global _DRIVER
-    if _DRIVER is None:
-        _DRIVER = _Driver()
-    return _DRIVER
+    return _Driver()
 
 
 def available(backend: str) -> bool:
@@ -99,14 +92,11 @@ def available(backend: str) -> bool:
 
 
 def return_cached_memory(backend: str, above_bytes: int = 0) -> None:
-    """Returns the blocks torch's caching allocator keeps in this process to the driver,
-    when they come to more than `above_bytes`.
-
-    Every worker and checker of a pool shares one GPU, and each one's allocator would
-    otherwise keep its largest walk's memory forever, and together they leave no room for a
-    shared buffer (evidence: RESULTS.md#cached-memory). Called between candidates,
-    and (with a threshold, so small tasks do not pay a free and a malloc per call) after
-    the requests that leave large temporaries behind: a reference's, a timing's.
+    """Returns the blocks torch's caching allocator keeps in this process to the driver, when
+    they come to more than `above_bytes`: every process of a pool shares one GPU, and each
+    allocator would keep its largest walk's memory forever, leaving no room for a shared
+    buffer (evidence: RESULTS.md#cached-memory). Called between candidates and, past a
+    threshold (small tasks then pay no free and malloc per call), after a reference or a timing.
     """
     if backend in ("cuda", "rocm"):
         import torch
@@ -116,8 +106,8 @@ def return_cached_memory(backend: str, above_bytes: int = 0) -> None:
 
 
 LARGE_CACHE_BYTES = 256 << 20
-"""Cached memory past this is returned after a request that allocated it: one case of the
-largest built-in task (cross_entropy) leaves several GiB of temporaries behind."""
+"""Cached memory past this is returned after a request that allocated it
+(evidence: RESULTS.md#cached-memory)."""
 
 
 def _prop(device: int) -> _AllocationProp:

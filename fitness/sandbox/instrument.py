@@ -6,8 +6,8 @@ fails), a thread-start watch (work moved to a thread escapes the recorder), a sn
 patch, and a watch that ends the process when the candidate's own code spins. The counter,
 recorder and poison are the same in every call the candidate sees (checked, warm-up,
 captured, timed), and a callable launch grid runs outside the launch, where they see it.
-These observations are reported; the verdicts are made by the parent (`fitness.anticheat`), whose
-code the candidate cannot reach.
+These observations are reported; the verdicts are made by the parent
+(`fitness.judge.anticheat`), whose code the candidate cannot reach.
 """
 
 from __future__ import annotations

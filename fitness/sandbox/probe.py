@@ -1,8 +1,8 @@
 """The device probe: a trusted tiny Triton kernel every worker runs at start-up.
 
 Running it proves the device answers (a worker that cannot probe is a device problem, not a
-candidate's) and pays Triton's one-time set-up (the interpreter's first launch alone costs
-over a second) before any candidate is on the clock.
+candidate's) and pays Triton's one-time set-up (slowest on the interpreter's first launch)
+before any candidate is on the clock.
 """
 
 import torch

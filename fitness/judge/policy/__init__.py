@@ -5,13 +5,13 @@ harness. Most games need what no honest kernel module does: introspection, modul
 short list, torch internals, host reads of tensor values, torch math on the host, Python run
 inside a launch (grid callables, hooks), or state that outlives a call. The gate refuses
 those by reading the source (pure `ast`, nothing imported, milliseconds per module), after
-blanking the code that never runs on import (`policy_strip`). Launch wrappers (no_grad,
+blanking the code that never runs on import (`strip`). Launch wrappers (no_grad,
 autograd.Function, module-like classes) meet the host rules of functions; an external task
 also admits what its own reference does on the host, and nothing more. Arithmetic the tensor
 inference cannot see is left to the runtime audits, the second layer.
 
-Here: the walk, functions, classes and state; `policy_paths` names and paths;
-`policy_expressions` calls and grids; `policy_rules` the tables (`policy_contract` renders them).
+Here: the walk, functions, classes and state; `paths` names and paths; `expressions` calls
+and grids; `facts` what is learnt first; `rules` the tables (`contract` renders them).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from evo.records import parse_source
 from fitness.judge.policy import facts as facts_lib
 from fitness.judge.policy import rules
 from fitness.judge.policy.expressions import ExpressionRules
-from fitness.judge.policy.facts import Scope, code, dunder, is_docstring
+from fitness.judge.policy.facts import Scope, code, defaults, dunder, is_docstring, parameters
 from fitness.judge.policy.paths import PathRules
 from fitness.judge.policy.rules import Policy
 from fitness.judge.policy.strip import harness_imports, runnable_source, strip
@@ -67,7 +67,8 @@ def rules_for(task) -> Policy:
         base = dataclasses.replace(base, tensor_methods=base.tensor_methods - rules.REORDERING_METHODS,
                                    tensor_attributes=base.tensor_attributes | rules.REORDERING_ATTRIBUTES)
     if base.name == "external" and task.baseline_source:
-        base = dataclasses.replace(base, excused=reference_excuses(base, task))
+        excused = reference_excuses(base, task.baseline_source, task.entry_point, task.harness or "")
+        base = dataclasses.replace(base, excused=excused)
     return base
 
 
@@ -76,45 +77,40 @@ def check(source: str, task) -> Violation | None:
 
     `source` must parse (the syntax check runs first); a module nested too deeply to walk
     is refused rather than crashing the judge. Code that never runs on import is blanked
-    first (`policy_strip`), so what is judged is what the worker loads.
+    first (`strip`), so what is judged is what the worker loads.
     """
     try:
-        found = _judge(runnable_source(source, task), rules_for(task), task.entry_point, task.harness or "")
+        gate = _judge(runnable_source(source, task), rules_for(task), task.entry_point, task.harness or "")
     except (RecursionError, MemoryError):  # the parser reports deep nesting as MemoryError
         return Violation(1, "nesting", "the module nests too deeply to check; flatten its expressions")
-    return min(found, default=(0, 0, None), key=lambda v: v[:2])[2]
+    return min(gate.found, default=(0, 0, None), key=lambda v: v[:2])[2]
 
 
-def reference_excuses(policy: Policy, task) -> frozenset[tuple[str, str]]:
-    """Returns the (rule, key) of every violation the task's own reference module commits
-    under `policy`: what an external task's candidates may do on the host besides it.
+@functools.lru_cache(maxsize=512)
+def reference_excuses(policy: Policy, source: str, entry_point: str, harness: str) -> frozenset[tuple[str, str]]:
+    """Returns the (rule, key) of every violation a task's own reference module (`source`)
+    commits under `policy`: what an external task's candidates may do on the host besides it.
 
     A key names the thing used (a module, a dotted torch path, a tensor method, a decorator,
     a base class, a builtin), or else the offending code itself, so a candidate is excused
     only for what the reference does, never for a neighbouring construct. A reference with
     no Triton kernel (KernelBench's PyTorch model) excuses nothing: its torch is the task.
     """
-    return _reference_excuses(policy, task.baseline_source, task.entry_point, task.harness or "")
-
-
-@functools.lru_cache(maxsize=512)
-def _reference_excuses(policy: Policy, source: str, entry_point: str,
-                       harness: str) -> frozenset[tuple[str, str]]:
     try:
-        tree = parse_source(strip(source, entry_point, harness))
-        facts = facts_lib.gather(tree, policy, entry_point, harness_imports(harness))
-        if not facts.kernel_defs:  # a PyTorch reference (KernelBench): its torch is the task
-            return frozenset()
-        found = _Gate(policy, facts, entry_point).run(tree)
+        gate = _judge(strip(source, entry_point, harness), policy, entry_point, harness)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset()
-    return frozenset((v.rule, v.key) for _, _, v in found)
+    if not gate.facts.kernel_defs:
+        return frozenset()
+    return frozenset((v.rule, v.key) for _, _, v in gate.found)
 
 
-def _judge(source: str, policy: Policy, entry_point: str, harness: str) -> list[tuple[int, int, Violation]]:
+def _judge(source: str, policy: Policy, entry_point: str, harness: str) -> _Gate:
+    """Returns the gate after one walk of `source`: its facts, and what it found."""
     tree = parse_source(source)
-    facts = facts_lib.gather(tree, policy, entry_point, harness_imports(harness))
-    return _Gate(policy, facts, entry_point).run(tree)
+    gate = _Gate(policy, facts_lib.gather(tree, policy, entry_point, harness_imports(harness)), entry_point)
+    gate.visit(tree, Scope("module"))
+    return gate
 
 
 class _Gate(PathRules, ExpressionRules):
@@ -127,10 +123,6 @@ class _Gate(PathRules, ExpressionRules):
         self._grids_checked: set[ast.AST] = set()
         self.entry_bindings: set[int] = set()  # `entry = value` targets, judged by check_entry_binding
 
-    def run(self, tree: ast.Module) -> list[tuple[int, int, Violation]]:
-        self.visit(tree, Scope("module"))
-        return self.found
-
     def flag(self, node: ast.AST, rule: str, detail: str, key: str | None = None) -> None:
         """Records a violation at `node`, unless the task's reference commits the same one
         (`key`: what is used, by default the code itself)."""
@@ -141,7 +133,7 @@ class _Gate(PathRules, ExpressionRules):
     def visit(self, node: ast.AST, scope: Scope) -> None:
         if scope.kind == "kernel" and isinstance(node, _KERNEL_STATEMENTS):
             return self.flag(node, "kernel-body", f"`{code(node)}` is not allowed inside @triton.jit "
-                             f"function `{scope.function}`; a kernel body is triton.language code only")
+                             f"function `{scope.node.name}`; a kernel body is triton.language code only")
         handler = _HANDLERS.get(type(node))
         if handler:
             return handler(self, node, scope)
@@ -158,12 +150,11 @@ class _Gate(PathRules, ExpressionRules):
                       "__call__ may be defined with a dunder name, in a class", node.name)
         self.check_rebinding(node, node.name, scope)
         args = node.args
-        params = args.posonlyargs + args.args
-        for arg in params + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]:
+        for arg in parameters(args) + [a for a in (args.vararg, args.kwarg) if a]:
             self.check_rebinding(arg, arg.arg, scope)
             if arg.annotation is not None:
                 self.visit(arg.annotation, scope)
-        for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
+        for default in defaults(args):
             if not facts_lib.frozen(default, self.facts):
                 self.flag(default, "global-state", f"`{code(default)}` as a default argument is created "
                           "once and outlives every call; default to None or a constant and build it inside")
@@ -174,16 +165,16 @@ class _Gate(PathRules, ExpressionRules):
         if node.name in self.facts.grids:
             self.check_grid_function(node)
         kernel = node in self.facts.kernel_defs
-        first = params[0].arg if owner and params else None
+        positional = args.posonlyargs + args.args
+        first = positional[0].arg if owner and positional else None
         ctx = first if owner and owner.name in self.facts.autograd_classes else None
-        names = {a.arg for a in params + args.kwonlyargs}
-        local = self.facts.local.get(node, frozenset(names) if kernel else frozenset())
+        names = frozenset(a.arg for a in parameters(args))
+        local = self.facts.local.get(node, names if kernel else frozenset())
         closed = scope.tensors - local if scope.kind == "host" else frozenset()  # a closure's tensors
         inner = Scope("kernel" if kernel else "host", local,
                       scope.local | scope.outer if scope.kind == "host" else frozenset(),
                       frozenset(self.facts.tensors.get(node, ())) | closed,
-                      None if ctx else first, owner is not None and node.name == "__init__", node.name, ctx,
-                      node)
+                      None if ctx else first, owner is not None and node.name == "__init__", ctx, node)
         for statement in node.body:
             self.visit(statement, inner)
 
@@ -204,7 +195,8 @@ class _Gate(PathRules, ExpressionRules):
                           "decorate with @triton.jit, @triton.autotune, @triton.heuristics, "
                           "@torch.no_grad(), @torch.inference_mode() or @staticmethod only (no caches)",
                           path or code(decorator))
-            self.visit(decorator, scope) if path is None or path not in _METHOD_DECORATORS else None
+            if path not in _METHOD_DECORATORS:
+                self.visit(decorator, scope)
 
     def visit_ClassDef(self, node: ast.ClassDef, scope: Scope) -> None:
         self.check_decorators(node, scope, None)
@@ -230,14 +222,13 @@ class _Gate(PathRules, ExpressionRules):
 
     def constant_field(self, node: ast.Assign | ast.AnnAssign) -> bool:
         """True for `BLOCK: int = 128`, `A = (1, 2)`, `w: torch.Tensor`, `n: int = field(default=1)`."""
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         value = node.value
         is_field = isinstance(value, ast.Call) and \
             facts_lib.path_of(value.func, self.facts.aliases) == "dataclasses.field" and \
             all(k.arg in ("default", "default_factory", "init", "repr", "compare") for k in value.keywords) and \
             all(facts_lib.frozen(k.value, self.facts) or getattr(k.value, "id", "") in ("list", "dict")
                 for k in value.keywords) and not value.args
-        return all(isinstance(t, ast.Name) and not dunder(t.id) for t in targets) and (
+        return all(isinstance(t, ast.Name) and not dunder(t.id) for t in facts_lib.targets(node)) and (
             value is None or is_field or facts_lib.frozen(value, self.facts))
 
     def check_rebinding(self, node: ast.AST, name: str, scope: Scope) -> None:
@@ -280,17 +271,14 @@ class _Gate(PathRules, ExpressionRules):
                   f"import; define it with `def {self.entry_point}(...)` (or `= _Fn.apply` of a "
                   "torch.autograd.Function of this module)")
 
-    def visit_For(self, node: ast.For, scope: Scope) -> None:
-        self.visit(node.target, scope)
-        self.visit_Name(node.iter, scope, True) if isinstance(node.iter, ast.Name) else self.visit(node.iter, scope)
-        for statement in node.body + node.orelse:
-            self.visit(statement, scope)
+    def visit_For(self, node: ast.For | ast.comprehension, scope: Scope) -> None:
+        for child in facts_lib.children(node):
+            if child is node.iter:
+                self.read(child, scope)
+            else:
+                self.visit(child, scope)
 
-    def visit_comprehension(self, node: ast.comprehension, scope: Scope) -> None:
-        self.visit(node.target, scope)
-        self.visit_Name(node.iter, scope, True) if isinstance(node.iter, ast.Name) else self.visit(node.iter, scope)
-        for condition in node.ifs:
-            self.visit(condition, scope)
+    visit_comprehension = visit_For
 
 
 _HANDLERS = {getattr(ast, name[6:]): method for cls in reversed(_Gate.__mro__) for name, method in vars(cls).items()

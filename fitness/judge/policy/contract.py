@@ -1,4 +1,4 @@
-"""The static gate's contract in words, rendered from its own tables (`policy_rules`).
+"""The static gate's contract in words, rendered from its own tables (`rules`).
 
 What the model is told it may write and what the gate allows must never drift apart, so the
 prompt's contract is not written by hand: `render()` builds it from the same tables the gate

@@ -17,7 +17,7 @@ import string
 
 from fitness.judge.policy import facts as facts_lib
 from fitness.judge.policy import rules
-from fitness.judge.policy.facts import Scope, code, dunder, is_docstring
+from fitness.judge.policy.facts import Scope, code, defaults, dunder, is_docstring, parameters
 
 
 class ExpressionRules:
@@ -50,14 +50,17 @@ class ExpressionRules:
             callee = None if is_path else func.value if isinstance(func, ast.Attribute) else func
         elif isinstance(func, ast.Attribute) and self.method_call(node, func, scope):
             callee = None
-            self.visit_Name(func.value, scope, True)
+            self.read(func.value, scope)
         if scope.kind != "kernel":
             self.check_launch(node, scope)
         names_ok = isinstance(func, ast.Name) and func.id in rules.READ_BUILTINS
         for arg in node.args + [k.value for k in node.keywords]:
             if isinstance(arg, ast.Name) and arg.id in self.facts.kernels and scope.kind != "kernel":
                 continue  # a kernel handed to a launcher, which launches it as kernel[grid](...)
-            self.visit_Name(arg, scope, True) if names_ok and isinstance(arg, ast.Name) else self.visit(arg, scope)
+            if names_ok:
+                self.read(arg, scope)
+            else:
+                self.visit(arg, scope)
         if callee is not None:
             self.visit(callee, scope)
 
@@ -105,8 +108,7 @@ class ExpressionRules:
             return False
         if receiver in self.facts.autograd_classes and method == "apply" and receiver not in scope.local:
             return False
-        if scope.kind == "host" and mutates and root is not None and (
-                root not in scope.local or (root == scope.self_name and not scope.in_init)):
+        if scope.kind == "host" and mutates and root is not None and scope.outlives(root):
             self.flag(node, "global-state", f"`{code(node)}` mutates `{root}`, which outlives the call; "
                       "keep state local to the call")
         elif method == "to" and any(_names_cpu(a) for a in node.args + [k.value for k in node.keywords]):
@@ -116,7 +118,7 @@ class ExpressionRules:
                 self.flag(node, "dunder", f"`{code(node)}`: format fields may not read attributes or items; "
                           "use an f-string")
         elif not (method in self.policy.tensor_methods or method in rules.PYTHON_METHODS
-                  or (method in self.facts.methods and not dunder(method) and not self.tensor(func.value, scope))):
+                  or (method in self.facts.method_defs and not dunder(method) and not self.tensor(func.value, scope))):
             self.flag(node, "host-torch", f"`{code(node)}` is not allowed on the host: host code may only "
                       f"{self.host_hint()}", "." + method)
         return isinstance(func.value, ast.Name) and method in rules.READ_METHODS
@@ -128,8 +130,7 @@ class ExpressionRules:
         text = " ".join(n.value for a in node.args + [k.value for k in node.keywords] for n in ast.walk(a)
                         if isinstance(n, ast.Constant) and isinstance(n.value, str))
         if any(clock in text for clock in rules.KERNEL_CLOCKS):
-            self.flag(node, "kernel-body", f"`{code(node)}` reads a clock inside @triton.jit function "
-                      f"`{scope.function}`; kernels compute from their inputs only (no timers)", "asm-clock")
+            self.flag_clock(node, scope, "asm-clock")
         if isinstance(func, ast.Name):
             path = self.facts.aliases.get(func.id, "")
             ok = func.id in self.facts.kernels or func.id in rules.KERNEL_BUILTINS or \
@@ -140,7 +141,7 @@ class ExpressionRules:
         else:
             ok = False
         if not ok:
-            self.flag(node, "kernel-body", f"`{code(node)}` in @triton.jit function `{scope.function}` "
+            self.flag(node, "kernel-body", f"`{code(node)}` in @triton.jit function `{scope.node.name}` "
                       "calls plain Python; kernels call only tl.*, other @triton.jit functions, "
                       "range/tl.static_range and min/max")
 
@@ -148,40 +149,36 @@ class ExpressionRules:
         value = node.value
         if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "kernel":
             self.flag(node, "kernel-body", f"`{code(node)}` stores by subscript in @triton.jit function "
-                      f"`{scope.function}`; a kernel writes memory with tl.store only")
+                      f"`{scope.node.name}`; a kernel writes memory with tl.store only")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "host":
             root = facts_lib.root_name(node)
             if self.tensor(value, scope):
                 self.flag(node, "host-torch", f"`{code(node)}` writes a tensor on the host; "
                           "write outputs from a Triton kernel")
-            elif root is not None and (root not in scope.local or
-                                       (root == scope.self_name and not scope.in_init)):
+            elif root is not None and scope.outlives(root):
                 self.flag(node, "global-state", f"`{code(node)}` stores into `{root}`, which outlives "
                           "the call; keep state local to the call")
-        if isinstance(value, ast.Name) and value.id in self.facts.kernels and scope.kind != "kernel":
+        launch = isinstance(value, ast.Name) and value.id in self.facts.kernels and scope.kind != "kernel"
+        if launch:  # `kernel[grid]`: the one way a kernel is used on the host
             self.check_launch_grid(node.slice, scope)
         index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if isinstance(node.ctx, ast.Load) and self.tensor(value, scope) and \
                 any(self.tensor(i, scope) for i in index):
             self.flag(node, "host-torch", f"`{code(node)}` indexes a tensor with a tensor (a gather "
                       "on the host); gather in a Triton kernel")
-        if isinstance(value, ast.Name) and value.id in self.facts.kernels and scope.kind != "kernel":
-            pass  # `kernel[grid]`: the one way a kernel is used on the host
-        elif isinstance(value, ast.Name) and isinstance(node.ctx, ast.Load):
-            self.visit_Name(value, scope, True)
-        else:
-            self.visit(value, scope)
+        if not launch:
+            self.read(value, scope) if isinstance(node.ctx, ast.Load) else self.visit(value, scope)
         self.visit(node.slice, scope)
 
     def visit_Lambda(self, node: ast.Lambda, scope: Scope) -> None:
-        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+        for default in defaults(node.args):
             self.flag(default, "global-state", f"`{code(default)}`: a lambda default outlives the call")
         bad = _grid_violation(node.body, self.facts.aliases)
         if bad is not None:
             self.flag(bad, "grid-callable", f"`{code(bad)}` in `{code(node)}`: a lambda (a launch grid or "
                       "heuristic) may use only names, constants, arithmetic, meta[...] subscripts, "
                       "triton.cdiv, triton.next_power_of_2, min, max and shape queries")
-        names = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+        names = {a.arg for a in parameters(node.args)}
         self.visit(node.body, dataclasses.replace(scope, local=scope.local | names))
 
     def check_launch_grid(self, grid: ast.AST, scope: Scope) -> None:
@@ -217,15 +214,11 @@ class ExpressionRules:
         """True when every binding of local `name` in the current function is a grid value or an
         inner grid function (never a parameter, a loop variable or a looked-up value)."""
         function = scope.node
-        args = function.args if function is not None else None
-        if function is None or name in {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}:
+        if function is None or name in {a.arg for a in parameters(function.args)}:
             return False
         bound = False
         for node in ast.walk(function):
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For,
-                                                   ast.comprehension)) else \
-                [i.optional_vars for i in node.items if i.optional_vars] if isinstance(node, ast.With) else []
+            targets = facts_lib.targets(node)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name and node is not function:
                 bound = True
                 self.check_grid_function(node)
@@ -259,7 +252,7 @@ class ExpressionRules:
         if node in self.facts.kernel_defs or node.decorator_list:
             return self.flag(node, "grid-callable", f"grid function `{node.name}` is decorated; a launch "
                              "grid is a plain function returning sizes")
-        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+        for default in defaults(node.args):
             self.flag(default, "grid-callable", f"`{code(default)}`: a grid function takes no defaults")
         for statement in node.body:
             if is_docstring(statement):
@@ -297,8 +290,10 @@ class ExpressionRules:
                       "compute in a Triton kernel")
         self.visit(node.left, scope)
         for op, operand in zip(node.ops, node.comparators):
-            membership = isinstance(op, (ast.In, ast.NotIn)) and isinstance(operand, ast.Name)
-            self.visit_Name(operand, scope, True) if membership else self.visit(operand, scope)
+            if isinstance(op, (ast.In, ast.NotIn)):
+                self.read(operand, scope)
+            else:
+                self.visit(operand, scope)
 
     def visit_FormattedValue(self, node: ast.FormattedValue, scope: Scope) -> None:
         if self.tensor(node.value, scope):

@@ -1,14 +1,12 @@
 """What the static gate learns about a module before judging its lines.
 
-A first pass, over the module's top level and its host functions only (kernel bodies are
-walked once, by the gate itself), finds what the rules need: which names are imported
-modules and their dotted paths, which functions are @triton.jit kernels, what each
-module-level name holds (an immutable value, a read-only table of constants, or an object
-the gate cannot see into), the names each host function binds, and which of them hold
-tensors. The last is a small flow-insensitive inference: tensor-annotated parameters (and,
-for built-in tasks, the entry point's and the launch wrappers' parameters) are tensors, so
-are torch allocations and views of tensors, and a helper or method called with a tensor
-gets a tensor parameter. It is what lets the gate refuse `x + y` on the host.
+A first pass over the top level and the host functions (kernel bodies are walked once, by
+the gate itself) finds what the rules need (`Facts`), such as what each module-level name
+holds: an immutable value, a read-only table of constants, or an object the gate cannot see
+into. Which names hold tensors is a small flow-insensitive inference: tensor-annotated
+parameters (and, for built-in tasks, the entry point's and the launch wrappers' parameters)
+are tensors, so are torch allocations and views of tensors, and a helper or method called
+with a tensor gets a tensor parameter. It is what lets the gate refuse `x + y` on the host.
 """
 
 from __future__ import annotations
@@ -57,7 +55,6 @@ class Facts:
     module_kinds: dict[str, str] = dataclasses.field(default_factory=dict)  # "def"/"value"/"table"/"opaque"
     grids: set[str] = dataclasses.field(default_factory=set)            # names launched as kernel[name]
     classes: set[str] = dataclasses.field(default_factory=set)
-    methods: set[str] = dataclasses.field(default_factory=set)
     method_defs: dict[str, list[ast.AST]] = dataclasses.field(default_factory=dict)  # name -> methods of that name
     autograd_classes: set[str] = dataclasses.field(default_factory=set)  # torch.autograd.Function subclasses
     wrappers: set[ast.AST] = dataclasses.field(default_factory=set)     # forward/__call__ methods
@@ -68,18 +65,21 @@ class Facts:
 
     def add_import(self, node: ast.AST, policy: rules.Policy) -> None:
         """Records the names an `import` or `from ... import` binds."""
-        for alias in node.names:
-            if isinstance(node, ast.Import):
-                local = alias.asname or alias.name.split(".")[0]
-                self.aliases[local] = alias.name if alias.asname else local
-                self.import_paths.setdefault(local, set()).add(self.aliases[local])
-                self.modules.add(local)
-            elif node.module and not node.level:
-                path = f"{node.module}.{alias.name}"
-                self.aliases[alias.asname or alias.name] = path
-                self.import_paths.setdefault(alias.asname or alias.name, set()).add(path)
-                if path in policy.modules:
-                    self.modules.add(alias.asname or alias.name)
+        for name, path in imported(node):
+            self.aliases[name] = path
+            self.import_paths.setdefault(name, set()).add(path)
+            if isinstance(node, ast.Import) or path in policy.modules:
+                self.modules.add(name)
+
+
+def imported(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    """Returns (name, dotted path) of each name an import binds (none for a relative import)."""
+    if isinstance(node, ast.Import):
+        return [(a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0])
+                for a in node.names]
+    if node.level or not node.module:
+        return []
+    return [(a.asname or a.name, f"{node.module}.{a.name}") for a in node.names]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,9 +92,13 @@ class Scope:
     tensors: frozenset[str] = frozenset()   # local names holding tensors
     self_name: str | None = None            # a method's first parameter
     in_init: bool = False
-    function: str = ""
     ctx_name: str | None = None             # an autograd.Function method's ctx (per call)
     node: ast.AST | None = None             # the function itself
+
+    def outlives(self, root: str) -> bool:
+        """True when the value named `root` outlives the call: not bound by it, or the instance
+        outside __init__."""
+        return root not in self.local or (root == self.self_name and not self.in_init)
 
 
 def code(node: ast.AST) -> str:
@@ -109,6 +113,25 @@ def dunder(name: str) -> bool:
 
 def is_docstring(node: ast.AST) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def parameters(args: ast.arguments) -> list[ast.arg]:
+    """Returns the named parameters of a function or lambda (not *args, **kwargs)."""
+    return args.posonlyargs + args.args + args.kwonlyargs
+
+
+def defaults(args: ast.arguments) -> list[ast.expr]:
+    return args.defaults + [d for d in args.kw_defaults if d is not None]
+
+
+def targets(node: ast.AST) -> list[ast.expr]:
+    """Returns what a statement binds: assignment, walrus, loop and `with ... as` targets."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    if isinstance(node, ast.With):
+        return [item.optional_vars for item in node.items if item.optional_vars]
+    binds = (ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.comprehension)
+    return [node.target] if isinstance(node, binds) else []
 
 
 def path_of(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -158,14 +181,13 @@ def gather(tree: ast.Module, policy: rules.Policy, entry_point: str, implicit: t
         elif isinstance(node, ast.ClassDef):
             facts.classes.add(node.name)
             facts.module_kinds[node.name] = "def"
-            facts.methods |= {f.name for f in node.body if isinstance(f, _FUNCTIONS)}
-            for f in node.body:
-                if isinstance(f, _FUNCTIONS):
-                    facts.method_defs.setdefault(f.name, []).append(f)
+            for method in (f for f in node.body if isinstance(f, _FUNCTIONS)):
+                facts.method_defs.setdefault(method.name, []).append(method)
+                if method.name in WRAPPER_METHODS:
+                    facts.wrappers.add(method)
             if any(path_of(b, facts.aliases) == "torch.autograd.Function" or getattr(b, "id", None)
                    in facts.autograd_classes for b in node.bases):
                 facts.autograd_classes.add(node.name)
-            facts.wrappers |= {f for f in node.body if isinstance(f, _FUNCTIONS) and f.name in WRAPPER_METHODS}
             if _holds_only_its_arguments(node, facts):
                 facts.value_classes.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
@@ -217,8 +239,7 @@ def _classify(node: ast.AST, facts: Facts) -> None:
         kind = "table" if all(frozen(v, facts) for v in value.elts) else "opaque"
     else:
         kind = "opaque"
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+    for name in (n.id for t in targets(node) for n in ast.walk(t) if isinstance(n, ast.Name)):
         if name in facts.module_kinds or (name in facts.loggers and call != "logging.getLogger"):
             facts.loggers.discard(name)  # bound twice: not known to hold a logger
         facts.module_kinds[name] = max(facts.module_kinds.get(name, "def"), kind, key=_RANK.get)
@@ -243,11 +264,10 @@ def _holds_only_its_arguments(node: ast.ClassDef, facts: Facts) -> bool:
     if any(isinstance(n, ast.keyword) and n.arg == "default_factory" for n in ast.walk(node)):
         return False  # a dataclass field made per instance: a container the instance carries
     for function in (f for f in node.body if isinstance(f, _FUNCTIONS)):
-        params = {a.arg for a in function.args.posonlyargs + function.args.args + function.args.kwonlyargs}
+        params = {a.arg for a in parameters(function.args)}
         for child in ast.walk(function):
             if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
-                if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets) and (
+                if any(isinstance(t, (ast.Attribute, ast.Subscript)) for t in targets(child)) and (
                         function.name != "__init__" or child.value is None or
                         not _made_of(child.value, params, facts)):
                     return False
@@ -302,8 +322,7 @@ def _scan(function: ast.AST, hosts: dict, facts: Facts) -> None:
     bound, so the path rules apply to it.
     """
     args = function.args
-    bound = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
-    bound |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    bound = {a.arg for a in parameters(args) + [args.vararg, args.kwarg] if a}
     assigns, calls = [], []
     hosts[function] = (bound, assigns, calls)
     stack = list(function.body)
@@ -372,8 +391,7 @@ def _infer_tensors(hosts: dict, facts: Facts, policy: rules.Policy, entry_point:
         for f, (_, assigns, calls) in hosts.items():
             mine = tensors[f]
             for node in assigns:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
+                for target in targets(node):
                     pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
                              and isinstance(node.value, ast.Tuple) else [(target, node.value)])
                     mine |= {t.id for t, v in pairs if isinstance(t, ast.Name) and v is not None

@@ -17,6 +17,7 @@ from fitness.judge.policy import facts as facts_lib
 from fitness.judge.policy import rules
 from fitness.judge.policy.facts import Scope, code, dunder
 
+
 class PathRules:
     """Mixin of the gate (see `policy._Gate`): the rules for imports, names and attributes."""
 
@@ -30,12 +31,7 @@ class PathRules:
         """Flags an import that binds a name another import binds to something else (`import torch
         as tl` in one branch, `import triton.language as tl` in the other): the gate could not
         tell which one the code uses."""
-        for alias in node.names:
-            if isinstance(node, ast.Import):
-                name = alias.asname or alias.name.split(".")[0]
-                path = alias.name if alias.asname else name
-            else:
-                name, path = alias.asname or alias.name, f"{node.module}.{alias.name}"
+        for name, path in facts_lib.imported(node):
             paths = self.facts.import_paths.get(name, {path})
             if paths - {path}:
                 self.flag(node, "rebind", f"`{name}` is imported as {' and as '.join(sorted(paths))}; "
@@ -80,12 +76,11 @@ class PathRules:
         """Flags a use of `torch.x`, `triton.x`, `math.x`... that the policy does not allow."""
         parts = path.split(".")
         if scope.kind == "kernel" and any(clock in parts[-1] for clock in rules.KERNEL_CLOCKS):
-            return self.flag(node, "kernel-body", f"`{code(node)}` reads a clock inside @triton.jit function "
-                             f"`{scope.function}`; kernels compute from their inputs only (no timers)", path)
+            return self.flag_clock(node, scope, path)
         if scope.kind == "kernel" and parts[0] == "triton" and parts[1:2] == ["language"]:
             return
         if scope.kind == "kernel":
-            return self.flag(node, "kernel-body", f"`{code(node)}` in @triton.jit function `{scope.function}` "
+            return self.flag(node, "kernel-body", f"`{code(node)}` in @triton.jit function `{scope.node.name}` "
                              "is not triton.language; kernels use only tl.*, other @triton.jit "
                              "functions, range/tl.static_range and min/max (no torch in a kernel)")
         if parts[-1] in rules.HOST_READS:
@@ -150,6 +145,13 @@ class PathRules:
                       "functions may only read module-level tables of constants (no caches, no "
                       "objects kept between calls)")
 
+    def read(self, node: ast.AST, scope: Scope) -> None:
+        """Visits `node` where a module-level table may be read (iterated, indexed, measured)."""
+        if isinstance(node, ast.Name):
+            self.visit_Name(node, scope, readonly=True)
+        else:
+            self.visit(node, scope)
+
     def visit_Attribute(self, node: ast.Attribute, scope: Scope) -> None:
         attr = node.attr
         path = facts_lib.path_of(node, self.facts.aliases)
@@ -174,6 +176,10 @@ class PathRules:
             self.flag(node, "host-torch", f"`{code(node)}` on the host {why}; host code may only "
                       f"{self.host_hint()}", "." + attr)
         self.visit(node.value, scope)
+
+    def flag_clock(self, node: ast.AST, scope: Scope, key: str) -> None:
+        self.flag(node, "kernel-body", f"`{code(node)}` reads a clock inside @triton.jit function "
+                  f"`{scope.node.name}`; kernels compute from their inputs only (no timers)", key)
 
     def flag_host_read(self, node: ast.AST, key: str | None = None) -> None:
         self.flag(node, "host-read", f"`{code(node)}` reads tensor values on the host; compute in a "
