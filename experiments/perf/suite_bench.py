@@ -19,15 +19,16 @@ Modes: eager (the task's PyTorch reference), default (torch.compile), max-autotu
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import sys
+import tempfile
 import time
 
 import torch
 
 from benchmarks import registry
+from timing_repeat import load_baseline  # beside this script
 from fitness import device as device_lib
 from fitness.measure import timing
 
@@ -50,17 +51,6 @@ def measure_ceilings(device) -> dict:
         [mm] = timing.bench([lambda: a @ b], device)
         rates[str(dtype).removeprefix("torch.")] = 2 * 8192**3 / (mm.median_us * 1e-6) / 1e12
     return {"copy_gbs": copy_gbs, "matmul_tflops": rates}
-
-
-def load_baseline(task):
-    """Returns the baseline's entry point, imported from its module file."""
-    path = f"/tmp/kernelevo_baseline_{task.name}.py"
-    with open(path, "w") as handle:
-        handle.write(task.baseline_source)
-    spec = importlib.util.spec_from_file_location(f"baseline_{task.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, task.entry_point)
 
 
 def roofline(ceilings, flops: float, bytes_moved: float, dtype: str, latency_us: float) -> float:
@@ -86,7 +76,7 @@ def compiled(fn, mode: str):
 
 
 def bench_task(task, device, ceilings, modes, max_cases: int, seed: int = 1234) -> list[dict]:
-    baseline = load_baseline(task)
+    baseline = load_baseline(task, tempfile.gettempdir())
     rows = []
     for case in task.cases[:max_cases]:
         args = task.make_inputs(case.params, seed, device.torch_device)

@@ -19,6 +19,7 @@ KNOBS = {
     "LOOP": (0, 1),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
@@ -26,13 +27,13 @@ DESIGN = ("LOOP", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "short": (("BLOCK_M", 4), ("BLOCK_V", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 1)),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
     "medium": (("BLOCK_M", 1), ("BLOCK_V", 2048), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-               ("num_warps", 4), ("num_stages", 2)),
+               ("EVICT", 1), ("num_warps", 4), ("num_stages", 2)),
     "wide": (("BLOCK_M", 1), ("BLOCK_V", 4096), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 4)),
+             ("EVICT", 0), ("num_warps", 8), ("num_stages", 4)),
     "long": (("BLOCK_M", 1), ("BLOCK_V", 4096), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 16),
-             ("num_warps", 4), ("num_stages", 3)),
+             ("EVICT", 0), ("num_warps", 4), ("num_stages", 3)),
 }
 MAX_BLOCK = 1 << 16
 """Most elements one BLOCK_M x row block may hold; a longer whole row is looped."""
@@ -43,7 +44,8 @@ def _row_loss_kernel(logits_ptr, targets_ptr, losses_ptr,
                      M, V,
                      stride_row,
                      BLOCK_M: tl.constexpr, BLOCK_V: tl.constexpr, LOOP: tl.constexpr,
-                     ALIGN: tl.constexpr):
+                     ALIGN: tl.constexpr,
+                     EVICTION: tl.constexpr):
     # The launcher checked V and the stride are multiples of ALIGN: rounding them down changes
     # nothing but lets the compiler prove rows start aligned and masks hold per vector.
     V = V // ALIGN * ALIGN
@@ -61,14 +63,16 @@ def _row_loss_kernel(logits_ptr, targets_ptr, losses_ptr,
             for start in range(0, V, BLOCK_V):
                 cols = start + tl.arange(0, BLOCK_V)
                 # Pad with -inf, the identity of max; exp(-inf) = 0 adds nothing to the sum.
-                x = tl.load(row_ptrs + cols[None, :], mask=cols[None, :] < V, other=-float("inf")).to(tl.float32)
+                x = tl.load(row_ptrs + cols[None, :], mask=cols[None, :] < V, other=-float("inf"),
+                            eviction_policy=EVICTION).to(tl.float32)
                 new_max = tl.maximum(running_max, tl.max(x, axis=1))
                 running_sum = running_sum * tl.exp(running_max - new_max) + \
                     tl.sum(tl.exp(x - new_max[:, None]), axis=1)
                 running_max = new_max
         else:
             cols = tl.arange(0, BLOCK_V)
-            x = tl.load(row_ptrs + cols[None, :], mask=cols[None, :] < V, other=-float("inf")).to(tl.float32)
+            x = tl.load(row_ptrs + cols[None, :], mask=cols[None, :] < V, other=-float("inf"),
+                        eviction_policy=EVICTION).to(tl.float32)
             running_max = tl.max(x, axis=1)
             running_sum = tl.sum(tl.exp(x - running_max[:, None]), axis=1)
         # Gathers within range: safe_rows < M, and targets lie in [0, V) by contract.
@@ -122,6 +126,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     _row_loss_kernel[(programs,)](logits, targets, losses, M, V, logits.stride(0),
                                   BLOCK_M=block_m, BLOCK_V=block_v, LOOP=1 if loop else 0,
                                   ALIGN=_vector_width(config["ALIGN"], V, logits.stride(0)),
+                                  EVICTION="evict_first" if config["EVICT"] else "",
                                   num_warps=config["num_warps"], num_stages=config["num_stages"])
     _mean_kernel[(1,)](losses, out, M, BLOCK_SIZE=1024, num_warps=4, num_stages=1)
     return out

@@ -16,28 +16,29 @@ KNOBS = {
     "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
 DESIGN = ("PROGRAMS",)
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "small": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-              ("num_stages", 2)),
-    "short": (("BLOCK_M", 16), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-              ("num_stages", 2)),
-    "n1k": (("BLOCK_M", 1), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 1),
-            ("num_stages", 3)),
-    "n2k": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-            ("num_stages", 2)),
-    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
-            ("num_stages", 2)),
-    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 2048), ("PROGRAMS", 0), ("ALIGN", 16), ("num_warps", 2),
-            ("num_stages", 1)),
-    "n16k": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-             ("num_stages", 2)),
-    "long": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
-             ("num_stages", 2)),
+    "small": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+              ("num_warps", 4), ("num_stages", 2)),
+    "short": (("BLOCK_M", 16), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+              ("num_warps", 4), ("num_stages", 2)),
+    "n1k": (("BLOCK_M", 1), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+            ("num_warps", 1), ("num_stages", 3)),
+    "n2k": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+            ("num_warps", 4), ("num_stages", 2)),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+            ("num_warps", 8), ("num_stages", 2)),
+    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 2048), ("PROGRAMS", 0), ("ALIGN", 16), ("EVICT", 0),
+            ("num_warps", 2), ("num_stages", 1)),
+    "n16k": (("BLOCK_M", 4), ("BLOCK_N", 256), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+             ("num_warps", 4), ("num_stages", 2)),
+    "long": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+             ("num_warps", 8), ("num_stages", 2)),
 }
 
 
@@ -45,7 +46,8 @@ CONFIGS = {
 def _cumsum_kernel(x_ptr, out_ptr,
                    M, N,
                    stride_xm, stride_om,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr):
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
+                   EVICTION: tl.constexpr):
     # The launcher checked N and both row strides are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     N = N // ALIGN * ALIGN
@@ -61,7 +63,7 @@ def _cumsum_kernel(x_ptr, out_ptr,
             mask = row_mask[:, None] & (cols[None, :] < N)
             # Pad with 0, the identity of +, so padded lanes leave the carry unchanged.
             x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
-                        other=0.0).to(tl.float32)
+                        other=0.0, eviction_policy=EVICTION).to(tl.float32)
             scanned = tl.cumsum(x, axis=1) + carry[:, None]
             tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :],
                      scanned.to(out_ptr.dtype.element_ty), mask=mask)
@@ -100,5 +102,6 @@ def cumsum(x: torch.Tensor) -> torch.Tensor:
     _cumsum_kernel[(programs,)](x, out, M, N, x.stride(0), out.stride(0),
                                 BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
                                 ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
+                                EVICTION="evict_first" if config["EVICT"] else "",
                                 num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

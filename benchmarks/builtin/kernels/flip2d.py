@@ -19,6 +19,7 @@ KNOBS = {
     "REVERSE": (0, 1),  # 0: load at mirrored (descending) addresses; 1: load forwards, reverse in registers
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per tile; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3),
 }
@@ -26,13 +27,13 @@ DESIGN = ("REVERSE", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 16), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 1)),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
     "narrow": (("BLOCK_M", 4), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 16),
-               ("num_warps", 2), ("num_stages", 3)),
-    "unaligned": (("BLOCK_M", 2), ("BLOCK_N", 1024), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-                  ("num_warps", 2), ("num_stages", 1)),
+               ("EVICT", 0), ("num_warps", 2), ("num_stages", 3)),
+    "unaligned": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+                  ("EVICT", 1), ("num_warps", 2), ("num_stages", 2)),
     "wide": (("BLOCK_M", 4), ("BLOCK_N", 512), ("REVERSE", 1), ("PROGRAMS", 0), ("ALIGN", 1),
-             ("num_warps", 2), ("num_stages", 2)),
+             ("EVICT", 0), ("num_warps", 2), ("num_stages", 2)),
 }
 
 
@@ -41,7 +42,8 @@ def _flip2d_kernel(x_ptr, out_ptr,
                    M, N,
                    stride_xm, stride_om,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, REVERSE: tl.constexpr,
-                   ALIGN: tl.constexpr):
+                   ALIGN: tl.constexpr,
+                   EVICTION: tl.constexpr):
     # The launcher checked N and both strides are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     N = N // ALIGN * ALIGN
@@ -60,12 +62,14 @@ def _flip2d_kernel(x_ptr, out_ptr,
             # from first_col, flipped. Columns below 0 pad exactly the output columns >= N.
             src_cols = N - (tile % tiles_n + 1) * BLOCK_N + tl.arange(0, BLOCK_N)
             src_mask = (rows[:, None] < M) & (src_cols[None, :] >= 0)
-            forward = tl.load(x_ptr + src_rows[:, None] * stride_xm + src_cols[None, :], mask=src_mask, other=0.0)
+            forward = tl.load(x_ptr + src_rows[:, None] * stride_xm + src_cols[None, :], mask=src_mask,
+                              other=0.0, eviction_policy=EVICTION)
             reversed_cols = tl.broadcast_to(BLOCK_N - 1 - tl.arange(0, BLOCK_N)[None, :], (BLOCK_M, BLOCK_N))
             values = tl.gather(forward, reversed_cols, 1)
         else:
             src_cols = N - 1 - cols
-            values = tl.load(x_ptr + src_rows[:, None] * stride_xm + src_cols[None, :], mask=mask, other=0.0)
+            values = tl.load(x_ptr + src_rows[:, None] * stride_xm + src_cols[None, :], mask=mask, other=0.0,
+                             eviction_policy=EVICTION)
         tl.store(out_ptr + rows[:, None] * stride_om + cols[None, :], values, mask=mask)
 
 
@@ -98,5 +102,6 @@ def flip2d(x: torch.Tensor) -> torch.Tensor:
                                 BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
                                 REVERSE=config["REVERSE"],
                                 ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
+                                EVICTION="evict_first" if config["EVICT"] else "",
                                 num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

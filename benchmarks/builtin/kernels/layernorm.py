@@ -20,6 +20,7 @@ KNOBS = {
     "LOOP": (0, 1),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
@@ -27,21 +28,21 @@ DESIGN = ("LOOP", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 8), ("num_stages", 1)),
+              ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
     "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 1)),
-    "n1k": (("BLOCK_M", 2), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 4),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
+    "n1k": (("BLOCK_M", 2), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 4), ("EVICT", 0),
             ("num_warps", 4), ("num_stages", 3)),
-    "n2k": (("BLOCK_M", 8), ("BLOCK_N", 64), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 4),
+    "n2k": (("BLOCK_M", 8), ("BLOCK_N", 64), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 4), ("EVICT", 0),
             ("num_warps", 4), ("num_stages", 3)),
-    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 8), ("num_stages", 1)),
     "n8k": (("BLOCK_M", 2), ("BLOCK_N", 4096), ("LOOP", 0), ("PROGRAMS", 1056), ("ALIGN", 1),
-            ("num_warps", 4), ("num_stages", 4)),
+            ("EVICT", 0), ("num_warps", 4), ("num_stages", 4)),
     "n16k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 1)),
+             ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
     "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 1)),
+             ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
 }
 MAX_BLOCK = 1 << 16
 """Most elements one BLOCK_M x BLOCK_N block may hold; a longer whole row is looped."""
@@ -52,7 +53,8 @@ def _layernorm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr,
                       M, N,
                       stride_x_row, stride_out_row,
                       eps,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr, ALIGN: tl.constexpr):
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr, ALIGN: tl.constexpr,
+                      EVICTION: tl.constexpr):
     # The launcher checked N and both row strides are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     N = N // ALIGN * ALIGN
@@ -70,20 +72,23 @@ def _layernorm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr,
                 cols = start + tl.arange(0, BLOCK_N)
                 mask = row_mask[:, None] & (cols[None, :] < N)
                 # Pad with 0, the identity of the sums.
-                sums += tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+                sums += tl.load(x_rows + cols[None, :], mask=mask, other=0.0,
+                                eviction_policy=EVICTION).to(tl.float32)
             mean = tl.sum(sums, axis=1) / N
             squares = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for start in range(0, N, BLOCK_N):
                 cols = start + tl.arange(0, BLOCK_N)
                 mask = row_mask[:, None] & (cols[None, :] < N)
-                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0,
+                            eviction_policy=EVICTION).to(tl.float32)
                 centred = tl.where(mask, x - mean[:, None], 0.0)
                 squares += centred * centred
             inv_std = 1.0 / tl.sqrt(tl.sum(squares, axis=1) / N + eps)
             for start in range(0, N, BLOCK_N):
                 cols = start + tl.arange(0, BLOCK_N)
                 mask = row_mask[:, None] & (cols[None, :] < N)
-                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0,
+                            eviction_policy=EVICTION).to(tl.float32)
                 weight = tl.load(weight_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
                 bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
                 out = (x - mean[:, None]) * inv_std[:, None] * weight[None, :] + bias[None, :]
@@ -92,7 +97,7 @@ def _layernorm_kernel(x_ptr, weight_ptr, bias_ptr, out_ptr,
             cols = tl.arange(0, BLOCK_N)
             mask = row_mask[:, None] & (cols[None, :] < N)
             # Pad with 0, the identity of the sums below; the centred values are re-masked.
-            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICTION).to(tl.float32)
             mean = tl.sum(x, axis=1) / N
             centred = tl.where(mask, x - mean[:, None], 0.0)
             inv_std = 1.0 / tl.sqrt(tl.sum(centred * centred, axis=1) / N + eps)
@@ -140,5 +145,6 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torc
     _layernorm_kernel[(programs,)](x, weight, bias, out, M, N, x.stride(0), out.stride(0), 1e-5,
                                    BLOCK_M=block_m, BLOCK_N=block_n, LOOP=1 if loop else 0,
                                    ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
+                                   EVICTION="evict_first" if config["EVICT"] else "",
                                    num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

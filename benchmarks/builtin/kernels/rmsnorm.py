@@ -19,6 +19,7 @@ KNOBS = {
     "LOOP": (0, 1),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
@@ -26,21 +27,21 @@ DESIGN = ("LOOP", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 8), ("num_stages", 1)),
+              ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
     "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 1)),
-    "n1k": (("BLOCK_M", 2), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 4),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
+    "n1k": (("BLOCK_M", 2), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 4), ("EVICT", 0),
             ("num_warps", 1), ("num_stages", 4)),
-    "n2k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+    "n2k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 8), ("num_stages", 1)),
-    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 8), ("num_stages", 1)),
-    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 8), ("num_stages", 1)),
     "n16k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 1)),
+             ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
     "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 1)),
+             ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
 }
 MAX_BLOCK = 1 << 16
 """Most elements one BLOCK_M x BLOCK_N block may hold; a longer whole row is looped."""
@@ -51,7 +52,8 @@ def _rmsnorm_kernel(x_ptr, weight_ptr, out_ptr,
                     M, N,
                     stride_x_row, stride_out_row,
                     eps,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr, ALIGN: tl.constexpr):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr, ALIGN: tl.constexpr,
+                    EVICTION: tl.constexpr):
     # The launcher checked N and both row strides are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     N = N // ALIGN * ALIGN
@@ -69,13 +71,15 @@ def _rmsnorm_kernel(x_ptr, weight_ptr, out_ptr,
                 cols = start + tl.arange(0, BLOCK_N)
                 mask = row_mask[:, None] & (cols[None, :] < N)
                 # Pad with 0, the identity of the sum of squares.
-                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0,
+                            eviction_policy=EVICTION).to(tl.float32)
                 squares += x * x
             inv_rms = 1.0 / tl.sqrt(tl.sum(squares, axis=1) / N + eps)
             for start in range(0, N, BLOCK_N):
                 cols = start + tl.arange(0, BLOCK_N)
                 mask = row_mask[:, None] & (cols[None, :] < N)
-                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0,
+                            eviction_policy=EVICTION).to(tl.float32)
                 weight = tl.load(weight_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
                 out = x * inv_rms[:, None] * weight[None, :]
                 tl.store(out_rows + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
@@ -83,7 +87,7 @@ def _rmsnorm_kernel(x_ptr, weight_ptr, out_ptr,
             cols = tl.arange(0, BLOCK_N)
             mask = row_mask[:, None] & (cols[None, :] < N)
             # Pad with 0, the identity of the sum of squares.
-            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=0.0, eviction_policy=EVICTION).to(tl.float32)
             inv_rms = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
             weight = tl.load(weight_ptr + cols, mask=cols < N, other=0.0).to(tl.float32)
             out = x * inv_rms[:, None] * weight[None, :]
@@ -127,5 +131,6 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     _rmsnorm_kernel[(programs,)](x, weight, out, M, N, x.stride(0), out.stride(0), 1e-6,
                                  BLOCK_M=block_m, BLOCK_N=block_n, LOOP=1 if loop else 0,
                                  ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
+                                 EVICTION="evict_first" if config["EVICT"] else "",
                                  num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

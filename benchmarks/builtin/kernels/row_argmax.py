@@ -16,28 +16,29 @@ KNOBS = {
     "BLOCK_N": (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
 DESIGN = ("PROGRAMS",)
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
-    "small": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-              ("num_stages", 2)),
-    "short": (("BLOCK_M", 8), ("BLOCK_N", 32), ("PROGRAMS", 0), ("ALIGN", 16), ("num_warps", 2),
-              ("num_stages", 2)),
-    "n1k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-            ("num_stages", 2)),
-    "n2k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-            ("num_stages", 2)),
-    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 2048), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
-            ("num_stages", 2)),
-    "n8k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-            ("num_stages", 2)),
-    "n16k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 4),
-             ("num_stages", 2)),
-    "long": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("PROGRAMS", 0), ("ALIGN", 8), ("num_warps", 8),
-             ("num_stages", 2)),
+    "small": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+              ("num_warps", 4), ("num_stages", 2)),
+    "short": (("BLOCK_M", 8), ("BLOCK_N", 64), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 1),
+              ("num_warps", 1), ("num_stages", 4)),
+    "n1k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+            ("num_warps", 4), ("num_stages", 2)),
+    "n2k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+            ("num_warps", 4), ("num_stages", 2)),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 2048), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 1),
+            ("num_warps", 8), ("num_stages", 2)),
+    "n8k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+            ("num_warps", 4), ("num_stages", 2)),
+    "n16k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
+             ("num_warps", 4), ("num_stages", 2)),
+    "long": (("BLOCK_M", 1), ("BLOCK_N", 2048), ("PROGRAMS", 0), ("ALIGN", 2), ("EVICT", 1),
+             ("num_warps", 4), ("num_stages", 3)),
 }
 
 
@@ -45,7 +46,8 @@ CONFIGS = {
 def _row_argmax_kernel(x_ptr, out_ptr,
                        M, N,
                        stride_xm,
-                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr):
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ALIGN: tl.constexpr,
+                       EVICTION: tl.constexpr):
     # The launcher checked N and the row stride are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     N = N // ALIGN * ALIGN
@@ -61,7 +63,7 @@ def _row_argmax_kernel(x_ptr, out_ptr,
             mask = row_mask[:, None] & (cols[None, :] < N)
             # Pad with -inf, the identity of max (exact in fp32 for every fp16/bf16 value).
             x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask,
-                        other=-float("inf")).to(tl.float32)
+                        other=-float("inf"), eviction_policy=EVICTION).to(tl.float32)
             chunk_value, chunk_index = tl.max(x, axis=1, return_indices=True,
                                               return_indices_tie_break_left=True)
             # Strictly greater: on a tie the earlier chunk, hence the smaller index, wins.
@@ -100,5 +102,6 @@ def row_argmax(x: torch.Tensor) -> torch.Tensor:
     _row_argmax_kernel[(programs,)](x, out, M, N, x.stride(0),
                                     BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
                                     ALIGN=_vector_width(config["ALIGN"], N, x.stride(0)),
+                                    EVICTION="evict_first" if config["EVICT"] else "",
                                     num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

@@ -4,7 +4,8 @@ The design is chosen per shape from `CONFIGS` (see the launcher): how many rows 
 takes at once (short rows need many, or most lanes idle), whether the chunks are summed into
 a lane-wise 2-D accumulator reduced once or reduced chunk by chunk into one value per row
 (fewer registers on long rows), and whether a fixed number of programs walks the row blocks
-(a persistent grid) instead of one program per block.
+(a persistent grid) instead of one program per block, and whether loads ask the cache to
+evict the input first (each element is read once: keeping it only crowds out the next rows).
 ALIGN is the vector width the kernel may assume of N and the row stride; the launcher
 lowers it to one they are all multiples of (1 for odd rows or strides: the unhinted path).
 """
@@ -19,6 +20,7 @@ KNOBS = {
     "ACC_2D": (0, 1),  # 1: [BLOCK_M, BLOCK_N] fp32 accumulator reduced once; 0: reduced per chunk
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
@@ -26,21 +28,21 @@ DESIGN = ("ACC_2D", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 2)),
-    "short": (("BLOCK_M", 32), ("BLOCK_N", 128), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 8), ("num_stages", 3)),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 2)),
+    "short": (("BLOCK_M", 32), ("BLOCK_N", 64), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 1),
+              ("EVICT", 1), ("num_warps", 16), ("num_stages", 4)),
     "n1k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-            ("num_warps", 4), ("num_stages", 2)),
+            ("EVICT", 0), ("num_warps", 4), ("num_stages", 2)),
     "n2k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-            ("num_warps", 4), ("num_stages", 2)),
+            ("EVICT", 0), ("num_warps", 4), ("num_stages", 2)),
     "n4k": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-            ("num_warps", 16), ("num_stages", 2)),
-    "n8k": (("BLOCK_M", 2), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-            ("num_warps", 4), ("num_stages", 2)),
+            ("EVICT", 1), ("num_warps", 16), ("num_stages", 2)),
+    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 4096), ("ACC_2D", 0), ("PROGRAMS", 2112), ("ALIGN", 16),
+            ("EVICT", 1), ("num_warps", 4), ("num_stages", 1)),
     "n16k": (("BLOCK_M", 4), ("BLOCK_N", 512), ("ACC_2D", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 4), ("num_stages", 2)),
+             ("EVICT", 0), ("num_warps", 4), ("num_stages", 2)),
     "long": (("BLOCK_M", 2), ("BLOCK_N", 4096), ("ACC_2D", 0), ("PROGRAMS", 2112), ("ALIGN", 2),
-             ("num_warps", 4), ("num_stages", 2)),
+             ("EVICT", 1), ("num_warps", 4), ("num_stages", 2)),
 }
 
 
@@ -48,7 +50,8 @@ CONFIGS = {
 def _row_sum_kernel(x_ptr, out_ptr,
                     M, N,
                     stride_xm,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACC_2D: tl.constexpr, ALIGN: tl.constexpr):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ACC_2D: tl.constexpr, ALIGN: tl.constexpr,
+                    EVICTION: tl.constexpr):
     # The launcher checked N and the row stride are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     N = N // ALIGN * ALIGN
@@ -63,7 +66,8 @@ def _row_sum_kernel(x_ptr, out_ptr,
             cols = start + tl.arange(0, BLOCK_N)
             mask = row_mask[:, None] & (cols[None, :] < N)
             # Pad with 0, the identity of +.
-            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+            x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0,
+                        eviction_policy=EVICTION)
             if ACC_2D:
                 acc += x.to(tl.float32)
             else:
@@ -103,5 +107,6 @@ def row_sum(x: torch.Tensor) -> torch.Tensor:
                                  BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
                                  ACC_2D=config["ACC_2D"],
                                  ALIGN=_vector_width(config["ALIGN"], N, x.stride(0)),
+                                 EVICTION="evict_first" if config["EVICT"] else "",
                                  num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

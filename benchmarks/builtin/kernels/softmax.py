@@ -19,6 +19,7 @@ KNOBS = {
     "LOOP": (0, 1),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per row block; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4),
 }
@@ -26,21 +27,21 @@ DESIGN = ("LOOP", "PROGRAMS")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 1), ("BLOCK_N", 512), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 2), ("num_stages", 4)),
+              ("EVICT", 0), ("num_warps", 2), ("num_stages", 4)),
     "short": (("BLOCK_M", 8), ("BLOCK_N", 256), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 1)),
-    "n1k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
+    "n1k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 8), ("num_stages", 1)),
-    "n2k": (("BLOCK_M", 1), ("BLOCK_N", 512), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+    "n2k": (("BLOCK_M", 1), ("BLOCK_N", 512), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 4), ("num_stages", 3)),
-    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+    "n4k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 4), ("num_stages", 1)),
-    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+    "n8k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8), ("EVICT", 0),
             ("num_warps", 8), ("num_stages", 1)),
     "n16k": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 1)),
+             ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
     "long": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-             ("num_warps", 8), ("num_stages", 1)),
+             ("EVICT", 0), ("num_warps", 8), ("num_stages", 1)),
 }
 MAX_BLOCK = 1 << 16
 """Most elements one BLOCK_M x BLOCK_N block may hold; a longer whole row is looped."""
@@ -50,7 +51,8 @@ MAX_BLOCK = 1 << 16
 def _softmax_kernel(x_ptr, out_ptr,
                     M, N,
                     stride_x_row, stride_out_row,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr, ALIGN: tl.constexpr):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, LOOP: tl.constexpr, ALIGN: tl.constexpr,
+                    EVICTION: tl.constexpr):
     # The launcher checked N and both row strides are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     N = N // ALIGN * ALIGN
@@ -71,7 +73,8 @@ def _softmax_kernel(x_ptr, out_ptr,
                 cols = start + tl.arange(0, BLOCK_N)
                 mask = row_mask[:, None] & (cols[None, :] < N)
                 # Pad with -inf, the identity of max; exp(-inf) = 0 adds nothing to the sum.
-                x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf"),
+                            eviction_policy=EVICTION).to(tl.float32)
                 new_max = tl.maximum(row_max, tl.max(x, axis=1))
                 row_sum = row_sum * tl.exp(row_max - new_max) + tl.sum(tl.exp(x - new_max[:, None]), axis=1)
                 row_max = new_max
@@ -79,14 +82,16 @@ def _softmax_kernel(x_ptr, out_ptr,
             for start in range(0, N, BLOCK_N):
                 cols = start + tl.arange(0, BLOCK_N)
                 mask = row_mask[:, None] & (cols[None, :] < N)
-                x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+                x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf"),
+                            eviction_policy=EVICTION).to(tl.float32)
                 out = tl.exp(x - row_max[:, None]) / denominator[:, None]
                 tl.store(out_rows + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
         else:
             cols = tl.arange(0, BLOCK_N)
             mask = row_mask[:, None] & (cols[None, :] < N)
             # Pad with -inf, the identity of max: padded lanes then add exp(-inf) = 0 to the sum.
-            x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+            x = tl.load(x_rows + cols[None, :], mask=mask, other=-float("inf"),
+                        eviction_policy=EVICTION).to(tl.float32)
             row_max = tl.where(row_mask, tl.max(x, axis=1), 0.0)  # padded rows: no inf - inf
             numerator = tl.exp(x - row_max[:, None])
             denominator = tl.where(row_mask, tl.sum(numerator, axis=1), 1.0)
@@ -129,5 +134,6 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     _softmax_kernel[(programs,)](x, out, M, N, x.stride(0), out.stride(0),
                                  BLOCK_M=block_m, BLOCK_N=block_n, LOOP=1 if loop else 0,
                                  ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
+                                 EVICTION="evict_first" if config["EVICT"] else "",
                                  num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out

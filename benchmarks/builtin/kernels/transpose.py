@@ -18,6 +18,7 @@ KNOBS = {
     "GROUP_M": (1, 2, 4, 8, 16, 32),
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per tile; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
+    "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3),
 }
@@ -25,13 +26,13 @@ DESIGN = ("PROGRAMS",)
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 64), ("BLOCK_N", 64), ("GROUP_M", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 1)),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
     "skinny": (("BLOCK_M", 128), ("BLOCK_N", 16), ("GROUP_M", 1), ("PROGRAMS", 0), ("ALIGN", 4),
-               ("num_warps", 1), ("num_stages", 1)),
+               ("EVICT", 0), ("num_warps", 1), ("num_stages", 1)),
     "unaligned": (("BLOCK_M", 256), ("BLOCK_N", 32), ("GROUP_M", 32), ("PROGRAMS", 0), ("ALIGN", 1),
-                  ("num_warps", 4), ("num_stages", 3)),
+                  ("EVICT", 0), ("num_warps", 4), ("num_stages", 3)),
     "large": (("BLOCK_M", 64), ("BLOCK_N", 64), ("GROUP_M", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("num_warps", 4), ("num_stages", 1)),
+              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
 }
 
 
@@ -41,7 +42,8 @@ def _transpose_kernel(x_ptr, out_ptr,
                       stride_xm, stride_xn,
                       stride_on, stride_om,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
-                      ALIGN: tl.constexpr):
+                      ALIGN: tl.constexpr,
+                      EVICTION: tl.constexpr):
     # The launcher checked M, N and both row strides are multiples of ALIGN: rounding them down
     # changes nothing but lets the compiler prove rows start aligned and masks hold per vector.
     M = M // ALIGN * ALIGN
@@ -62,7 +64,8 @@ def _transpose_kernel(x_ptr, out_ptr,
         cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
         mask = (rows[:, None] < M) & (cols[None, :] < N)
         # A copy has no identity; masked lanes are never stored.
-        values = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0)
+        values = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn, mask=mask, other=0.0,
+                         eviction_policy=EVICTION)
         tl.store(out_ptr + cols[None, :] * stride_on + rows[:, None] * stride_om, values, mask=mask)
 
 
@@ -94,5 +97,6 @@ def transpose(x: torch.Tensor) -> torch.Tensor:
                                    BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
                                    GROUP_M=config["GROUP_M"],
                                    ALIGN=_vector_width(config["ALIGN"], M, N, x.stride(0), out.stride(0)),
+                                   EVICTION="evict_first" if config["EVICT"] else "",
                                    num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out
