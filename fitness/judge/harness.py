@@ -105,14 +105,6 @@ def _classify(report: dict, suite: str, require_launch: bool) -> tuple[str, str 
         return "run", "worker_crash", f"protocol violation: malformed harness report ({error!r})"
 
 
-def _timings(report: dict, wall_s: float) -> dict[str, dict]:
-    """Returns a timing pass's checked stats per case; raises ForgedTiming (a ValueError)."""
-    timings = report.get("timings")
-    if not isinstance(timings, dict) or not timings:
-        raise timing_report.ForgedTiming("the timing pass timed no case")
-    return timing_report.checked(timings, wall_s)
-
-
 def reference(judge, task: Task, what: str = "outputs"):
     """Returns the reference's outputs ("outputs") or its stats per case ("timings"), run
     through its own harness once per task (`Cascade.references`); raises HarnessError if the

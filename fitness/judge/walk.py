@@ -38,7 +38,8 @@ def walk(plan: type, judge, task: Task, candidate: Candidate, activity: Activity
         walked.fail(failed.stage, failed.kind, failed.detail)
         return walked.evaluation()
     for attempt in range(2):
-        walked = plan(judge, task, candidate, activity)
+        if attempt:
+            walked = plan(judge, task, candidate, activity)
         try:
             walked.run()
         except Failed as failed:
