@@ -1,9 +1,14 @@
 """The page in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`,
 driven by Selenium; nothing is downloaded) opens `evo view` on an empty folder, a real
-offline campaign then runs into that folder, and the open page shows its generations as they
-land. The finished campaign's `evo report --html` file is then opened from disk: its plots
-and lineage render, choosing a node shows that step, and a screenshot is kept at
+campaign then runs into that folder, and the open page shows its generations as they land.
+The finished campaign's `evo report --html` file is then opened from disk: its plots and
+lineage render, choosing a node shows that step, and a screenshot is kept at
 experiments/report/screenshot.png.
+
+The campaign's LLM is the scripted loopback server: the generator (the first population)
+answers a kernel that adds the wrong way and every later role a correct one, so the best
+kernel always has an ancestor to draw. (An offline campaign's best may be its seed: on the interpreter the seed
+and its children differ by timing noise alone.)
 
 Without a browser these tests fail (they are never skipped) and say how to install one:
 `make setup` installs it where it can (root and apt-get).
@@ -22,14 +27,35 @@ from typer.testing import CliRunner
 
 import campaign_processes
 from evo import cli
+from kernel_variants import vector_add_at
+from scripted_server import Reply, ScriptedServer
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOT = ROOT / "experiments" / "report" / "screenshot.png"
 GENERATIONS = 2
-CONFIG_TOML = campaign_processes.offline_config("browser", 0, GENERATIONS,
-                                                 "seed_with_baseline = true")
+CONFIG_TOML = f"""
+[campaign]
+name = "browser"
+tasks = ["vector_add"]
+seed_with_baseline = false
+[search]
+generations = {GENERATIONS}
+population = 3
+offspring = 3
+islands = 2
+migration_interval = 2
+[operators]
+mode = "llm"
+base_url = "BASE_URL"
+model = "scripted"
+api_key_env = ""
+[fitness]
+device = "interpreter"
+workers = 2
+"""
+GENERATOR_ASKS = "Write a Python module that defines"  # operators/prompts/generator.txt
 HOW_TO_INSTALL = (
     "the browser tests need headless Chromium and its driver: `sudo apt-get install chromium "
     "chromium-driver` (Debian/Ubuntu; `make setup` does it when run as root), or point "
@@ -100,7 +126,13 @@ def _errors(driver) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def live(browser, tmp_path_factory):
+def llm():
+    with ScriptedServer(_answer) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def live(browser, llm, tmp_path_factory):
     """`evo view` on an empty folder, the page open, then `evo run` into that folder: returns
     what the open page showed as the campaign ran, and the finished folder."""
     base = tmp_path_factory.mktemp("browser")
@@ -117,7 +149,7 @@ def live(browser, tmp_path_factory):
         browser.get(url)
         waiting = browser.find_element("id", "content").text
         browser.execute_script("window.kernelevoMarker = 'the same page';")
-        run = campaign_processes.start(_config(base), out, terminal_folder=base)
+        run = campaign_processes.start(_config(base, llm.base_url), out, terminal_folder=base)
         seen = [_generation_shown(browser)]
 
         def reached_last() -> bool:
@@ -141,9 +173,22 @@ def live(browser, tmp_path_factory):
         viewer.wait(timeout=30)
 
 
-def _config(folder: Path) -> Path:
+def _answer(request) -> Reply:
+    """The generator (the first population, from the instruction alone): a kernel that
+    subtracts (it fails the check); any other role, whose prompt holds a parent: a correct
+    kernel at a block size drawn from the prompt."""
+    prompt = request["messages"][-1]["content"]
+    block = 256 << (len(prompt) % 3)
+    if GENERATOR_ASKS in prompt:
+        wrong = vector_add_at(block).replace("(x + y)", "(x - y)")
+        assert wrong != vector_add_at(block), "the vector_add baseline no longer adds (x + y)"
+        return Reply(f"Strategy: block {block}.\n```python\n{wrong}\n```")
+    return Reply(f"Strategy: fixed, block {block}.\n```python\n{vector_add_at(block)}\n```")
+
+
+def _config(folder: Path, base_url: str) -> Path:
     path = folder / "browser.toml"
-    path.write_text(CONFIG_TOML)
+    path.write_text(CONFIG_TOML.replace("BASE_URL", base_url))
     return path
 
 
@@ -203,22 +248,22 @@ def test_plots_render_with_data(report_page):
 def test_lineage_renders_and_choosing_a_node_shows_its_step(report_page):
     driver = report_page
     nodes = driver.find_elements("css selector", ".lineage .node")
-    assert len(nodes) >= 2  # the oldest: the seed's own row, generation 0, with its speedup
-    seed_label = r"g0 i\d+ seed \(starting kernel\) \d+\.\d\dx"
-    assert re.fullmatch(seed_label, nodes[0].text), nodes[0].text
+    assert len(nodes) >= 2  # the oldest: a generator kernel of the first population that failed
+    assert re.fullmatch(r"g1 i\d+ generator mismatch", nodes[0].text), nodes[0].text
+    assert "failed" in nodes[0].get_attribute("class")
     best = driver.find_element("css selector", ".lineage .node.best")
     assert "selected" in best.get_attribute("class")
     best_detail = driver.find_element("id", f"detail-{best.get_attribute('data-node')}")
     assert best_detail.is_displayed()
 
-    nodes[0].click()  # the seed: its detail replaces the best's
-    seed_detail = driver.find_element("id", f"detail-{nodes[0].get_attribute('data-node')}")
-    assert seed_detail.is_displayed() and not best_detail.is_displayed()
-    assert "the starting kernel: the task's baseline kernel" in seed_detail.text
-    assert "operator seed" in seed_detail.text and "generation 0" in seed_detail.text
+    nodes[0].click()  # the failed ancestor: its detail replaces the best's
+    first_detail = driver.find_element("id", f"detail-{nodes[0].get_attribute('data-node')}")
+    assert first_detail.is_displayed() and not best_detail.is_displayed()
+    assert "operator generator" in first_detail.text and "generation 1" in first_detail.text
+    assert "correct False" in first_detail.text and "(x - y)" in first_detail.text
 
     best.click()  # back to the best: its diff against its parent
-    assert best_detail.is_displayed() and not seed_detail.is_displayed()
+    assert best_detail.is_displayed() and not first_detail.is_displayed()
     assert "diff vs parent" in best_detail.text and "strategy" in best_detail.text
     changed = best_detail.find_elements("css selector", ".diff .add, .diff .del")
     assert changed and all(line.is_displayed() for line in changed)
