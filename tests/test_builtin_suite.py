@@ -84,6 +84,9 @@ def test_roofline_counts_follow_the_formulas():
     params = {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}
     assert matmul.flops(params) == 2 * 4096 ** 3
     assert matmul.bytes(params) == 3 * 4096 * 4096 * 2
+    batched = SUITE.get("batched_matmul")
+    assert batched.flops({**params, "B": 3}) == 3 * 2 * 4096 ** 3
+    assert batched.bytes({**params, "B": 3}) == 3 * 3 * 4096 * 4096 * 2
     softmax = SUITE.get("softmax")
     assert softmax.bytes({"M": 10, "N": 30, "dtype": "float32"}) == 2 * 10 * 30 * 4
     for task in SUITE.tasks():

@@ -14,16 +14,6 @@ def make_inputs(params, seed, device):
     return common.normal_inputs(params, seed, device, (batch, M, K), (batch, K, N))
 
 
-def flops(params):
-    return 2.0 * params["B"] * params["M"] * params["N"] * params["K"]  # multiply-adds
-
-
-def bytes_moved(params):
-    # reads a (B * M * K) and b (B * K * N) once, writes c (B * M * N)
-    batch, M, N, K = params["B"], params["M"], params["N"], params["K"]
-    return batch * (M * K + K * N + M * N) * common.itemsize(params["dtype"])
-
-
 TASK = common.builtin_task(
     "batched_matmul",
     instruction=(
@@ -38,11 +28,6 @@ TASK = common.builtin_task(
     cases=common.cases("B M N K", "32x1024x1024x1024 fp16", "64x512x512x64 fp16", "24x1000x777x513 fp16",
                        "8x2049x2049x129 fp16"),
     interpreter_cases=common.cases("B M N K", "1x1x1x1 fp16", "3x65x33x40 fp16", "2x129x17x100 fp16"),
-    tolerance=common.widened_tolerance(1e-2, 1e-3, "float16"),
-    tolerance_reason=(
-        "fp32 accumulation over K in another order than cuBLAS's: absolute differences grow like sqrt(K) and show on outputs near zero"),
-    flops=flops,
-    bytes=bytes_moved,
-    difficulty=4,
     tags=("matmul", "batched", "compute-bound"),
+    **common.FP16_MATMUL,
 )

@@ -144,3 +144,35 @@ def matrix_in_out_bytes(params, vectors: int = 0) -> float:
     """`bytes` of a task that reads its [M, N] input and `vectors` [N] tensors (weight, bias)
     once and writes an [M, N] output once."""
     return (2.0 * elements(params) + vectors * params["N"]) * itemsize(params["dtype"])
+
+
+def matmul_flops(params) -> float:
+    """`flops` of a matrix product, batched when params has "B": one multiply-add per (b, m, n, k)."""
+    return 2.0 * params.get("B", 1) * params["M"] * params["N"] * params["K"]
+
+
+def matmul_bytes(params) -> float:
+    """`bytes` of a matrix product, batched when params has "B": reads a [M, K] and b [K, N]
+    once, writes c [M, N] once, per batch."""
+    M, N, K = params["M"], params["N"], params["K"]
+    return params.get("B", 1) * (M * K + K * N + M * N) * itemsize(params["dtype"])
+
+
+FP16_MATMUL = {
+    "tolerance": widened_tolerance(1e-2, 1e-3, "float16"),
+    "tolerance_reason": (
+        "fp32 accumulation over K (up to 8192) in another order than cuBLAS's: absolute "
+        "differences grow like sqrt(K) and show on outputs near zero"),
+    "flops": matmul_flops,
+    "bytes": matmul_bytes,
+    "difficulty": 4,
+}
+"""The task fields matmul and batched_matmul share: fp16 products with an fp32 accumulator."""
+
+EXACT_MATRIX_COPY = {
+    "make_inputs": matrix_inputs,
+    "tolerance": exact_tolerance("float32", "float16"),  # a copy is exact
+    "flops": no_flops,
+    "bytes": matrix_in_out_bytes,  # reads x (M * N), writes out (M * N elements)
+}
+"""The task fields flip2d and transpose share: an [M, N] fp32 or fp16 tensor copied bit for bit."""

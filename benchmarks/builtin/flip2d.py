@@ -18,12 +18,9 @@ TASK = common.builtin_task(
         "dims=(0, 1))). Values are copied bit for bit. M and N are any positive integers."
     ),
     reference=reference,
-    make_inputs=common.matrix_inputs,
     cases=common.cases("M N", "8192x8192 fp32", "4095x5003 fp16", "16385x129 fp32"),
     interpreter_cases=common.cases("M N", "1x1 fp32", "17x257 fp32", "33x300 fp16"),
-    tolerance=common.exact_tolerance("float32", "float16"),  # a copy is exact
-    flops=common.no_flops,  # a pure copy
-    bytes=common.matrix_in_out_bytes,  # reads x, writes out
     difficulty=1,
     tags=("data-movement", "memory-bound"),
+    **common.EXACT_MATRIX_COPY,
 )

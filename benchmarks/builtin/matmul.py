@@ -14,16 +14,6 @@ def make_inputs(params, seed, device):
     return common.normal_inputs(params, seed, device, (M, K), (K, N))
 
 
-def flops(params):
-    return 2.0 * params["M"] * params["N"] * params["K"]  # one multiply-add per (m, n, k)
-
-
-def bytes_moved(params):
-    # reads a (M * K) and b (K * N) once, writes c (M * N)
-    M, N, K = params["M"], params["N"], params["K"]
-    return (M * K + K * N + M * N) * common.itemsize(params["dtype"])
-
-
 TASK = common.builtin_task(
     "matmul",
     instruction=(
@@ -37,11 +27,6 @@ TASK = common.builtin_task(
     cases=common.cases("M N K", "4096x4096x4096 fp16", "8192x8192x8192 fp16", "5000x3000x2000 fp16",
                        "4097x4097x4097 fp16"),
     interpreter_cases=common.cases("M N K", "1x1x1 fp16", "65x129x70 fp16", "100x50x200 fp16"),
-    tolerance=common.widened_tolerance(1e-2, 1e-3, "float16"),
-    tolerance_reason=(
-        "fp32 accumulation over K up to 8192 in another order than cuBLAS's: absolute differences grow like sqrt(K) and show on outputs near zero"),
-    flops=flops,
-    bytes=bytes_moved,
-    difficulty=4,
     tags=("matmul", "compute-bound"),
+    **common.FP16_MATMUL,
 )

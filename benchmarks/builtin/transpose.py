@@ -18,12 +18,9 @@ TASK = common.builtin_task(
         "laid out row-major. Values are copied bit for bit. M and N are any positive integers."
     ),
     reference=reference,
-    make_inputs=common.matrix_inputs,
     cases=common.cases("M N", "8192x8192 fp32", "4095x5003 fp16", "65537x65 fp32"),
     interpreter_cases=common.cases("M N", "1x1 fp32", "65x33 fp32", "100x130 fp16"),
-    tolerance=common.exact_tolerance("float32", "float16"),  # a copy is exact
-    flops=common.no_flops,  # a pure copy
-    bytes=common.matrix_in_out_bytes,  # reads x (M * N), writes out (N * M)
     difficulty=2,
     tags=("data-movement", "memory-bound"),
+    **common.EXACT_MATRIX_COPY,
 )
