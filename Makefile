@@ -54,7 +54,7 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
-# Campaign-level and sweep tests (marked slow) left out: under 2 minutes here; CI runs `test`.
+# Campaign-level and sweep tests (marked slow) left out: about 2.5 minutes on 2 cores (`test`: about 30); CI runs `test`.
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
