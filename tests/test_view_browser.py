@@ -7,8 +7,8 @@ experiments/report/screenshot.png.
 
 The campaign's LLM is the scripted loopback server: the generator (the first population)
 answers a kernel that adds the wrong way and every later role a correct one, so the best
-kernel always has an ancestor to draw. (An offline campaign's best may be its seed: on the interpreter the seed
-and its children differ by timing noise alone.)
+kernel always has an ancestor to draw. (An offline campaign's best may be its seed: on the
+interpreter the seed and its children differ by timing noise alone.)
 
 Without a browser these tests fail (they are never skipped) and say how to install one:
 `make setup` installs it where it can (root and apt-get).

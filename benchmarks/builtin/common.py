@@ -147,7 +147,7 @@ def matrix_in_out_bytes(params, vectors: int = 0) -> float:
 
 
 def matmul_flops(params) -> float:
-    """`flops` of a matrix product, batched when params has "B": one multiply-add per (b, m, n, k)."""
+    """`flops` of a matrix product, batched when params has "B": a multiply-add per (b, m, n, k)."""
     return 2.0 * params.get("B", 1) * params["M"] * params["N"] * params["K"]
 
 
