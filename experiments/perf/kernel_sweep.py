@@ -45,6 +45,8 @@ from benchmarks.builtin import common  # noqa: E402
 from fitness.judge import checking  # noqa: E402
 
 SEED = 1234
+POLL_S = 0.2
+"""Seconds between looks at the phase-1 workers' results."""
 HEAD = ("task", "case", "bucket", "source", "label")
 TAIL = ("status", "error", "run_s", "median_us", "timed_by", "tflops", "library_us", "library_tflops",
         "vs_library", "max_abs_err")
@@ -168,30 +170,39 @@ def bench_ms(fn, smoke: bool) -> tuple[float, str]:
 # ---- the two phases --------------------------------------------------------------------------
 
 def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: float, job_timeout_s: float) -> None:
-    """Runs every job once (in `workers` processes, or here when 0) until `deadline`; fills rows.
-    A job with no result `job_timeout_s` after its turn to be collected came is recorded failed."""
+    """Runs every job once (in `workers` processes, or here when 0) until `deadline`; fills rows
+    as results come, in any order, so a hung job holds up only its own worker. A job with no
+    result `job_timeout_s` after its worker took it up is recorded failed."""
     if workers == 0:
         results = (warm(job) for job in jobs if time.monotonic() < deadline)
         for job_id, status, error, seconds in results:
             rows[job_id].update(status=status, error=error, run_s=round(seconds, 2))
         return
-    pool = multiprocessing.get_context("spawn").Pool(workers)
-    try:
-        pending = {job[0]: pool.apply_async(warm, (job,)) for job in jobs}
-        for job_id, result in pending.items():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                _, status, error, seconds = result.get(timeout=min(left, job_timeout_s))
-                rows[job_id].update(status=status, error=error, run_s=round(seconds, 2))
-            except multiprocessing.TimeoutError:
-                if left > job_timeout_s:
-                    rows[job_id].update(status="failed", error=f"no result in {job_timeout_s:g} s: the worker "
-                                                                "died or hung")
-    finally:
-        pool.terminate()
-        pool.join()
+    with multiprocessing.get_context("spawn").Manager() as manager:
+        taken_up = manager.dict()  # job id -> time.time() its worker started it
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+        try:
+            pending = {job[0]: pool.apply_async(_timed_warm, (job, taken_up)) for job in jobs}
+            while pending and time.monotonic() < deadline:
+                for job_id, result in list(pending.items()):
+                    if result.ready():
+                        _, status, error, seconds = result.get()
+                        rows[job_id].update(status=status, error=error, run_s=round(seconds, 2))
+                        del pending[job_id]
+                    elif time.time() - taken_up.get(job_id, time.time()) > job_timeout_s:
+                        rows[job_id].update(status="failed", error=f"no result in {job_timeout_s:g} s: the "
+                                                                    "worker died or hung")
+                        del pending[job_id]
+                time.sleep(POLL_S)
+        finally:
+            pool.terminate()
+            pool.join()
+
+
+def _timed_warm(job: tuple, taken_up) -> tuple:
+    """`warm`, having noted in `taken_up` when this worker started the job."""
+    taken_up[job[0]] = time.time()
+    return warm(job)
 
 
 def time_phase(rows: list[dict], tasks: dict, smoke: bool, deadline: float) -> None:
@@ -246,10 +257,12 @@ def _check_and_time(row: dict, task, case: dict, smoke: bool) -> None:
 
 
 def selected_cases(task, smoke: bool, family: Family, case_filter: str) -> list[int]:
-    """Returns the indices of the cases to sweep: the smoke case, or those whose name holds `case_filter`."""
+    """Returns the indices of the cases to sweep: the smoke case, or those whose name holds one of
+    `case_filter`'s comma-separated substrings."""
     if smoke:
         return [family.smoke_case]
-    return [i for i, case in enumerate(task.cases) if case_filter in case.name]
+    wanted = case_filter.split(",")
+    return [i for i, case in enumerate(task.cases) if any(part in case.name for part in wanted)]
 
 
 def plan(family: Family, tasks: dict, sms: int, max_configs: int, smoke: bool, case_filter: str = "",
@@ -378,7 +391,8 @@ def main(family: Family, argv=None, description: str = "") -> int:
     parser = argparse.ArgumentParser(description=description or family.title)
     parser.add_argument("out", help="output folder (created)")
     parser.add_argument("--tasks", default=",".join(family.tasks))
-    parser.add_argument("--cases", default="", metavar="SUBSTRING", help="only the cases whose name holds it")
+    parser.add_argument("--cases", default="", metavar="SUBSTRINGS",
+                        help="only the cases whose name holds one of them (comma-separated)")
     parser.add_argument("--wide", action="store_true", help="the family's wider grid (for a focused run)")
     parser.add_argument("--max-seconds", type=float, default=240.0)
     parser.add_argument("--compile-share", type=float, default=0.5, help="phase 1's share of --max-seconds")

@@ -28,8 +28,8 @@ CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "short": (("BLOCK_M", 4), ("BLOCK_V", 1024), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 8),
               ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
-    "medium": (("BLOCK_M", 1), ("BLOCK_V", 2048), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
-               ("EVICT", 1), ("num_warps", 4), ("num_stages", 2)),
+    "medium": (("BLOCK_M", 1), ("BLOCK_V", 1024), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
+               ("EVICT", 1), ("num_warps", 1), ("num_stages", 4)),
     "wide": (("BLOCK_M", 1), ("BLOCK_V", 4096), ("LOOP", 1), ("PROGRAMS", 0), ("ALIGN", 8),
              ("EVICT", 0), ("num_warps", 8), ("num_stages", 4)),
     "long": (("BLOCK_M", 1), ("BLOCK_V", 4096), ("LOOP", 0), ("PROGRAMS", 0), ("ALIGN", 16),
