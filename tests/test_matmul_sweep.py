@@ -111,6 +111,13 @@ def test_phase_one_runs_every_case_s_table_config_first():
     assert len({rows[job[0]]["case"] for job in jobs[:cases]}) == cases
 
 
+def test_cases_are_chosen_by_any_of_several_substrings():
+    task = registry.builtin().get("matmul")
+    chosen = machinery.selected_cases(task, False, sweep.FAMILY, "4097x,5000x3000")
+    assert [task.cases[i].name for i in chosen] == ["5000x3000x2000 fp16", "4097x4097x4097 fp16"]
+    assert machinery.selected_cases(task, False, sweep.FAMILY, "") == list(range(len(task.cases)))
+
+
 def test_a_failing_config_is_recorded_and_the_others_still_run():
     rows, jobs = machinery.plan(sweep.FAMILY, {"matmul": registry.builtin().get("matmul")}, 1, 1, smoke=True)
     broken = {**jobs[0][4], "BLOCK_M": 48}  # not a power of two: tl.arange refuses it

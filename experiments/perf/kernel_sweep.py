@@ -184,12 +184,13 @@ def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: f
         try:
             pending = {job[0]: pool.apply_async(_timed_warm, (job, taken_up)) for job in jobs}
             while pending and time.monotonic() < deadline:
+                started = dict(taken_up)  # one round trip to the manager per look
                 for job_id, result in list(pending.items()):
                     if result.ready():
                         _, status, error, seconds = result.get()
                         rows[job_id].update(status=status, error=error, run_s=round(seconds, 2))
                         del pending[job_id]
-                    elif time.time() - taken_up.get(job_id, time.time()) > job_timeout_s:
+                    elif time.time() - started.get(job_id, time.time()) > job_timeout_s:
                         rows[job_id].update(status="failed", error=f"no result in {job_timeout_s:g} s: the "
                                                                     "worker died or hung")
                         del pending[job_id]
