@@ -137,6 +137,24 @@ def test_a_job_without_a_result_in_its_time_is_recorded_and_the_phase_moves_on()
     assert rows[0]["status"] == "failed" and rows[0]["error"] == "no result in 0.01 s: the worker died or hung"
 
 
+def _job_0_hangs(job):
+    """A phase-1 job runner for the test below (a worker imports it from this module)."""
+    if job[0] == 0:
+        time.sleep(600)
+    return job[0], "ok", "", 0.0
+
+
+@pytest.mark.slow  # waits for the phase's deadline
+def test_a_hung_job_holds_up_only_its_own_worker():
+    rows, jobs = machinery.plan(sweep.FAMILY, {"matmul": registry.builtin().get("matmul")}, 1, 1, smoke=True)
+    rows.append({**rows[0]})
+    jobs = [jobs[0], (1, *jobs[0][1:])]
+    started = time.monotonic()
+    machinery.compile_phase(rows, jobs, workers=2, deadline=started + 40, job_timeout_s=500, run=_job_0_hangs)
+    assert time.monotonic() - started < 100  # the hung worker was ended at the deadline
+    assert [row["status"] for row in rows] == ["not_run", "ok"]
+
+
 def test_bucket_winner_is_the_best_geomean_over_the_cases_it_was_timed_on():
     def row(case, label, vs):
         return {"task": "t", "bucket": "b", "case": case, "label": label, "config": {"name": label}, "vs_library": vs}

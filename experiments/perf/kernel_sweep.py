@@ -169,12 +169,15 @@ def bench_ms(fn, smoke: bool) -> tuple[float, str]:
 
 # ---- the two phases --------------------------------------------------------------------------
 
-def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: float, job_timeout_s: float) -> None:
-    """Runs every job once (in `workers` processes, or here when 0) until `deadline`; fills rows
-    as results come, in any order, so a hung job holds up only its own worker. A job with no
-    result `job_timeout_s` after its worker took it up is recorded failed."""
+def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: float, job_timeout_s: float,
+                  run: Callable[[tuple], tuple] = None) -> None:
+    """Runs every job once through `run` (`warm` unless given; in `workers` processes, or here
+    when 0) until `deadline`; fills rows as results come, in any order, so a hung job holds up
+    only its own worker. A job with no result `job_timeout_s` after its worker took it up is
+    recorded failed."""
+    run = run or warm
     if workers == 0:
-        results = (warm(job) for job in jobs if time.monotonic() < deadline)
+        results = (run(job) for job in jobs if time.monotonic() < deadline)
         for job_id, status, error, seconds in results:
             rows[job_id].update(status=status, error=error, run_s=round(seconds, 2))
         return
@@ -182,7 +185,7 @@ def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: f
         taken_up = manager.dict()  # job id -> time.time() its worker started it
         pool = multiprocessing.get_context("spawn").Pool(workers)
         try:
-            pending = {job[0]: pool.apply_async(_timed_warm, (job, taken_up)) for job in jobs}
+            pending = {job[0]: pool.apply_async(_timed_run, (run, job, taken_up)) for job in jobs}
             while pending and time.monotonic() < deadline:
                 started = dict(taken_up)  # one round trip to the manager per look
                 for job_id, result in list(pending.items()):
@@ -200,10 +203,10 @@ def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: f
             pool.join()
 
 
-def _timed_warm(job: tuple, taken_up) -> tuple:
-    """`warm`, having noted in `taken_up` when this worker started the job."""
+def _timed_run(run: Callable[[tuple], tuple], job: tuple, taken_up) -> tuple:
+    """`run(job)`, having noted in `taken_up` when this worker started the job."""
     taken_up[job[0]] = time.time()
-    return warm(job)
+    return run(job)
 
 
 def time_phase(rows: list[dict], tasks: dict, smoke: bool, deadline: float) -> None:
