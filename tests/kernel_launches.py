@@ -11,14 +11,15 @@ PERF = pathlib.Path(__file__).resolve().parent.parent / "experiments" / "perf"
 
 
 class Recorder:
-    """Stands in for a kernel: records each launch's keywords, then launches the real kernel."""
+    """Stands in for a kernel: records each launch's keywords (and the kernel's name under
+    "kernel"), then launches the real kernel."""
 
     def __init__(self, kernel, launched: list):
         self.kernel, self.launched = kernel, launched
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
-            self.launched.append(kwargs)
+            self.launched.append({**kwargs, "kernel": self.kernel.__name__})
             return self.kernel[grid](*args, **kwargs)
         return launch
 

@@ -1,6 +1,7 @@
 """The matmul baselines' designs (persistent grid, TMA descriptors, TMA-stored epilogues,
-warp specialization, split-K) are right whether rows are 16-byte aligned or not, TMA copies
-exactly the operands whose rows are not, and warp specialization (which the compiler takes only
+warp specialization, split-K, the row-aligned copy by row tiles or as a flat stream) are right
+whether rows are 16-byte aligned or not, TMA copies exactly the operands whose rows are not (by
+the copy the table names), and warp specialization (which the compiler takes only
 with TMA loads and pointer stores) comes only with both."""
 
 import importlib.util
@@ -51,6 +52,8 @@ def _designs(task_name):
         yield design if task_name != "matmul" else {**design, "SPLIT_K": 1}
         if task_name == "matmul" and epilogue == 2 and not ws:
             yield {**design, "SPLIT_K": 3}
+        if persistent and tma and epilogue == 1 and not ws:
+            yield {**design, "COPY": 1, **({"SPLIT_K": 1} if task_name == "matmul" else {})}
 
 
 @pytest.mark.parametrize("shape_name", sorted(SHAPES))
@@ -75,20 +78,22 @@ def _launches(task_name, kernel_name, shape_name, config, monkeypatch):
     """Returns (the row copies, the main kernel's launch keywords) of one call under `config`."""
     module = _module(task_name, {**SMALL_TILES, "PERSISTENT": 1, "FLATTEN": 0, **config})
     copied, launched = [], []
-    monkeypatch.setattr(module, "_copy_rows_kernel", Recorder(module._copy_rows_kernel, copied))
+    for copy_kernel in ("_copy_rows_kernel", "_copy_flat_kernel"):
+        monkeypatch.setattr(module, copy_kernel, Recorder(getattr(module, copy_kernel), copied))
     monkeypatch.setattr(module, kernel_name, Recorder(getattr(module, kernel_name), launched))
     getattr(module, SUITE.get(task_name).entry_point)(*_inputs(task_name, *SHAPES[shape_name]))
     return copied, launched
 
 
+@pytest.mark.parametrize("copy_design,copy_kernel", [(0, "_copy_rows_kernel"), (1, "_copy_flat_kernel")])
 @pytest.mark.parametrize("task_name,kernel_name", KERNELS)
 @pytest.mark.parametrize("shape_name,copies,c_stores", [("all aligned", 0, 2), ("K unaligned", 1, 2),
                                                         ("N unaligned", 1, 0)])
 def test_tma_copies_only_operands_whose_rows_are_unaligned(task_name, kernel_name, shape_name, copies,
-                                                           c_stores, monkeypatch):
-    config = {"TMA": 1, "EPILOGUE": 2, "WARP_SPECIALIZE": 0}
+                                                           c_stores, copy_design, copy_kernel, monkeypatch):
+    config = {"TMA": 1, "EPILOGUE": 2, "WARP_SPECIALIZE": 0, "COPY": copy_design}
     copied, launched = _launches(task_name, kernel_name, shape_name, config, monkeypatch)
-    assert len(copied) == copies
+    assert [launch["kernel"] for launch in copied] == [copy_kernel] * copies
     assert [(k["TMA"], k["C_STORES"], k["WARP_SPECIALIZE"]) for k in launched] == [(True, c_stores, False)]
 
 

@@ -1,17 +1,20 @@
 """Baseline: C = A @ B in fp16 with an fp32 accumulator; tiles visited in grouped order for L2 reuse.
 
-The design is chosen per shape from `CONFIGS` (see the launcher). Work units are (output
-tile, K slice) pairs. PERSISTENT=0 launches one program per unit; PERSISTENT=1 launches one
-per SM, each walking units in grouped order (GROUP_M row-blocks share each column-block of B
-while it is in L2; FLATTEN lets the compiler pipeline across a program's tiles). TMA=1 loads
-tiles through TMA tensor descriptors (out-of-bounds reads come back as zeros, so no masks);
-TMA needs 16-byte aligned rows, so an operand whose rows are not is first copied into a
-row-aligned buffer. EPILOGUE stores C through a descriptor (where C's rows are aligned) as one
+The design is chosen per shape from `CONFIGS` (see the launcher). Work units are (output tile,
+K slice) pairs. PERSISTENT=0 launches one program per unit; PERSISTENT=1 launches one per SM,
+each walking units in grouped order (GROUP_M row-blocks share each column-block of B while it
+is in L2; FLATTEN lets the compiler pipeline across a program's tiles). TMA=1 loads tiles
+through TMA tensor descriptors (out-of-bounds reads come back as zeros, so no masks); TMA needs
+16-byte aligned rows, so an operand whose rows are not is first copied into a row-aligned
+buffer (COPY=0 by row tiles, whose loads are as unaligned as the rows; COPY=1 as one flat
+stream: the contiguous operand read with aligned vector loads, each element stored at its place
+in the padded rows). EPILOGUE stores C through a descriptor (where C's rows are aligned) as one
 tile, or as two half tiles, whose staging takes half the shared memory and so leaves room for
 one more pipeline stage. Without TMA (ROCm, GPUs before sm_90) loads and stores go through
 masked pointers. WARP_SPECIALIZE (with TMA loads) asks the compiler to split the K loop into
-producer and consumer warps. SPLIT_K > 1 cuts the K loop into slices computed into an fp32 workspace, then
-summed in a fixed order and rounded once (deterministic; more parallelism for long K).
+producer and consumer warps. SPLIT_K > 1 cuts the K loop into slices computed into an fp32
+workspace, then summed in a fixed order and rounded once (deterministic; more parallelism for
+long K).
 """
 
 import torch
@@ -30,33 +33,36 @@ KNOBS = {
     "EPILOGUE": (0, 1, 2),  # C stored by 0: masked stores, 1: a TMA store, 2: TMA stores of two half tiles
     "FLATTEN": (0, 1),  # 1: pipeline across a persistent program's tiles
     "WARP_SPECIALIZE": (0, 1),  # 1: producer and consumer warps in the K loop (TMA devices)
+    "COPY": (0, 1),  # an unaligned operand's copy for TMA: 0 by row tiles, 1 as one flat stream
     "num_warps": (2, 4, 8),
     "num_stages": (1, 2, 3, 4, 5),
 }
-DESIGN = ("SPLIT_K", "PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE")
+DESIGN = ("SPLIT_K", "PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE", "COPY")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 64), ("BLOCK_N", 64), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
               ("PERSISTENT", 1), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-              ("num_warps", 4), ("num_stages", 3)),
+              ("COPY", 0), ("num_warps", 4), ("num_stages", 3)),
     "k_heavy": (("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 4),
                 ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-                ("num_warps", 8), ("num_stages", 4)),
+                ("COPY", 0), ("num_warps", 8), ("num_stages", 4)),
     "unaligned": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
                   ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-                  ("num_warps", 8), ("num_stages", 3)),
+                  ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
     "medium": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
                ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-               ("num_warps", 8), ("num_stages", 3)),
+               ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
     "large": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
               ("PERSISTENT", 1), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-              ("num_warps", 8), ("num_stages", 3)),
+              ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
     "huge": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
              ("PERSISTENT", 1), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-             ("num_warps", 8), ("num_stages", 3)),
+             ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
 }
 TMA_ALIGN_BYTES = 16
 """TMA's rule: the base and every stride but the last a multiple of 16 bytes."""
+FLAT_COPY_BLOCK = 4096
+"""Elements a program of the flat copy moves (COPY=1)."""
 INTERPRETER_PROGRAMS = 2
 """Persistent grid on CPU tensors (the interpreter): enough programs that each walks several units."""
 
@@ -147,6 +153,19 @@ def _copy_rows_kernel(src_ptr, dst_ptr,
     tl.store(dst_ptr + r[:, None] * stride_dr + c[None, :], x, mask=mask)
 
 
+@triton.jit
+def _copy_flat_kernel(src_ptr, dst_ptr,
+                      n_elements, cols, stride_dr,
+                      BLOCK_SIZE: tl.constexpr):
+    # src is contiguous, read as n_elements in a row; element i of row r = i // cols goes to
+    # dst[r, i % cols] (dst's rows stride_dr apart, the batches' rows one after another).
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(src_ptr + offsets, mask=mask)
+    rows = offsets // cols
+    tl.store(dst_ptr + rows * stride_dr + (offsets - rows * cols), x, mask=mask)
+
+
 def _bucket(M: int, N: int, K: int) -> str:
     """Returns the CONFIGS bucket of an M x K @ K x N product ("unaligned": fp16 rows of A or B
     not 16-byte aligned, so TMA loads a row-aligned copy)."""
@@ -174,20 +193,25 @@ def _tma_aligned(x: torch.Tensor) -> bool:
         stride > 0 and stride * x.element_size() % TMA_ALIGN_BYTES == 0 for stride in x.stride()[:-1])
 
 
-def _row_aligned_copy(x: torch.Tensor) -> torch.Tensor:
-    """Returns a [rows, padded cols] copy of 2-D `x` whose rows start 16-byte aligned."""
+def _row_aligned_copy(x: torch.Tensor, flat: bool) -> torch.Tensor:
+    """Returns a [rows, padded cols] copy of 2-D `x` whose rows start 16-byte aligned, made as
+    one flat stream if `flat` and `x` is contiguous, else by row tiles."""
     rows, cols = x.shape
     per_row = TMA_ALIGN_BYTES // x.element_size()
     out = torch.empty((rows, triton.cdiv(cols, per_row) * per_row), dtype=x.dtype, device=x.device)
+    if flat and x.is_contiguous():
+        _copy_flat_kernel[(triton.cdiv(x.numel(), FLAT_COPY_BLOCK),)](
+            x, out, x.numel(), cols, out.stride(0), BLOCK_SIZE=FLAT_COPY_BLOCK, num_warps=8, num_stages=1)
+        return out
     grid = lambda meta: (triton.cdiv(rows, meta["BLOCK_R"]), triton.cdiv(cols, meta["BLOCK_C"]))
     _copy_rows_kernel[grid](x, out, rows, cols, x.stride(0), x.stride(1), out.stride(0),
                             BLOCK_R=16, BLOCK_C=256, num_warps=4, num_stages=1)
     return out
 
 
-def _descriptor(x: torch.Tensor, block_rows: int, block_cols: int) -> TensorDescriptor:
+def _descriptor(x: torch.Tensor, block_rows: int, block_cols: int, flat_copy: bool) -> TensorDescriptor:
     """Returns a TMA descriptor of 2-D `x` (of a row-aligned copy if its rows are not aligned)."""
-    source = x if _tma_aligned(x) else _row_aligned_copy(x)
+    source = x if _tma_aligned(x) else _row_aligned_copy(x, flat_copy)
     return TensorDescriptor(source, list(x.shape), [source.stride(0), 1], [block_rows, block_cols])
 
 
@@ -218,7 +242,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     c_stores = config["EPILOGUE"] if tma_device and split_k == 1 and not warp_specialize and _tma_aligned(c) else 0
     a_in, b_in, c_out = a, b, target
     if tma:
-        a_in, b_in = _descriptor(a, block_m, block_k), _descriptor(b, block_k, block_n)
+        flat = bool(config["COPY"])
+        a_in, b_in = _descriptor(a, block_m, block_k, flat), _descriptor(b, block_k, block_n, flat)
     if c_stores:
         c_out = TensorDescriptor(c, [M, N], [c.stride(0), 1], [block_m, block_n // c_stores])
     units = triton.cdiv(M, block_m) * triton.cdiv(N, block_n) * split_k
