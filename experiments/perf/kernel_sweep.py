@@ -170,20 +170,19 @@ def bench_ms(fn, smoke: bool) -> tuple[float, str]:
 # ---- the two phases --------------------------------------------------------------------------
 
 def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: float, job_timeout_s: float,
-                  run: Callable[[tuple], tuple] = None) -> None:
-    """Runs every job once through `run` (`warm` unless given; in `workers` processes, or here
-    when 0) until `deadline`; fills rows as results come, in any order, so a hung job holds up
-    only its own worker. A job with no result `job_timeout_s` after its worker took it up is
-    recorded failed."""
-    run = run or warm
+                  run: Callable[[tuple], tuple] = warm) -> None:
+    """Runs every job once through `run` (in `workers` processes, or here when 0) until
+    `deadline`; fills rows as results come, in any order, so a hung job holds up only its own
+    worker. A job with no result `job_timeout_s` after its worker took it up is recorded failed."""
     if workers == 0:
         results = (run(job) for job in jobs if time.monotonic() < deadline)
         for job_id, status, error, seconds in results:
             rows[job_id].update(status=status, error=error, run_s=round(seconds, 2))
         return
-    with multiprocessing.get_context("spawn").Manager() as manager:
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Manager() as manager:
         taken_up = manager.dict()  # job id -> time.time() its worker started it
-        pool = multiprocessing.get_context("spawn").Pool(workers)
+        pool = spawn.Pool(workers)
         try:
             pending = {job[0]: pool.apply_async(_timed_run, (run, job, taken_up)) for job in jobs}
             while pending and time.monotonic() < deadline:
