@@ -58,16 +58,26 @@ def session(address: str | None):
         where = f"the Ray cluster at {address}" if address else "a local Ray"
         raise Fatal(f"could not start {where}: {type(error).__name__}: {error}") from error
     stopping.install()  # ray.init put its own SIGTERM handler in place of ours
-    def started() -> list:
-        return [p for p in _children() if p.pid not in before] if address is None else []
+    seen: dict = {}  # pid -> psutil.Process: every process of the local Ray listed so far
 
-    try:
-        stopping.check()  # a signal came while Ray started: stop before any actor does
-        with stopping.on_second_sigint(started):
+    def started() -> list:
+        """The local Ray's processes: those it runs now and every one listed before. Once
+        the raylet is gone its agents are no longer this process's descendants, so a list
+        taken before `ray.shutdown` keeps them (psutil checks a pid is not reused on kill)."""
+        if address is None:
+            for process in _children():
+                if process.pid not in before:
+                    seen.setdefault(process.pid, process)
+        return list(seen.values())
+
+    # One block from here to the end of the shutdown: a second SIGINT that lands between
+    # two blocks would find nothing to kill, and the raylet's agents would outlive the run.
+    with stopping.on_second_sigint(started):
+        try:
+            stopping.check()  # a signal came while Ray started: stop before any actor does
             yield
-    finally:
-        processes = started()  # now: once the raylet is gone, its agents are no longer ours
-        with stopping.on_second_sigint(lambda: processes):
+        finally:
+            processes = started()  # before the raylet goes
             ray.shutdown()
             _reap(processes)
 

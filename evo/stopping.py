@@ -46,7 +46,10 @@ def _handle(signum: int, _frame) -> None:
             sys.stderr.write("second SIGINT: exiting now, killing the local Ray's processes\n")
             sys.stderr.flush()
             for processes in _kill_at_once:
-                for process in processes():
+                listed = []
+                with contextlib.suppress(Exception):  # a failed listing must not stop the exit
+                    listed = processes()
+                for process in listed:
                     with contextlib.suppress(Exception):  # gone already: nothing to do
                         process.kill()
             os._exit(EXIT_STATUS[signal.SIGINT])
