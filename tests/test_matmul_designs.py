@@ -1,8 +1,9 @@
 """The matmul baselines' designs (persistent grid, TMA descriptors, TMA-stored epilogues,
-warp specialization, split-K, the row-aligned copy by row tiles or as a flat stream) are right
-whether rows are 16-byte aligned or not, TMA copies exactly the operands whose rows are not (by
-the copy the table names), and warp specialization (which the compiler takes only
-with TMA loads and pointer stores) comes only with both."""
+warp specialization, split-K, the row-aligned copy by row tiles or as a flat stream, C with
+padded rows) are right whether rows are 16-byte aligned or not, TMA copies exactly the operands
+whose rows are not (by the copy the table names), a padded C is stored by TMA and returned as a
+view of its N columns, and warp specialization (which the compiler takes only with TMA loads
+and pointer stores) comes only with both."""
 
 import importlib.util
 import itertools
@@ -54,6 +55,11 @@ def _designs(task_name):
             yield {**design, "SPLIT_K": 3}
         if persistent and tma and epilogue == 1 and not ws:
             yield {**design, "COPY": 1, **({"SPLIT_K": 1} if task_name == "matmul" else {})}
+        if tma and epilogue and not ws:
+            yield {**design, "PAD_C": 1, **({"SPLIT_K": 1} if task_name == "matmul" else {})}
+    if task_name == "matmul":  # split-K sums into a contiguous C: PAD_C then leaves it so
+        yield {"PERSISTENT": 0, "TMA": 1, "EPILOGUE": 1, "FLATTEN": 0, "WARP_SPECIALIZE": 0, "SPLIT_K": 3,
+               "PAD_C": 1}
 
 
 @pytest.mark.parametrize("shape_name", sorted(SHAPES))
@@ -104,3 +110,20 @@ def test_warp_specialization_comes_only_with_tma_loads_and_pointer_stores(task_n
     config = {"TMA": tma, "EPILOGUE": 1, "WARP_SPECIALIZE": 1}
     _, launched = _launches(task_name, kernel_name, "all aligned", config, monkeypatch)
     assert [(k["WARP_SPECIALIZE"], k["C_STORES"]) for k in launched] == [(warp_specialize, c_stores)]
+
+
+@pytest.mark.parametrize("task_name,kernel_name", KERNELS)
+@pytest.mark.parametrize("pad_c,c_stores,row_elements", [(0, 0, 45), (1, 2, 48)])
+def test_a_padded_c_is_stored_by_tma_and_returned_as_a_view_of_its_columns(task_name, kernel_name, pad_c,
+                                                                          c_stores, row_elements, monkeypatch):
+    config = {"TMA": 1, "EPILOGUE": 2, "WARP_SPECIALIZE": 0, "PAD_C": pad_c}
+    module = _module(task_name, {**SMALL_TILES, "PERSISTENT": 1, "FLATTEN": 0, **config})
+    launched = []
+    monkeypatch.setattr(module, kernel_name, Recorder(getattr(module, kernel_name), launched))
+    task = SUITE.get(task_name)
+    args = _inputs(task_name, *SHAPES["N unaligned"])
+    out = getattr(module, task.entry_point)(*args)
+    assert [k["C_STORES"] for k in launched] == [c_stores]
+    assert out.shape[-1] == 45 and out.stride(-2) == row_elements
+    atol, rtol = task.tolerance["float16"]
+    assert torch.allclose(out.double(), task.reference(*args).double(), atol=atol, rtol=rtol)

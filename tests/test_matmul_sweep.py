@@ -173,3 +173,12 @@ def test_smoke_run_writes_its_tables(tmp_path):
     assert best["cases"][0]["best"]["label"] == row["label"] == best["cases"][0]["table"]["label"]
     assert f"| matmul | 65x129x70 fp16 | small | {row['label']} |" in summary
     assert '    "small": (("BLOCK_M", ' in summary and "vs cuBLAS" in summary
+
+
+def test_a_padded_c_is_swept_where_c_s_rows_are_unaligned_on_tma_designs_without_split_k():
+    knobs = machinery.kernel_module("matmul").KNOBS
+    padded = lambda shape: [d for d in sweep.designs(knobs, shape, SMS, sweep.WIDE) if d["PAD_C"]]
+    assert padded((1, 4096, 4096, 4096)) == [] and padded((1, 4096, 4096, 4097)) == []
+    unaligned_n = padded((1, 4097, 4097, 4097))
+    assert unaligned_n and all(d["TMA"] and d["SPLIT_K"] == 1 and not d["WARP_SPECIALIZE"] for d in unaligned_n)
+    assert {d["PERSISTENT"] for d in unaligned_n} == {0, 1}

@@ -1,7 +1,7 @@
 """Matmul-class sweep: every case x design x config of the baselines' tables, against cuBLAS.
 
 What it answers: for each case the fitness harness times in the matmul-class built-in tasks,
-which design (PERSISTENT, TMA, EPILOGUE, WARP_SPECIALIZE, FLATTEN, SPLIT_K, COPY) and tile/pipeline
+which design (PERSISTENT, TMA, EPILOGUE, WARP_SPECIALIZE, FLATTEN, SPLIT_K, COPY, PAD_C) and tile/pipeline
 config of the baseline's per-shape table (`CONFIGS`) is fastest, its TFLOP/s, and its ratio to
 cuBLAS (torch.matmul / torch.bmm in fp16 on the same inputs): the evidence `CONFIGS` is set
 from, one winner per bucket. How it runs, stays in its time box and survives a bad config:
@@ -35,9 +35,9 @@ SHARED_MEMORY_BYTES = 232448  # the most one program may use on sm_90 (227 KiB)
 ACC_REGISTERS = 128  # fp32 accumulator registers per thread beyond which a tile spills
 FULL_REUSE = 128 * 256 / (128 + 256)  # multiply-adds per loaded element of a 128x256 tile, per k
 WARP_SPECIALIZED_WARPS = 4  # the compiler splits warps only at 4 (two consumer groups of 4); at 8 it does not
-DESIGN_KNOBS = ("PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE", "FLATTEN", "SPLIT_K", "COPY")
+DESIGN_KNOBS = ("PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE", "FLATTEN", "SPLIT_K", "COPY", "PAD_C")
 ABBREVIATIONS = {"PERSISTENT": "P", "TMA": "T", "EPILOGUE": "E", "WARP_SPECIALIZE": "W", "FLATTEN": "F",
-                 "SPLIT_K": "S", "COPY": "C"}
+                 "SPLIT_K": "S", "COPY": "C", "PAD_C": "D"}
 ROW_ALIGN_ELEMENTS = 8
 """fp16 rows start 16-byte aligned where their length is a multiple of this (else TMA loads a copy)."""
 
@@ -124,19 +124,23 @@ def designs(knobs: dict, shape, sms: int, axes: Axes = AXES) -> list[dict]:
     `tile_order`): FLATTEN only on the persistent TMA design and not with warp specialization
     (fused loops may lose it), warp specialization only with TMA loads and without split-K,
     split-K where few tiles meet a long K, or anywhere on the one-program-per-unit design if
-    the axes say so; each way of copying an operand for TMA (COPY) where one has unaligned rows."""
+    the axes say so; each way of copying an operand for TMA (COPY) where one has unaligned rows;
+    C padded for TMA stores (PAD_C) where its rows are unaligned, on TMA designs without split-K."""
     batch, M, N, K = shape
     few_tiles = batch * math.ceil(M / 128) * math.ceil(N / 128) < sms and K >= 4 * max(M, N)
     splits = (1, *axes.splits) if "SPLIT_K" in knobs and (few_tiles or axes.split_anywhere) else (1,)
     copies = knobs["COPY"] if K % ROW_ALIGN_ELEMENTS or N % ROW_ALIGN_ELEMENTS else (0,)
+    pads = knobs["PAD_C"] if N % ROW_ALIGN_ELEMENTS else (0,)
     found = []
-    for persistent, tma, ws, split, copy in itertools.product(knobs["PERSISTENT"], axes.tmas, (0, 1), splits,
-                                                              copies):
+    for persistent, tma, ws, split, copy, pad in itertools.product(knobs["PERSISTENT"], axes.tmas, (0, 1), splits,
+                                                                   copies, pads):
         split_here = split == 1 or (not ws and (few_tiles or not persistent))
+        # Warp specialization stores through pointers, so padding C's rows buys it nothing.
+        pad_here = not pad or (tma and split == 1 and not ws)
         for flatten in (knobs["FLATTEN"] if persistent and tma and not ws else (0,)):
-            if (tma or not ws) and split_here and (tma or not copy):
+            if (tma or not ws) and split_here and (tma or not copy) and pad_here:
                 design = {"PERSISTENT": persistent, "TMA": tma, "WARP_SPECIALIZE": ws, "FLATTEN": flatten,
-                          "COPY": copy}
+                          "COPY": copy, "PAD_C": pad}
                 found.append({**design, "SPLIT_K": split} if "SPLIT_K" in knobs else design)
     return found
 

@@ -7,12 +7,14 @@ is in L2; 1 is plain row-major order; FLATTEN lets the compiler pipeline across 
 tiles). TMA=1 loads tiles through 3-D TMA tensor descriptors (out-of-bounds reads, per batch,
 come back as zeros: no masks); TMA needs 16-byte aligned rows, so an operand whose rows are not
 is first copied into a row-aligned buffer (COPY=0 by row tiles, whose loads are as unaligned as
-the rows; COPY=1 as one flat stream: the contiguous operand read with aligned vector loads,
-each element stored at its place in the padded rows). EPILOGUE stores C through a descriptor
-(where C's rows are aligned) as one tile, or as two half tiles, whose staging takes half the
-shared memory. Without TMA (ROCm, GPUs before sm_90) loads and stores go through masked
-pointers. WARP_SPECIALIZE (with TMA loads) asks the compiler to split the K loop into producer
-and consumer warps.
+the rows; COPY=1 as one flat stream: the contiguous operand read with aligned vector loads, each
+element stored at its place in the padded rows). EPILOGUE stores C through a descriptor (where
+C's rows are aligned) as one tile, or as two half tiles, whose staging takes half the shared
+memory. PAD_C=1 makes C's rows aligned where N alone would not: C is allocated with rows padded
+to 16 bytes and returned as a view of its first N columns (a strided result), so TMA stores it.
+Without TMA (ROCm, GPUs before sm_90) loads and stores go through masked pointers.
+WARP_SPECIALIZE (with TMA loads) asks the compiler to split the K loop into producer and
+consumer warps.
 """
 
 import torch
@@ -31,24 +33,25 @@ KNOBS = {
     "FLATTEN": (0, 1),  # 1: pipeline across a persistent program's tiles
     "WARP_SPECIALIZE": (0, 1),  # 1: producer and consumer warps in the K loop (TMA devices)
     "COPY": (0, 1),  # an unaligned operand's copy for TMA: 0 by row tiles, 1 as one flat stream
+    "PAD_C": (0, 1),  # 1: C's rows padded to 16 bytes (TMA stores where N is unaligned), returned as a view
     "num_warps": (2, 4, 8),
     "num_stages": (1, 2, 3, 4, 5),
 }
-DESIGN = ("PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE", "COPY")
+DESIGN = ("PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE", "COPY", "PAD_C")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "short_k": (("BLOCK_M", 256), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8), ("PERSISTENT", 1),
                 ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 1), ("WARP_SPECIALIZE", 0),
-                ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+                ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
     "long_k": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("PERSISTENT", 1),
                ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 1), ("WARP_SPECIALIZE", 0),
-               ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+               ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
     "unaligned_short_k": (("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8), ("PERSISTENT", 1),
                           ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 1), ("WARP_SPECIALIZE", 0),
-                          ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+                          ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
     "unaligned_long_k": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("PERSISTENT", 1),
                          ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 1), ("WARP_SPECIALIZE", 0),
-                         ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+                         ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
 }
 TMA_ALIGN_BYTES = 16
 """TMA's rule: the base and every stride but the last a multiple of 16 bytes."""
@@ -164,12 +167,20 @@ def _tma_aligned(x: torch.Tensor) -> bool:
         stride > 0 and stride * x.element_size() % TMA_ALIGN_BYTES == 0 for stride in x.stride()[:-1])
 
 
+def _row_aligned_empty(shape: tuple, like: torch.Tensor) -> torch.Tensor:
+    """Returns an empty tensor of `shape` whose rows start 16-byte aligned: a view of the
+    first shape[-1] columns of one whose rows are padded."""
+    per_row = TMA_ALIGN_BYTES // like.element_size()
+    padded = torch.empty((*shape[:-1], triton.cdiv(shape[-1], per_row) * per_row), dtype=like.dtype,
+                         device=like.device)
+    return padded[..., :shape[-1]]
+
+
 def _row_aligned_copy(x: torch.Tensor, flat: bool) -> torch.Tensor:
-    """Returns a [batch, rows, padded cols] copy of 3-D `x` whose rows start 16-byte aligned,
-    made as one flat stream if `flat` and `x` is contiguous, else by row tiles."""
+    """Returns a copy of 3-D `x` whose rows start 16-byte aligned, made as one flat stream if
+    `flat` and `x` is contiguous, else by row tiles."""
     batch, rows, cols = x.shape
-    per_row = TMA_ALIGN_BYTES // x.element_size()
-    out = torch.empty((batch, rows, triton.cdiv(cols, per_row) * per_row), dtype=x.dtype, device=x.device)
+    out = _row_aligned_empty(x.shape, x)
     if flat and x.is_contiguous():
         _copy_flat_kernel[(triton.cdiv(x.numel(), FLAT_COPY_BLOCK),)](
             x, out, x.numel(), cols, out.stride(1), BLOCK_SIZE=FLAT_COPY_BLOCK, num_warps=8, num_stages=1)
@@ -203,10 +214,13 @@ def batched_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     assert a.dtype == b.dtype == torch.float16, f"expected float16 inputs, got {a.dtype}, {b.dtype}"
     batch, M, K = a.shape
     N = b.shape[2]
-    c = torch.empty((batch, M, N), dtype=a.dtype, device=a.device)
     config = dict(CONFIGS[_bucket(M, N, K)])
     block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
     tma_device = _tma_available(a.device)
+    if config["PAD_C"] and tma_device:
+        c = _row_aligned_empty((batch, M, N), a)
+    else:
+        c = torch.empty((batch, M, N), dtype=a.dtype, device=a.device)
     tma = bool(config["TMA"]) and tma_device
     # The compiler splits warps only for TMA loads, and then cannot take TMA stores: stores via pointers.
     warp_specialize = bool(config["WARP_SPECIALIZE"]) and tma

@@ -1,20 +1,21 @@
 """Baseline: C = A @ B in fp16 with an fp32 accumulator; tiles visited in grouped order for L2 reuse.
 
-The design is chosen per shape from `CONFIGS` (see the launcher). Work units are (output tile,
-K slice) pairs. PERSISTENT=0 launches one program per unit; PERSISTENT=1 launches one per SM,
-each walking units in grouped order (GROUP_M row-blocks share each column-block of B while it
-is in L2; FLATTEN lets the compiler pipeline across a program's tiles). TMA=1 loads tiles
-through TMA tensor descriptors (out-of-bounds reads come back as zeros, so no masks); TMA needs
-16-byte aligned rows, so an operand whose rows are not is first copied into a row-aligned
-buffer (COPY=0 by row tiles, whose loads are as unaligned as the rows; COPY=1 as one flat
-stream: the contiguous operand read with aligned vector loads, each element stored at its place
-in the padded rows). EPILOGUE stores C through a descriptor (where C's rows are aligned) as one
-tile, or as two half tiles, whose staging takes half the shared memory and so leaves room for
-one more pipeline stage. Without TMA (ROCm, GPUs before sm_90) loads and stores go through
-masked pointers. WARP_SPECIALIZE (with TMA loads) asks the compiler to split the K loop into
-producer and consumer warps. SPLIT_K > 1 cuts the K loop into slices computed into an fp32
-workspace, then summed in a fixed order and rounded once (deterministic; more parallelism for
-long K).
+The design is chosen per shape from `CONFIGS` (see the launcher). Work units are (output tile, K
+slice) pairs. PERSISTENT=0 launches one program per unit; PERSISTENT=1 launches one per SM, each
+walking units in grouped order (GROUP_M row-blocks share each column-block of B while it is in
+L2; FLATTEN lets the compiler pipeline across a program's tiles). TMA=1 loads tiles through TMA
+tensor descriptors (out-of-bounds reads come back as zeros, so no masks); TMA needs 16-byte
+aligned rows, so an operand whose rows are not is first copied into a row-aligned buffer (COPY=0
+by row tiles, whose loads are as unaligned as the rows; COPY=1 as one flat stream: the
+contiguous operand read with aligned vector loads, each element stored at its place in the
+padded rows). EPILOGUE stores C through a descriptor (where C's rows are aligned) as one tile,
+or as two half tiles, whose staging takes half the shared memory and so leaves room for one more
+pipeline stage. PAD_C=1 makes C's rows aligned where N alone would not: C is allocated with rows
+padded to 16 bytes and returned as a view of its first N columns (a strided result), so TMA
+stores it. Without TMA (ROCm, GPUs before sm_90) loads and stores go through masked pointers.
+WARP_SPECIALIZE (with TMA loads) asks the compiler to split the K loop into producer and
+consumer warps. SPLIT_K > 1 cuts the K loop into slices computed into an fp32 workspace, then
+summed in a fixed order and rounded once (deterministic; more parallelism for long K).
 """
 
 import torch
@@ -34,30 +35,31 @@ KNOBS = {
     "FLATTEN": (0, 1),  # 1: pipeline across a persistent program's tiles
     "WARP_SPECIALIZE": (0, 1),  # 1: producer and consumer warps in the K loop (TMA devices)
     "COPY": (0, 1),  # an unaligned operand's copy for TMA: 0 by row tiles, 1 as one flat stream
+    "PAD_C": (0, 1),  # 1: C's rows padded to 16 bytes (TMA stores where N is unaligned), returned as a view
     "num_warps": (2, 4, 8),
     "num_stages": (1, 2, 3, 4, 5),
 }
-DESIGN = ("SPLIT_K", "PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE", "COPY")
+DESIGN = ("SPLIT_K", "PERSISTENT", "TMA", "EPILOGUE", "WARP_SPECIALIZE", "COPY", "PAD_C")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 64), ("BLOCK_N", 64), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
               ("PERSISTENT", 1), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-              ("COPY", 0), ("num_warps", 4), ("num_stages", 3)),
+              ("COPY", 0), ("PAD_C", 0), ("num_warps", 4), ("num_stages", 3)),
     "k_heavy": (("BLOCK_M", 128), ("BLOCK_N", 128), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 4),
                 ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-                ("COPY", 0), ("num_warps", 8), ("num_stages", 4)),
+                ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 4)),
     "unaligned": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
                   ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-                  ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+                  ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
     "medium": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
                ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-               ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+               ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
     "large": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
               ("PERSISTENT", 1), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-              ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+              ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
     "huge": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
              ("PERSISTENT", 1), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-             ("COPY", 0), ("num_warps", 8), ("num_stages", 3)),
+             ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
 }
 TMA_ALIGN_BYTES = 16
 """TMA's rule: the base and every stride but the last a multiple of 16 bytes."""
@@ -193,12 +195,20 @@ def _tma_aligned(x: torch.Tensor) -> bool:
         stride > 0 and stride * x.element_size() % TMA_ALIGN_BYTES == 0 for stride in x.stride()[:-1])
 
 
+def _row_aligned_empty(shape: tuple, like: torch.Tensor) -> torch.Tensor:
+    """Returns an empty tensor of `shape` whose rows start 16-byte aligned: a view of the
+    first shape[-1] columns of one whose rows are padded."""
+    per_row = TMA_ALIGN_BYTES // like.element_size()
+    padded = torch.empty((*shape[:-1], triton.cdiv(shape[-1], per_row) * per_row), dtype=like.dtype,
+                         device=like.device)
+    return padded[..., :shape[-1]]
+
+
 def _row_aligned_copy(x: torch.Tensor, flat: bool) -> torch.Tensor:
-    """Returns a [rows, padded cols] copy of 2-D `x` whose rows start 16-byte aligned, made as
-    one flat stream if `flat` and `x` is contiguous, else by row tiles."""
+    """Returns a copy of 2-D `x` whose rows start 16-byte aligned, made as one flat stream if
+    `flat` and `x` is contiguous, else by row tiles."""
     rows, cols = x.shape
-    per_row = TMA_ALIGN_BYTES // x.element_size()
-    out = torch.empty((rows, triton.cdiv(cols, per_row) * per_row), dtype=x.dtype, device=x.device)
+    out = _row_aligned_empty(x.shape, x)
     if flat and x.is_contiguous():
         _copy_flat_kernel[(triton.cdiv(x.numel(), FLAT_COPY_BLOCK),)](
             x, out, x.numel(), cols, out.stride(0), BLOCK_SIZE=FLAT_COPY_BLOCK, num_warps=8, num_stages=1)
@@ -230,12 +240,16 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     assert a.dtype == b.dtype == torch.float16, f"expected float16 inputs, got {a.dtype}, {b.dtype}"
     M, K = a.shape
     N = b.shape[1]
-    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     config = dict(CONFIGS[_bucket(M, N, K)])
     block_m, block_n, block_k, split_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"], config["SPLIT_K"]
+    tma_device = _tma_available(a.device)
+    # The split sums are stored through pointers into a contiguous C: padded rows only without them.
+    if config["PAD_C"] and tma_device and split_k == 1:
+        c = _row_aligned_empty((M, N), a)
+    else:
+        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     target = c if split_k == 1 else torch.empty((split_k, M, N), dtype=torch.float32, device=a.device)
     split_stride = 0 if split_k == 1 else target.stride(0)
-    tma_device = _tma_available(a.device)
     tma = bool(config["TMA"]) and tma_device
     # The compiler splits warps only for TMA loads, and then cannot take TMA stores: stores via pointers.
     warp_specialize = bool(config["WARP_SPECIALIZE"]) and tma
