@@ -115,6 +115,20 @@ def test_alignment_hint_only_where_the_strides_allow(task_name, pad, monkeypatch
     assert [keywords["ALIGN"] for keywords in launched] == [ROW_PADDING_ALIGN[pad]]
 
 
+@pytest.mark.parametrize("pad,blocks", [(0, (1, 128)), (3, (2, 64))])
+def test_a_flat_flip_reverses_a_contiguous_input_end_to_end_and_a_padded_one_by_tiles(pad, blocks, monkeypatch):
+    task = SUITE.get("flip2d")
+    module = import_file(common.KERNELS_DIR / "flip2d.py", f"flat_flip2d_{pad}")
+    module.CONFIGS = {bucket: tuple({**dict(entry), "FLAT": 1, "BLOCK_M": 2, "BLOCK_N": 64}.items())
+                      for bucket, entry in module.CONFIGS.items()}
+    launched = []
+    monkeypatch.setattr(module, "_flip2d_kernel", Recorder(module._flip2d_kernel, launched))
+    x = _row_padded(task.make_inputs({"M": 5, "N": 129, "dtype": "float32"}, 1, "cpu")[0], pad)
+    why = mismatch(task, module.flip2d, (x,))
+    assert not why, why
+    assert {(keywords["BLOCK_M"], keywords["BLOCK_N"]) for keywords in launched} == {blocks}
+
+
 def test_every_aligned_baseline_has_an_odd_stride_case():
     declared = {t.name for t in TABLED if "ALIGN" in tables.space(t.baseline_source)["knobs"]}
     assert declared == set(ALIGNED_CASES)

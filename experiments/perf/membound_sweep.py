@@ -35,10 +35,10 @@ BUCKET_PARAMS = {("M", "N"): ("M", "N"), ("M", "V"): ("V",), ("T", "V", "D"): ("
 """A case's shape parameters -> the ones its kernel's `_bucket` takes, in order."""
 EXTENTS = {"BLOCK_M": "M", "BLOCK_N": "N", "BLOCK_V": "V", "BLOCK_T": "T", "BLOCK_D": "D", "BLOCK_SIZE": "N"}
 """A block knob -> the case parameter it tiles (a block past the next power of two is waste)."""
-DESIGN_KNOBS = ("ACC_2D", "LOOP", "LOOP_D", "REVERSE", "UNMASKED_BODY", "PROGRAMS")
+DESIGN_KNOBS = ("ACC_2D", "LOOP", "LOOP_D", "REVERSE", "UNMASKED_BODY", "PROGRAMS", "FLAT")
 ABBREVIATIONS = {"BLOCK_M": "BM", "BLOCK_N": "BN", "BLOCK_V": "BV", "BLOCK_T": "BT", "BLOCK_D": "BD",
                  "BLOCK_SIZE": "BS", "ACC_2D": "A", "LOOP": "L", "LOOP_D": "LD", "REVERSE": "R",
-                 "UNMASKED_BODY": "U", "PROGRAMS": "P", "ALIGN": "AL", "GROUP_M": "G", "num_warps": "w",
+                 "UNMASKED_BODY": "U", "PROGRAMS": "P", "FLAT": "FL", "ALIGN": "AL", "GROUP_M": "G", "num_warps": "w",
                  "num_stages": "s"}
 ELEMENTS_PER_THREAD = 64  # a block holding more a thread spills registers (and compiles slowly)
 SAMPLES_PER_DESIGN = 64  # drawn before the extents filter; interleaving keeps the first few of each

@@ -5,6 +5,9 @@ output tile straight from the mirrored addresses: they run backwards, so the com
 one element per instruction. REVERSE=1 loads the mirrored source tile forwards (vector
 loads) and reverses its columns in registers (tl.gather with reversed column indices). A
 persistent grid (PROGRAMS) has a fixed number of programs walk the tiles in row-major order.
+FLAT=1 uses that a flip of both axes of a contiguous tensor reverses it end to end: the tensor
+is one row of M*N elements, in blocks of BLOCK_M * BLOCK_N, so no lane idles past a short row
+(a padded input keeps the tiles).
 ALIGN is the vector width the kernel may assume of N and the row strides; the launcher lowers
 it to one they are all multiples of (1 for odd widths: the unhinted path).
 """
@@ -20,20 +23,21 @@ KNOBS = {
     "PROGRAMS": (0, 132, 264, 528, 1056, 2112),  # 0: one program per tile; else a persistent grid
     "ALIGN": (1, 2, 4, 8, 16),  # widest vector (elements) to assume; the launcher may lower it
     "EVICT": (0, 1),  # 1: the input's loads ask the cache to evict it first (it is read once)
+    "FLAT": (0, 1),  # 1: a contiguous input reversed end to end, as one row
     "num_warps": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3),
 }
-DESIGN = ("REVERSE", "PROGRAMS")
+DESIGN = ("REVERSE", "PROGRAMS", "FLAT")
 CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 16), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-              ("EVICT", 0), ("num_warps", 4), ("num_stages", 1)),
+              ("EVICT", 0), ("FLAT", 0), ("num_warps", 4), ("num_stages", 1)),
     "narrow": (("BLOCK_M", 4), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 16),
-               ("EVICT", 0), ("num_warps", 2), ("num_stages", 3)),
+               ("EVICT", 0), ("FLAT", 0), ("num_warps", 2), ("num_stages", 3)),
     "unaligned": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-                  ("EVICT", 1), ("num_warps", 2), ("num_stages", 2)),
+                  ("EVICT", 1), ("FLAT", 0), ("num_warps", 2), ("num_stages", 2)),
     "wide": (("BLOCK_M", 4), ("BLOCK_N", 512), ("REVERSE", 1), ("PROGRAMS", 0), ("ALIGN", 1),
-             ("EVICT", 0), ("num_warps", 2), ("num_stages", 2)),
+             ("EVICT", 0), ("FLAT", 0), ("num_warps", 2), ("num_stages", 2)),
 }
 
 
@@ -95,13 +99,17 @@ def flip2d(x: torch.Tensor) -> torch.Tensor:
     M, N = x.shape
     out = torch.empty_like(x)
     config = dict(CONFIGS[_bucket(M, N)])
-    programs = triton.cdiv(M, config["BLOCK_M"]) * triton.cdiv(N, config["BLOCK_N"])
+    block_m, block_n, stride_x, stride_out = config["BLOCK_M"], config["BLOCK_N"], x.stride(0), out.stride(0)
+    if config["FLAT"] and x.is_contiguous():
+        M, N, block_m, block_n = 1, M * N, 1, block_m * block_n
+        stride_x = stride_out = N  # one row: never stepped over, but kept a multiple of ALIGN
+    programs = triton.cdiv(M, block_m) * triton.cdiv(N, block_n)
     if config["PROGRAMS"]:
         programs = min(programs, config["PROGRAMS"])
-    _flip2d_kernel[(programs,)](x, out, M, N, x.stride(0), out.stride(0),
-                                BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"],
+    _flip2d_kernel[(programs,)](x, out, M, N, stride_x, stride_out,
+                                BLOCK_M=block_m, BLOCK_N=block_n,
                                 REVERSE=config["REVERSE"],
-                                ALIGN=_vector_width(config["ALIGN"], N, x.stride(0), out.stride(0)),
+                                ALIGN=_vector_width(config["ALIGN"], N, stride_x, stride_out),
                                 EVICTION="evict_first" if config["EVICT"] else "",
                                 num_warps=config["num_warps"], num_stages=config["num_stages"])
     return out
