@@ -21,6 +21,10 @@ from task_checks import import_file, mismatch
 SUITE = registry.builtin()
 TABLED = [task for task in SUITE.tasks() if tables.space(task.baseline_source)["buckets"]]
 SAMPLES_PER_DESIGN = 3
+FULL_PRODUCT_LIMIT = 64
+"""Design combinations run in full up to this many; beyond it (the matmul baselines: 480 and
+96, which took over 30 minutes of CI), every pair of design values instead.
+tests/test_matmul_designs.py runs the matmul designs whose interplay the launchers decide."""
 PERSISTENT_TEST_PROGRAMS = 2
 """A persistent grid below the interpreter cases' block count, so its loop really walks blocks."""
 ALIGNED_CASES = {
@@ -42,9 +46,26 @@ ROW_PADDING_ALIGN = {0: 8, 1: 1, 8: 8}
 none keeps rows 8-aligned, an odd pad leaves every other row unaligned, 8 realigns them."""
 
 
+def _covering(design_values: list) -> list[tuple]:
+    """Returns every combination of the design values if there are at most FULL_PRODUCT_LIMIT,
+    else combinations (greedy, first-found on ties) in which every value of one knob meets every
+    value of every other knob at least once: each interaction of two design knobs runs."""
+    combos = list(itertools.product(*design_values))
+    if len(combos) <= FULL_PRODUCT_LIMIT:
+        return combos
+    pairs = lambda combo: set(itertools.combinations(enumerate(combo), 2))
+    uncovered = set().union(*map(pairs, combos))
+    chosen = []
+    while uncovered:
+        best = max(combos, key=lambda combo: len(pairs(combo) & uncovered))
+        chosen.append(best)
+        uncovered -= pairs(best)
+    return chosen
+
+
 def _settings(task):
-    """Yields (label, {knob: value}) for every design combination with a seeded sample of tuning
-    values each; the same setting goes into every bucket, so every case runs it."""
+    """Yields (label, {knob: value}) for the design combinations (`_covering`) with a seeded
+    sample of tuning values each; the same setting goes into every bucket, so every case runs it."""
     space = tables.space(task.baseline_source)
     values = space["knobs"]
     design = space["design"]
@@ -52,7 +73,7 @@ def _settings(task):
     rng = random.Random(f"knob-settings-{task.name}")
     design_values = [sorted({0 if v == 0 else PERSISTENT_TEST_PROGRAMS for v in values[d]})
                      if d == "PROGRAMS" else values[d] for d in design]
-    for combo in itertools.product(*design_values):
+    for combo in _covering(design_values):
         drawn = 0
         while drawn < SAMPLES_PER_DESIGN:
             setting = dict(zip(design, combo))
