@@ -23,7 +23,7 @@ TABLED = [task for task in SUITE.tasks() if tables.space(task.baseline_source)["
 SAMPLES_PER_DESIGN = 3
 FULL_PRODUCT_LIMIT = 64
 """Design combinations run in full up to this many; beyond it (the matmul baselines: 480 and
-96, which took over 30 minutes of CI), every pair of design values instead.
+96; matmul's had run 27 minutes of a CI run unfinished), every pair of design values instead.
 tests/test_matmul_designs.py runs the matmul designs whose interplay the launchers decide."""
 PERSISTENT_TEST_PROGRAMS = 2
 """A persistent grid below the interpreter cases' block count, so its loop really walks blocks."""
