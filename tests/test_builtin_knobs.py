@@ -53,13 +53,13 @@ def _covering(design_values: list) -> list[tuple]:
     combos = list(itertools.product(*design_values))
     if len(combos) <= FULL_PRODUCT_LIMIT:
         return combos
-    pairs = lambda combo: set(itertools.combinations(enumerate(combo), 2))
-    uncovered = set().union(*map(pairs, combos))
+    pairs = {combo: set(itertools.combinations(enumerate(combo), 2)) for combo in combos}
+    uncovered = set().union(*pairs.values())
     chosen = []
     while uncovered:
-        best = max(combos, key=lambda combo: len(pairs(combo) & uncovered))
+        best = max(combos, key=lambda combo: len(pairs[combo] & uncovered))
         chosen.append(best)
-        uncovered -= pairs(best)
+        uncovered -= pairs[best]
     return chosen
 
 
