@@ -51,7 +51,7 @@ CONFIGS = {
                           ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
     "unaligned_long_k": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("PERSISTENT", 1),
                          ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 1), ("WARP_SPECIALIZE", 0),
-                         ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
+                         ("COPY", 1), ("PAD_C", 1), ("num_warps", 8), ("num_stages", 3)),
 }
 TMA_ALIGN_BYTES = 16
 """TMA's rule: the base and every stride but the last a multiple of 16 bytes."""

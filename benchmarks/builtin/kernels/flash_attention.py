@@ -41,7 +41,7 @@ CONFIGS = {
                ("WARP_SPECIALIZE", 0), ("num_warps", 8), ("num_stages", 3)),
     "long": (("BLOCK_M", 128), ("BLOCK_N", 64), ("MASK_DIAGONAL", 1), ("TMA", 0), ("HEAVY_FIRST", 0),
              ("WARP_SPECIALIZE", 0), ("num_warps", 8), ("num_stages", 3)),
-    "huge": (("BLOCK_M", 128), ("BLOCK_N", 64), ("MASK_DIAGONAL", 1), ("TMA", 0), ("HEAVY_FIRST", 0),
+    "huge": (("BLOCK_M", 128), ("BLOCK_N", 64), ("MASK_DIAGONAL", 1), ("TMA", 0), ("HEAVY_FIRST", 1),
              ("WARP_SPECIALIZE", 0), ("num_warps", 8), ("num_stages", 3)),
 }
 TMA_ALIGN_BYTES = 16

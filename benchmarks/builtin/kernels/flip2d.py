@@ -32,10 +32,10 @@ CONFIGS = {
     # shape bucket (`_bucket`): one setting of every knob, read by the launcher
     "small": (("BLOCK_M", 16), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
               ("EVICT", 0), ("FLAT", 0), ("num_warps", 4), ("num_stages", 1)),
-    "narrow": (("BLOCK_M", 4), ("BLOCK_N", 256), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 16),
-               ("EVICT", 0), ("FLAT", 0), ("num_warps", 2), ("num_stages", 3)),
-    "unaligned": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
-                  ("EVICT", 1), ("FLAT", 0), ("num_warps", 2), ("num_stages", 2)),
+    "narrow": (("BLOCK_M", 8), ("BLOCK_N", 128), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 8),
+               ("EVICT", 1), ("FLAT", 1), ("num_warps", 2), ("num_stages", 3)),
+    "unaligned": (("BLOCK_M", 1), ("BLOCK_N", 1024), ("REVERSE", 0), ("PROGRAMS", 0), ("ALIGN", 4),
+                  ("EVICT", 1), ("FLAT", 1), ("num_warps", 1), ("num_stages", 2)),
     "wide": (("BLOCK_M", 4), ("BLOCK_N", 512), ("REVERSE", 1), ("PROGRAMS", 0), ("ALIGN", 1),
              ("EVICT", 0), ("FLAT", 0), ("num_warps", 2), ("num_stages", 2)),
 }

@@ -50,7 +50,7 @@ CONFIGS = {
                 ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 4)),
     "unaligned": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
                   ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
-                  ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
+                  ("COPY", 0), ("PAD_C", 1), ("num_warps", 8), ("num_stages", 3)),
     "medium": (("BLOCK_M", 128), ("BLOCK_N", 256), ("BLOCK_K", 64), ("GROUP_M", 8), ("SPLIT_K", 1),
                ("PERSISTENT", 0), ("TMA", 1), ("EPILOGUE", 1), ("FLATTEN", 0), ("WARP_SPECIALIZE", 0),
                ("COPY", 0), ("PAD_C", 0), ("num_warps", 8), ("num_stages", 3)),
