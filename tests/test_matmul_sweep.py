@@ -182,3 +182,15 @@ def test_a_padded_c_is_swept_where_c_s_rows_are_unaligned_on_tma_designs_without
     unaligned_n = padded((1, 4097, 4097, 4097))
     assert unaligned_n and all(d["TMA"] and d["SPLIT_K"] == 1 and not d["WARP_SPECIALIZE"] for d in unaligned_n)
     assert {d["PERSISTENT"] for d in unaligned_n} == {0, 1}
+
+
+@pytest.mark.slow  # spawns a second worker after the first is killed
+def test_a_hung_job_costs_its_worker_and_a_fresh_one_runs_the_rest():
+    rows, jobs = machinery.plan(sweep.FAMILY, {"matmul": registry.builtin().get("matmul")}, 1, 1, smoke=True)
+    rows += [{**rows[0]}, {**rows[0]}]
+    jobs = [jobs[0], (1, *jobs[0][1:]), (2, *jobs[0][1:])]
+    started = time.monotonic()
+    machinery.compile_phase(rows, jobs, workers=1, deadline=started + 300, job_timeout_s=5, run=_job_0_hangs)
+    assert time.monotonic() - started < 200  # not held until the deadline
+    assert [row["status"] for row in rows] == ["failed", "ok", "ok"]
+    assert rows[0]["error"] == "no result in 5 s: the worker died or hung"

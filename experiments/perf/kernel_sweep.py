@@ -21,6 +21,7 @@ best per case and per design, and per bucket the config best over all its cases,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import importlib.util
@@ -29,6 +30,7 @@ import json
 import math
 import multiprocessing
 import os
+import signal
 import sys
 import time
 import traceback
@@ -172,8 +174,11 @@ def bench_ms(fn, smoke: bool) -> tuple[float, str]:
 def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: float, job_timeout_s: float,
                   run: Callable[[tuple], tuple] = warm) -> None:
     """Runs every job once through `run` (in `workers` processes, or here when 0) until
-    `deadline`; fills rows as results come, in any order, so a hung job holds up only its own
-    worker. A job with no result `job_timeout_s` after its worker took it up is recorded failed."""
+    `deadline`; fills rows as results come, in any order. A job with no result `job_timeout_s`
+    after its worker took it up is recorded failed and its worker killed: the pool starts a
+    fresh one in its place, so a compile that hangs costs its job, not a worker (and a core)
+    for the rest of the phase: five hung warp-specialized compiles held 5 of an attention
+    sweep's 14 workers to its phase-1 deadline (RESULTS.md §16)."""
     if workers == 0:
         results = (run(job) for job in jobs if time.monotonic() < deadline)
         for job_id, status, error, seconds in results:
@@ -181,7 +186,7 @@ def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: f
         return
     spawn = multiprocessing.get_context("spawn")
     with spawn.Manager() as manager:
-        taken_up = manager.dict()  # job id -> time.time() its worker started it
+        taken_up = manager.dict()  # job id -> (time.time() its worker started it, the worker's pid)
         pool = spawn.Pool(workers)
         try:
             pending = {job[0]: pool.apply_async(_timed_run, (run, job, taken_up)) for job in jobs}
@@ -192,19 +197,28 @@ def compile_phase(rows: list[dict], jobs: list[tuple], workers: int, deadline: f
                         _, status, error, seconds = result.get()
                         rows[job_id].update(status=status, error=error, run_s=round(seconds, 2))
                         del pending[job_id]
-                    elif time.time() - started.get(job_id, time.time()) > job_timeout_s:
+                    elif job_id in started and time.time() - started[job_id][0] > job_timeout_s:
                         rows[job_id].update(status="failed", error=f"no result in {job_timeout_s:g} s: the "
                                                                     "worker died or hung")
                         del pending[job_id]
+                        _kill_worker(started[job_id][1])
                 time.sleep(POLL_S)
         finally:
             pool.terminate()
             pool.join()
 
 
+def _kill_worker(pid: int) -> None:
+    """Kills the pool worker `pid` if it is still this process's child (one that died is gone,
+    and its pid may since belong to another process)."""
+    if pid in {child.pid for child in multiprocessing.active_children()}:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _timed_run(run: Callable[[tuple], tuple], job: tuple, taken_up) -> tuple:
-    """`run(job)`, having noted in `taken_up` when this worker started the job."""
-    taken_up[job[0]] = time.time()
+    """`run(job)`, having noted in `taken_up` when and in which process it started."""
+    taken_up[job[0]] = (time.time(), os.getpid())
     return run(job)
 
 
