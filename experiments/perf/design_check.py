@@ -20,21 +20,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+import task_checks  # noqa: E402
+from benchmarks import registry  # noqa: E402
+from benchmarks.builtin import common  # noqa: E402
+from operators import tables  # noqa: E402
+
 
 def check(task_name: str, setting: dict, device: str) -> list[str]:
     """Returns one line per case where the baseline with `setting` in every bucket disagrees
     (the GPU cases on cuda, the interpreter's on cpu)."""
-    from benchmarks import registry
-    from benchmarks.builtin import common
-    from task_checks import import_file, mismatch
-
     task = registry.builtin().get(task_name)
-    module = import_file(common.KERNELS_DIR / f"{task_name}.py", f"design_{task_name}")
+    module = task_checks.import_file(common.KERNELS_DIR / f"{task_name}.py", f"design_{task_name}")
     module.CONFIGS = {bucket: tuple({**dict(entry), **setting}.items()) for bucket, entry in module.CONFIGS.items()}
     fn = getattr(module, task.entry_point)
     cases = task.cases if device == "cuda" else task.interpreter_cases
     return [f"{case.name}: {why}" for case in cases
-            if (why := mismatch(task, fn, task.make_inputs(case.params, 1, device)))]
+            if (why := task_checks.mismatch(task, fn, task.make_inputs(case.params, 1, device)))]
 
 
 def run_child(task_name: str, setting: dict, device: str, timeout: float) -> str:
@@ -59,9 +60,6 @@ def main() -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cpu: the interpreter's cases (set TRITON_INTERPRET=1), a smoke run")
     args = parser.parse_args()
-    from operators import tables
-    from benchmarks import registry
-
     space = tables.space(registry.builtin().get(args.task).baseline_source)
     design = space["design"]
     combos = [dict(zip(design, values)) for values in itertools.product(*(space["knobs"][d] for d in design))]
