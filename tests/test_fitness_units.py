@@ -257,6 +257,34 @@ def test_timing_waits_for_short_shared_holders_but_not_for_compiling_ones():
     assert counters["stragglers"] == 0
 
 
+def test_a_baseline_timing_waits_out_every_holder_stragglers_and_compiling_ones_too():
+    # A candidate call that keeps the device busy past the straggler wait must not run beside
+    # the baseline's timing: a slowed baseline inflates every speedup of its task.
+    gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.1)
+    entered = threading.Barrier(3)
+    events = []
+
+    def holder(name: str, compiling: bool, seconds: float):
+        with gate.shared(compiling=compiling):
+            entered.wait(timeout=5)
+            time.sleep(seconds)
+            events.append(f"{name}-end")
+
+    threads = [threading.Thread(target=holder, args=("compile", True, 0.6)),
+               threading.Thread(target=holder, args=("spin", False, 0.4))]
+    for thread in threads:
+        thread.start()
+    entered.wait(timeout=5)
+    with gate.exclusive(alone=True):
+        events.append("baseline")
+    for thread in threads:
+        thread.join(timeout=5)
+    assert events == ["spin-end", "compile-end", "baseline"]
+    with gate.exclusive():  # a candidate's timing still goes ahead past the straggler wait
+        pass
+    assert gate.counters()["stragglers"] == 0
+
+
 def test_timing_waits_for_a_candidate_that_is_loading_however_long_it_takes():
     gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.1)
     entered = threading.Event()

@@ -405,7 +405,7 @@ class _Walk(Walk):
                                                   for case in self.cases]},
                               self.c.limits.bench_s)
                 self._read_clock(checker)
-            with self.c.device_lock.exclusive():
+            with self.c.device_lock.exclusive(alone=True):
                 reply = self._request(checker, {"op": "time_baseline",
                                                 "peak_mhz": self.c.clocks.peak(time.monotonic())},
                                       self.c.limits.bench_s)

@@ -18,6 +18,12 @@ class DeviceLock:
     the end at worst slows a measurement. It waits for loading ones (a candidate's import)
     to the end: a module may launch device work at import to slow whatever is timed beside
     it; the stall watch and the import limit bound a long import.
+
+    A baseline's timing (`exclusive(alone=True)`) waits for every holder to the end,
+    compiling ones included: its numbers are the denominator of every speedup of its task,
+    so a candidate whose call keeps the device busy past the straggler wait would otherwise
+    make every candidate of the task look faster. The wait is bounded by the holders' own
+    stage limits, and a baseline is timed once per task.
     """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3):
@@ -70,8 +76,10 @@ class DeviceLock:
                 self._cond.notify_all()
 
     @contextlib.contextmanager
-    def exclusive(self):
-        """Holds the device alone (timing); a no-op share when timing is not meaningful."""
+    def exclusive(self, alone: bool = False):
+        """Holds the device alone (timing); a no-op share when timing is not meaningful.
+        `alone`: wait for every shared holder to leave, with no straggler cut-off and
+        compiling holders included (a baseline's timing)."""
         if not self._exclusive_timing:
             with self.shared():
                 yield
@@ -84,6 +92,11 @@ class DeviceLock:
             draining = time.monotonic()
             deadline = draining + self._straggler_wait_s
             while True:
+                if alone:
+                    if not self._shared:
+                        break
+                    self._cond.wait()
+                    continue
                 left_s = deadline - time.monotonic()
                 short = self._shared - self._compiling - self._loading > 0 and left_s > 0
                 if not (short or self._loading):
