@@ -586,6 +586,20 @@ def test_every_timed_run_gets_values_the_trusted_side_can_rebuild_from_the_seed(
     assert len(seen) >= 11  # a content cache of any size misses
 
 
+def test_a_reseed_draws_the_runs_from_the_new_seed_counted_from_zero():
+    import torch
+
+    inputs = _timing_inputs()
+    fresh = timing.FreshInputs(inputs, seed=5)
+    for _ in range(3):  # staging's runs, from the staging seed
+        fresh.refill()
+    fresh.reseed(77)
+    fresh.refill()
+    fresh.refill()
+    expected = timing.inputs_of_run(inputs, 77, 1)
+    assert torch.equal(fresh.buffers[0], expected[0]) and fresh.runs == 2
+
+
 def test_a_refill_restores_values_the_timed_call_overwrote():
     inputs = _timing_inputs()
     fresh = timing.FreshInputs(inputs, seed=5)
@@ -597,21 +611,31 @@ def test_a_refill_restores_values_the_timed_call_overwrote():
     assert bool((fresh.buffers[0] == expected[0]).all()) and float(fresh.buffers[3]) == 2.5
 
 
-def test_the_kept_run_is_drawn_uniformly_from_all_runs_and_is_a_copy():
+def test_every_run_is_kept_within_the_budget_each_a_copy_and_the_rest_let_go():
+    import torch
+
+    captures, out = timing.RunCaptures(budget_bytes=1 << 20), torch.zeros(2)
+    for run in range(10):
+        out.fill_(float(run))
+        captures.offer(run, (out, 7))
+    assert sorted(captures.kept) == list(range(10)) and captures.offered == 10
+    assert captures.take(4)[0].tolist() == [4.0, 4.0] and captures.kept == {}
+    assert captures.take(5) is None
+
+
+def test_past_the_budget_the_kept_runs_are_a_uniform_sample_of_all_of_them():
     import torch
 
     counts = [0] * 10
-    for seed in range(2000):
-        kept = timing.KeptRun(seed)
+    for _ in range(2000):
+        captures = timing.RunCaptures(budget_bytes=8)  # room for two runs of 4 bytes
         for run in range(10):
-            kept.offer(run + 3, torch.tensor([float(run)]))
-        counts[kept.run - 3] += 1
-        assert float(kept.output[0]) == kept.run - 3
-    assert min(counts) > 140 and max(counts) < 260  # 200 expected each
-    kept, out = timing.KeptRun(1), torch.zeros(2)
-    kept.offer(0, (out, 7))
-    out.fill_(1.0)
-    assert kept.output[0].tolist() == [0.0, 0.0] and kept.output[1] == 7
+            captures.offer(run, torch.tensor([float(run)]))
+        assert len(captures.kept) == 2
+        for run, outputs in captures.kept.items():
+            assert float(outputs[0]) == run
+            counts[run] += 1
+    assert min(counts) > 300 and max(counts) < 500  # 400 expected each
 
 
 def test_after_run_sees_each_timed_run_outside_the_timed_interval():

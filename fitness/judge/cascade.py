@@ -92,6 +92,10 @@ class Cascade:
     def seed(self) -> int:
         return self._seeds.getrandbits(62)
 
+    def choose(self, items: list):
+        """Returns one of `items`, drawn from the operating system's RNG."""
+        return self._seeds.choice(items)
+
     def shuffle(self, items: list) -> None:
         """Shuffles `items` in place from the operating system's RNG."""
         self._seeds.shuffle(items)
@@ -415,11 +419,13 @@ class _Walk(Walk):
         return reply["cases"]
 
     def _latency(self, worker, checker) -> None:
-        """Times the candidate case by case with the device held alone once for all of them,
-        each case re-checked right after its own timed runs: the representative case first
-        (the baseline's slowest: where the work is), the others in an order drawn at random.
-        Every timed run gets its own input values, derived from a seed the worker is given
-        only at staging (`timing.FreshInputs`). A candidate surely slower on the
+        """Times the candidate case by case with the device held alone once for all of them:
+        the representative case first (the baseline's slowest: where the work is), the
+        others in an order drawn at random. Every timed run gets its own input values, drawn
+        from a seed the worker is given only with the case's `bench`, once the judge's clock
+        runs (`timing.FreshInputs`). Right after a case's runs the judge picks one of them
+        and reads its outputs in before the candidate's code runs again (`_capture`); then
+        the case is re-checked on its timed buffers (`_recheck`). A candidate surely slower on the
         representative case than `GIVE_UP_FACTOR` times the best seen is a clear loser: its
         other cases are not timed (their latency is None), which spares most of the device
         time spent on losers. The outputs are compared once the device is shared again."""
@@ -428,15 +434,14 @@ class _Walk(Walk):
         order = self._timing_order(baseline)
         timing_config = self.c.timing_config
         timing_request = dataclasses.asdict(timing_config) if timing_config else None
-        seeds = [(self.c.seed(), self.c.seed()) for _ in order]  # (inputs, their runs)
+        seeds = [(self.c.seed(), self.c.seed()) for _ in order]  # (inputs, the timed runs)
         with self.c.device_lock.shared():  # buffers, warm-up and capture need no quiet device
             timed_inputs = [self._prepare(checker, worker, self.cases[at], seed, expect=False)
                             for at, (seed, _) in zip(order, seeds)]
             start = time.monotonic()
             try:
                 staged = self._request(worker, {"op": "stage", "timing": timing_request, "cases": [
-                    {"inputs": inputs, "seed": runs_seed}
-                    for (_, inputs), (_, runs_seed) in zip(timed_inputs, seeds)]},
+                    {"inputs": inputs, "seed": self.c.seed()} for _, inputs in timed_inputs]},
                     self.c.limits.bench_s)
             finally:
                 self.bench_s += time.monotonic() - start
@@ -448,14 +453,17 @@ class _Walk(Walk):
         for observed in staged.get("observed") or []:
             self._judge(worker, observed, "timed")
         stats: list[dict | None] = [None] * len(self.cases)
-        timed = []  # (position, case, kept run, re-check token, re-check reply)
+        timed = []  # (position, case, checked run, its token, re-check token, re-check reply)
         with self.c.device_lock.exclusive():
             for position, at in enumerate(order):
                 case = self.cases[at]
-                report, kept_run = self._bench_case(worker, position, give_up[at], case)
+                report, kept_runs = self._bench_case(worker, position, give_up[at], case,
+                                                     seeds[position][1])
                 stats[at] = report
+                run = self.c.choose(kept_runs)
+                captured = self._capture(worker, checker, position, run)
                 token, inputs = recheck_inputs[position]
-                timed.append((position, case, kept_run, token,
+                timed.append((position, case, run, captured, token,
                               self._recheck(worker, checker, position, token, inputs)))
                 if position == 0 and give_up[at] is not None and report.get("stopped") == "slower":
                     try:
@@ -463,12 +471,15 @@ class _Walk(Walk):
                     except timing_report.ForgedTiming as error:
                         raise Failed("timed", "cheat_forged_timing", str(error)) from None
                     break
-        for position, case, kept_run, token, rechecked in timed:
-            self._check_timed_case(worker, checker, position, case, seeds[position], kept_run,
-                                   token, rechecked, last=position == timed[-1][0])
+        for position, case, run, captured, token, rechecked in timed:
+            self._check_timed_case(checker, worker, case, seeds[position], run, captured,
+                                   token, rechecked)
         unused = [token for token, _ in recheck_inputs[len(timed):]]  # a clear loser's
-        if unused:  # inputs and reference outputs go now, not when the checker is next reset
-            with self.c.device_lock.shared():  # freeing device memory unmaps it
+        with self.c.device_lock.shared():  # freeing device memory unmaps it
+            # the worker's buffers and copies go now, not when it next loads; so do a clear
+            # loser's inputs and reference outputs, not when the checker is next reset
+            self._request(worker, {"op": "release"}, self.c.limits.check_s)
+            if unused:
                 self._request(checker, {"op": "discard", "tokens": unused},
                               self.c.limits.check_s)
         self.c.meter.kernel_time([s for s in stats if s is not None])
@@ -482,11 +493,13 @@ class _Walk(Walk):
         return [first] + rest
 
     def _bench_case(self, worker, position: int, give_up_us: float | None,
-                    case) -> tuple[dict, int]:
-        """Times staged case `position` (the caller holds the device alone); returns its stats, once
-        the report is well formed and fits the wall time this process saw, and the number of
-        the run whose outputs the worker kept for the check."""
+                    case, runs_seed: int) -> tuple[dict, list[int]]:
+        """Times staged case `position` (the caller holds the device alone), its runs' values
+        drawn from `runs_seed`, sent only now; returns its stats, once the report is well
+        formed and fits the wall time this process saw, and the runs whose outputs the worker
+        kept for the judge to choose from."""
         request = {"op": "bench", "case": position, "continued": position > 0,
+                   "runs_seed": runs_seed,
                    "give_up_above_us": give_up_us,
                    "floors_us": timing.case_floors_us(self.c.device, self.task.flops,
                                                       self.task.bytes, case.params)}
@@ -502,13 +515,34 @@ class _Walk(Walk):
         except timing_report.ForgedTiming as error:
             raise Failed("timed", "cheat_forged_timing", str(error)) from None
         self._judge(worker, reply.get("observed") or {}, "timed")
-        kept_run, offered = reply.get("kept_run"), reply.get("offered")
-        if not (isinstance(kept_run, int) and isinstance(offered, int) and kept_run >= 0
-                and offered >= report["runs"]):
+        kept, offered = reply.get("kept_runs"), reply.get("offered")
+        if not (isinstance(offered, int) and offered >= report["runs"] and isinstance(kept, list)
+                and 0 < len(kept) <= offered and all(isinstance(r, int) and r >= 0 for r in kept)
+                and len(set(kept)) == len(kept)):
             raise Failed("timed", "cheat_forged_timing", f"case {case.name!r}: the worker kept "
-                          f"run {str(kept_run)[:20]} of {str(offered)[:20]} offered for "
+                          f"runs {str(kept)[:40]} of {str(offered)[:20]} offered for "
                           f"{report['runs']} timed runs")
-        return report, kept_run
+        return report, kept
+
+    def _capture(self, worker, checker, position: int, run: int) -> str:
+        """Has the worker write the outputs of timed run `run` of case `position` (the
+        judge's pick, made once the runs were over) and the checker read them in at once,
+        before the candidate's code runs again; returns the token they are kept under."""
+        self._calls += 1
+        token = f"w{self._walk_number}c{self._calls}t"
+        start = time.monotonic()
+        try:
+            written = self._request(worker, {"op": "timed_output", "case": position, "run": run,
+                                             "prefix": token}, self.c.limits.bench_s)
+            collected = self._request(checker, {"op": "collect", "token": token,
+                                                "dir": worker.workdir,
+                                                "outputs": written.get("outputs", [])},
+                                      self.c.limits.check_s)
+        finally:
+            self.bench_s += time.monotonic() - start
+        if collected["kind"] is not None:
+            raise Failed("timed", collected["kind"], f"timed run {run}: {collected['detail']}")
+        return token
 
     def _read_clock(self, checker) -> None:
         """Has the checker read the SM clock (the caller holds the gate, shared) into the
@@ -539,24 +573,23 @@ class _Walk(Walk):
         self._judge(worker, rechecked.get("observed", {}), "timed")
         return rechecked
 
-    def _check_timed_case(self, worker, checker, position: int, case, seeds: tuple,
-                          kept_run: int, token: str, rechecked: dict, last: bool) -> None:
-        """Checks case `position` after the timing, holding the device shared: the outputs of
-        the timed run the worker kept (`kept_run`, chosen at random among all its runs; on a
-        GPU a graph replay) against the reference on that run's inputs, which the checker
-        rebuilds from the seeds (`timing.inputs_of_run`); then the re-check's (`_recheck`,
-        `token`). `last`: the walk's last request to the worker, which then lets its buffers
-        go."""
+    def _check_timed_case(self, checker, worker, case, seeds: tuple, run: int,
+                          captured: str, token: str, rechecked: dict) -> None:
+        """Checks a timed case, holding the device shared: the outputs of timed run `run`
+        (chosen at random once the runs were over, read in at once: `captured`) against the
+        reference on that run's inputs, which the checker rebuilds from the seeds
+        (`timing.inputs_of_run`); then the re-check's (`_recheck`, `token`)."""
         inputs_seed, runs_seed = seeds
         with self.c.device_lock.shared():
-            kept_token, inputs = self._prepare(checker, worker, case, inputs_seed,
-                                               run=(runs_seed, kept_run))
-            kept = self._request(worker, {"op": "timed_output", "case": position, "last": last,
-                                          "inputs": inputs, "prefix": f"{kept_token}t"},
-                                 self.c.limits.bench_s)
-            self._compare_timed(checker, worker, kept_token, kept, case, f"the outputs of timed "
-                                f"run {kept_run}, chosen at random, though checked calls were "
-                                f"right")
+            verdict = self._request(checker, {"op": "judge_collected", "token": captured,
+                                              "params": case.params, "seed": inputs_seed,
+                                              "runs_seed": runs_seed, "run": run},
+                                    self.c.limits.check_s)
+            if verdict["kind"] is not None:
+                kind = "cheat_cached_result" if verdict["kind"] == "mismatch" else verdict["kind"]
+                raise Failed("timed", kind, f"the outputs of timed run {run}, chosen at random "
+                             f"once the runs were over, though checked calls were right: case "
+                             f"{case.name!r}: {verdict['detail']}", verdict)
             self._compare_timed(checker, worker, token, rechecked, case,
                                 "re-check right after timing, inputs refreshed in place")
 

@@ -67,6 +67,7 @@ class Checker:
         self.last_call: tuple[tuple, list] | None = None  # (seed, outputs): the cascade repeats
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
+        self.collected: dict[str, list] = {}  # a timed run's outputs, read in at once (`collect`)
         self.baselines: dict[str, object] = {}
         self.staged_baseline: list = []  # (timing.Staged, floors) per case, until timed
 
@@ -100,6 +101,7 @@ class Checker:
         for entry in self.prepared.values():
             entry.drop()
         self.prepared.clear()
+        self.collected.clear()
         self.last_call = None
         self.output_digests.clear()
         self.staged_baseline = []
@@ -226,6 +228,32 @@ class Checker:
         self.last_call = (seed, actual)
         self.output_digests.add(digest)
         return {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0, "detail": "", **verdict}
+
+    def collect(self, request: dict) -> dict:
+        """Reads the outputs of one timed run, as the worker wrote them (raw files in its
+        directory), into this process's memory under `token`, at once: the judge asks for them
+        right after the run's timing and before the candidate's code runs again, so nothing it
+        does later can rewrite what is judged (`judge_collected`)."""
+        where = request["dir"]
+        try:
+            self.collected[request["token"]] = protocol.read_values(where, request["outputs"], "cpu")
+        except protocol.ProtocolError as error:
+            return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
+        finally:
+            _remove(where, request["outputs"])
+        return {"ok": True, "kind": None}
+
+    def judge_collected(self, request: dict) -> dict:
+        """Judges collected outputs (`collect`) against the reference on the inputs of the
+        timed run they came from: the case's inputs from `seed`, as run `run` of the timing
+        seeded with `runs_seed` was given them (`timing.inputs_of_run`)."""
+        task = request["task"]
+        actual = self.collected.pop(request["token"])
+        inputs = task.make_inputs(request["params"], request["seed"], self.device.torch_device)
+        inputs = timing.inputs_of_run(inputs, request["runs_seed"], request["run"])
+        expected = checking.as_list(task.reference(*inputs))
+        entry = _Prepared(None, expected, (request["seed"], request["run"]), [], None)
+        return self._verdict(task, entry, actual, [])
 
     def discard(self, request: dict) -> dict:
         """Drops prepared inputs that were never compared (a timing's)."""
@@ -360,6 +388,8 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         checker.warm_up()
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
                  "compare": _timed(checker.compare), "discard": checker.discard,
+                 "collect": _timed(checker.collect),
+                 "judge_collected": _timed(checker.judge_collected),
                  "read_clock": checker.read_clock, "describe": checker.describe,
                  "warm_baseline": checker.warm_baseline,
                  "stage_baseline": _timed(checker.stage_baseline),

@@ -287,6 +287,12 @@ class FreshInputs:
         self.seed = seed
         self.runs = 0  # refills so far; the last refill's values are run `runs - 1`'s
 
+    def reseed(self, seed: int) -> None:
+        """Draws the runs from now on from `seed`, counted from run 0 again: the timed runs'
+        values are revealed only once the judge's clock runs, so nothing staged before could
+        have computed them."""
+        self.seed, self.runs = seed, 0
+
     def refill(self) -> None:
         """Writes the next run's values into the buffers (two copies per dense tensor)."""
         for buffer, base, shift in zip(self.buffers, self.base,
@@ -309,26 +315,38 @@ def refilled_copies(inputs: Sequence, seed: int = 0) -> tuple[list, Callable[[],
     return fresh.buffers, fresh.refill
 
 
-class KeptRun:
-    """Keeps the output of one timed run chosen uniformly at random from all of them
-    (reservoir sampling, drawn from `seed`), with that run's number: timing does not know in
-    advance how many runs it makes, and the candidate does not know which one is kept. The
-    copy is made after the run's end event, outside the timed interval."""
+class RunCaptures:
+    """Copies of the outputs of every timed run, up to `budget_bytes`, for the judge to choose
+    from once the runs are over (`fitness.judge.cascade`): while the runs go on, nothing says
+    which of them will be checked, so a candidate right only on some runs is caught on the
+    others. Past the budget (outputs too large to keep every run's), a uniform sample of the
+    runs is kept (reservoir sampling from the operating system's RNG). The copies are made
+    after each run's end event, outside the timed interval."""
 
-    def __init__(self, seed: int):
-        self._draw = random.Random(f"keep/{seed}")
+    def __init__(self, budget_bytes: int):
+        self.budget_bytes = budget_bytes
         self.offered = 0
-        self.run: int | None = None
-        self.output = None
+        self.kept: dict[int, list] = {}
+        self._draw = random.SystemRandom()
 
     def offer(self, run: int, output) -> None:
         import torch
 
         self.offered += 1
-        if self._draw.random() * self.offered < 1.0:
-            outputs = output if isinstance(output, (tuple, list)) else [output]
-            self.run = run
-            self.output = [v.clone() if isinstance(v, torch.Tensor) else v for v in outputs]
+        outputs = output if isinstance(output, (tuple, list)) else [output]
+        nbytes = sum(v.numel() * v.element_size() for v in outputs if isinstance(v, torch.Tensor))
+        room = max(1, self.budget_bytes // max(nbytes, 1))
+        if len(self.kept) >= room:
+            if self._draw.random() * self.offered >= room:
+                return
+            del self.kept[self._draw.choice(list(self.kept))]
+        self.kept[run] = [v.clone() if isinstance(v, torch.Tensor) else v for v in outputs]
+
+    def take(self, run: int) -> list | None:
+        """Returns run `run`'s outputs (None if not kept) and lets every other copy go."""
+        outputs = self.kept.get(run)
+        self.kept = {}
+        return outputs
 
 
 @dataclasses.dataclass
@@ -355,7 +373,7 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
     GPU with `use_graphs`, captures it in a CUDA graph where it can be captured. A runnable
     returns what its callable returned (a replay: the outputs of the captured call).
     `after_run(outputs)`, when given, sees every timed run's outputs (settling runs too),
-    outside the timed interval (`KeptRun.offer`)."""
+    outside the timed interval (`RunCaptures.offer`)."""
     refill = refill or (lambda: None)
     interpreted = device.backend == "interpreter"
     config = config or (INTERPRETER_TIMING if interpreted else TimingConfig())

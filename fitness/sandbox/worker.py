@@ -7,9 +7,11 @@ raw files under /inputs). It makes no judgement: what it reports is evidence.
 
 One request each: load, precompile (every case compiled on stand-ins, nothing launched),
 call, stage (buffers, warm-up, capture, beside other work), then per case bench (timed on
-inputs that change every run; one run's outputs kept at random), recheck (the timed buffers
-refilled in place, called again) and timed_output (the kept outputs written); harness (an
-external suite's own harness, `fitness.sandbox.harness_run`). Every call, checked or timed,
+inputs that change every run, drawn from a seed given only then; every run's outputs kept
+within a budget), timed_output (the outputs of the run the judge chose, once the runs were
+over, written out for it to read in at once) and recheck (the timed buffers refilled in
+place, called again); release (the walk is over); harness (an external suite's own
+harness, `fitness.sandbox.harness_run`). Every call, checked or timed,
 runs under the same instruments (`_observed`), so no call tells the candidate it is watched.
 """
 
@@ -31,6 +33,11 @@ _TRACE_CHARS = 4000
 _FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
                   "hsa_status_error", "unspecified launch failure", "illegal instruction")
 _INPUTS_DIR = os.environ.get("KERNELEVO_INPUTS", "/inputs")  # set only with the sandbox off
+CAPTURE_BYTES = {"interpreter": 256 << 20}
+"""Bytes of timed runs' outputs kept per case for the judge to choose from, by backend (a GPU:
+`_GPU_CAPTURE_BYTES`): one worker at a time is timed, and its copies go when the judge has
+taken its pick (`timing.RunCaptures`)."""
+_GPU_CAPTURE_BYTES = 4 << 30
 
 
 def _trace(error: BaseException, module_path: str | None = None) -> str:
@@ -88,7 +95,7 @@ class _TimedCase:
     """One case's timing state, from `stage` to its re-check."""
 
     inputs: object  # timing.FreshInputs: the buffers and their refill
-    kept: object  # timing.KeptRun: one timed run's outputs, for the judge
+    kept: object  # timing.RunCaptures: the timed runs' outputs, for the judge to choose from
     observed: _Observed
     staged: object = None  # timing.Staged until the case is timed
     deferred: list = dataclasses.field(default_factory=list)  # a graph's fresh allocations
@@ -274,8 +281,8 @@ class Worker:
 
     def stage(self, request: dict) -> dict:
         """Makes each case's timing buffers (copies of the inputs the judge made, refilled
-        before every run with other values drawn from the case's `seed`, `timing.FreshInputs`,
-        so nothing computed once can be replayed), warms the candidate up on them and
+        before every run with other values drawn from the case's staging `seed`,
+        `timing.FreshInputs`; the timed runs' own seed comes with `bench`), warms the candidate up on them and
         captures it (`timing.stage`): the part of timing the judge lets run beside other work."""
         from fitness.measure import timing
 
@@ -286,7 +293,8 @@ class Worker:
                 with timing.phase("buffers"):
                     inputs, _ = self._inputs(case["inputs"])
                     timed = _TimedCase(timing.FreshInputs(inputs, case["seed"]),
-                                       timing.KeptRun(case["seed"]), _Observed())
+                                       timing.RunCaptures(CAPTURE_BYTES.get(
+                                           self.device.backend, _GPU_CAPTURE_BYTES)), _Observed())
                     del inputs
                 timed.staged = timing.stage([self._timed_call(timed)], self.device, config,
                                             self._refill(timed), self._keep(timed))
@@ -343,8 +351,10 @@ class Worker:
         stop after its first batch of runs, `floors_us` (the work at the device's peaks)
         tells the timing whether it must settle as a kernel that heats the chip; `peak_mhz`
         is the clock a light kernel waits for, as the judge's trusted reads know it;
-        `continued`: the case follows another of this candidate's (`one_callers_cases`).
-        Replies with the stats and what the candidate did in this case's calls so far."""
+        `continued`: the case follows another of this candidate's (`one_callers_cases`);
+        `runs_seed`: the seed of the timed runs' values, revealed only now, while the judge's
+        clock runs. Replies with the stats, the runs whose outputs were kept, and what the
+        candidate did in this case's calls so far."""
         from fitness.measure import timing
 
         position = request["case"]
@@ -353,6 +363,10 @@ class Worker:
             return {"ok": False, "kind": "harness_error",
                     "trace": f"bench of case {position!r}, which is not staged"}
         case = self.timed[position]
+        runs_seed = request.get("runs_seed")
+        if not isinstance(runs_seed, int):
+            return {"ok": False, "kind": "harness_error", "trace": "bench without a runs seed"}
+        case.inputs.reseed(runs_seed)
         staged, case.staged = case.staged, None  # the graph goes with this request
         give_up, floors = request.get("give_up_above_us"), request.get("floors_us")
         spent: dict = {}
@@ -363,29 +377,28 @@ class Worker:
                 peak_mhz=request.get("peak_mhz", 0.0))
         case.deferred.clear()
         return {"ok": True, "case": stats.__dict__, "spent_s": spent,
-                "kept_run": case.kept.run, "offered": case.kept.offered,
+                "kept_runs": sorted(case.kept.kept), "offered": case.kept.offered,
                 "observed": case.observed.report(self.snapshot.changed())}
 
     def timed_output(self, request: dict) -> dict:
-        """Writes the outputs kept from one timed run of case `case` (`timing.KeptRun`, its
-        number in `bench`'s reply) into the slots of the buffer the judge made from that
-        run's inputs (`timing.inputs_of_run`), for the judge to check. `last`: the walk's
-        last request, after which its buffers go."""
+        """Writes the outputs of timed run `run` of case `case` (the judge's pick among the
+        runs `bench` kept) as raw files, for the judge to read in before the candidate runs
+        again; the other runs' copies go."""
         case = self.timed[request["case"]]
-        if case.kept.output is None:
-            return {"ok": False, "kind": "harness_error", "trace": "no timed run was kept"}
-        _, shared = self._inputs(request["inputs"])
-        self._remap()
-        written = self._write(case.kept.output, [], request["prefix"], False, request["inputs"],
-                              shared)
-        if request.get("last"):
-            # every buffer the walk mapped (the timing's and this one's) goes now, not when
-            # the next candidate loads, so an idle worker does not sit on a walk's inputs and
-            # timing copies (GiBs for the largest tasks) while its neighbours need the memory
-            self._unmap_all()
-            self.timed, self.previous_inputs = [], []
-            shared_memory.return_cached_memory(self.device.backend)
-        return written
+        outputs = case.kept.take(request["run"])
+        if outputs is None:
+            return {"ok": False, "kind": "harness_error",
+                    "trace": f"timed run {request['run']!r} was not kept"}
+        return self._write(outputs, [], request["prefix"], False, {}, None)
+
+    def release(self, request: dict) -> dict:
+        """Lets every buffer of the walk go (the timing's and the last request's) now, not
+        when the next candidate loads, so an idle worker does not sit on a walk's inputs and
+        timing copies (GiBs for the largest tasks) while its neighbours need the memory."""
+        self._unmap_all()
+        self.timed, self.previous_inputs = [], []
+        shared_memory.return_cached_memory(self.device.backend)
+        return {"ok": True}
 
     def recheck(self, request: dict) -> dict:
         """Refills case `case`'s timed buffers in place (same pointers) with fresh inputs,
@@ -428,6 +441,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call,
                  "stage": worker.stage, "bench": worker.bench,
                  "timed_output": worker.timed_output, "recheck": worker.recheck,
+                 "release": worker.release,
                  "harness": worker.harness},
                 {"shares": worker.shares})
 
