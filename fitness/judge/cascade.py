@@ -148,14 +148,12 @@ class _Walk(Walk):
                          f"NVIDIA ({self.c.device.name}). Remove them for this device.")
 
     def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
-                 check_inputs: bool = False, run: tuple | None = None,
-                 relay: bool = True) -> tuple[str, dict]:
+                 check_inputs: bool = False, relay: bool = True) -> tuple[str, dict]:
         """Has the checker make one call's inputs (on the device: the caller holds the
         gate, shared); returns (token, where the worker finds them): a shared GPU buffer
         whose descriptor is relayed here from the checker to the worker (`relay` False: by
         the caller, when it sends the call, `_relay`), or raw files in the worker's input
-        directory. `run`: (seed, run number) of a timing, whose run's inputs these are
-        (`timing.inputs_of_run`)."""
+        directory."""
         self._calls += 1
         token = f"w{self._walk_number}c{self._calls}"
         share = worker.shares and checker.shares
@@ -163,7 +161,7 @@ class _Walk(Walk):
                                            "seed": seed, "dir": worker.input_dir,
                                            "prefix": token, "token": token,
                                            "expect": expect, "check_inputs": check_inputs,
-                                           "share": share, "run": run},
+                                           "share": share},
                                  self.c.limits.check_s)
         if "shared" not in prepared:
             return token, {"specs": prepared["specs"]}
@@ -179,29 +177,30 @@ class _Walk(Walk):
             relay_fd(checker, worker, inputs["token"], self.c.limits.check_s)
 
     def _call(self, worker, checker, case, seed: int, limit_s: float,
-              check_inputs: bool = True, compiling: bool = False) -> dict:
+              compiling: bool = False) -> dict:
         """One call of the candidate on fresh inputs, judged; returns the checker's verdict.
-        `check_inputs`: also verify the call left its inputs unchanged (once per case).
+        Every call is also verified to leave its inputs unchanged (a candidate that changed
+        them from its third call on went unseen when only a case's first call was).
         `compiling`: the first call, mostly Triton's compiler (see `DeviceLock`), held apart
         from its short prepare and compare. Any other call is one shared hold from prepare
         to compare (short): a waiting timing run then delays this walk once per call,
         not once per request."""
         if compiling:
             with self.c.device_lock.shared():
-                token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
+                token, inputs = self._prepare(checker, worker, case, seed, check_inputs=True)
             with self.c.device_lock.shared(compiling=True):
-                reply = self._called(worker, token, inputs, check_inputs, limit_s)
+                reply = self._called(worker, token, inputs, limit_s)
             with self.c.device_lock.shared():
                 return self._compare(checker, worker, token, reply, case)
         with self.c.device_lock.shared():
-            token, inputs = self._prepare(checker, worker, case, seed, check_inputs=check_inputs)
-            reply = self._called(worker, token, inputs, check_inputs, limit_s)
+            token, inputs = self._prepare(checker, worker, case, seed, check_inputs=True)
+            reply = self._called(worker, token, inputs, limit_s)
             return self._compare(checker, worker, token, reply, case)
 
-    def _called(self, worker, token: str, inputs: dict, check_inputs: bool, limit_s: float) -> dict:
+    def _called(self, worker, token: str, inputs: dict, limit_s: float) -> dict:
         """Has the worker call the candidate; returns its reply once the call is judged."""
         reply = self._request(worker, {"op": "call", "inputs": inputs,
-                                       "prefix": token, "with_inputs": check_inputs}, limit_s)
+                                       "prefix": token, "with_inputs": True}, limit_s)
         self._judge(worker, reply.get("observed", {}), self.stage)
         return reply
 
@@ -342,15 +341,13 @@ class _Walk(Walk):
         calls are skipped once a case is wrong: the verdict is a mismatch then."""
         limit_s = self.c.limits.check_s
         if not self.errors.wrong:
-            self._checked(worker, checker, 0, self.c.seed(), limit_s, check_inputs=False,
-                          again=True)
+            self._checked(worker, checker, 0, self.c.seed(), limit_s, again=True)
         seed = None
         for at in range(1, len(self.cases)):
             seed = self.c.seed()
             self._checked(worker, checker, at, seed, limit_s)
         if seed is not None and not self.errors.wrong:
-            self._checked(worker, checker, len(self.cases) - 1, seed, limit_s,
-                          check_inputs=False, again=True)
+            self._checked(worker, checker, len(self.cases) - 1, seed, limit_s, again=True)
         self.fields.update(self.errors.fields())
         if self.errors.wrong:
             raise self.errors.first_mismatch()

@@ -111,15 +111,10 @@ class Checker:
     def prepare(self, request: dict) -> dict:
         """Makes a call's inputs from `seed` and hands them over: in a shared GPU buffer
         whose descriptor goes to the engine (`share`), or as files in the worker's input
-        directory. Keeps the reference's outputs and, if asked, a pristine copy. With `run`
-        ((seed, run number) of a timing), the inputs are those that timed run was given
-        (`timing.inputs_of_run`): its kept outputs are judged against them."""
+        directory. Keeps the reference's outputs and, if asked, a pristine copy."""
         task, seed = request["task"], request["seed"]
         with timing.phase("make"):  # launches; the device runs them by the pack's end
             inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
-            run = request.get("run")  # a timed run's inputs: (timing seed, run number)
-            if run is not None:
-                inputs = timing.inputs_of_run(inputs, *run)
             pristine = expected = None
             if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
                 pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
@@ -137,7 +132,7 @@ class Checker:
 
             with timing.phase("pack"):
                 buffer, layout = shared_memory.pack(inputs, slot_bytes, allocate_timed)
-            self.prepared[token] = _Prepared(pristine, expected, (seed, run), layout["values"],
+            self.prepared[token] = _Prepared(pristine, expected, (seed, None), layout["values"],
                                              None, buffer, layout["slots"])
             with timing.phase("export"):
                 fd = buffer.export()
@@ -148,7 +143,7 @@ class Checker:
             reply = {"ok": True, "shared": layout}
         else:
             specs = protocol.write_values(request["dir"], request["prefix"], inputs)
-            self.prepared[token] = _Prepared(pristine, expected, (seed, run), specs, request["dir"])
+            self.prepared[token] = _Prepared(pristine, expected, (seed, None), specs, request["dir"])
             reply = {"ok": True, "specs": specs}
         # the inputs (packed or written) and the reference's temporaries, which would
         # otherwise stay cached here until the next walk
