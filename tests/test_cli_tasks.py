@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
+import external_suites
+
 EVO = str(pathlib.Path(sys.executable).parent / "evo")
 FIELDS = {"name", "suite", "entry_point", "signature", "difficulty", "dtypes", "tags", "cases",
           "interpreter_cases", "runnable_on", "not_on", "skip_reason", "knob_space"}
-GEAK = pathlib.Path(__file__).resolve().parents[2] / "shared" / "external" / "GEAK-eval"
 
 
 def _evo(*args):
@@ -51,7 +52,7 @@ def test_piped_table_is_as_wide_as_its_content():
 
 
 def test_rocm_rmsnorm_fwd_names_its_kernel_not_a_helper_it_calls():
-    result = _evo("tasks", "--suite", "rocm", "--path", str(GEAK), "--json")
+    result = _evo("tasks", "--suite", "rocm", "--path", str(external_suites.suite("GEAK-eval")), "--json")
     assert result.returncode == 0, result.stderr
     task = next(t for t in json.loads(result.stdout)["tasks"] if t["name"] == "rmsnorm_fwd")
     assert set(task) == FIELDS

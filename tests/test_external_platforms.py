@@ -1,10 +1,9 @@
 """Where external tasks run, decided from their files, checked on GEAK-eval's and
 KernelBench's real tasks; and the entry point a GEAK file is given."""
 
-import pathlib
-
 import pytest
 
+import external_suites
 from benchmarks import listing, registry
 from benchmarks.external import common
 from evo.records import make_candidate
@@ -17,16 +16,13 @@ from fitness.settings import Limits
 
 pytestmark = pytest.mark.slow  # runs external tasks on the interpreter: `make test-fast` leaves it out
 
-EXTERNAL = pathlib.Path(__file__).resolve().parents[2] / "shared" / "external"
-GEAK = EXTERNAL / "GEAK-eval"
-KERNELBENCH = EXTERNAL / "KernelBench"
-
 
 @pytest.fixture(scope="module")
 def suites():
+    geak, kernelbench = external_suites.suite("GEAK-eval"), external_suites.suite("KernelBench")
     return {suite: {task.name: task for task in registry.load(suite, str(path)).tasks()}
-            for suite, path in (("tritonbench-revised", GEAK), ("rocm", GEAK),
-                                ("kernelbench", KERNELBENCH))}
+            for suite, path in (("tritonbench-revised", geak), ("rocm", geak),
+                                ("kernelbench", kernelbench))}
 
 
 def test_no_geak_task_runs_on_the_interpreter_and_every_kernelbench_task_does(suites):

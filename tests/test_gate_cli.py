@@ -8,12 +8,12 @@ import sys
 import pytest
 
 import cheats
+import external_suites
 from benchmarks import registry
 
 EVO = [sys.executable, "-c", "from evo.cli import app; app()"]
 ROOT = pathlib.Path(__file__).parent
 EXTERNAL = ROOT / "fixtures" / "external"
-GEAK = pathlib.Path("/work/shared/external/GEAK-eval")
 CHEAT = pathlib.Path(cheats.__file__).parent / "gate" / "grid_as_parameter.py"
 
 
@@ -68,9 +68,10 @@ def test_gate_references_of_a_small_suite():
 
 @pytest.mark.slow
 def test_every_geak_reference_is_admitted_as_a_candidate_of_its_own_task():
+    geak = str(external_suites.suite("GEAK-eval"))
     counts = {}
     for suite in ("tritonbench-revised", "rocm"):
-        result = run_evo("gate", "--references", "--suite", suite, "--path", str(GEAK), "--json")
+        result = run_evo("gate", "--references", "--suite", suite, "--path", geak, "--json")
         lines = _lines(result)
         counts[suite] = (sum(line["allowed"] for line in lines), len(lines))
     assert counts == {"tritonbench-revised": (184, 184), "rocm": (31, 31)}, counts

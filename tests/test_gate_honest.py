@@ -11,6 +11,7 @@ import pathlib
 
 import pytest
 
+import external_suites
 from benchmarks import registry
 from evo.records import make_candidate
 from fitness.judge import policy
@@ -204,7 +205,7 @@ def test_names_bound_twice_at_import_are_refused(body):
 def test_every_geak_task_refuses_what_its_own_reference_never_does(suite):
     """Widened by its reference, each external policy still refuses a module, torch math and
     a cache the reference never uses (GEAK-eval's suites, as `evo gate --references` reads them)."""
-    tasks = registry.load(suite, "/work/shared/external/GEAK-eval").tasks()
+    tasks = registry.load(suite, str(external_suites.suite("GEAK-eval"))).tasks()
     additions = ["import subprocess\n_RUN = subprocess.run\n", "_SOLVE = torch.linalg.solve\n",
                  "_CACHE = {}\n\n\ndef _remember(key, value):\n    _CACHE[key] = value\n\n\n_remember(1, 2)\n"]
     admitted = [(task.name, extra) for task in tasks for extra in additions
