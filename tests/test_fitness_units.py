@@ -78,13 +78,24 @@ def test_integer_outputs_compare_exactly():
     assert checking.compare(expected, torch.tensor([1, 2, 4]), 0.0, 0.0)["kind"] == "mismatch"
 
 
-def test_anticheat_allowlist_is_per_task():
+def test_torch_work_is_weighed_against_the_calls_inputs_and_the_allowlist_is_per_task():
     task = builtin().get("vector_add")
-    observed = {"launches": 1, "ops": ["empty_like", "sum"]}
-    assert anticheat.call_verdict(task, observed)[0] == "cheat_torch_compute"
+    whole = {"launches": 1, "ops": ["empty_like", "sum"], "input_elements": 2000,
+             "work": {"empty_like": [1000, 0], "sum": [1000, 0]}}
+    assert anticheat.call_verdict(task, whole)[0] == "cheat_torch_compute"
+    partials = {**whole, "work": {"empty_like": [1000, 0], "sum": [16, 0], "mean": [16, 0],
+                                  "_local_scalar_dense": [2, 2]}}
+    assert anticheat.call_verdict(task, partials) is None  # a host reduction of partials
+    by_element = {**whole, "work": {"empty_like": [1000, 0], "fill_": [1000, 1000],
+                                    "_local_scalar_dense": [2000, 2000]}}
+    verdict = anticheat.call_verdict(task, by_element)
+    assert verdict[0] == "cheat_torch_compute" and "3000 elements" in verdict[1]
     import dataclasses
     lenient = dataclasses.replace(task, torch_allowlist=("sum",))
-    assert anticheat.call_verdict(lenient, observed) is None
+    assert anticheat.call_verdict(lenient, whole) is None
+    copies = {**whole, "work": {"clone": [2000, 0]}}
+    assert anticheat.call_verdict(task, copies) is None
+    assert anticheat.call_verdict(builtin().get("transpose"), copies)[0] == "cheat_torch_compute"
 
 
 def test_faster_than_the_roofline_is_implausible():

@@ -34,6 +34,20 @@ TORCH_COPIES = frozenset({"clone", "copy_", "_to_copy", "contiguous"})
 (transpose, flip2d) a copy from a reordering view is the task's whole work, so there the
 runtime audit refuses them, as the gate refuses the reordering views."""
 
+TORCH_SHARE = 0.1
+"""The most torch may do of a call's work, as elements touched by its ops over the elements of
+the call's inputs: a host `.mean()` of a kernel's partial results, a loss summed over rows or
+a few `.item()` reads are far below it; the task computed by torch (in the entry point, a grid
+function or a launch hook), or read and written element by element on the host, is far
+above it."""
+
+VALUE_ACCESS = frozenset({"_local_scalar_dense", "fill_", "copy_", "zero_", "index_put_",
+                          "masked_fill_"})
+"""Allowed ops that read or write values: called on one element, a host read or write."""
+
+TORCH_FEW_ELEMENTS = 64
+"""Elements torch may touch in any call, whatever its inputs (a size read with `.item()`)."""
+
 TAINTING_KINDS = frozenset({"cheat_patched_harness", "cheat_background_work"})
 """Verdicts after which the worker process itself is suspect and is replaced."""
 
@@ -52,17 +66,40 @@ def call_verdict(task, observed: dict) -> tuple[str, str] | None:
     if observed.get("host_reads"):
         return ("cheat_torch_compute", f"the candidate read tensors into NumPy/Python "
                 f"{observed['host_reads']} time(s) during the call; do the math in Triton")
-    allowed = ALLOWED_TORCH_OPS | set(task.torch_allowlist)
-    if DATA_MOVEMENT_TAG in task.tags:
-        allowed -= TORCH_COPIES
-    forbidden = sorted(set(observed.get("ops", ())) - allowed)
-    if forbidden:
-        return ("cheat_torch_compute", "the candidate computed with torch ops outside the "
-                f"allowlist: {', '.join(forbidden)} (only allocation, views, copies and casts "
-                "may go through torch; do the math in Triton)")
+    share = torch_share(task, observed)
+    if share is not None:
+        return ("cheat_torch_compute", share)
     if observed.get("launches", 0) < 1:
         return ("no_triton_launch", "the call launched no Triton kernel")
     return None
+
+
+def torch_share(task, observed: dict) -> str | None:
+    """Returns why torch did the task's work in a call, or None: its ops outside allocation,
+    views, copies and casts (`ALLOWED_TORCH_OPS`, widened by the task's `torch_allowlist`;
+    copies count in a data-movement task) touched more elements in one call than
+    `TORCH_SHARE` of the call's inputs (and more than `TORCH_FEW_ELEMENTS`), counting every
+    single-value read or write (`.item()`, `float(v)`, `v.fill_(...)`) as one element."""
+    allowed = ALLOWED_TORCH_OPS | set(task.torch_allowlist)
+    if DATA_MOVEMENT_TAG in task.tags:
+        allowed -= TORCH_COPIES
+    work = observed.get("work") if isinstance(observed.get("work"), dict) else {}
+    touched, doing = 0, []
+    for name, counts in work.items():
+        elements, single = (counts + [0, 0])[:2] if isinstance(counts, list) else (0, 0)
+        done = elements if name not in allowed else single if name in VALUE_ACCESS else 0
+        if isinstance(done, int) and done > 0:
+            touched += done
+            doing.append(name)
+    inputs = observed.get("input_elements")
+    inputs = inputs if isinstance(inputs, int) and inputs > 0 else 0
+    if touched <= max(TORCH_SHARE * inputs, TORCH_FEW_ELEMENTS):
+        return None
+    return (f"torch did the task's work: its ops ({', '.join(sorted(doing)[:8])}) touched "
+            f"{touched} elements in one call, {touched / max(inputs, 1):.0%} of the "
+            f"{inputs} elements of the call's inputs; at most {TORCH_SHARE:.0%} may go through "
+            "torch (a reduction of a kernel's partial results, a size read with .item()). Do "
+            "the math in Triton kernels, and keep single-value reads and writes off the host")
 
 
 def implausible(roofline_fraction: float | None, case_name: str) -> str | None:

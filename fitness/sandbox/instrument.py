@@ -105,8 +105,23 @@ class StallWatch:
                 os._exit(protocol.STALL_EXIT)  # at once: the main thread must not reply in between
 
 
+_TRITONS_OWN = frozenset({"set_", "empty", "new_empty", "empty_strided", "copy_", "zero_",
+                          "clone", "_to_copy", "detach", "view", "as_strided", "alias"})
+"""Ops a launch makes itself (the interpreter's argument copies, an autotuner's resets): not
+recorded inside a launch. Anything else there is a launch hook's or a constexpr object's."""
+
+
+def _elements(values) -> tuple[int, int]:
+    """Returns (the most elements of any tensor among `values`, how many tensors)."""
+    from torch.utils._pytree import tree_leaves
+
+    sizes = [v.numel() for v in tree_leaves(values) if isinstance(v, torch.Tensor)]
+    return max(sizes, default=0), len(sizes)
+
+
 class OpRecorder(TorchDispatchMode):
-    """Records the aten ops a candidate calls and poisons its fresh allocations.
+    """Records the aten ops a candidate calls, how much data each touched, and poisons its
+    fresh allocations.
 
     Every call the candidate sees is made under one (checked, warm-up, captured, timed), so
     the poison is no sign of being watched: a kernel that reads its own output or a probe to
@@ -114,7 +129,13 @@ class OpRecorder(TorchDispatchMode):
     allocation (`poison_value`), so a kernel that does the full work only when it sees one
     poison value leaves the other unwritten and fails. `defer`: record the allocations
     instead of filling them (a CUDA graph capture, whose fills would be captured into the
-    timed replay); the caller fills them before every replay (`poison`)."""
+    timed replay); the caller fills them before every replay (`poison`).
+
+    Ops inside a Triton launch are recorded too (a pre-run hook, a constexpr object's method
+    under the interpreter), except those the launch makes itself (`_TRITONS_OWN`). `work`
+    holds, per op, the elements it touched (its largest tensor) and how many of its calls
+    touched one element at most (a host read or write of a single value): what the judge
+    weighs against the call's inputs (`fitness.judge.anticheat.torch_share`)."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -128,14 +149,22 @@ class OpRecorder(TorchDispatchMode):
         self.poison = poison
         self.defer = defer
         self.ops: set[str] = set()
+        self.work: dict[str, list[int]] = {}  # op -> [elements touched, single-value calls]
         self.fresh: list[torch.Tensor] = []  # allocations left unfilled (`defer`)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        if self.launches.depth and name in _TRITONS_OWN:
+            return out
+        name = name if func.namespace == "aten" else f"{func.namespace}::{name}"
+        self.ops.add(name)
+        largest, tensors = _elements((args, kwargs, out))
+        work = self.work.setdefault(name, [0, 0])
+        work[0] += largest
+        work[1] += bool(tensors) and largest <= 1
         if self.launches.depth:
             return out
-        name = func.overloadpacket.__name__
-        self.ops.add(name if func.namespace == "aten" else f"{func.namespace}::{name}")
         if self.poison and name in _ALLOCATORS and isinstance(out, torch.Tensor):
             if self.defer:
                 self.fresh.append(out)

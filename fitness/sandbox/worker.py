@@ -70,22 +70,32 @@ def _classify(error: BaseException) -> tuple[str, bool]:
 class _Observed:
     """What the candidate did over one or more calls, for the judge's rules
     (`fitness.judge.anticheat.call_verdict`): the fewest launches of any call, every torch op,
-    threads started and host reads over all of them."""
+    threads started and host reads over all of them; per op, the most work of any one call,
+    and the fewest input elements of any call (what that work is weighed against)."""
 
     def __init__(self):
         self.launches: int | None = None
         self.ops: set[str] = set()
+        self.work: dict[str, list[int]] = {}
+        self.input_elements: int | None = None
         self.threads_started = 0
         self.host_reads = 0
 
-    def add(self, launches: int, ops: set[str], threads_started: int, host_reads: int) -> None:
+    def add(self, launches: int, recorder, input_elements: int, threads_started: int,
+            host_reads: int) -> None:
         self.launches = launches if self.launches is None else min(self.launches, launches)
-        self.ops |= ops
+        self.ops |= recorder.ops
+        for name, work in recorder.work.items():
+            most = self.work.setdefault(name, [0, 0])
+            most[:] = [max(a, b) for a, b in zip(most, work)]
+        self.input_elements = (input_elements if self.input_elements is None
+                               else min(self.input_elements, input_elements))
         self.threads_started += threads_started
         self.host_reads += host_reads
 
     def report(self, patched: list[str]) -> dict:
-        return {"launches": self.launches or 0, "ops": sorted(self.ops),
+        return {"launches": self.launches or 0, "ops": sorted(self.ops), "work": self.work,
+                "input_elements": self.input_elements or 0,
                 "threads_started": self.threads_started, "host_reads": self.host_reads,
                 "patched": patched}
 
@@ -222,11 +232,11 @@ class Worker:
             buffer.release()
         self.mapped, self.fresh = [], []
 
-    def _observed(self, fn, observed: _Observed, capturing: bool = False):
+    def _observed(self, fn, inputs, observed: _Observed, capturing: bool = False):
         """Returns (what `fn()` returned, the fresh allocations left unpoisoned): one call
-        of the candidate under the instruments every call gets, its observations added to
-        `observed`. `capturing`: a CUDA graph capture, whose poison is deferred to before
-        each replay (`OpRecorder`'s `defer`)."""
+        of the candidate on `inputs` under the instruments every call gets, its observations
+        added to `observed`. `capturing`: a CUDA graph capture, whose poison is deferred to
+        before each replay (`OpRecorder`'s `defer`)."""
         from fitness.sandbox.instrument import OpRecorder
 
         self.launches.count = 0
@@ -235,13 +245,15 @@ class Worker:
         recorder = OpRecorder(self.launches, defer=capturing)
         with recorder:
             out = fn()
-        observed.add(self.launches.count, recorder.ops, self.threads.started, self.host_reads.count)
+        elements = sum(v.numel() for v in inputs if isinstance(v, self.torch.Tensor))
+        observed.add(self.launches.count, recorder, elements, self.threads.started,
+                     self.host_reads.count)
         return out, recorder.fresh
 
     def _observed_call(self, inputs) -> tuple[object, dict]:
         observed = _Observed()
         with self.stall.watching(self.module_path, self.stall_s):
-            out, _ = self._observed(lambda: self.entry(*inputs), observed)
+            out, _ = self._observed(lambda: self.entry(*inputs), inputs, observed)
         self._synchronize()
         return out, observed.report(self.snapshot.changed())
 
@@ -316,7 +328,8 @@ class Worker:
         def call():
             capturing = (self.device.backend != "interpreter"
                          and self.torch.cuda.is_current_stream_capturing())
-            out, fresh = self._observed(lambda: self.entry(*buffers), case.observed, capturing)
+            out, fresh = self._observed(lambda: self.entry(*buffers), buffers, case.observed,
+                                        capturing)
             if capturing:
                 case.deferred[:] = fresh
             return out
