@@ -7,8 +7,9 @@ error (pytest's in-harness asserts included for ROCm) and hands back outputs, wh
 every candidate of the task is then compared with.
 
 Run on the GPU machine from the repository root, e.g.
-  python experiments/perf/external_refcheck.py --rocm /data/GEAK-eval \
-      --tritonbench /data/GEAK-eval --sample 40 --kernelbench /data/KernelBench --json refcheck.json
+  python experiments/perf/external_refcheck.py --rocm $KERNELEVO_EXTERNAL/GEAK-eval \
+      --tritonbench $KERNELEVO_EXTERNAL/GEAK-eval --sample 40 \
+      --kernelbench $KERNELEVO_EXTERNAL/KernelBench --json refcheck.json
 Prints one table row per suite and the first line of every failure.
 """
 
