@@ -74,6 +74,40 @@ def target_flags(python_version: str) -> list[str]:
     return flags
 
 
+WALK_SKIPPED = (".git", ".venv", "build", "results", "__pycache__", ".pytest_cache", ".wheelhouse")
+
+
+def _git_listing(root: Path) -> list[str]:
+    """What `git ls-files` says is worth packing at root: a checkout's own git, tracked files
+    and those it would add; for a tree that is not the top of a repository of its own, an
+    empty repository pointed at it (so its .gitignore decides, not an enclosing repository's,
+    which may ignore it whole or by rules of its own)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], check=True, capture_output=True).stdout.decode()
+
+    listing = ["ls-files", "-z", "--others", "--exclude-standard"]
+    top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True).stdout.strip()
+    if top and Path(top).resolve() == root:
+        return git("-C", str(root), *listing, "--cached").split("\0")
+    with tempfile.TemporaryDirectory(prefix="wheelhouse-git-") as empty:
+        git("init", "-q", "--bare", empty)
+        return git(f"--git-dir={empty}", f"--work-tree={root}", "-C", str(root), *listing).split("\0")
+
+
+def project_files(root: Path) -> list[str]:
+    """The files of the checkout (or exported tree) at root worth packing, relative to it,
+    sorted: those git knows or would add, as they stand; without git, the tree walked."""
+    root = root.resolve()
+    try:
+        names = _git_listing(root)
+    except (OSError, subprocess.CalledProcessError):  # no git
+        names = [path.relative_to(root).as_posix() for path in root.rglob("*")
+                 if not any(part in WALK_SKIPPED or part.endswith(".egg-info")
+                            for part in path.relative_to(root).parts)]
+    return sorted(name for name in names if name and (root / name).is_file())
+
+
 def project_wheel(out: Path, tmp: Path) -> Path:
     """Builds the project's wheel (no dependencies) into out, from a copy of the checkout.
 
@@ -81,17 +115,9 @@ def project_wheel(out: Path, tmp: Path) -> Path:
     a module moved since an earlier build would still be in build/lib and so in the wheel.
     """
     source, build = tmp / "source", tmp / "project"
-    try:  # the files git knows or would add, as they stand
-        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
-                                 "--exclude-standard"], check=True, capture_output=True).stdout
-        for name in filter(None, listed.decode().split("\0")):
-            if (ROOT / name).is_file():
-                (source / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / name, source / name)
-    except (OSError, subprocess.CalledProcessError):  # not a git checkout
-        shutil.rmtree(source, ignore_errors=True)
-        shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "*.egg-info", "results", "__pycache__", ".wheelhouse"))
+    for name in project_files(ROOT):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
     pip("wheel", "-q", "--no-deps", "-w", str(build), str(source))
     (wheel,) = build.glob("kernelevo-*.whl")
     return Path(shutil.copy(wheel, out))
