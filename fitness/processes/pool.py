@@ -4,6 +4,8 @@ A time limit is enforced here and nowhere else: the parent waits on the reply pi
 deadline and, when it passes, SIGKILLs the worker's whole process group (it runs in its
 own session). A worker that dies, floods its output, or breaks the protocol is likewise
 killed and replaced; its fault is reported as a `WorkerFault` naming the failure kind.
+No wait here is unbounded: a request ends within its limit plus `GRACE_S` (a killed worker
+stuck in the driver is given up on, not waited for), so a stuck evaluation frees its walk.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from fitness.processes import shared_memory
 from fitness.device import DeviceInfo
 
 _POLL_S = 0.05
+GRACE_S = 10.0
+"""Seconds past a request's limit (or past its reply pipe closing) that waiting for the
+worker's exit may take: a process killed inside a GPU driver call can take long to die (two
+external evaluations went on for minutes past 30 s limits), and the walk does not wait for it."""
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 """Every worker is started from this one thread, which lives as long as the process: bwrap's
 --die-with-parent kills a sandbox when the *thread* that started it exits, so a worker
@@ -260,13 +266,23 @@ class WorkerProcess:
                 raise self._fault("timeout", timeout_detail)
             readable, _, _ = select.select([self._reply_fd], [], [], min(remaining, _POLL_S))
             if readable and not self._reader.feed():
-                self.proc.wait()
+                reason = self._death_reason()  # waits for the exit, `GRACE_S` at most
                 if self._flooded:
                     continue
-                raise self._fault(*self._death_reason())
+                raise self._fault(*reason)
+
+    def _exited(self, timeout_s: float) -> bool:
+        """Returns whether the worker exited within `timeout_s`."""
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def _death_reason(self) -> tuple[str, str]:
-        code = self.proc.wait()
+        if not self._exited(GRACE_S):
+            return "timeout", f"the worker closed its pipe but had not exited {GRACE_S:g} s later"
+        code = self.proc.returncode
         self._drain.join(timeout=1.0)
         tail = self.output_tail(20000)
         if "Fatal Python error" in tail and "triton" in tail.split("Fatal Python error")[-1]:
@@ -290,8 +306,7 @@ class WorkerProcess:
         """Kills the worker's process group and removes its directory."""
         self.retired = True
         kill_group(self.proc.pid)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
+        self._exited(GRACE_S)
         for fd in (self._request_fd, self._reply_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
