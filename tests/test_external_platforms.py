@@ -87,7 +87,7 @@ def interpreter_runner(tmp_path_factory):
     ("rocm", "rmsnorm_fwd", "0 active drivers", "driver.active"),
 ])
 def test_a_task_the_rule_keeps_off_the_interpreter_fails_there_for_its_reason(
-        interpreter_runner, suites, suite, name, trips_on, reason):
+        suites, interpreter_runner, suite, name, trips_on, reason):
     task = suites[suite][name]
     assert "interpreter" not in task.runnable_on and reason in task.skip_reason
     with pytest.raises(harness.HarnessError, match=trips_on):
@@ -96,7 +96,7 @@ def test_a_task_the_rule_keeps_off_the_interpreter_fails_there_for_its_reason(
     assert refused.failure_kind == "unsupported_on_backend" and reason in refused.error_trace
 
 
-def test_a_kernelbench_task_the_rule_admits_runs_on_the_interpreter(interpreter_runner, suites):
+def test_a_kernelbench_task_the_rule_admits_runs_on_the_interpreter(suites, interpreter_runner):
     task = suites["kernelbench"]["level1_15_Matmul_for_lower_triangular_matrices"]
     assert "interpreter" in task.runnable_on
     assert harness.reference(interpreter_runner, task).structure  # outputs for every trial

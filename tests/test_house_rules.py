@@ -1,10 +1,12 @@
 """House rules of the product code (evo/, operators/, fitness/, benchmarks/; STYLE.md 18): code
-keeps the reasoning, RESULTS.md keeps the evidence, and the code says what, not which ticket."""
+keeps the reasoning, RESULTS.md keeps the evidence, and the code says what, not which ticket;
+and no file of the repository names one machine's own folders."""
 
 import ast
 import io
 import pathlib
 import re
+import subprocess
 import tokenize
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -15,6 +17,7 @@ MAX_DOCSTRING_LINES = 15
 DEVICE_MODELS = re.compile(r"\bH[12]00\b")
 TICKET = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
 EVIDENCE = re.compile(r"RESULTS\.md#([a-z0-9-]+)")
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|home|root|Users)/[\w.-]+")
 
 
 def product_files() -> list[pathlib.Path]:
@@ -78,3 +81,18 @@ def test_every_evidence_the_code_cites_is_in_results():
                       for path in product_files()
                       for anchor in EVIDENCE.findall(path.read_text()) if anchor not in anchors})
     assert not missing, "RESULTS.md has no such anchor:\n" + "\n".join(missing)
+
+
+def test_no_file_names_a_machine_s_own_folder():
+    """A clone runs anywhere: no file in the repository names an absolute folder of one machine
+    (under /work or /home); the external suites come through KERNELEVO_EXTERNAL (README.md,
+    "Tests"), examples use it or a placeholder."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True).stdout  # nothing: not a clone
+    names = [name for name in listed.decode().split("\0") if name] or [
+        path.relative_to(ROOT).as_posix() for path in ROOT.rglob("*")
+        if path.is_file() and not {".git", ".venv", "results"} & set(path.relative_to(ROOT).parts)]
+    found = [f"{name}:{number}: {line.strip()[:100]}" for name in names if (ROOT / name).is_file()
+             for number, line in enumerate((ROOT / name).read_bytes().decode(errors="replace")
+                                           .splitlines(), 1) if MACHINE_PATH.search(line)]
+    assert not found, "a machine's own folder named:\n" + "\n".join(found)
