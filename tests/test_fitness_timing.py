@@ -611,31 +611,25 @@ def test_a_refill_restores_values_the_timed_call_overwrote():
     assert bool((fresh.buffers[0] == expected[0]).all()) and float(fresh.buffers[3]) == 2.5
 
 
-def test_every_run_is_kept_within_the_budget_each_a_copy_and_the_rest_let_go():
+def test_a_judged_batch_runs_back_to_back_each_on_its_refill_and_hands_every_run_over():
     import torch
 
-    captures, out = timing.RunCaptures(budget_bytes=1 << 20), torch.zeros(2)
-    for run in range(10):
-        out.fill_(float(run))
-        captures.offer(run, (out, 7))
-    assert sorted(captures.kept) == list(range(10)) and captures.offered == 10
-    assert captures.take(4)[0].tolist() == [4.0, 4.0] and captures.kept == {}
-    assert captures.take(5) is None
+    inputs = _timing_inputs()
+    fresh = timing.FreshInputs(inputs, seed=3)
+    staged = timing.stage([lambda: fresh.buffers[0] * 1], DeviceInfo("interpreter", "cpu"),
+                          refill=fresh.refill)
+    fresh.reseed(99)
+    kept = {}
+    timing.run_judged_batch(staged, 5, lambda run, out: kept.setdefault(run, out.clone()))
+    assert sorted(kept) == list(range(5))
+    for run, out in kept.items():
+        assert torch.equal(out, timing.inputs_of_run(inputs, 99, run)[0])
 
 
-def test_past_the_budget_the_kept_runs_are_a_uniform_sample_of_all_of_them():
-    import torch
-
-    counts = [0] * 10
-    for _ in range(2000):
-        captures = timing.RunCaptures(budget_bytes=8)  # room for two runs of 4 bytes
-        for run in range(10):
-            captures.offer(run, torch.tensor([float(run)]))
-        assert len(captures.kept) == 2
-        for run, outputs in captures.kept.items():
-            assert float(outputs[0]) == run
-            counts[run] += 1
-    assert min(counts) > 300 and max(counts) < 500  # 400 expected each
+def test_a_judged_batch_lasts_a_few_milliseconds_within_bounds():
+    assert timing.judged_batch_runs(None) == 2  # the interpreter: one run to choose from
+    assert timing.judged_batch_runs(100.0) == 50
+    assert timing.judged_batch_runs(1.0) == 64 and timing.judged_batch_runs(1e5) == 4
 
 
 def test_after_run_sees_each_timed_run_outside_the_timed_interval():

@@ -1,7 +1,8 @@
 """Scores every cheat of tests/cheats on a device and prints whether each is caught as its
 header says: the cheat library of the CPU tests, run on the hardware a campaign uses, GPU-only
 mechanisms (`device: cuda`) included; elsewhere those are listed as not applicable. A cheat
-whose header says `caught-as: none` (its harm is to others) is right when scored correct.
+whose header says `caught-as: none` (its harm is to others) is right when scored correct;
+with `speedup-at-most: X`, only at a speedup of X at most where timing is meaningful.
 
     python3 experiments/perf/cheat_sweep.py --device cuda              # the whole cascade
     python3 experiments/perf/cheat_sweep.py --device cuda --ungated    # the later layers alone
@@ -81,10 +82,14 @@ def main() -> None:
         for path, evaluation in (future.result() for future in scored):
             want = expected_kinds(cheats.header(path), args.ungated, backend)
             good = ("none" if evaluation.correct else evaluation.failure_kind) in want
+            most = cheats.header(path).get("speedup-at-most")
+            if most and evaluation.correct and evaluation.timing_meaningful:
+                good = good and (evaluation.speedup or 0.0) <= float(most)
             caught += good
             last = (evaluation.error_trace.strip().splitlines() or [""])[-1][:150]
             print(f"{'OK ' if good else 'BAD'} {os.path.relpath(path, ROOT / 'tests' / 'cheats')}: "
-                  f"want {'|'.join(sorted(want))}, got {evaluation.failure_kind} at {evaluation.stage_reached} | {last}",
+                  f"want {'|'.join(sorted(want))}, got {evaluation.failure_kind} at {evaluation.stage_reached}, "
+                  f"speedup {evaluation.speedup} | {last}",
                   flush=True)
     print(f"caught as expected: {caught} of {len(paths)}; static gate "
           f"{'off' if args.ungated else 'on'}; device {evaluator.device.name}")

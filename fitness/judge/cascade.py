@@ -118,6 +118,18 @@ def _arity(reference) -> int:
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Batch:
+    """A judged batch (`_Walk._batch`): its outputs' token in the checker, the run chosen,
+    the seed of its runs' values, how many runs, and its wall time by the judge's clock."""
+
+    token: str
+    run: int
+    seed: int
+    runs: int
+    wall_s: float
+
+
 class _Walk(Walk):
     """The built-in plan: a candidate's walk on one leased sandboxed worker and one leased
     trusted checker, judged call by call against the task's PyTorch reference."""
@@ -420,9 +432,9 @@ class _Walk(Walk):
         the representative case first (the baseline's slowest: where the work is), the
         others in an order drawn at random. Every timed run gets its own input values, drawn
         from a seed the worker is given only with the case's `bench`, once the judge's clock
-        runs (`timing.FreshInputs`). Right after a case's runs the judge picks one of them
-        and reads its outputs in before the candidate's code runs again (`_capture`); then
-        the case is re-checked on its timed buffers (`_recheck`). A candidate surely slower on the
+        runs (`timing.FreshInputs`). Right after a case's timing comes its judged batch
+        (`_batch`: the judge's clock, and one run's outputs read in at once), then its
+        re-check on its timed buffers (`_recheck`). A candidate surely slower on the
         representative case than `GIVE_UP_FACTOR` times the best seen is a clear loser: its
         other cases are not timed (their latency is None), which spares most of the device
         time spent on losers. The outputs are compared once the device is shared again."""
@@ -454,13 +466,12 @@ class _Walk(Walk):
         with self.c.device_lock.exclusive():
             for position, at in enumerate(order):
                 case = self.cases[at]
-                report, kept_runs = self._bench_case(worker, position, give_up[at], case,
-                                                     seeds[position][1])
-                stats[at] = report
-                run = self.c.choose(kept_runs)
-                captured = self._capture(worker, checker, position, run)
+                report = self._bench_case(worker, position, give_up[at], case, seeds[position][1])
                 token, inputs = recheck_inputs[position]
-                timed.append((position, case, run, captured, token,
+                batch = self._batch(worker, checker, position, token, baseline[at])
+                stats[at] = report = timing_report.judged(report, timing_report.floor_us(
+                    batch.wall_s, batch.runs, baseline[at]))
+                timed.append((position, case, batch, token,
                               self._recheck(worker, checker, position, token, inputs)))
                 if position == 0 and give_up[at] is not None and report.get("stopped") == "slower":
                     try:
@@ -468,9 +479,9 @@ class _Walk(Walk):
                     except timing_report.ForgedTiming as error:
                         raise Failed("timed", "cheat_forged_timing", str(error)) from None
                     break
-        for position, case, run, captured, token, rechecked in timed:
-            self._check_timed_case(checker, worker, case, seeds[position], run, captured,
-                                   token, rechecked)
+        for position, case, batch, token, rechecked in timed:
+            self._check_timed_case(checker, worker, case, seeds[position][0], batch, token,
+                                   rechecked)
         unused = [token for token, _ in recheck_inputs[len(timed):]]  # a clear loser's
         with self.c.device_lock.shared():  # freeing device memory unmaps it
             # the worker's buffers and copies go now, not when it next loads; so do a clear
@@ -490,11 +501,10 @@ class _Walk(Walk):
         return [first] + rest
 
     def _bench_case(self, worker, position: int, give_up_us: float | None,
-                    case, runs_seed: int) -> tuple[dict, list[int]]:
+                    case, runs_seed: int) -> dict:
         """Times staged case `position` (the caller holds the device alone), its runs' values
         drawn from `runs_seed`, sent only now; returns its stats, once the report is well
-        formed and fits the wall time this process saw, and the runs whose outputs the worker
-        kept for the judge to choose from."""
+        formed and fits the wall time this process saw."""
         request = {"op": "bench", "case": position, "continued": position > 0,
                    "runs_seed": runs_seed,
                    "give_up_above_us": give_up_us,
@@ -512,34 +522,49 @@ class _Walk(Walk):
         except timing_report.ForgedTiming as error:
             raise Failed("timed", "cheat_forged_timing", str(error)) from None
         self._judge(worker, reply.get("observed") or {}, "timed")
-        kept, offered = reply.get("kept_runs"), reply.get("offered")
-        if not (isinstance(offered, int) and offered >= report["runs"] and isinstance(kept, list)
-                and 0 < len(kept) <= offered and all(isinstance(r, int) and r >= 0 for r in kept)
-                and len(set(kept)) == len(kept)):
-            raise Failed("timed", "cheat_forged_timing", f"case {case.name!r}: the worker kept "
-                          f"runs {str(kept)[:40]} of {str(offered)[:20]} offered for "
-                          f"{report['runs']} timed runs")
-        return report, kept
+        return report
 
-    def _capture(self, worker, checker, position: int, run: int) -> str:
-        """Has the worker write the outputs of timed run `run` of case `position` (the
-        judge's pick, made once the runs were over) and the checker read them in at once,
-        before the candidate's code runs again; returns the token they are kept under."""
+    def _batch(self, worker, checker, position: int, like: str, baseline: dict) -> "_Batch":
+        """The judged batch of case `position`, right after its timing (the caller holds the
+        device alone): the worker runs it back to back, this process's clock around the
+        request, each run's outputs written as it ends into slots the checker made (like
+        prepared call `like`'s outputs) or files; then, with the worker stopped, the checker
+        reads in the outputs of one run chosen now. Its wall time bounds from below what the
+        worker may claim a run took (`timing_report.floor_us`), and what it wrote is judged
+        (`_check_timed_case`): a candidate cannot be fast in the batch and right in the check."""
         self._calls += 1
-        token = f"w{self._walk_number}c{self._calls}t"
+        token = f"w{self._walk_number}c{self._calls}b"
+        slots = self._request(checker, {"op": "batch_slots", "like": like, "token": token,
+                                        "runs": timing.judged_batch_runs(baseline.get("batch_us")),
+                                        "share": worker.shares and checker.shares},
+                              self.c.limits.check_s)
+        runs, where = slots["runs"], {}
+        if "shared" in slots:
+            where = {"shared": slots["shared"], "token": token}
+            self._relay(checker, worker, where)
+        seed = self.c.seed()
         start = time.monotonic()
         try:
-            written = self._request(worker, {"op": "timed_output", "case": position, "run": run,
-                                             "prefix": token}, self.c.limits.bench_s)
-            collected = self._request(checker, {"op": "collect", "token": token,
-                                                "dir": worker.workdir,
-                                                "outputs": written.get("outputs", [])},
-                                      self.c.limits.check_s)
+            reply = self._request(worker, {"op": "batch", "case": position, "runs": runs,
+                                           "seed": seed, "where": where, "prefix": token},
+                                  self.c.limits.bench_s)
         finally:
-            self.bench_s += time.monotonic() - start
+            wall_s = time.monotonic() - start
+            self.bench_s += wall_s
+        self._judge(worker, reply.get("observed") or {}, "timed")
+        written = reply.get("runs")
+        if not (isinstance(written, list) and len(written) == runs):
+            raise Failed("timed", "cheat_forged_timing", f"the worker reported "
+                         f"{str(written)[:60]} for a batch of {runs} runs")
+        run = self.c.choose(list(range(runs)))
+        with worker.frozen():
+            collected = self._request(checker, {"op": "collect", "token": token, "run": run,
+                                                "dir": worker.workdir, "outputs": written[run],
+                                                "files": written}, self.c.limits.check_s)
         if collected["kind"] is not None:
-            raise Failed("timed", collected["kind"], f"timed run {run}: {collected['detail']}")
-        return token
+            raise Failed("timed", collected["kind"], f"run {run} of the judged batch: "
+                         f"{collected['detail']}")
+        return _Batch(token, run, seed, runs, wall_s)
 
     def _read_clock(self, checker) -> None:
         """Has the checker read the SM clock (the caller holds the gate, shared) into the
@@ -570,23 +595,22 @@ class _Walk(Walk):
         self._judge(worker, rechecked.get("observed", {}), "timed")
         return rechecked
 
-    def _check_timed_case(self, checker, worker, case, seeds: tuple, run: int,
-                          captured: str, token: str, rechecked: dict) -> None:
-        """Checks a timed case, holding the device shared: the outputs of timed run `run`
-        (chosen at random once the runs were over, read in at once: `captured`) against the
-        reference on that run's inputs, which the checker rebuilds from the seeds
-        (`timing.inputs_of_run`); then the re-check's (`_recheck`, `token`)."""
-        inputs_seed, runs_seed = seeds
+    def _check_timed_case(self, checker, worker, case, inputs_seed: int, batch: "_Batch",
+                          token: str, rechecked: dict) -> None:
+        """Checks a timed case, holding the device shared: the outputs of the judged batch's
+        run chosen once it was over (`_batch`) against the reference on that run's inputs,
+        which the checker rebuilds from the seeds (`timing.inputs_of_run`); then the
+        re-check's (`_recheck`, `token`)."""
         with self.c.device_lock.shared():
-            verdict = self._request(checker, {"op": "judge_collected", "token": captured,
+            verdict = self._request(checker, {"op": "judge_collected", "token": batch.token,
                                               "params": case.params, "seed": inputs_seed,
-                                              "runs_seed": runs_seed, "run": run},
+                                              "runs_seed": batch.seed, "run": batch.run},
                                     self.c.limits.check_s)
             if verdict["kind"] is not None:
                 kind = "cheat_cached_result" if verdict["kind"] == "mismatch" else verdict["kind"]
-                raise Failed("timed", kind, f"the outputs of timed run {run}, chosen at random "
-                             f"once the runs were over, though checked calls were right: case "
-                             f"{case.name!r}: {verdict['detail']}", verdict)
+                raise Failed("timed", kind, f"the outputs of run {batch.run} of the judged "
+                             f"batch, chosen once it was over, though checked calls were right: "
+                             f"case {case.name!r}: {verdict['detail']}", verdict)
             self._compare_timed(checker, worker, token, rechecked, case,
                                 "re-check right after timing, inputs refreshed in place")
 

@@ -19,6 +19,7 @@ import os
 import resource
 import socket
 import sys
+import time
 import traceback
 
 import torch
@@ -29,6 +30,16 @@ from fitness.processes import shared_memory
 from fitness.measure import timing
 from fitness.judge import checking
 from fitness.measure.launches import LaunchCounter
+
+BATCH_BYTES = 1 << 30
+"""The most bytes of outputs a judged batch's runs leave in the judge's buffer, all runs
+together: it caps the runs of a case with large outputs."""
+_RUN_OVERHEAD_GUESS_US = 30.0
+"""What a baseline's batch run is guessed to cost beside its median (refill, flush), to size
+its batch before that cost is known."""
+_SETTLE_S = 0.002
+"""Seconds between the two reads of a batch's outputs: what device work left queued past the
+batch's end gets to show itself."""
 
 
 @dataclasses.dataclass
@@ -68,6 +79,7 @@ class Checker:
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
         self.collected: dict[str, list] = {}  # a timed run's outputs, read in at once (`collect`)
+        self.batches: dict[str, tuple] = {}  # token -> (shared buffer, its slots, outputs a run)
         self.baselines: dict[str, object] = {}
         self.staged_baseline: list = []  # (timing.Staged, floors) per case, until timed
 
@@ -102,6 +114,9 @@ class Checker:
             entry.drop()
         self.prepared.clear()
         self.collected.clear()
+        for buffer, _, _ in self.batches.values():
+            buffer.release()
+        self.batches.clear()
         self.last_call = None
         self.output_digests.clear()
         self.staged_baseline = []
@@ -224,19 +239,60 @@ class Checker:
         self.output_digests.add(digest)
         return {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0, "detail": "", **verdict}
 
-    def collect(self, request: dict) -> dict:
-        """Reads the outputs of one timed run, as the worker wrote them (raw files in its
-        directory), into this process's memory under `token`, at once: the judge asks for them
-        right after the run's timing and before the candidate's code runs again, so nothing it
-        does later can rewrite what is judged (`judge_collected`)."""
-        where = request["dir"]
+    def batch_slots(self, request: dict) -> dict:
+        """Makes the shared buffer a judged batch writes its runs' outputs into: `runs` sets
+        of slots sized like the reference's outputs of prepared call `like` (the same case),
+        as many runs as fit `BATCH_BYTES` (two at least); replies with the runs and, where
+        buffers are shared, its layout (the descriptor goes to the engine). Elsewhere the
+        worker writes files."""
+        expected = self.prepared[request["like"]].expected or []
+        nbytes = [t.numel() * t.element_size() for t in expected]
+        runs = max(2, min(request["runs"], BATCH_BYTES // max(sum(nbytes), 1)))
+        if not (request.get("share") and self.shares):
+            return {"ok": True, "runs": runs}
+        buffer, layout = shared_memory.pack([], nbytes * runs, shared_memory.allocator(
+            self.torch.cuda.current_device()))
+        self.batches[request["token"]] = (buffer, layout["slots"], len(nbytes))
+        fd = buffer.export()
         try:
-            self.collected[request["token"]] = protocol.read_values(where, request["outputs"], "cpu")
-        except protocol.ProtocolError as error:
+            shared_memory.send_fd(self.channel, fd, request["token"])
+        finally:
+            os.close(fd)
+        return {"ok": True, "runs": runs, "shared": layout}
+
+    def collect(self, request: dict) -> dict:
+        """Reads the outputs of run `run` of a judged batch (`batch_slots`: from its shared
+        slots, twice, a moment apart; else from the worker's raw files) into this process's
+        memory under `token`, while the engine holds the worker stopped: nothing the
+        candidate does later can rewrite what is judged (`judge_collected`), and outputs
+        still changing after the batch ended (device work left running past its clock) are
+        caught. The batch's files and buffer go."""
+        token, where, specs = request["token"], request["dir"], request["outputs"]
+        batch = self.batches.pop(token, None)
+        try:
+            if not isinstance(specs, list):
+                raise protocol.ProtocolError(f"no outputs for run {request['run']}")
+            if batch is None:
+                self.collected[token] = protocol.read_values(where, specs, "cpu")
+                return {"ok": True, "kind": None}
+            buffer, slots, per_run = batch
+            mine = slots[request["run"] * per_run:(request["run"] + 1) * per_run]
+            first = [shared_memory.read_slot(buffer, mine, spec) for spec in specs]
+            time.sleep(_SETTLE_S)
+            again = [shared_memory.read_slot(buffer, mine, spec) for spec in specs]
+            if not all(checking.bitwise_equal(a, b) for a, b in zip(first, again)):
+                return {"ok": True, "kind": "cheat_forged_timing", "detail": "its outputs "
+                        "changed after the batch reported its end: device work went on "
+                        "past the judge's clock"}
+            self.collected[token] = first
+            return {"ok": True, "kind": None}
+        except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
             return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
         finally:
-            _remove(where, request["outputs"])
-        return {"ok": True, "kind": None}
+            if batch is not None:
+                batch[0].release()
+            for run_specs in request.get("files") or []:
+                _remove(where, run_specs)
 
     def judge_collected(self, request: dict) -> dict:
         """Judges collected outputs (`collect`) against the reference on the inputs of the
@@ -309,11 +365,36 @@ class Checker:
         staged, self.staged_baseline = self.staged_baseline, []
         peak = request.get("peak_mhz", 0.0)
         with timing.one_callers_cases():
-            results = [timing.time_staged(ready, floors_us=[floors], peak_mhz=peak)[0].__dict__
-                       for ready, floors in staged]
+            results = []
+            for ready, floors in staged:
+                stats = timing.time_staged(ready, floors_us=[floors], peak_mhz=peak)[0].__dict__
+                results.append({**stats, "batch_us": self._batch_us(ready, stats["median_us"])})
         staged.clear()  # the graphs and buffers go before the cache is handed back
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, "cases": results}
+
+    def _batch_us(self, staged: timing.Staged, median_us: float) -> float | None:
+        """Returns the wall time a run of the baseline takes in a judged batch, its outputs
+        copied aside as a candidate's are into the judge's slots (`run_judged_batch`): the
+        median plus what every run costs besides (refill, flush, the copy), which the judge
+        takes off a candidate's batch (`timing_report.floor_us`). None where timing is not
+        meaningful."""
+        if not self.device.timing_meaningful:
+            return None
+        copies: list = []
+
+        def keep(run: int, out) -> None:
+            outputs = [v for v in (out if isinstance(out, (tuple, list)) else [out])
+                       if isinstance(v, torch.Tensor)]
+            if not copies:
+                copies.extend(torch.empty_like(v) for v in outputs)
+            for copy, value in zip(copies, outputs):
+                copy.copy_(value)
+
+        runs = timing.judged_batch_runs(median_us + _RUN_OVERHEAD_GUESS_US)
+        start = time.perf_counter()
+        timing.run_judged_batch(staged, runs, keep)
+        return (time.perf_counter() - start) * 1e6 / runs
 
 
 def _digest(outputs: list) -> tuple:
@@ -383,7 +464,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         checker.warm_up()
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
                  "compare": _timed(checker.compare), "discard": checker.discard,
-                 "collect": _timed(checker.collect),
+                 "collect": _timed(checker.collect), "batch_slots": checker.batch_slots,
                  "judge_collected": _timed(checker.judge_collected),
                  "read_clock": checker.read_clock, "describe": checker.describe,
                  "warm_baseline": checker.warm_baseline,

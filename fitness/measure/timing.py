@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import math
 import random
 import statistics
 import time
@@ -315,40 +316,6 @@ def refilled_copies(inputs: Sequence, seed: int = 0) -> tuple[list, Callable[[],
     return fresh.buffers, fresh.refill
 
 
-class RunCaptures:
-    """Copies of the outputs of every timed run, up to `budget_bytes`, for the judge to choose
-    from once the runs are over (`fitness.judge.cascade`): while the runs go on, nothing says
-    which of them will be checked, so a candidate right only on some runs is caught on the
-    others. Past the budget (outputs too large to keep every run's), a uniform sample of the
-    runs is kept (reservoir sampling from the operating system's RNG). The copies are made
-    after each run's end event, outside the timed interval."""
-
-    def __init__(self, budget_bytes: int):
-        self.budget_bytes = budget_bytes
-        self.offered = 0
-        self.kept: dict[int, list] = {}
-        self._draw = random.SystemRandom()
-
-    def offer(self, run: int, output) -> None:
-        import torch
-
-        self.offered += 1
-        outputs = output if isinstance(output, (tuple, list)) else [output]
-        nbytes = sum(v.numel() * v.element_size() for v in outputs if isinstance(v, torch.Tensor))
-        room = max(1, self.budget_bytes // max(nbytes, 1))
-        if len(self.kept) >= room:
-            if self._draw.random() * self.offered >= room:
-                return
-            del self.kept[self._draw.choice(list(self.kept))]
-        self.kept[run] = [v.clone() if isinstance(v, torch.Tensor) else v for v in outputs]
-
-    def take(self, run: int) -> list | None:
-        """Returns run `run`'s outputs (None if not kept) and lets every other copy go."""
-        outputs = self.kept.get(run)
-        self.kept = {}
-        return outputs
-
-
 @dataclasses.dataclass
 class Staged:
     """Callables made ready to time by `stage`: warmed up (compiled, autotuned, caches filled)
@@ -373,7 +340,7 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
     GPU with `use_graphs`, captures it in a CUDA graph where it can be captured. A runnable
     returns what its callable returned (a replay: the outputs of the captured call).
     `after_run(outputs)`, when given, sees every timed run's outputs (settling runs too),
-    outside the timed interval (`RunCaptures.offer`)."""
+    outside the timed interval."""
     refill = refill or (lambda: None)
     interpreted = device.backend == "interpreter"
     config = config or (INTERPRETER_TIMING if interpreted else TimingConfig())
@@ -390,6 +357,40 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
             runnables.append(fn)
             methods.append(method)
     return Staged(runnables, methods, device, config, refill, after_run, clock)
+
+
+JUDGED_BATCH_S = 0.005
+"""Seconds a judged batch aims to last (`judged_batch_runs`): long beside the request's own
+round trip, short beside a case's timing."""
+
+
+def judged_batch_runs(per_run_us: float | None) -> int:
+    """Returns how many runs a judged batch makes of a callable whose runs take `per_run_us`
+    each, overheads included (a baseline's `batch_us`); None (the interpreter, where timing
+    is not meaningful): two, enough to choose one at random."""
+    if not per_run_us:
+        return 2
+    return max(4, min(64, math.ceil(JUDGED_BATCH_S * 1e6 / per_run_us)))
+
+
+def run_judged_batch(staged: Staged, runs: int, keep: Callable[[int, object], None]) -> None:
+    """Runs the first staged callable `runs` times back to back, each run on its refill's
+    values and, on a GPU, behind a flush of the last-level cache, as timed runs are; `keep(run,
+    outputs)` takes each run's outputs where they are to go. The caller's clock spans the
+    whole batch: a judge that times it from outside knows how long the runs took, whatever
+    the process that ran them says (`fitness.judge.cascade`)."""
+    fn, gpu = staged.runnables[0], None
+    if staged.device.backend != "interpreter":
+        gpu = staged.clock.device()
+        flush = gpu.torch.empty(max(2 * staged.device.llc_bytes, 64 << 20), dtype=gpu.torch.int8,
+                                device=staged.device.torch_device)
+    for run in range(runs):
+        staged.refill()
+        if gpu is not None:
+            flush.zero_()
+        keep(run, fn())
+    if gpu is not None:
+        gpu.synchronize()
 
 
 def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None = None,

@@ -178,6 +178,25 @@ class WorkerProcess:
             _, hard = resource.prlimit(self._inner_pid, resource.RLIMIT_CPU)
             resource.prlimit(self._inner_pid, resource.RLIMIT_CPU, (min(soft, hard), hard))
 
+    @contextlib.contextmanager
+    def frozen(self):
+        """Holds the worker's process stopped (SIGSTOP, its every thread) for the block: what
+        the judge reads from it there (a timed run's outputs) no later code of the candidate
+        can have rewritten."""
+        pid = self.proc.pid
+        if self.untrusted:
+            if self._inner_pid is None:
+                with contextlib.suppress(OSError, ValueError):
+                    self._inner_pid = _descendant(self.proc.pid)
+            pid = self._inner_pid or pid
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGCONT)
+
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None and not self.retired

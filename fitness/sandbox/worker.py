@@ -7,10 +7,10 @@ raw files under /inputs). It makes no judgement: what it reports is evidence.
 
 One request each: load, precompile (every case compiled on stand-ins, nothing launched),
 call, stage (buffers, warm-up, capture, beside other work), then per case bench (timed on
-inputs that change every run, drawn from a seed given only then; every run's outputs kept
-within a budget), timed_output (the outputs of the run the judge chose, once the runs were
-over, written out for it to read in at once) and recheck (the timed buffers refilled in
-place, called again); release (the walk is over); harness (an external suite's own
+inputs that change every run, drawn from a seed given only then), batch (runs back to back
+on values drawn from another such seed, the judge's clock around them, each run's outputs
+written out as it ends, where the judge reads them) and recheck (the timed buffers refilled
+in place, called again); release (the walk is over); harness (an external suite's own
 harness, `fitness.sandbox.harness_run`). Every call, checked or timed,
 runs under the same instruments (`_observed`), so no call tells the candidate it is watched.
 """
@@ -33,11 +33,6 @@ _TRACE_CHARS = 4000
 _FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
                   "hsa_status_error", "unspecified launch failure", "illegal instruction")
 _INPUTS_DIR = os.environ.get("KERNELEVO_INPUTS", "/inputs")  # set only with the sandbox off
-CAPTURE_BYTES = {"interpreter": 256 << 20}
-"""Bytes of timed runs' outputs kept per case for the judge to choose from, by backend (a GPU:
-`_GPU_CAPTURE_BYTES`): one worker at a time is timed, and its copies go when the judge has
-taken its pick (`timing.RunCaptures`)."""
-_GPU_CAPTURE_BYTES = 4 << 30
 
 
 def _trace(error: BaseException, module_path: str | None = None) -> str:
@@ -105,7 +100,6 @@ class _TimedCase:
     """One case's timing state, from `stage` to its re-check."""
 
     inputs: object  # timing.FreshInputs: the buffers and their refill
-    kept: object  # timing.RunCaptures: the timed runs' outputs, for the judge to choose from
     observed: _Observed
     staged: object = None  # timing.Staged until the case is timed
     deferred: list = dataclasses.field(default_factory=list)  # a graph's fresh allocations
@@ -304,12 +298,10 @@ class Worker:
             for case in request["cases"]:
                 with timing.phase("buffers"):
                     inputs, _ = self._inputs(case["inputs"])
-                    timed = _TimedCase(timing.FreshInputs(inputs, case["seed"]),
-                                       timing.RunCaptures(CAPTURE_BYTES.get(
-                                           self.device.backend, _GPU_CAPTURE_BYTES)), _Observed())
+                    timed = _TimedCase(timing.FreshInputs(inputs, case["seed"]), _Observed())
                     del inputs
                 timed.staged = timing.stage([self._timed_call(timed)], self.device, config,
-                                            self._refill(timed), self._keep(timed))
+                                            self._refill(timed))
                 if timed.staged.methods[0] != "graph":
                     timed.deferred.clear()
                 self.timed.append(timed)
@@ -350,14 +342,6 @@ class Worker:
 
         return refill
 
-    @staticmethod
-    def _keep(case: _TimedCase):
-        """Returns what sees every timed run's outputs: the run kept for the judge."""
-        def after_run(outputs) -> None:
-            case.kept.offer(case.inputs.runs - 1, outputs)
-
-        return after_run
-
     def bench(self, request: dict) -> dict:
         """Times one staged case (`case`: its place in `stage`'s list) with the device held
         alone. `give_up_above_us` (the judge's best so far, with a margin) lets a clear loser
@@ -366,7 +350,7 @@ class Worker:
         is the clock a light kernel waits for, as the judge's trusted reads know it;
         `continued`: the case follows another of this candidate's (`one_callers_cases`);
         `runs_seed`: the seed of the timed runs' values, revealed only now, while the judge's
-        clock runs. Replies with the stats, the runs whose outputs were kept, and what the
+        clock runs. Replies with the stats and what the
         candidate did in this case's calls so far."""
         from fitness.measure import timing
 
@@ -380,7 +364,7 @@ class Worker:
         if not isinstance(runs_seed, int):
             return {"ok": False, "kind": "harness_error", "trace": "bench without a runs seed"}
         case.inputs.reseed(runs_seed)
-        staged, case.staged = case.staged, None  # the graph goes with this request
+        staged = case.staged
         give_up, floors = request.get("give_up_above_us"), request.get("floors_us")
         spent: dict = {}
         with timing.accounted(spent), timing.one_callers_cases(bool(request.get("continued"))):
@@ -388,21 +372,43 @@ class Worker:
                 staged, give_up_above_us=[give_up if isinstance(give_up, (int, float)) else None],
                 floors_us=[tuple(floors) if floors else None],
                 peak_mhz=request.get("peak_mhz", 0.0))
-        case.deferred.clear()
         return {"ok": True, "case": stats.__dict__, "spent_s": spent,
-                "kept_runs": sorted(case.kept.kept), "offered": case.kept.offered,
                 "observed": case.observed.report(self.snapshot.changed())}
 
-    def timed_output(self, request: dict) -> dict:
-        """Writes the outputs of timed run `run` of case `case` (the judge's pick among the
-        runs `bench` kept) as raw files, for the judge to read in before the candidate runs
-        again; the other runs' copies go."""
+    def batch(self, request: dict) -> dict:
+        """Runs timed case `case` `runs` times back to back on values drawn from `seed`
+        (`timing.run_judged_batch`), each run's outputs written as the run ends: into run r's
+        slots of the judge's shared buffer (`where`), else as raw files `<prefix>-<r>-out-*`.
+        The judge's clock spans this request, and it reads the outputs of a run of its choice
+        with this process stopped; the staged graph goes with this request."""
+        from fitness.measure import timing
+
         case = self.timed[request["case"]]
-        outputs = case.kept.take(request["run"])
-        if outputs is None:
-            return {"ok": False, "kind": "harness_error",
-                    "trace": f"timed run {request['run']!r} was not kept"}
-        return self._write(outputs, [], request["prefix"], False, {}, None)
+        staged, case.staged = case.staged, None
+        runs, where = request["runs"], request.get("where") or {}
+        shared = self._inputs(where)[1] if "shared" in where else None
+        self._remap()
+        slots = where["shared"]["slots"] if shared is not None else []
+        per_run = len(slots) // runs if runs else 0
+        written: list = [None] * runs
+
+        def keep(run: int, out) -> None:
+            outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+            if any(type(value) is not self.torch.Tensor for value in outputs):
+                return  # no outputs for the run: the judge finds it unreadable
+            if shared is not None:
+                written[run] = shared_memory.fill_slots(
+                    shared, slots[run * per_run:(run + 1) * per_run], outputs)
+            if written[run] is None:
+                written[run] = protocol.write_values(".", f"{request['prefix']}-{run}-out", outputs)
+
+        case.inputs.reseed(request["seed"])
+        spent: dict = {}
+        with timing.accounted(spent):
+            timing.run_judged_batch(staged, runs, keep)
+        case.deferred.clear()
+        return {"ok": True, "runs": written, "spent_s": spent,
+                "observed": case.observed.report(self.snapshot.changed())}
 
     def release(self, request: dict) -> dict:
         """Lets every buffer of the walk go (the timing's and the last request's) now, not
@@ -453,7 +459,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         worker = state["worker"] = Worker(init, channel)
         return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call,
                  "stage": worker.stage, "bench": worker.bench,
-                 "timed_output": worker.timed_output, "recheck": worker.recheck,
+                 "batch": worker.batch, "recheck": worker.recheck,
                  "release": worker.release,
                  "harness": worker.harness},
                 {"shares": worker.shares})

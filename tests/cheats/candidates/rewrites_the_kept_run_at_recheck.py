@@ -4,7 +4,8 @@
 # Arbitrary Python in the worker (frames): timed runs do every other block only; the call
 # after them (the re-check, in the same process) finds the outputs the worker keeps of its
 # timed runs and writes the right answers into them, then answers itself honestly. Caught
-# once the judge reads the chosen run's outputs in before the candidate runs again.
+# once the judge reads a chosen run's outputs in, the worker stopped, before the candidate
+# runs again (the judged batch).
 import sys
 
 import torch
@@ -65,6 +66,6 @@ def vector_add(x, y):
             if outputs:
                 outputs[0].copy_(_add(*_run_inputs(case.inputs, run)))
         return _add(x, y)
-    if {"run_batch", "_time_wall", "_time_events"} & names:
+    if {"run_batch", "_time_wall", "_time_events", "run_judged_batch"} & names:
         return _add(x, y, stride=2)
     return _add(x, y)
