@@ -42,6 +42,17 @@ def test_a_descriptor_arrives_under_its_label_and_leftovers_are_skipped():
             assert handle.read() == b"fresh inputs"
 
 
+def test_a_descriptor_passed_over_for_another_is_there_when_its_turn_comes():
+    # a walk makes its re-check inputs, then a judged batch's slots, and relays the slots first
+    engine, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with engine, worker:
+        _sent(engine, b"re-check inputs", "c5")
+        _sent(engine, b"batch slots", "c6b")
+        for tag, text in (("c6b", b"batch slots"), ("c5", b"re-check inputs")):
+            with os.fdopen(shared_memory.receive_fd(worker, tag, timeout_s=5), "rb") as handle:
+                assert handle.read() == text
+
+
 def test_a_missing_descriptor_is_an_error_not_a_hang():
     engine, worker = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     with engine, worker:

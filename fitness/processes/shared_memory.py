@@ -14,10 +14,12 @@ pristine copy in place. Only CUDA has this (`available()`); elsewhere raw files 
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
 import os
 import socket
+import weakref
 from typing import Callable
 
 from fitness.processes import protocol
@@ -235,10 +237,22 @@ def send_fd(channel: socket.socket, fd: int, tag: str) -> None:
     socket.send_fds(channel, [tag.encode()], [fd])
 
 
+_WAITING: "weakref.WeakKeyDictionary[socket.socket, collections.OrderedDict]" = weakref.WeakKeyDictionary()
+"""Per channel, descriptors that arrived while another was awaited, by label: a walk may make
+several buffers before it relays any, and relay them in another order (a case's judged-batch
+slots before the re-check inputs made earlier)."""
+_WAITING_MAX = 32
+"""Descriptors kept waiting per channel at most; older ones (a request that failed half-way
+never relays its own) are closed."""
+
+
 def receive_fd(channel: socket.socket, tag: str, timeout_s: float) -> int:
-    """Returns the descriptor labelled `tag`. Descriptors with other labels (left over from
-    a request that failed half-way) are closed and skipped. Raises SharedMemoryError when
-    none arrives in time."""
+    """Returns the descriptor labelled `tag`: one that arrived earlier while another was
+    awaited, or the next to arrive with that label (others are kept waiting, `_WAITING`).
+    Raises SharedMemoryError when none arrives in time."""
+    waiting = _WAITING.setdefault(channel, collections.OrderedDict())
+    if tag in waiting:
+        return waiting.pop(tag)
     channel.settimeout(timeout_s)
     while True:
         try:
@@ -247,8 +261,14 @@ def receive_fd(channel: socket.socket, tag: str, timeout_s: float) -> int:
             raise SharedMemoryError(f"no descriptor for {tag!r} arrived: {error}") from None
         if not message and not fds:
             raise SharedMemoryError(f"the channel closed before {tag!r} arrived")
-        if message.decode(errors="replace") == tag and len(fds) == 1:
+        label = message.decode(errors="replace")
+        if label == tag and len(fds) == 1:
             return fds[0]
+        if len(fds) == 1 and label not in waiting:
+            waiting[label] = fds[0]
+            fds = []
+        while len(waiting) > _WAITING_MAX:
+            os.close(waiting.popitem(last=False)[1])
         for fd in fds:
             os.close(fd)
 

@@ -131,11 +131,8 @@ class OpRecorder(TorchDispatchMode):
     instead of filling them (a CUDA graph capture, whose fills would be captured into the
     timed replay); the caller fills them before every replay (`poison`).
 
-    Ops inside a Triton launch are recorded too (a pre-run hook, a constexpr object's method
-    under the interpreter), except those the launch makes itself (`_TRITONS_OWN`). `work`
-    holds, per op, the elements it touched (its largest tensor) and how many of its calls
-    touched one element at most (a host read or write of a single value): what the judge
-    weighs against the call's inputs (`fitness.judge.anticheat.torch_share`)."""
+    Ops inside a launch count too (a hook's), bar the launch's own (`_TRITONS_OWN`). `work`:
+    per op, the elements it touched and its single-value calls (`anticheat.torch_share`)."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
