@@ -1,8 +1,7 @@
 """Scores every cheat of tests/cheats on a device and prints whether each is caught as its
 header says: the cheat library of the CPU tests, run on the hardware a campaign uses, GPU-only
 mechanisms (`device: cuda`) included; elsewhere those are listed as not applicable. A cheat
-whose header says `caught-as: none` (its harm is to others) is right when scored correct;
-with `speedup-at-most: X`, only at a speedup of X at most where timing is meaningful.
+whose header says `caught-as: none` (its harm is to others) is right when scored correct.
 
     python3 experiments/perf/cheat_sweep.py --device cuda              # the whole cascade
     python3 experiments/perf/cheat_sweep.py --device cuda --ungated    # the later layers alone
@@ -82,9 +81,6 @@ def main() -> None:
         for path, evaluation in (future.result() for future in scored):
             want = expected_kinds(cheats.header(path), args.ungated, backend)
             good = ("none" if evaluation.correct else evaluation.failure_kind) in want
-            most = cheats.header(path).get("speedup-at-most")
-            if most and evaluation.correct and evaluation.timing_meaningful:
-                good = good and (evaluation.speedup or 0.0) <= float(most)
             caught += good
             last = (evaluation.error_trace.strip().splitlines() or [""])[-1][:150]
             print(f"{'OK ' if good else 'BAD'} {os.path.relpath(path, ROOT / 'tests' / 'cheats')}: "

@@ -121,13 +121,11 @@ def _arity(reference) -> int:
 @dataclasses.dataclass(frozen=True)
 class _Batch:
     """A judged batch (`_Walk._batch`): its outputs' token in the checker, the run chosen,
-    the seed of its runs' values, how many runs, and its wall time by the judge's clock."""
+    and the seed of its runs' values."""
 
     token: str
     run: int
     seed: int
-    runs: int
-    wall_s: float
 
 
 class _Walk(Walk):
@@ -468,9 +466,8 @@ class _Walk(Walk):
                 case = self.cases[at]
                 report = self._bench_case(worker, position, give_up[at], case, seeds[position][1])
                 token, inputs = recheck_inputs[position]
+                stats[at] = report
                 batch = self._batch(worker, checker, position, token, baseline[at])
-                stats[at] = report = timing_report.judged(report, timing_report.floor_us(
-                    batch.wall_s, batch.runs, baseline[at]))
                 timed.append((position, case, batch, token,
                               self._recheck(worker, checker, position, token, inputs)))
                 if position == 0 and give_up[at] is not None and report.get("stopped") == "slower":
@@ -529,13 +526,13 @@ class _Walk(Walk):
         device alone): the worker runs it back to back, this process's clock around the
         request, each run's outputs written as it ends into slots the checker made (like
         prepared call `like`'s outputs) or files; then, with the worker stopped, the checker
-        reads in the outputs of one run chosen now. Its wall time bounds from below what the
-        worker may claim a run took (`timing_report.floor_us`), and what it wrote is judged
-        (`_check_timed_case`): a candidate cannot be fast in the batch and right in the check."""
+        reads in the outputs of one run chosen now, to be judged (`_check_timed_case`): no
+        code of the candidate runs between a run's end and that read."""
         self._calls += 1
         token = f"w{self._walk_number}c{self._calls}b"
         slots = self._request(checker, {"op": "batch_slots", "like": like, "token": token,
-                                        "runs": timing.judged_batch_runs(baseline.get("batch_us")),
+                                        "runs": timing.judged_batch_runs(
+                                            baseline["median_us"] if self.c.device.timing_meaningful else None),
                                         "share": worker.shares and checker.shares},
                               self.c.limits.check_s)
         runs, where = slots["runs"], {}
@@ -549,8 +546,7 @@ class _Walk(Walk):
                                            "seed": seed, "where": where, "prefix": token},
                                   self.c.limits.bench_s)
         finally:
-            wall_s = time.monotonic() - start
-            self.bench_s += wall_s
+            self.bench_s += time.monotonic() - start
         self._judge(worker, reply.get("observed") or {}, "timed")
         written = reply.get("runs")
         if not (isinstance(written, list) and len(written) == runs):
@@ -564,7 +560,7 @@ class _Walk(Walk):
         if collected["kind"] is not None:
             raise Failed("timed", collected["kind"], f"run {run} of the judged batch: "
                          f"{collected['detail']}")
-        return _Batch(token, run, seed, runs, wall_s)
+        return _Batch(token, run, seed)
 
     def _read_clock(self, checker) -> None:
         """Has the checker read the SM clock (the caller holds the gate, shared) into the

@@ -34,9 +34,6 @@ from fitness.measure.launches import LaunchCounter
 BATCH_BYTES = 1 << 30
 """The most bytes of outputs a judged batch's runs leave in the judge's buffer, all runs
 together: it caps the runs of a case with large outputs."""
-_RUN_OVERHEAD_GUESS_US = 30.0
-"""What a baseline's batch run is guessed to cost beside its median (refill, flush), to size
-its batch before that cost is known."""
 _SETTLE_S = 0.002
 """Seconds between the two reads of a batch's outputs: what device work left queued past the
 batch's end gets to show itself."""
@@ -365,36 +362,11 @@ class Checker:
         staged, self.staged_baseline = self.staged_baseline, []
         peak = request.get("peak_mhz", 0.0)
         with timing.one_callers_cases():
-            results = []
-            for ready, floors in staged:
-                stats = timing.time_staged(ready, floors_us=[floors], peak_mhz=peak)[0].__dict__
-                results.append({**stats, "batch_us": self._batch_us(ready, stats["median_us"])})
+            results = [timing.time_staged(ready, floors_us=[floors], peak_mhz=peak)[0].__dict__
+                       for ready, floors in staged]
         staged.clear()  # the graphs and buffers go before the cache is handed back
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, "cases": results}
-
-    def _batch_us(self, staged: timing.Staged, median_us: float) -> float | None:
-        """Returns the wall time a run of the baseline takes in a judged batch, its outputs
-        copied aside as a candidate's are into the judge's slots (`run_judged_batch`): the
-        median plus what every run costs besides (refill, flush, the copy), which the judge
-        takes off a candidate's batch (`timing_report.floor_us`). None where timing is not
-        meaningful."""
-        if not self.device.timing_meaningful:
-            return None
-        copies: list = []
-
-        def keep(run: int, out) -> None:
-            outputs = [v for v in (out if isinstance(out, (tuple, list)) else [out])
-                       if isinstance(v, torch.Tensor)]
-            if not copies:
-                copies.extend(torch.empty_like(v) for v in outputs)
-            for copy, value in zip(copies, outputs):
-                copy.copy_(value)
-
-        runs = timing.judged_batch_runs(median_us + _RUN_OVERHEAD_GUESS_US)
-        start = time.perf_counter()
-        timing.run_judged_batch(staged, runs, keep)
-        return (time.perf_counter() - start) * 1e6 / runs
 
 
 def _digest(outputs: list) -> tuple:

@@ -46,41 +46,6 @@ def checked(reports: dict, wall_s: float) -> dict[str, dict]:
     return stats
 
 
-BATCH_TRANSIT_US = 1000.0
-"""Microseconds of a judged batch's request that are transit (the round trip, the worker's
-reading and replying), taken off before the runs are counted."""
-
-FLOOR_MARGIN = 0.9
-"""A median is raised to this share of the judge's floor, never more: the floor is measured
-with the baseline's overheads, and an honest candidate is not to pay for their noise."""
-
-
-def floor_us(wall_s: float, runs: int, baseline: dict) -> float | None:
-    """Returns the least a run of a candidate can have taken by the judge's own clock: its
-    judged batch's wall time (`wall_s`, `runs` runs), less the transit, per run, less what
-    a baseline run costs beside its median in such a batch (`baseline["batch_us"]`). None
-    where the baseline has no batch (timing not meaningful)."""
-    batch_us = baseline.get("batch_us")
-    if not batch_us or runs < 1:
-        return None
-    overhead_us = max(0.0, batch_us - baseline["median_us"])
-    return (wall_s * 1e6 - BATCH_TRANSIT_US) / runs - overhead_us
-
-
-def judged(report: dict, floor: float | None) -> dict:
-    """Returns `report` with its latencies raised to `FLOOR_MARGIN` of the judge's floor where
-    they claim less (the worker's own timing says faster than its runs took by the judge's
-    clock), and the floor noted; as it is otherwise."""
-    if floor is None:
-        return report
-    least = FLOOR_MARGIN * floor
-    if report["median_us"] >= least:
-        return {**report, "floor_us": floor}
-    scale = least / report["median_us"]
-    return {**report, "median_us": least, "p20_us": report["p20_us"] * scale,
-            "p80_us": report["p80_us"] * scale, "floor_us": floor, "floored": True}
-
-
 def check_clear_loser(report: dict, give_up_us: float) -> None:
     """Raises ForgedTiming unless `report` (a checked case, the only one a worker timed)
     shows a clear loser: stopped as "slower" with a median above `give_up_us`."""

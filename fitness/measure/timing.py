@@ -362,15 +362,17 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
 JUDGED_BATCH_S = 0.005
 """Seconds a judged batch aims to last (`judged_batch_runs`): long beside the request's own
 round trip, short beside a case's timing."""
+_RUN_OVERHEAD_US = 30.0
+"""What a batch run costs besides the callable (a refill, a flush), roughly."""
 
 
 def judged_batch_runs(per_run_us: float | None) -> int:
-    """Returns how many runs a judged batch makes of a callable whose runs take `per_run_us`
-    each, overheads included (a baseline's `batch_us`); None (the interpreter, where timing
-    is not meaningful): two, enough to choose one at random."""
+    """Returns how many runs a judged batch makes of a callable whose runs take about
+    `per_run_us` each (a baseline's median, and a refill's and a flush's worth); None (the
+    interpreter, where timing is not meaningful): two, enough to choose one at random."""
     if not per_run_us:
         return 2
-    return max(4, min(64, math.ceil(JUDGED_BATCH_S * 1e6 / per_run_us)))
+    return max(4, min(64, math.ceil(JUDGED_BATCH_S * 1e6 / (per_run_us + _RUN_OVERHEAD_US))))
 
 
 def run_judged_batch(staged: Staged, runs: int, keep: Callable[[int, object], None]) -> None:

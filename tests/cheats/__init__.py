@@ -16,8 +16,6 @@ right (`none`: scored correct, its timed runs honest on that backend).
 blocks, CUDA graphs, `%globaltimer`): the interpreter tests list it as not applicable, and
 `experiments/perf/cheat_sweep.py --device cuda` scores it. `caught-as: none` marks a
 candidate whose own verdict is correct because its harm is to others (`harms:` says whom).
-`speedup-at-most: X` bounds the speedup of a cheat scored correct, where timing is meaningful
-(a forged timing report: right outputs, its speed the judge's own).
 
 Grow the library whenever a new cheat is seen: add a file, and the test picks it up.
 """

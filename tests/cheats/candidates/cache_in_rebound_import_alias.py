@@ -1,10 +1,12 @@
 # task: vector_add
 # caught-as: policy_violation
 # second-layer: cheat_cached_result
+# second-layer-cuda: cheat_cached_result|none
 # A two-slot content cache across timed runs, its state behind an import alias rebound to a
 # tensor. Timing used to cycle two input sets with the same contents rotated, so a key that
 # a rotation leaves unchanged (the inputs' sum) hit on nearly every timed run, and no timed
 # output was checked.
+# On a GPU the timed runs replay the captured call: no cache lookup runs between them.
 import torch
 import triton
 import triton.language as tl

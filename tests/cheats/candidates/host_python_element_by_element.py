@@ -1,9 +1,11 @@
 # task: vector_add
 # caught-as: policy_violation
 # second-layer: cheat_torch_compute
+# second-layer-cuda: cheat_torch_compute|timeout
 # The whole task in host Python from allowed ops: element reads (`float(v)`) and writes
 # (`fill_`), the tensors reached through a container so the gate's inference loses them;
 # one empty launch so the call launched.
+# On a GPU the largest case's loop runs past the stall limit first (a timeout).
 import torch
 import triton
 import triton.language as tl

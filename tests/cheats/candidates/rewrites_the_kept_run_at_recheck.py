@@ -1,11 +1,14 @@
 # task: vector_add
 # caught-as: policy_violation
 # second-layer: nan
+# second-layer-cuda: nan|none
 # Arbitrary Python in the worker (frames): timed runs do every other block only; the call
 # after them (the re-check, in the same process) finds the outputs the worker keeps of its
 # timed runs and writes the right answers into them, then answers itself honestly. Caught
 # once the judge reads a chosen run's outputs in, the worker stopped, before the candidate
 # runs again (the judged batch).
+# On a GPU the timed runs replay the captured call, which ran outside any timing: the whole
+# work (correct, fairly timed).
 import sys
 
 import torch
