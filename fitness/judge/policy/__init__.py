@@ -5,10 +5,12 @@ harness. Most games need what no honest kernel module does: introspection, modul
 short list, torch internals, host reads of tensor values, torch math on the host, Python run
 inside a launch (grid callables, hooks), or state that outlives a call. The gate refuses
 those by reading the source (pure `ast`, nothing imported, milliseconds per module), after
-blanking the code that never runs on import (`strip`). Launch wrappers (no_grad,
-autograd.Function, module-like classes) meet the host rules of functions; an external task
-also admits what its own reference does on the host, and nothing more. Arithmetic the tensor
-inference cannot see is left to the runtime audits, the second layer.
+blanking the code that never runs on import (`strip`). The rules are capabilities: no private
+attribute of what the module did not define, no mutation of an object the call did not make,
+no module object handed to a launch. TritonBench and ROCm tasks admit torch on the host (its
+share of the work is measured at run time); an external task also admits what its own
+reference does on the host. Arithmetic the tensor inference cannot see is left to the runtime
+audits, the second layer.
 
 Here: the walk, functions, classes and state; `paths` names and paths; `expressions` calls
 and grids; `facts` what is learnt first; `rules` the tables (`contract` renders them).
@@ -58,7 +60,8 @@ def rules_for(task) -> Policy:
     they would be the task's work. An external task also admits what its own reference does
     on the host (`reference_excuses`), and nothing more.
     """
-    base = rules.BUILTIN if task.suite in ("builtin", "test") else rules.EXTERNAL
+    base = rules.BUILTIN if task.suite in ("builtin", "test") else \
+        rules.HOST_COMPUTE if task.suite in rules.HOST_COMPUTE_SUITES else rules.EXTERNAL
     extra = tuple(task.torch_allowlist)
     if extra:
         base = dataclasses.replace(base, torch_names=base.torch_names | {f"torch.{n}" for n in extra},
@@ -122,6 +125,7 @@ class _Gate(PathRules, ExpressionRules):
         self.defs = dict(facts.defs)  # grows with inner functions, for `kernel[grid_fn]`
         self._grids_checked: set[ast.AST] = set()
         self.entry_bindings: set[int] = set()  # `entry = value` targets, judged by check_entry_binding
+        self.called: set[int] = set()  # the nodes called: `torch.f(...)`, not `g = torch.f`
 
     def flag(self, node: ast.AST, rule: str, detail: str, key: str | None = None) -> None:
         """Records a violation at `node`, unless the task's reference commits the same one
@@ -141,7 +145,7 @@ class _Gate(PathRules, ExpressionRules):
             self.visit(child, scope)
 
     def tensor(self, node: ast.AST, scope: Scope) -> bool:
-        return scope.kind == "host" and facts_lib.is_tensor(node, scope.tensors, self.facts.aliases)
+        return scope.kind == "host" and facts_lib.is_tensor(node, scope.tensors, self.facts)
 
     def visit_FunctionDef(self, node: ast.FunctionDef, scope: Scope, owner: ast.ClassDef | None = None) -> None:
         self.check_decorators(node, scope, owner)
@@ -155,7 +159,10 @@ class _Gate(PathRules, ExpressionRules):
             if arg.annotation is not None:
                 self.visit(arg.annotation, scope)
         for default in defaults(args):
-            if not facts_lib.frozen(default, self.facts):
+            if isinstance(default, ast.Name) and default.id in self.facts.kernels:
+                self.flag(default, "launch-hook", f"`{code(default)}` as a default argument hands the call a "
+                          "kernel object it could change (hooks, caches); launch it by name")
+            elif not facts_lib.frozen(default, self.facts):
                 self.flag(default, "global-state", f"`{code(default)}` as a default argument is created "
                           "once and outlives every call; default to None or a constant and build it inside")
             self.visit(default, scope)

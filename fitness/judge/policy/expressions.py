@@ -2,9 +2,10 @@
 
 On the host, a call may allocate, make a view or query a shape, and nothing else that
 touches a tensor: a method outside the task's tensor allowlist (x.sum(), x.copy_()) is torch
-compute, `x.item()` / `int(x)` / `sum(x)` read values, `x + y` and `x[idx]` compute, and an
-in-place method or a subscript store on a name the call does not own is state that outlives
-it. Inside a @triton.jit body only triton.language, other kernels and a few builtins may be
+compute, `x.item()` / `int(x)` / `sum(x)` read values, `x + y` and `x[idx]` compute (all
+admitted where the policy's `host_compute` is). A container method that mutates, or a
+subscript store, needs a container the call made itself; anything else (a parameter, an
+attribute, a kernel's hooks, a logger's filters) is a library object or state outliving it. Inside a @triton.jit body only triton.language, other kernels and a few builtins may be
 called. A lambda, or a function passed as `kernel[grid]`, runs inside Triton's launch, so it
 may only do arithmetic on sizes.
 """
@@ -33,18 +34,18 @@ class ExpressionRules:
         if facts_lib.path_of(func, self.facts.aliases) == "logging.getLogger" and scope.kind == "module" and \
                 [getattr(a, "id", None) for a in node.args] == ["__name__"] and not node.keywords:
             return  # the module logger: `__name__` read for its name only
-        if isinstance(func, ast.Attribute) and getattr(func.value, "id", None) in self.facts.loggers \
-                and func.value.id not in scope.local and scope.kind != "kernel":
+        self.called.add(id(func))
+        if isinstance(func, ast.Attribute) and self.logger(func.value, scope) and scope.kind != "kernel":
             self.logger_call(node, func, scope)
             callee = None
         elif scope.kind == "kernel":
             self.kernel_call(node, scope)
-        elif facts_lib.path_of(func, self.facts.aliases) == "functools.reduce" and any(
+        elif facts_lib.path_of(func, self.facts.aliases) == "functools.reduce" and not self.policy.host_compute and any(
                 self.tensor(e, scope) for a in node.args[1:]
                 for e in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])):
             self.flag(node, "host-torch", f"`{code(node)}` folds tensors on the host (torch math); "
                       "compute in a Triton kernel", "functools.reduce-tensors")
-        elif self.reads_values(node, scope):
+        elif self.reads_values(node, scope) and not self.policy.host_compute:
             self.flag_host_read(node)
             is_path = facts_lib.path_of(func, self.facts.aliases) is not None
             callee = None if is_path else func.value if isinstance(func, ast.Attribute) else func
@@ -53,10 +54,17 @@ class ExpressionRules:
             self.read(func.value, scope)
         if scope.kind != "kernel":
             self.check_launch(node, scope)
+        if isinstance(func, ast.Name) and func.id == "hasattr" and func.id not in scope.local and not (
+                len(node.args) == 2 and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str) and not node.args[1].value.startswith("_")):
+            self.flag(node, "builtin", f"`{code(node)}` probes an attribute by a computed or private "
+                      "name; write `hasattr(obj, \"public_name\")` with the name itself")
         names_ok = isinstance(func, ast.Name) and func.id in rules.READ_BUILTINS
         for arg in node.args + [k.value for k in node.keywords]:
             if isinstance(arg, ast.Name) and arg.id in self.facts.kernels and scope.kind != "kernel":
                 continue  # a kernel handed to a launcher, which launches it as kernel[grid](...)
+            if getattr(func, "id", None) == "hasattr" and isinstance(arg, ast.Name) and arg.id in self.facts.modules:
+                continue  # `hasattr(torch, "float8_e4m3fn")`: a feature probe by a public name
             if names_ok:
                 self.read(arg, scope)
             else:
@@ -72,14 +80,24 @@ class ExpressionRules:
         if isinstance(func, ast.Subscript) and not (isinstance(func.value, ast.Name) and (
                 func.value.id in self.facts.kernels or func.value.id not in scope.local)):
             self.check_launch_grid(func.slice, scope)
+        for arg in node.args + [k.value for k in node.keywords] if isinstance(func, ast.Subscript) else ():
+            if self.instance(arg, scope):
+                self.flag(arg, "launch-hook", f"`{code(arg)}` hands an object of a class of this module to a "
+                          "launch, where Triton runs its methods (data_ptr, a constexpr's methods); pass "
+                          "tensors, numbers, dtypes and constants")
         for keyword in node.keywords:
             if keyword.arg == "grid" and isinstance(func, ast.Attribute):
                 self.check_launch_grid(keyword.value, scope)
 
+    def instance(self, node: ast.AST, scope: Scope) -> bool:
+        """True when `node` may be (or hold) an object of a class of this module."""
+        made = self.facts.instances.get(None, set()) - scope.local | self.facts.instances.get(scope.node, set())
+        return facts_lib.makes_instance(node, self.facts.classes, frozenset(made))
+
     def logger_call(self, node: ast.Call, func: ast.Attribute, scope: Scope) -> None:
         """Checks `logger.info(...)` on the module logger: messages only, never tensor values."""
         if func.attr not in rules.LOGGER_METHODS:
-            self.flag(node, "global-state", f"`{code(node)}` changes the module logger; call only "
+            self.flag(node, "global-state", f"`{code(node)}` changes a logger, which outlives the call; call only "
                       f"{', '.join(sorted(rules.LOGGER_METHODS))} on it", "logger." + func.attr)
         for arg in node.args[1:] + [k.value for k in node.keywords]:
             if self.tensor(arg, scope):
@@ -98,6 +116,8 @@ class ExpressionRules:
     def method_call(self, node: ast.Call, func: ast.Attribute, scope: Scope) -> bool:
         """Checks a host-side `obj.method(...)`; returns True if `obj` is only read."""
         method = func.attr
+        if self.check_private(func, scope):
+            return True
         if facts_lib.path_of(func, self.facts.aliases) is not None or dunder(method) \
                 or method in rules.LAUNCH_HOOK_ATTRIBUTES or getattr(func.value, "id", None) in self.facts.kernels:
             return False  # a module path, or refused by visit_Attribute
@@ -111,17 +131,38 @@ class ExpressionRules:
         if scope.kind == "host" and mutates and root is not None and scope.outlives(root):
             self.flag(node, "global-state", f"`{code(node)}` mutates `{root}`, which outlives the call; "
                       "keep state local to the call")
+        elif method in rules.MUTATING_METHODS and not self.owned(func.value, scope):
+            self.flag_mutation(node)
         elif method == "to" and any(_names_cpu(a) for a in node.args + [k.value for k in node.keywords]):
             self.flag(node, "host-read", f"`{code(node)}` copies a tensor to the host; compute in a Triton kernel")
         elif method == "format":
             if not (isinstance(func.value, ast.Constant) and _plain_format(func.value.value)):
                 self.flag(node, "dunder", f"`{code(node)}`: format fields may not read attributes or items; "
                           "use an f-string")
-        elif not (method in self.policy.tensor_methods or method in rules.PYTHON_METHODS
+        elif not (method in self.policy.tensor_methods or method in rules.PYTHON_METHODS or self.policy.host_compute
                   or (method in self.facts.method_defs and not dunder(method) and not self.tensor(func.value, scope))):
             self.flag(node, "host-torch", f"`{code(node)}` is not allowed on the host: host code may only "
                       f"{self.host_hint()}", "." + method)
         return isinstance(func.value, ast.Name) and method in rules.READ_METHODS
+
+    def owned(self, node: ast.AST, scope: Scope) -> bool:
+        """True for a container the call made itself (`rows = []`), or the instance in __init__."""
+        if not isinstance(node, ast.Name):
+            return False
+        return node.id in self.facts.owned.get(scope.node, ()) or (scope.in_init and node.id == scope.self_name)
+
+    def harness_input(self, root: str | None, scope: Scope) -> bool:
+        """True, where host compute is admitted, for a parameter of the entry point or a launch
+        wrapper (forward, __call__): the harness's own data (a write to it is judged at run time)."""
+        function = scope.node
+        entry = function is self.facts.defs.get(self.entry_point) or function in self.facts.wrappers
+        return self.policy.host_compute and entry and root in {a.arg for a in parameters(function.args)} \
+            and root != scope.self_name
+
+    def flag_mutation(self, node: ast.AST) -> None:
+        self.flag(node, "mutation", f"`{code(node)}` changes an object this call did not make (a parameter, "
+                  "an attribute, a library object such as a kernel, a logger or a partial); build a new "
+                  "list or dict in the call and change that")
 
     def kernel_call(self, node: ast.Call, scope: Scope) -> None:
         """Flags a call in a @triton.jit body to anything but triton.language, kernels, KERNEL_BUILTINS,
@@ -150,25 +191,32 @@ class ExpressionRules:
         if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "kernel":
             self.flag(node, "kernel-body", f"`{code(node)}` stores by subscript in @triton.jit function "
                       f"`{scope.node.name}`; a kernel writes memory with tl.store only")
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "host":
-            root = facts_lib.root_name(node)
-            if self.tensor(value, scope):
-                self.flag(node, "host-torch", f"`{code(node)}` writes a tensor on the host; "
-                          "write outputs from a Triton kernel")
-            elif root is not None and scope.outlives(root):
-                self.flag(node, "global-state", f"`{code(node)}` stores into `{root}`, which outlives "
-                          "the call; keep state local to the call")
         launch = isinstance(value, ast.Name) and value.id in self.facts.kernels and scope.kind != "kernel"
         if launch:  # `kernel[grid]`: the one way a kernel is used on the host
             self.check_launch_grid(node.slice, scope)
         index = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if isinstance(node.ctx, ast.Load) and self.tensor(value, scope) and \
+        if isinstance(node.ctx, ast.Load) and self.tensor(value, scope) and not self.policy.host_compute and \
                 any(self.tensor(i, scope) for i in index):
             self.flag(node, "host-torch", f"`{code(node)}` indexes a tensor with a tensor (a gather "
                       "on the host); gather in a Triton kernel")
         if not launch:
             self.read(value, scope) if isinstance(node.ctx, ast.Load) else self.visit(value, scope)
         self.visit(node.slice, scope)
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and scope.kind == "host":
+            self.check_store(node, scope)  # after its parts, which may name a worse reach first
+
+    def check_store(self, node: ast.Subscript, scope: Scope) -> None:
+        """Flags `a[i] = v` on the host unless `a` is a container the call made (or, where
+        host compute is admitted, a tensor the call may write)."""
+        root, value = facts_lib.root_name(node), node.value
+        if root is not None and scope.outlives(root):
+            self.flag(node, "global-state", f"`{code(node)}` stores into `{root}`, which outlives "
+                      "the call; keep state local to the call")
+        elif self.tensor(value, scope) and not self.policy.host_compute:
+            self.flag(node, "host-torch", f"`{code(node)}` writes a tensor on the host; "
+                      "write outputs from a Triton kernel")
+        elif not (self.tensor(value, scope) or self.owned(value, scope) or self.harness_input(root, scope)):
+            self.flag_mutation(node)
 
     def visit_Lambda(self, node: ast.Lambda, scope: Scope) -> None:
         for default in defaults(node.args):
@@ -267,7 +315,7 @@ class ExpressionRules:
                           "triton.cdiv, triton.next_power_of_2, min, max)")
 
     def visit_AugAssign(self, node: ast.AugAssign, scope: Scope) -> None:
-        if isinstance(node.target, ast.Name) and self.tensor(node.target, scope):
+        if isinstance(node.target, ast.Name) and self.tensor(node.target, scope) and not self.policy.host_compute:
             self.flag(node, "host-torch", f"`{code(node)}` is tensor arithmetic on the host; "
                       "compute in a Triton kernel")
         self.visit(node.target, scope)
@@ -275,7 +323,7 @@ class ExpressionRules:
 
     def visit_BinOp(self, node: ast.AST, scope: Scope) -> None:
         operands = [getattr(node, f) for f in ("left", "right", "operand") if hasattr(node, f)]
-        if any(self.tensor(o, scope) for o in operands):
+        if any(self.tensor(o, scope) for o in operands) and not self.policy.host_compute:
             self.flag(node, "host-torch", f"`{code(node)}` is tensor arithmetic on the host; "
                       "compute in a Triton kernel")
         for child in facts_lib.children(node):
@@ -285,7 +333,7 @@ class ExpressionRules:
 
     def visit_Compare(self, node: ast.Compare, scope: Scope) -> None:
         plain = all(isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in node.ops)
-        if not plain and any(self.tensor(o, scope) for o in [node.left, *node.comparators]):
+        if not plain and not self.policy.host_compute and any(self.tensor(o, scope) for o in [node.left, *node.comparators]):
             self.flag(node, "host-torch", f"`{code(node)}` compares tensors on the host; "
                       "compute in a Triton kernel")
         self.visit(node.left, scope)
@@ -296,7 +344,7 @@ class ExpressionRules:
                 self.visit(operand, scope)
 
     def visit_FormattedValue(self, node: ast.FormattedValue, scope: Scope) -> None:
-        if self.tensor(node.value, scope):
+        if self.tensor(node.value, scope) and not self.policy.host_compute:
             self.flag(node.value, "host-read", f"`{code(node.value)}` in an f-string prints tensor "
                       "values on the host; show shapes and dtypes instead")
         for child in facts_lib.children(node):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 
 from fitness.judge.policy import rules
 
@@ -62,6 +63,10 @@ class Facts:
     value_classes: set[str] = dataclasses.field(default_factory=set)    # instances hold only their arguments
     local: dict[ast.AST, frozenset[str]] = dataclasses.field(default_factory=dict)  # host function -> names
     tensors: dict[ast.AST, set[str]] = dataclasses.field(default_factory=dict)      # host function -> tensors
+    owned: dict[ast.AST, frozenset[str]] = dataclasses.field(default_factory=dict)  # names bound only to new containers
+    owners: dict = dataclasses.field(default_factory=dict)  # method or class name -> the class's methods
+    attributes: set[str] = dataclasses.field(default_factory=set)       # names of the module's own members
+    instances: dict = dataclasses.field(default_factory=dict)  # function (None: module) -> names of our objects
 
     def add_import(self, node: ast.AST, policy: rules.Policy) -> None:
         """Records the names an `import` or `from ... import` binds."""
@@ -181,7 +186,14 @@ def gather(tree: ast.Module, policy: rules.Policy, entry_point: str, implicit: t
         elif isinstance(node, ast.ClassDef):
             facts.classes.add(node.name)
             facts.module_kinds[node.name] = "def"
-            for method in (f for f in node.body if isinstance(f, _FUNCTIONS)):
+            methods = [f for f in node.body if isinstance(f, _FUNCTIONS)]
+            facts.owners[node.name] = methods
+            facts.attributes |= {n.id for s in node.body for t in targets(s) for n in ast.walk(t)
+                                 if isinstance(n, ast.Name)}
+            facts.attributes |= {t.attr for n in ast.walk(node) for t in targets(n) if isinstance(t, ast.Attribute)}
+            for method in methods:
+                facts.owners[method] = [m for m in methods if _first(m)]
+                facts.attributes.add(method.name)
                 facts.method_defs.setdefault(method.name, []).append(method)
                 if method.name in WRAPPER_METHODS:
                     facts.wrappers.add(method)
@@ -199,6 +211,11 @@ def gather(tree: ast.Module, policy: rules.Policy, entry_point: str, implicit: t
         for function in functions:
             _scan(function, hosts, facts)
     facts.local = {f: frozenset(scan[0]) for f, scan in hosts.items()}
+    facts.owned = {f: _owned(f, scan[1]) for f, scan in hosts.items()}
+    for function, assigns in [(None, [n for n in top if isinstance(n, ast.Assign)])] + \
+            [(f, scan[1]) for f, scan in hosts.items()]:
+        facts.instances[function] = {t.id for node in assigns for t, v in _bindings(node)
+                                     if isinstance(t, ast.Name) and makes_instance(v, facts.classes)}
     facts.tensors = _infer_tensors(hosts, facts, policy, entry_point)
     return facts
 
@@ -335,45 +352,122 @@ def _scan(function: ast.AST, hosts: dict, facts: Facts) -> None:
             continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             bound.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+        if isinstance(node, ast.ExceptHandler) and node.name:
             bound.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.comprehension)):
             assigns.append(node)
-        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)):
             calls.append(node)
-        elif isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in facts.kernels \
+        if isinstance(node, ast.Subscript) and getattr(node.value, "id", None) in facts.kernels \
                 and isinstance(node.slice, ast.Name):
             facts.grids.add(node.slice.id)
         if not isinstance(node, ast.Lambda):
             stack.extend(children(node))
 
 
-def is_tensor(node: ast.AST, tensors: set[str], aliases: dict[str, str]) -> bool:
-    """Returns True if `node` evaluates to a tensor, as far as the inference can tell."""
+def is_tensor(node: ast.AST, tensors: set[str], facts: Facts) -> bool:
+    """Returns True if `node` may evaluate to a tensor or hold one, as far as the inference can
+    tell: containers, unpacking, iteration and objects made with a tensor hold it, so
+    `(x,)[0]`, `{"x": x}["x"]` and `obj.x` are tensors too. `tensors` holds local names and
+    `self.attr` for attributes an instance was given a tensor in."""
+    held = functools.partial(is_tensor, tensors=tensors, facts=facts)
     if isinstance(node, ast.Name):
         return node.id in tensors
     if isinstance(node, (ast.Subscript, ast.Starred)):
-        return is_tensor(node.value, tensors, aliases)
+        return held(node.value)
     if isinstance(node, ast.Attribute):
-        return node.attr in ("T", "mT", "H", "mH", "data") and is_tensor(node.value, tensors, aliases)
-    if isinstance(node, ast.BinOp):
-        return is_tensor(node.left, tensors, aliases) or is_tensor(node.right, tensors, aliases)
-    if isinstance(node, ast.UnaryOp):
-        return is_tensor(node.operand, tensors, aliases)
-    if isinstance(node, ast.IfExp):
-        return is_tensor(node.body, tensors, aliases) or is_tensor(node.orelse, tensors, aliases)
+        if isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in tensors:
+            return True
+        return node.attr not in _METADATA and held(node.value)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.BoolOp)):
+        return any(held(c) for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr))
+    if isinstance(node, ast.Dict):
+        return any(held(v) for v in node.values)
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+        return held(node.elt)
+    if isinstance(node, ast.DictComp):
+        return held(node.value)
     if isinstance(node, ast.Call):
-        path = path_of(node.func, aliases)
+        path = path_of(node.func, facts.aliases)
         if path is not None:
             return path.startswith("torch.") and not path.startswith(_NOT_TENSOR_CALLS) \
                 and path.rsplit(".", 1)[-1] not in rules.HOST_READS
+        if isinstance(node.func, ast.Name):  # a container, an iterator, an object made of a tensor
+            return (node.func.id in _CARRIERS or node.func.id in facts.classes) and \
+                any(held(a) for a in node.args + [k.value for k in node.keywords])
         return isinstance(node.func, ast.Attribute) and node.func.attr not in rules.SHAPE_QUERIES \
-            and node.func.attr not in rules.HOST_READS and is_tensor(node.func.value, tensors, aliases)
+            and node.func.attr not in rules.HOST_READS and held(node.func.value)
     return False
 
 
+_METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad",
+                       "is_leaf", "itemsize", "nbytes", "names", "is_sparse", "is_quantized", "is_meta"})
+"""Tensor attributes that are no tensor (an object's other attributes may hold one)."""
+_CARRIERS = frozenset({"list", "tuple", "dict", "set", "frozenset", "zip", "enumerate", "reversed", "iter",
+                       "next", "sorted", "filter", "map", "min", "max"})
+_FRESH = frozenset({"list", "dict", "set", "sorted", "bytearray"})
+
+
+def makes_instance(node: ast.AST, classes: set[str], names: frozenset[str] = frozenset()) -> bool:
+    """True when `node` may be (or hold) an object of a class of the module (`Cls(...)`, a
+    container of one, `a or Cls()`, or one of `names`)."""
+    if isinstance(node, ast.Call):
+        return getattr(node.func, "id", None) in classes
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, (ast.Starred, ast.Subscript)):
+        return makes_instance(node.value, classes, names)
+    parts = node.elts if isinstance(node, (ast.Tuple, ast.List)) else node.values if isinstance(node, ast.BoolOp) \
+        else [node.body, node.orelse] if isinstance(node, ast.IfExp) else []
+    return any(makes_instance(p, classes, names) for p in parts)
+
+
+def _first(function: ast.AST) -> str | None:
+    positional = function.args.posonlyargs + function.args.args
+    return positional[0].arg if positional else None
+
+
+def _owned(function: ast.AST, assigns: list) -> frozenset[str]:
+    """Returns the names `function` binds only to containers it makes (`rows = []`): the
+    objects it may mutate (never a parameter, an attribute read, a loop variable, a result)."""
+    fresh, stale = set(), {a.arg for a in parameters(function.args)}
+    for node in assigns:
+        for target in (t for t in targets(node) if not isinstance(t, (ast.Subscript, ast.Attribute))):
+            new = isinstance(target, ast.Name) and not isinstance(node, (ast.For, ast.comprehension)) and (
+                isinstance(node.value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp))
+                or (isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) in _FRESH))
+            (fresh if new else stale).update(n.id for n in ast.walk(target)
+                                             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return frozenset(fresh - stale)
+
+
+def _bindings(node: ast.AST) -> list[tuple[ast.AST, ast.AST]]:
+    """Returns (target, value) pairs of an assignment or loop, position by position where a
+    tuple meets tuples (`a, b = x, 1`, `for name, t in (("w", w),)`); else every name of an
+    unpacking gets the whole, and `d[k] = v` binds `d` (it holds `v` now)."""
+    loop = isinstance(node, (ast.For, ast.comprehension))
+    value = node.iter if loop else node.value
+    pairs = []
+    for target in targets(node):
+        rows = value.elts if loop and isinstance(value, (ast.Tuple, ast.List)) else [] if loop else [value]
+        if isinstance(target, ast.Tuple) and rows and all(
+                isinstance(r, ast.Tuple) and len(r.elts) == len(target.elts) for r in rows):
+            pairs.extend((t, ast.Tuple(elts=[r.elts[i] for r in rows])) for i, t in enumerate(target.elts))
+        else:
+            pairs.append((target, value))
+    found = []
+    for target, part in pairs:
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        names = [target] if isinstance(target, (ast.Name, ast.Attribute)) else \
+            [n for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        found.extend((n, part) for n in names if part is not None)
+    return found
+
+
 def _infer_tensors(hosts: dict, facts: Facts, policy: rules.Policy, entry_point: str) -> dict:
-    """Returns {host function: tensor names}, iterated to a fixed point across helper calls."""
+    """Returns {host function: tensor names}, iterated to a fixed point across helper calls
+    and across the methods of a class (`self.x = x` in one, `self.x` read in another)."""
     entry = facts.defs.get(entry_point)
     tensors = {f: set() for f in hosts}
     for f in hosts:
@@ -391,18 +485,25 @@ def _infer_tensors(hosts: dict, facts: Facts, policy: rules.Policy, entry_point:
         for f, (_, assigns, calls) in hosts.items():
             mine = tensors[f]
             for node in assigns:
-                for target in targets(node):
-                    pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
-                             and isinstance(node.value, ast.Tuple) else [(target, node.value)])
-                    mine |= {t.id for t, v in pairs if isinstance(t, ast.Name) and v is not None
-                             and is_tensor(v, mine, facts.aliases)}
+                for target, value in _bindings(node):
+                    if not is_tensor(value, mine, facts):
+                        continue
+                    if isinstance(target, ast.Name):
+                        mine.add(target.id)
+                    elif isinstance(target.value, ast.Name) and target.value.id == _first(f):  # self.x = <tensor>
+                        for method in facts.owners.get(f, ()):
+                            tensors[method].add(f"{_first(method)}.{target.attr}")
             for call in calls:
+                receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+                if call.func.attr in rules.MUTATING_METHODS if receiver else False:  # rows.append(x)
+                    if isinstance(receiver, ast.Name) and any(is_tensor(a, mine, facts) for a in call.args):
+                        mine.add(receiver.id)
                 for callee, skip in _callees(call, facts):
                     if callee in tensors:
                         params = [a.arg for a in callee.args.posonlyargs + callee.args.args][skip:]
-                        tensors[callee] |= {p for p, a in zip(params, call.args) if is_tensor(a, mine, facts.aliases)}
+                        tensors[callee] |= {p for p, a in zip(params, call.args) if is_tensor(a, mine, facts)}
                         tensors[callee] |= {k.arg for k in call.keywords
-                                            if k.arg and is_tensor(k.value, mine, facts.aliases)}
+                                            if k.arg and is_tensor(k.value, mine, facts)}
     return tensors
 
 
@@ -411,6 +512,8 @@ def _callees(call: ast.Call, facts: Facts) -> list[tuple[ast.AST, int]]:
     the call does not fill: `helper(x)` reaches `helper`; `obj.method(x)` every method of that
     name in the module's classes (its `self` filled by the instance, unless it is static)."""
     func = call.func
+    if isinstance(func, ast.Name) and func.id in facts.classes:  # `_Box(x)` fills __init__
+        return [(m, 1) for m in facts.method_defs.get("__init__", ()) if m in facts.owners.get(func.id, ())]
     if isinstance(func, ast.Name):
         return [(facts.defs[func.id], 0)] if func.id in facts.defs else []
     return [(m, 0 if any(getattr(d, "id", None) == "staticmethod" for d in m.decorator_list) else 1)

@@ -4,9 +4,9 @@ What a module can reach is decided here. Imports come from a short allowlist; ev
 path into torch or triton (`torch.cuda.Stream`, `triton.runtime...`) is checked against the
 task's policy wherever it appears, so an allowed module cannot become a door to a forbidden
 one; a module may not be used as a value (`t = torch; t.ops`), since that would hide the
-path. Dunder names and attributes, frame attributes and the introspective builtins (getattr,
-vars, eval...) are refused outright: no kernel needs them, and every patch of the harness
-does. Attribute stores are refused except `self.x = ...` in `__init__` of a module class.
+path. Dunder names and attributes, frame attributes, the introspective builtins (getattr,
+vars, eval...) and evaluation paths (typing.ForwardRef) are refused outright; a private `_x`
+only on `self` or a class of the module, for a member the module defines. Attribute stores are refused except `self.x = ...` in `__init__` of a module class.
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ class PathRules:
             return self.flag_host_read(node, parts[-1])
         if parts[0] == "torch":
             internal = any(p.startswith("_") for p in parts) or path.startswith(rules.TORCH_INTERNALS)
+            if self.policy.host_compute and parts[-1].startswith(rules.TORCH_STATE_SETTERS):
+                return self.flag(node, "host-torch", f"`{code(node)}` changes torch's global state (seeds, "
+                                 "defaults, modes), which outlives the call; leave it as the harness set it", path)
+            if self.policy.host_compute and not internal and (
+                    id(node) in self.called or isinstance(node, (ast.Import, ast.ImportFrom))):
+                return  # torch called by name: what it computes is measured at run time
             nn_class = (self.policy.name == "external" and len(parts) == 3 and parts[1] == "nn"
                         and parts[2][:1].isupper())
             if path in self.policy.torch_names or nn_class:
@@ -109,7 +115,8 @@ class PathRules:
         names = rules.MODULE_NAMES.get(module)
         rest = parts[module.count(".") + 1:]
         if any(p.startswith("_") for p in rest) or (names is not None and rest and rest[0] not in names) or (
-                module == "typing" and rest and not rest[0][:1].isupper() and rest[0] not in ("cast", "overload")):
+                module == "typing" and rest and (rest[0] == "ForwardRef" or (
+                    not rest[0][:1].isupper() and rest[0] not in ("cast", "overload")))):
             allowed = ", ".join(sorted(names)) if names is not None else "its public constants and types"
             self.flag(node, "import", f"`{code(node)}` is not allowed from `{module}`; use only {allowed} "
                       "(no caches, no state that outlives a call)", path)
@@ -164,6 +171,11 @@ class PathRules:
                 or attr in rules.FRAME_ATTRIBUTES:
             return self.flag(node, "dunder", f"`{code(node)}` is introspection (dunders, frames); "
                              "a kernel module names what it uses directly")
+        if self.check_private(node, scope):
+            return
+        if self.logger(node.value, scope) and attr not in rules.LOGGER_METHODS:
+            return self.flag(node, "global-state", f"`{code(node)}` reaches into a logger, which outlives the call; "
+                             f"use only its methods {', '.join(sorted(rules.LOGGER_METHODS))}", "logger." + attr)
         if attr in rules.LAUNCH_HOOK_ATTRIBUTES or (
                 isinstance(node.value, ast.Name) and node.value.id in self.facts.kernels):
             return self.flag(node, "launch-hook", f"`{code(node)}` reaches into a kernel object or Triton's "
@@ -177,11 +189,33 @@ class PathRules:
                       f"{self.host_hint()}", "." + attr)
         self.visit(node.value, scope)
 
+    def check_private(self, node: ast.Attribute, scope: Scope) -> bool:
+        """Flags `obj._x` unless `obj` is this module's own (`self`, a class of the module) and
+        `_x` a member the module defines; returns True when flagged."""
+        attr, value = node.attr, node.value
+        if not attr.startswith("_") or dunder(attr) or facts_lib.path_of(node, self.facts.aliases) is not None:
+            return False
+        own = isinstance(value, ast.Name) and (value.id == scope.self_name or (
+            value.id in self.facts.classes and value.id not in scope.local))
+        if own and attr in self.facts.attributes:
+            return False
+        self.flag(node, "private", f"`{code(node)}` reaches a private attribute of an object this module "
+                  "did not define (library internals, evaluation paths); use its public API", "." + attr)
+        return True
+
+    def logger(self, node: ast.AST, scope: Scope) -> bool:
+        """True for the module logger or `logging.getLogger(...)`: objects that outlive every call."""
+        if isinstance(node, ast.Call):
+            return facts_lib.path_of(node.func, self.facts.aliases) == "logging.getLogger"
+        return isinstance(node, ast.Name) and node.id in self.facts.loggers and node.id not in scope.local
+
     def flag_clock(self, node: ast.AST, scope: Scope, key: str) -> None:
         self.flag(node, "kernel-body", f"`{code(node)}` reads a clock inside @triton.jit function "
                   f"`{scope.node.name}`; kernels compute from their inputs only (no timers)", key)
 
     def flag_host_read(self, node: ast.AST, key: str | None = None) -> None:
+        if self.policy.host_compute and key == "item":
+            return  # a scalar read, measured at run time like any torch op
         self.flag(node, "host-read", f"`{code(node)}` reads tensor values on the host; compute in a "
                   "Triton kernel", key)
 

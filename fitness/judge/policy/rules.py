@@ -29,6 +29,9 @@ class Policy:
         holds a tensor (true of the built-in tasks: their references take tensors only).
       excused: (rule, key) pairs of violations this task's own reference commits on the host
         (external tasks only, see `policy.reference_excuses`); a candidate may commit them too.
+      host_compute: torch math and value reads on the host are admitted (public torch called
+        by name, any public tensor method, operators): whether torch does the task's work is
+        measured at run time; the capability rules (reach, mutation, state) still hold.
     """
 
     name: str
@@ -39,6 +42,7 @@ class Policy:
     class_bases: frozenset[str]
     entry_params_are_tensors: bool
     excused: frozenset[tuple[str, str]] = frozenset()
+    host_compute: bool = False
 
 
 DTYPES = ("float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16",
@@ -118,6 +122,15 @@ EXTERNAL = Policy(
     tensor_methods=_EXTERNAL_TENSOR_METHODS, tensor_attributes=frozenset({"grad", "real", "imag"}),
     class_bases=BUILTIN.class_bases, entry_params_are_tensors=False)
 
+HOST_COMPUTE = dataclasses.replace(EXTERNAL, host_compute=True)
+HOST_COMPUTE_SUITES = ("tritonbench-revised", "rocm")
+"""Suites whose candidates GEAK-eval runs with torch on the host (KernelBench's reference is
+torch itself, so its candidates keep the external list)."""
+
+TORCH_STATE_SETTERS = ("set_", "manual_seed", "seed", "use_deterministic")
+"""`torch.*` names (by prefix) that change torch's global state (RNG, defaults, modes): refused
+on the host even where torch math is admitted."""
+
 HOST_TORCH_HINT = ("allocate (torch.empty...), make views (view, reshape, transpose...) and dense "
                    "copies (.contiguous()), and query shapes (size, stride, numel...); compute in a "
                    "Triton kernel")
@@ -167,7 +180,7 @@ HOST_READS = frozenset({"item", "tolist", "cpu", "numpy", "storage", "untyped_st
                         "__dlpack__", "__dlpack_device__", "from_dlpack", "from_numpy"})
 """Attributes that copy tensor values to the host (and the torch functions that import them)."""
 
-TENSOR_SAFE_BUILTINS = frozenset({"len", "isinstance", "id", "hash"})
+TENSOR_SAFE_BUILTINS = frozenset({"len", "isinstance", "id", "hash", "hasattr"})
 """The builtins that may take a tensor on the host; int(x), sum(x), print(x)... read its values."""
 
 PYTHON_BUILTINS = frozenset(dir(builtins))

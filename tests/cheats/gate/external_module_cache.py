@@ -1,0 +1,30 @@
+# task: tritonbench-revised/row_max
+# rule: global-state
+# line: 29
+# An nn.Module made at import and used as a cache of results between calls.
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _row_max_kernel(x_ptr, out_ptr, n_cols, stride_row, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + row * stride_row + cols, mask=cols < n_cols, other=-float("inf"))
+    tl.store(out_ptr + row, tl.max(x.to(tl.float32), axis=0))
+
+
+def _row_max_kernel(x_ptr, out_ptr, n_cols, stride_row, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + row * stride_row + cols, mask=cols < n_cols, other=-float("inf"))
+    tl.store(out_ptr + row, tl.max(x.to(tl.float32), axis=0))
+_HOLDER = torch.nn.Module()
+
+
+def row_max(x):
+    out = torch.empty(x.shape[0], device=x.device, dtype=torch.float32)
+    _row_max_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK_N=triton.next_power_of_2(x.shape[1]))
+    _HOLDER.register_buffer("last", out)
+    return out

@@ -1,0 +1,29 @@
+# task: vector_add
+# rule: private
+# line: 27
+# A private method of a library object (a tensor's), made legal once a class of the module defines a
+# method of that name.
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    y = tl.load(y_ptr + offsets, mask=mask, other=0.0)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+class _Cleanup:
+    def _fix_weakref(self):
+        return None
+
+
+def vector_add(x, y):
+    out = torch.empty_like(x)
+    out._fix_weakref()
+    _add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
+    return out
