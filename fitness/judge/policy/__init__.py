@@ -7,10 +7,9 @@ inside a launch (grid callables, hooks), or state that outlives a call. The gate
 those by reading the source (pure `ast`, nothing imported, milliseconds per module), after
 blanking the code that never runs on import (`strip`). The rules are capabilities: no private
 attribute of what the module did not define, no mutation of an object the call did not make,
-no module object handed to a launch. TritonBench and ROCm tasks admit torch on the host (its
-share of the work is measured at run time); an external task also admits what its own
-reference does on the host. Arithmetic the tensor inference cannot see is left to the runtime
-audits, the second layer.
+no module object handed to a launch. TritonBench and ROCm tasks admit torch on the host, as
+GEAK-eval's harness runs it; an external task also admits what its own reference does. What
+the tensor inference cannot see is left to the runtime audits, the second layer.
 
 Here: the walk, functions, classes and state; `paths` names and paths; `expressions` calls
 and grids; `facts` what is learnt first; `rules` the tables (`contract` renders them).

@@ -95,7 +95,9 @@ class PathRules:
                 return  # torch called by name: what it computes is measured at run time
             nn_class = (self.policy.name == "external" and len(parts) == 3 and parts[1] == "nn"
                         and parts[2][:1].isupper())
-            if path in self.policy.torch_names or nn_class:
+            dtype_like = (self.policy.host_compute and len(parts) == 2
+                          and parts[1].startswith(rules.DTYPE_PREFIXES))
+            if path in self.policy.torch_names or nn_class or dtype_like:
                 return
             if internal:
                 return self.flag(node, "torch-internals", f"`{code(node)}` reaches torch internals; on the host "

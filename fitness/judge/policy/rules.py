@@ -29,9 +29,8 @@ class Policy:
         holds a tensor (true of the built-in tasks: their references take tensors only).
       excused: (rule, key) pairs of violations this task's own reference commits on the host
         (external tasks only, see `policy.reference_excuses`); a candidate may commit them too.
-      host_compute: torch math and value reads on the host are admitted (public torch called
-        by name, any public tensor method, operators): whether torch does the task's work is
-        measured at run time; the capability rules (reach, mutation, state) still hold.
+      host_compute: torch math and value reads on the host are admitted (public torch by
+        name, tensor methods, operators); the capability rules (reach, mutation, state) hold.
     """
 
     name: str
@@ -79,7 +78,9 @@ _BUILTIN_TORCH = frozenset({f"torch.{name}" for name in DTYPES + (
     "enable_grad", "autograd.Function", "nn.Module", "nn.Parameter",
     # read-only device queries (SM count, backend)
     "cuda.is_available", "cuda.current_device", "cuda.device_count", "cuda.device",
-    "cuda.get_device_properties", "cuda.get_device_capability", "version.hip", "version.cuda")})
+    "cuda.get_device_properties", "cuda.get_device_capability", "version.hip", "version.cuda",
+    # a wait for the device: LLM wrappers end with it; it changes no result
+    "cuda.synchronize")})
 
 SHAPE_QUERIES = frozenset({"size", "stride", "numel", "nelement", "dim", "ndimension", "element_size",
                            "is_contiguous", "is_floating_point", "is_complex", "storage_offset",
@@ -130,6 +131,10 @@ torch itself, so its candidates keep the external list)."""
 TORCH_STATE_SETTERS = ("set_", "manual_seed", "seed", "use_deterministic")
 """`torch.*` names (by prefix) that change torch's global state (RNG, defaults, modes): refused
 on the host even where torch math is admitted."""
+
+DTYPE_PREFIXES = ("float", "int", "uint", "bfloat", "complex")
+"""`torch.<name>` reads that name a dtype (or would: `torch.float8` in a branch never taken),
+admitted as values where host torch is."""
 
 HOST_TORCH_HINT = ("allocate (torch.empty...), make views (view, reshape, transpose...) and dense "
                    "copies (.contiguous()), and query shapes (size, stride, numel...); compute in a "
