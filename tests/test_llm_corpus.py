@@ -241,3 +241,21 @@ def test_the_script_runs_end_to_end_on_the_interpreter(tmp_path):
                                                              ("beta", "add_example")]
     assert all(row["done"] and row["project_kind"] == "unsupported_on_backend" for row in rows)
     assert rows[1]["geak_reason"] == "Code is empty"
+
+
+def test_gate_only_counts_the_replies_an_earlier_geak_check_passed_that_the_gate_refuses(tmp_path):
+    geak_eval = suite("GEAK-eval")
+    rows = llm_corpus.load_corpus(str(FIXTURES / "corpus"))
+    verdicts = tmp_path / "earlier.json"
+    verdicts.write_text(json.dumps({"rows": [
+        {"model": row["model"], "row": row["row"], "geak_call": True, "geak_exec": row["row"] == 0}
+        for row in rows]}))
+    done = subprocess.run([sys.executable, str(PERF / "llm_corpus.py"), "--corpus", str(FIXTURES / "corpus"),
+                           "--geak", str(geak_eval), "--gate-only", "--verdicts", str(verdicts)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    called = [line for line in done.stdout.splitlines() if line.startswith("geak_call in")]
+    assert len(called) == 1 and called[0].endswith("of them now")
+    passed, refused = (int(word) for word in called[0].split(":")[1].split() if word.isdigit())
+    gated = sum(int(line.split()[1]) for line in done.stdout.splitlines() if " gated, " in line)
+    assert passed == gated >= 1 and 0 <= refused <= passed  # every reply gated, GEAK passed all

@@ -242,16 +242,24 @@ def _parse_args() -> argparse.Namespace:
                              "and write what there is")
     parser.add_argument("--out", default="llm_corpus.json", help="JSON results (and .csv beside)")
     parser.add_argument("--dump", default=None, help="write each disagreeing reply's code here")
+    parser.add_argument("--verdicts", help="with --gate-only: an earlier run's --out JSON; "
+                        "also count the replies its GEAK check passed that the gate refuses now")
     parser.add_argument("--gate-only", action="store_true",
                         help="no device: the static gate's verdict on every reply, by model and rule")
     return parser.parse_args()
 
 
-def gate_only(rows: list[dict], tasks: dict) -> None:
+def gate_only(rows: list[dict], tasks: dict, verdicts_path: str | None = None) -> None:
     """Prints the static gate's verdicts alone (milliseconds a reply, no device): how many
-    replies of each model it refuses, by rule, and each refusal."""
+    replies of each model it refuses, by rule, and each refusal; with `verdicts_path` (an
+    earlier run's JSON), how many replies its GEAK check passed the gate refuses now."""
     from fitness.static_gate_cli import judge
 
+    geak = {}
+    if verdicts_path:
+        with open(verdicts_path) as handle:
+            geak = {(r["model"], r["row"]): r for r in json.load(handle)["rows"]}
+    passed = {"geak_call": [0, 0], "geak_exec": [0, 0]}  # [GEAK passed, the gate refuses]
     refused: dict[str, list[str]] = {}
     counts: dict[str, list[int]] = {}
     for row in rows:
@@ -259,12 +267,20 @@ def gate_only(rows: list[dict], tasks: dict) -> None:
         if task is None or row["source"] is None:
             continue
         verdict = judge(f"{row['model']}/{task.name}", row["source"], task)
+        earlier = geak.get((row["model"], row["row"]), {})
+        for what, tally in passed.items():
+            if earlier.get(what):
+                tally[0] += 1
+                tally[1] += not verdict.allowed
         counts.setdefault(row["model"], [0, 0])[0] += 1
         if not verdict.allowed and verdict.rule != "syntax":
             counts[row["model"]][1] += 1
             refused.setdefault(verdict.rule, []).append(f"{verdict.candidate}: {verdict.violation}"[:240])
     for model, (n, no) in sorted(counts.items()):
         print(f"{model:22} {n:4d} gated, {no:3d} refused (syntax errors not counted)")
+    if geak:
+        for what, (ok, no) in passed.items():
+            print(f"{what} in {verdicts_path}: {ok} replies; the gate refuses {no} of them now")
     for rule, lines in sorted(refused.items(), key=lambda item: -len(item[1])):
         print(f"rule {rule}: {len(lines)}")
         print("\n".join(f"  {line}" for line in lines))
@@ -280,7 +296,7 @@ def main() -> None:
     folder = common.find_folder(args.geak, tritonbench.SUITE, tritonbench.SUBPATHS)
     tasks = {task.name: task for task in tritonbench.load(str(folder))}
     if args.gate_only:
-        return gate_only(rows, tasks)
+        return gate_only(rows, tasks, args.verdicts)
     limits = Limits.uniform(args.timeout) if args.timeout else Limits()
     settings = Settings(device=args.device, workers=args.workers, sandbox=args.sandbox,
                         static_gate=True, timeouts=limits)
