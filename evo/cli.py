@@ -1,4 +1,4 @@
-"""The `evo` command line: tasks, eval, gate, run, report, view, sweep.
+"""The `evo` command line: tasks, eval, gate, run, report, export, view, sweep.
 
 Each command parses its arguments and hands over to the room that does the work;
 imports are lazy so `evo tasks` does not pay for Ray or torch start-up.
@@ -154,6 +154,24 @@ def report(
 
     with _failing_on(FileNotFoundError, ValueError):
         report_lib.main(directory, as_json=as_json, torch_timings=torch_timings)
+
+
+@app.command()
+def export(
+    directory: Path = typer.Argument(..., help="a campaign's results folder"),
+    task: Optional[str] = typer.Option(None, help="the task whose best candidate to write "
+                                                  "(needed when the campaign has several)"),
+    candidate: Optional[str] = typer.Option(None, help="any candidate instead, by id or a "
+                                                       "unique prefix of it"),
+    out: Optional[Path] = typer.Option(None, help="file to write (default "
+                                                  "DIR/exported/<task>-<id>.py)"),
+) -> None:
+    """Write a task's best candidate (as `evo report` names it), or any candidate by id, to a
+    Python file that `evo eval TASK FILE` scores again."""
+    from evo import export as export_lib
+
+    with _failing_on(FileNotFoundError, ValueError, OSError):
+        typer.echo(export_lib.text(export_lib.export(directory, task, candidate, out)))
 
 
 @app.command()

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evo.analysis import compare, outcome, plots, torch_comparison
+from evo.analysis import best, compare, outcome, plots, torch_comparison
 from evo.analysis import metrics as analysis
 from evo.analysis.html_page import number
 
@@ -91,6 +91,7 @@ def campaign_report(results: analysis.Results,
                          "pass_at_k": tables.solved_curves[name],
                          "call_pass_at_k": tables.called_curves[name]}
                   for name, row in tables.tasks.iterrows()},
+        "best_candidates": best.of_results(results),
         "by_generation": tables.generations.reset_index().to_dict("records"),
         "by_runs": tables.runs.reset_index().to_dict("records"),
         "best_speedup_by_generation": {task: tables.best[task].tolist()
@@ -104,7 +105,7 @@ def campaign_report(results: analysis.Results,
     }
 
 
-LEFT_COLUMNS = ("task", "cell", "failure kind", "latest error")
+LEFT_COLUMNS = ("task", "cell", "failure kind", "latest error", "candidate", "operator", "ranked")
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], caption: str = "") -> Table:
@@ -143,6 +144,7 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
                          caption="* timed under the interpreter: not meaningful"
                          if any(t["timing_meaningful"] is False for t in report["tasks"].values())
                          else ""))
+    _print_best(report, console)
     console.print(_table("Suite", SUITE_COLUMNS, [_suite_row(report["suite"])]))
     console.print(_table("By generation (cumulative)",
                          ["gen", "call acc", "exec acc", "pass@1", "speedup geomean", "fast_1",
@@ -163,6 +165,22 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
     _print_torch(report["torch"], console)
     _print_outcome(report, console)
     _print_footer(report, console)
+
+
+def _print_best(report: dict[str, Any], console: Console) -> None:
+    """Prints each task's best candidate and how it was ranked (evo.analysis.best)."""
+    rows = [[task, c["candidate_id"][:ID_SHOWN], str(c["generation"]), str(c["island"]),
+             c["operator"], best.speedup_text(c), c["ranking"]] if c else
+            [task, "-", "-", "-", "-", "-", "no correct candidate"]
+            for task, c in report["best_candidates"].items()]
+    console.print(_table("Best candidate per task", ["task", "candidate", "generation", "island",
+                                                     "operator", "speedup", "ranked"], rows,
+                         caption=f"write one to a file: evo export {report['path']} --task TASK "
+                                 "(or --candidate ID)"))
+
+
+ID_SHOWN = 12
+"""Characters of a candidate id shown (`evo export --candidate` takes any unique prefix)."""
 
 
 def print_without_evaluations(report: dict[str, Any], console: Console) -> None:
