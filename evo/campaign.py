@@ -369,7 +369,7 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
     state = _prepare_folder(out, resume)
     log = run_log.RunLog(out)
     try:
-        campaign, backend = _run(config, out, tasks, state, address, fitness_actors)
+        campaign, backend = _run(config, out, tasks, state, address, fitness_actors, resume)
     except stopping.Stopped as stop:
         ending.record(out, stop.signal.name, str(stop))
         raise
@@ -388,9 +388,10 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
 
 
 def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState,
-         address: str | None, fitness_actors) -> tuple[Campaign, str]:
+         address: str | None, fitness_actors, resume: bool) -> tuple[Campaign, str]:
     """Starts Ray and the campaign's actors, runs the campaign, stops them; returns the
-    finished Campaign and where fitness ran."""
+    finished Campaign and where fitness ran. A resumed campaign's progress starts from what
+    its checkpoint covers (`_resumed`)."""
     with ray_session(address):
         with wiring.start(config, tasks, state, fitness_actors) as parts:
             stopping.check()  # a signal during the start-up stops before anything is written
@@ -398,12 +399,33 @@ def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState
                 provenance.check_device(out, parts.device)
             else:
                 provenance.write(out, config, parts.device)
-            with Progress([task.name for task in parts.tasks], config.search.generations,
-                          parts.backend, sandboxed=config.fitness.sandbox != "off",
-                          islands=config.search.islands) as progress:
+            progress = Progress([task.name for task in parts.tasks], config.search.generations,
+                                parts.backend, sandboxed=config.fitness.sandbox != "off",
+                                islands=config.search.islands)
+            if resume:
+                _resumed(progress, config, out, state)
+            with progress:
                 campaign = Campaign(config, parts, out, state, progress)
                 campaign.run()
     return campaign, parts.backend
+
+
+_PROGRESS_COLUMNS = ["task", "generation", "candidate_id", "correct", "speedup", "latency_us",
+                    "timing_meaningful", "reused", "failure_kind", "compile_s", "check_s",
+                    "bench_s"]
+
+
+def _resumed(progress: Progress, config: config_lib.Config, out: Path,
+             state: CampaignState) -> None:
+    """Books into `progress` the rows and LLM calls of the generations the checkpoint covers,
+    and has it say what is resumed."""
+    done = {key: island.generation_done for key, island in state.islands.items()
+            if key[0] in progress.tasks}
+    rows = results.checkpointed_rows(out / "evaluations", done, results.EVALUATION_SCHEMA,
+                                     _PROGRESS_COLUMNS)
+    calls = results.checkpointed_rows(out / "llm_calls", done, results.LLM_CALL_SCHEMA,
+                                      ["task", "cost_usd", "failure_kind", "error", "finished_at"])
+    progress.resumed(config.campaign.name, done, rows, calls)
 
 
 def _check_folder(config: config_lib.Config, out: Path, resume: bool) -> None:

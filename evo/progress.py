@@ -164,6 +164,37 @@ class Progress:
             self._live.update(self._table())
             self._live.__exit__(*exc)
 
+    def resumed(self, campaign: str, done: dict[tuple[str, int], int], rows: list[dict],
+                llm_calls: list[dict]) -> None:
+        """Books what earlier runs recorded (`done`: island -> its checkpointed generation;
+        the rows and LLM call rows of those generations), so the counts go on from there,
+        and says what is resumed. Called before the display starts."""
+        for (task, island), generation in done.items():
+            if generation >= 0:
+                self.tasks[task].generations[island] = generation
+        for row in rows:
+            shown = self.tasks[row["task"]]
+            shown.add([row])
+            if not row["reused"]:  # a fresh verdict: its fitness time was spent
+                shown.eval_seconds += sum(row[s] or 0.0 for s in ("compile_s", "check_s",
+                                                                   "bench_s"))
+            if row["generation"] == 0:
+                shown.seed_rows[row["candidate_id"]] = row
+        for call in llm_calls:
+            shown = self.tasks[call["task"]]
+            shown.llm.add([call])
+            shown.usd += call.get("cost_usd") or 0.0
+        for shown in self.tasks.values():
+            if len(shown.generations) == self.islands:
+                shown.seeds = _seeds_text(list(shown.seed_rows.values()))
+        low = min((g for g in done.values()), default=-1)
+        high = max((g for g in done.values()), default=-1)
+        where = (f"checkpoint at generation {low}" if low == high
+                 else f"islands checkpointed at generations {low}-{high}") if high >= 0 \
+            else "no checkpoint yet"
+        self._print(f"resuming {campaign}: {len(rows)} evaluations already recorded, from "
+                    f"generation {low + 1} of {self.generations} ({where})")
+
     def evaluated(self, task: str, evaluation: Evaluation) -> None:
         """Books the fitness time of one candidate of `task` scored on the fitness actors."""
         self.tasks[task].eval_seconds += (evaluation.compile_s + evaluation.check_s

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from evo.records import Candidate, Evaluation, Task
@@ -140,6 +141,19 @@ def read_rows(folder: Path, generation: int, island: tuple[str, int]) -> list[di
     """Returns the rows of one island's part of `generation`, [] if it was never written."""
     path = part_path(folder, generation, island)
     return pq.read_table(path).to_pylist() if path.exists() else []
+
+
+def checkpointed_rows(folder: Path, done: dict[tuple[str, int], int], schema: pa.Schema,
+                      columns: list[str]) -> list[dict]:
+    """Returns `columns` of the rows of each island's parts of generations 0..`done[island]`
+    (what its checkpoint covers: a part written after it is redone, not counted twice);
+    null where an older part lacks a column."""
+    files = [str(path) for key, generation in sorted(done.items())
+             for path in (part_path(folder, g, key) for g in range(generation + 1))
+             if path.exists()]
+    if not files:
+        return []
+    return ds.dataset(files, schema=schema, format="parquet").to_table(columns=columns).to_pylist()
 
 
 def atomic_write(path: Path, write) -> None:
