@@ -392,6 +392,8 @@ class Worker:
         per_run = len(slots) // runs if runs else 0
         written: list = [None] * runs
 
+        copies: dict[int, list] = {}  # runs whose outputs go to files, once the runs are over
+
         def keep(run: int, out) -> None:
             outputs = list(out) if isinstance(out, (tuple, list)) else [out]
             if any(type(value) is not self.torch.Tensor for value in outputs):
@@ -399,13 +401,15 @@ class Worker:
             if shared is not None:
                 written[run] = shared_memory.fill_slots(
                     shared, slots[run * per_run:(run + 1) * per_run], outputs)
-            if written[run] is None:
-                written[run] = protocol.write_values(".", f"{request['prefix']}-{run}-out", outputs)
+            if written[run] is None:  # a copy now, the file after the runs: no gap between
+                copies[run] = [value.clone() for value in outputs]  # runs a timing lacks
 
         case.inputs.reseed(request["seed"])
         spent: dict = {}
         with timing.accounted(spent):
             timing.run_judged_batch(staged, runs, keep)
+        for run, outputs in copies.items():
+            written[run] = protocol.write_values(".", f"{request['prefix']}-{run}-out", outputs)
         case.deferred.clear()
         return {"ok": True, "runs": written, "spent_s": spent,
                 "observed": case.observed.report(self.snapshot.changed())}
