@@ -193,8 +193,11 @@ def sweep(
     out: Optional[Path] = typer.Option(None, help="sweep folder"),
     preflight: bool = typer.Option(True, help="check each LLM endpoint once before any cell runs"),
 ) -> None:
-    """Run every cell of a sweep (cells done are skipped)."""
+    """Run every cell of a sweep (cells done are skipped, one cut short resumes; 130/143:
+    stopped by SIGINT/SIGTERM, rerun the same command to continue)."""
     from evo import config as config_lib, sweep as sweep_lib
 
     with _failing_on(config_lib.ConfigError):
-        sweep_lib.main(sweep_file, out=out, check_endpoints=preflight)
+        status = sweep_lib.main(sweep_file, out=out, check_endpoints=preflight)
+    if status:
+        raise typer.Exit(code=status)

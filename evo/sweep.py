@@ -22,12 +22,14 @@ import hashlib
 import itertools
 import json
 import re
+import shlex
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
 
 from evo import config as config_lib
-from evo import provenance, results
+from evo import provenance, results, stopping
 from evo.analysis import compare
 from evo.config import ConfigError
 
@@ -194,7 +196,8 @@ def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
 
     A cell that raises, or that stopped because its LLM calls kept failing, is recorded as
     failed (a later run of the sweep resumes it) and the sweep goes on with the next, so one
-    bad night for one cell does not cost the others; Ctrl-C stops the sweep. Endpoints were
+    bad night for one cell does not cost the others; a stop signal stops the sweep (the cell
+    marked stopped, CellStopped raised). Endpoints were
     checked before the first cell (`_check_endpoints`), so cells skip that check.
     """
     from evo import campaign  # Ray and torch load only when something runs
@@ -215,6 +218,10 @@ def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
         try:
             summary = campaign.run_campaign(cell.config, folder, resume=state == "partial",
                                             check_endpoint=False)
+        except stopping.Stopped as stop:  # the sweep stops here; a rerun resumes this cell
+            _write_marker(folder, cell, status="stopped", stopped_by=stop.signal.name,
+                          stopped_at=_now())
+            raise CellStopped(stop, f"cell {number}/{len(cells)} {cell.name}") from None
         except Exception as error:  # noqa: BLE001  (recorded, reported, the sweep goes on)
             _write_marker(folder, cell, status="failed", error=f"{type(error).__name__}: {error}",
                           traceback=traceback.format_exc())
@@ -229,6 +236,14 @@ def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
         _write_marker(folder, cell, status="done", stopped_by=stopped_by, finished_at=_now())
         outcomes[cell.name] = "done" + (f" (stopped by {stopped_by})" if stopped_by else "")
     return outcomes
+
+
+class CellStopped(stopping.Stopped):
+    """A stop signal ended the sweep inside a cell (`where`: "cell 2/4 islands-2")."""
+
+    def __init__(self, stop: stopping.Stopped, where: str):
+        super().__init__(stop.signal)
+        self.where = where
 
 
 def _check_tasks(cells: list[Cell]) -> None:
@@ -258,11 +273,13 @@ def _check_endpoints(cells: list[Cell]) -> None:
 
 
 def main(sweep_file: Path | str, out: Path | str | None = None,
-         check_endpoints: bool = True) -> None:
+         check_endpoints: bool = True) -> int:
     """What `evo sweep` calls: validate every cell (and, unless `check_endpoints` is False,
-    its LLM endpoint), run what is left, summarize.
+    its LLM endpoint), run what is left, summarize; returns the exit status.
 
-    Exits non-zero (SystemExit) when any cell failed, after running all the others.
+    Exits non-zero (SystemExit) when any cell failed, after running all the others. A stop
+    signal (Ctrl-C, SIGTERM) stops the cell running at its last checkpoint, marks it
+    "stopped", prints one line naming it and the command that continues, and returns 130/143.
     """
     sweep = load_sweep(sweep_file)
     cells = expand(sweep)
@@ -270,7 +287,16 @@ def main(sweep_file: Path | str, out: Path | str | None = None,
     if check_endpoints:
         _check_endpoints(cells)
     folder = Path(out) if out is not None else Path("results") / sweep.name
-    outcomes = run_cells(sweep, cells, folder)
+    with stopping.listening():
+        try:
+            outcomes = run_cells(sweep, cells, folder)
+        except CellStopped as stop:
+            again = ["evo", "sweep", str(sweep_file)] + (["--out", str(out)] if out else []) + (
+                [] if check_endpoints else ["--no-preflight"])
+            print(f"sweep {sweep.name} stopped by {stop.signal.name} in {stop.where} (the cell "
+                  "keeps its last checkpoint); run the same command to continue: "
+                  f"{shlex.join(again)}", file=sys.stderr, flush=True)
+            return stop.exit_status
     for name, outcome in outcomes.items():
         print(f"{name}: {outcome}")
     failed = [name for name, outcome in outcomes.items() if outcome.startswith("failed")]
@@ -279,3 +305,4 @@ def main(sweep_file: Path | str, out: Path | str | None = None,
                          f"tracebacks in their {compare.CELL_MARKER}); run the same command "
                          "again to retry them")
     print(f"sweep {sweep.name}: {len(cells)} cells in {folder}; compare them with `evo report {folder}`")
+    return 0
