@@ -197,8 +197,8 @@ def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
     A cell that raises, or that stopped because its LLM calls kept failing, is recorded as
     failed (a later run of the sweep resumes it) and the sweep goes on with the next, so one
     bad night for one cell does not cost the others; a stop signal stops the sweep (the cell
-    marked stopped, CellStopped raised). Endpoints were
-    checked before the first cell (`_check_endpoints`), so cells skip that check.
+    marked stopped, CellStopped raised). Endpoints were checked before the first cell
+    (`_check_endpoints`), so cells skip that check.
     """
     from evo import campaign  # Ray and torch load only when something runs
 
