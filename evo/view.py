@@ -16,6 +16,7 @@ Why it is safe to leave running on a laptop:
 
 from __future__ import annotations
 
+import errno
 import http.server
 import json
 import mimetypes
@@ -140,7 +141,8 @@ def _host_name(header: str) -> str:
 
 def make_server(directory: Path | str, host: str = DEFAULT_HOST,
                 port: int = DEFAULT_PORT) -> http.server.ThreadingHTTPServer:
-    """Returns a server (not yet serving) for `directory`; port 0 picks a free one."""
+    """Returns a server (not yet serving) for `directory`; port 0 picks a free one. A port
+    in use raises OSError saying so and suggesting --port 0."""
     root = Path(directory).resolve()
     if not root.is_dir():
         raise FileNotFoundError(f"no results folder at {directory}")
@@ -150,7 +152,13 @@ def make_server(directory: Path | str, host: str = DEFAULT_HOST,
     if ":" in host:
         server_class = type("ThreadingHTTPServerV6", (server_class,),
                             {"address_family": socket.AF_INET6})
-    server = server_class((host, port), handler)
+    try:
+        server = server_class((host, port), handler)
+    except OSError as error:
+        if error.errno != errno.EADDRINUSE:
+            raise
+        raise OSError(f"port {port} on {host} is in use (another `evo view`?): choose another "
+                      "with --port N, or --port 0 for any free port") from None
     server.daemon_threads = True
     return server
 

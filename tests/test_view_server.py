@@ -148,3 +148,17 @@ def test_a_running_campaign_with_no_rows_yet_is_served_a_waiting_page(tmp_path):
 def test_a_missing_folder_is_an_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no results folder"):
         view.make_server(tmp_path / "missing", "127.0.0.1", 0)
+
+
+def test_a_busy_port_is_named_with_the_way_out(tmp_path):
+    from typer.testing import CliRunner
+
+    from evo import cli
+
+    folder = example_campaign(tmp_path / "campaign")
+    with _serving(folder) as port:  # the port is taken, by another `evo view`
+        result = CliRunner().invoke(cli.app, ["view", str(folder), "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"error: port {port} on 127.0.0.1 is in use (another `evo view`?): choose "
+        "another with --port N, or --port 0 for any free port")
