@@ -40,16 +40,29 @@ chromium chromium-driver) or KERNELEVO_CHROMIUM and KERNELEVO_CHROMEDRIVER name 
 
 $(VENV)/.installed: pyproject.toml
 	@if $(PYTHON) -c "import torch" 2>/dev/null; then \
-		echo "keeping the torch already installed: $$($(PYTHON) -c 'import torch; print(torch.__version__)')"; \
+		echo "set-up: creating $(VENV) (keeping the torch already installed: $$($(PYTHON) -c 'import torch; print(torch.__version__)')) and installing Triton, Ray, pandas, pyarrow, matplotlib and KernelEvo into it: about 1-2 minutes, once"; \
 		$(PYTHON) -m venv --system-site-packages $(VENV); \
 	else \
+		echo "set-up: creating $(VENV) and installing PyTorch (CPU build, $(TORCH_SPEC)), Triton, Ray, pandas, pyarrow, matplotlib and KernelEvo into it: about 2-4 minutes, once"; \
 		$(PYTHON) -m venv $(VENV) && $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q "$(TORCH_SPEC)"; \
 	fi
 	$(BIN)/pip install -q -e '.[test,external]'
 	@touch $@
+	@echo "set-up: done ($(VENV); \`source $(BIN)/activate\` puts evo on your PATH)"
 
-run: setup
-	$(BIN)/evo run experiments/quickstart.toml
+# The quickstart's results folder (`make run OUT=DIR` for another); RUN_ARGS: more `evo run`
+# options (`make run RUN_ARGS="--set search.generations=1"`).
+ifndef OUT
+OUT := results/quickstart-$(shell date +%Y%m%d-%H%M%S)
+endif
+RUN_ARGS ?=
+
+# The campaign needs no browser: chromium is set up by `make test` only.
+run: $(VENV)/.installed sandbox
+	$(BIN)/evo run experiments/quickstart.toml --out "$(OUT)" $(RUN_ARGS)
+	@echo "next: evo report $(OUT)   (tables and figures)"
+	@echo "      evo view $(OUT)     (the page in your browser, live while a campaign runs)"
+	@echo "      (evo is in $(BIN): \`source $(BIN)/activate\` first)"
 
 test: setup
 	$(BIN)/python -m pytest -q
