@@ -81,8 +81,6 @@ def _best(rows: pd.DataFrame, task: str | None) -> tuple[pd.Series, dict]:
             raise ValueError(f"the campaign has {len(tasks)} tasks ({', '.join(tasks)}): name one "
                              "with --task, or a candidate with --candidate ID")
         task = tasks[0]
-    if task not in tasks:
-        raise ValueError(f"unknown task {task!r}: this campaign's tasks are {', '.join(tasks)}")
     chosen = best.best_candidates(rows[rows["task"] == task])[task]
     if chosen is None:
         raise ValueError(f"task {task} has no correct candidate to export; name any candidate "
@@ -125,6 +123,9 @@ def export(directory: Path | str, task: str | None = None, candidate: str | None
     name = str(row["task"])
     path = Path(out) if out else (
         directory / "exported" / f"{results.slug(name)}-{row['candidate_id'][:12]}.py")
+    if not isinstance(row["source"], str):
+        raise ValueError(f"candidate {row['candidate_id']} of {name} has no source recorded in "
+                         f"{directory / 'evaluations'}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(row["source"])
     return Exported(path=path, task=name, candidate_id=str(row["candidate_id"]),
