@@ -120,11 +120,10 @@ def _arity(reference) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _Batch:
-    """A judged batch (`_Walk._batch`): its outputs' token in the checker, the run chosen,
-    and the seed of its runs' values."""
+    """A judged batch (`_Walk._batch`): (token in the checker, run) of each run read in, and
+    the seed of its runs' values."""
 
-    token: str
-    run: int
+    checked: tuple
     seed: int
 
 
@@ -526,8 +525,9 @@ class _Walk(Walk):
         device alone): the worker runs it back to back, this process's clock around the
         request, each run's outputs written as it ends into slots the checker made (like
         prepared call `like`'s outputs) or files; then, with the worker stopped, the checker
-        reads in the outputs of one run chosen now, to be judged (`_check_timed_case`): no
-        code of the candidate runs between a run's end and that read."""
+        reads in the outputs of one run chosen now (with files, small: of every run), to be
+        judged (`_check_timed_case`): no code of the candidate runs between a run's end and
+        that read."""
         self._calls += 1
         token = f"w{self._walk_number}c{self._calls}b"
         slots = self._request(checker, {"op": "batch_slots", "like": like, "token": token,
@@ -552,15 +552,18 @@ class _Walk(Walk):
         if not (isinstance(written, list) and len(written) == runs):
             raise Failed("timed", "cheat_forged_timing", f"the worker reported "
                          f"{str(written)[:60]} for a batch of {runs} runs")
-        run = self.c.choose(list(range(runs)))
+        # shared slots: one run, chosen now; files (small cases, the interpreter): every run
+        chosen = [self.c.choose(list(range(runs)))] if where else list(range(runs))
         with worker.frozen():
-            collected = self._request(checker, {"op": "collect", "token": token, "run": run,
-                                                "dir": worker.workdir, "outputs": written[run],
-                                                "files": written}, self.c.limits.check_s)
-        if collected["kind"] is not None:
-            raise Failed("timed", collected["kind"], f"run {run} of the judged batch: "
-                         f"{collected['detail']}")
-        return _Batch(token, run, seed)
+            for run in chosen:
+                collected = self._request(checker, {
+                    "op": "collect", "token": f"{token}{run}" if not where else token, "run": run,
+                    "dir": worker.workdir, "outputs": written[run],
+                    "files": written if run == chosen[-1] else []}, self.c.limits.check_s)
+                if collected["kind"] is not None:
+                    raise Failed("timed", collected["kind"], f"run {run} of the judged batch: "
+                                 f"{collected['detail']}")
+        return _Batch(tuple((f"{token}{run}" if not where else token, run) for run in chosen), seed)
 
     def _read_clock(self, checker) -> None:
         """Has the checker read the SM clock (the caller holds the gate, shared) into the
@@ -598,15 +601,16 @@ class _Walk(Walk):
         which the checker rebuilds from the seeds (`timing.inputs_of_run`); then the
         re-check's (`_recheck`, `token`)."""
         with self.c.device_lock.shared():
-            verdict = self._request(checker, {"op": "judge_collected", "token": batch.token,
-                                              "params": case.params, "seed": inputs_seed,
-                                              "runs_seed": batch.seed, "run": batch.run},
-                                    self.c.limits.check_s)
-            if verdict["kind"] is not None:
-                kind = "cheat_cached_result" if verdict["kind"] == "mismatch" else verdict["kind"]
-                raise Failed("timed", kind, f"the outputs of run {batch.run} of the judged "
-                             f"batch, chosen once it was over, though checked calls were right: "
-                             f"case {case.name!r}: {verdict['detail']}", verdict)
+            for checked, run in batch.checked:
+                verdict = self._request(checker, {"op": "judge_collected", "token": checked,
+                                                  "params": case.params, "seed": inputs_seed,
+                                                  "runs_seed": batch.seed, "run": run},
+                                        self.c.limits.check_s)
+                if verdict["kind"] is not None:
+                    kind = "cheat_cached_result" if verdict["kind"] == "mismatch" else verdict["kind"]
+                    raise Failed("timed", kind, f"the outputs of run {run} of the judged batch, "
+                                 f"read in once it was over, though checked calls were right: "
+                                 f"case {case.name!r}: {verdict['detail']}", verdict)
             self._compare_timed(checker, worker, token, rechecked, case,
                                 "re-check right after timing, inputs refreshed in place")
 
