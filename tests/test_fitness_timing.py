@@ -630,12 +630,3 @@ def test_a_judged_batch_lasts_a_few_milliseconds_within_bounds():
     assert timing.judged_batch_runs(None) == 2  # the interpreter: one run to choose from
     assert timing.judged_batch_runs(70.0) == 50
     assert timing.judged_batch_runs(1.0) == 64 and timing.judged_batch_runs(1e5) == 4
-
-
-def test_after_run_sees_each_timed_run_outside_the_timed_interval():
-    calls, seen = [], []
-    staged = timing.stage([lambda: calls.append(len(calls)) or len(calls)],
-                          DeviceInfo("interpreter", "cpu"), after_run=seen.append)
-    assert seen == []  # warm-up runs are not offered
-    [stats] = timing.time_staged(staged)
-    assert seen == list(range(len(calls) - stats.runs + 1, len(calls) + 1))  # what each run returned

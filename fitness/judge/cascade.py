@@ -430,7 +430,7 @@ class _Walk(Walk):
         others in an order drawn at random. Every timed run gets its own input values, drawn
         from a seed the worker is given only with the case's `bench`, once the judge's clock
         runs (`timing.FreshInputs`). Right after a case's timing comes its judged batch
-        (`_batch`: the judge's clock, and one run's outputs read in at once), then its
+        (`_batch`: outputs read in at once, the worker stopped), then its
         re-check on its timed buffers (`_recheck`). A candidate surely slower on the
         representative case than `GIVE_UP_FACTOR` times the best seen is a clear loser: its
         other cases are not timed (their latency is None), which spares most of the device

@@ -327,20 +327,16 @@ class Staged:
     device: DeviceInfo
     config: TimingConfig
     refill: Callable[[], None]
-    after_run: Callable[[object], None] | None = None
     clock: Clock = REAL_CLOCK
 
 
 def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
           config: TimingConfig | None = None,
           refill: Callable[[], None] | None = None,
-          after_run: Callable[[object], None] | None = None,
           clock: Clock = REAL_CLOCK) -> Staged:
     """Runs each callable `config.warmup_runs` times (`refill` before every call), then, on a
     GPU with `use_graphs`, captures it in a CUDA graph where it can be captured. A runnable
-    returns what its callable returned (a replay: the outputs of the captured call).
-    `after_run(outputs)`, when given, sees every timed run's outputs (settling runs too),
-    outside the timed interval."""
+    returns what its callable returned (a replay: the outputs of the captured call)."""
     refill = refill or (lambda: None)
     interpreted = device.backend == "interpreter"
     config = config or (INTERPRETER_TIMING if interpreted else TimingConfig())
@@ -356,12 +352,12 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
                 method = "graph" if captured else method
             runnables.append(fn)
             methods.append(method)
-    return Staged(runnables, methods, device, config, refill, after_run, clock)
+    return Staged(runnables, methods, device, config, refill, clock)
 
 
 JUDGED_BATCH_S = 0.005
-"""Seconds a judged batch aims to last (`judged_batch_runs`): long beside the request's own
-round trip, short beside a case's timing."""
+"""Seconds a judged batch aims to last (`judged_batch_runs`): runs enough to choose from,
+short beside a case's timing."""
 _RUN_OVERHEAD_US = 30.0
 """What a batch run costs besides the callable (a refill, a flush), roughly."""
 
@@ -378,9 +374,8 @@ def judged_batch_runs(per_run_us: float | None) -> int:
 def run_judged_batch(staged: Staged, runs: int, keep: Callable[[int, object], None]) -> None:
     """Runs the first staged callable `runs` times back to back, each run on its refill's
     values and, on a GPU, behind a flush of the last-level cache, as timed runs are; `keep(run,
-    outputs)` takes each run's outputs where they are to go. The caller's clock spans the
-    whole batch: a judge that times it from outside knows how long the runs took, whatever
-    the process that ran them says (`fitness.judge.cascade`)."""
+    outputs)` takes each run's outputs where they are to go, for the judge to read in once
+    the batch is over (`fitness.judge.cascade`)."""
     fn, gpu = staged.runnables[0], None
     if staged.device.backend != "interpreter":
         gpu = staged.clock.device()
@@ -443,7 +438,6 @@ def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
     fills on the first call after its staging misses there, not in a timed run), then
     adaptive batches timed with the wall clock."""
     runnables, refill, now = staged.runnables, staged.refill, staged.clock.now
-    after_run = staged.after_run or (lambda outputs: None)
     with phase("warm", staged.clock):
         for _ in range(max(staged.config.warmup_runs, 1)):
             for fn in runnables:
@@ -456,9 +450,8 @@ def _time_wall(staged: Staged, give_up) -> list[LatencyStats]:
             for index, bucket in zip(active, samples):
                 refill()
                 start = now()
-                outputs = runnables[index]()
+                runnables[index]()
                 bucket.append((now() - start) * 1e6)
-                after_run(outputs)
         return samples
 
     return time_adaptively(run_batch, len(runnables), staged.config, give_up, staged.methods)
@@ -532,7 +525,6 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
     clock, device, config = staged.clock, staged.device, staged.config
     gpu = clock.device()
     runnables, refill = staged.runnables, staged.refill
-    after_run = staged.after_run or (lambda outputs: None)
     flush = gpu.torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=gpu.torch.int8,
                             device=device.torch_device)
     with phase("warm", clock):
@@ -560,9 +552,8 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
                 if pads[index]:
                     gpu.sleep(pads[index])
                 gpu.record(start)
-                outputs = runnables[index]()
+                runnables[index]()
                 gpu.record(end)
-                after_run(outputs)
         gpu.synchronize()
         return [[gpu.elapsed_ms(start, end) * 1e3 for start, end in slot] for slot in pairs]
 

@@ -23,6 +23,7 @@ import time
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from fitness.measure.launches import LaunchCounter
 from fitness.processes import protocol
@@ -113,8 +114,6 @@ recorded inside a launch. Anything else there is a launch hook's or a constexpr 
 
 def _elements(values) -> tuple[int, int]:
     """Returns (the most elements of any tensor among `values`, how many tensors)."""
-    from torch.utils._pytree import tree_leaves
-
     sizes = [v.numel() for v in tree_leaves(values) if isinstance(v, torch.Tensor)]
     return max(sizes, default=0), len(sizes)
 

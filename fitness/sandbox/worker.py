@@ -8,8 +8,7 @@ raw files under /inputs). It makes no judgement: what it reports is evidence.
 One request each: load, precompile (every case compiled on stand-ins, nothing launched),
 call, stage (buffers, warm-up, capture, beside other work), then per case bench (timed on
 inputs that change every run, drawn from a seed given only then), batch (runs back to back
-on values drawn from another such seed, the judge's clock around them, each run's outputs
-written out as it ends, where the judge reads them) and recheck (the timed buffers refilled
+on values drawn from another such seed, each run's outputs put where the judge reads them) and recheck (the timed buffers refilled
 in place, called again); release (the walk is over); harness (an external suite's own
 harness, `fitness.sandbox.harness_run`). Every call, checked or timed,
 runs under the same instruments (`_observed`), so no call tells the candidate it is watched.
@@ -350,8 +349,8 @@ class Worker:
         is the clock a light kernel waits for, as the judge's trusted reads know it;
         `continued`: the case follows another of this candidate's (`one_callers_cases`);
         `runs_seed`: the seed of the timed runs' values, revealed only now, while the judge's
-        clock runs. Replies with the stats and what the
-        candidate did in this case's calls so far."""
+        clock runs. Replies with the stats and what the candidate did in this case's calls
+        so far."""
         from fitness.measure import timing
 
         position = request["case"]
@@ -378,9 +377,9 @@ class Worker:
     def batch(self, request: dict) -> dict:
         """Runs timed case `case` `runs` times back to back on values drawn from `seed`
         (`timing.run_judged_batch`), each run's outputs written as the run ends: into run r's
-        slots of the judge's shared buffer (`where`), else as raw files `<prefix>-<r>-out-*`.
-        The judge's clock spans this request, and it reads the outputs of a run of its choice
-        with this process stopped; the staged graph goes with this request."""
+        slots of the judge's shared buffer (`where`), else copied and, once the runs are over,
+        written as raw files `<prefix>-<r>-out-*`. The judge reads the outputs it chooses with
+        this process stopped; the staged graph goes with this request."""
         from fitness.measure import timing
 
         case = self.timed[request["case"]]
