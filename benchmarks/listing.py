@@ -31,6 +31,8 @@ def task_summary(task: Task) -> dict:
         "runnable_on": list(task.runnable_on),
         "not_on": not_on(task),
         "skip_reason": task.skip_reason,
+        "timed": not task.untimed_reason,  # a correct candidate gets a latency and a speedup
+        "untimed_reason": task.untimed_reason,
         "knob_space": knob_space(task),
     }
 

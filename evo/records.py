@@ -81,6 +81,13 @@ class Task:
     runnable_on: tuple[str, ...] = ("cuda", "rocm", "interpreter")  # backends it can run on
     skip_reason: str = ""  # why a backend is missing from `runnable_on`, shown to the user
     source_path: str = ""  # where an external task was loaded from
+    # For TritonBench-revised, GEAK-eval's performance definition of the task (its
+    # `<task>_perf.py`, prepared by `benchmarks.external.geak_perf`): the inputs and the call
+    # the candidate and the reference are timed on. None elsewhere.
+    perf_harness: str | None = None
+    # Why a correct candidate of this task is not timed ("" when it is): an external suite
+    # that gives no way to call the kernel on performance inputs.
+    untimed_reason: str = ""
 
     def cases_for(self, backend: str) -> tuple[Case, ...]:
         """Returns the case set for a backend: small cases under the interpreter."""

@@ -99,10 +99,30 @@ def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(ungated
     evaluation = _evaluate(ungated, scale_shift, "tb_scale_shift_env_probe.py")
     assert evaluation.correct, evaluation.error_trace
     assert evaluation.case_names == ("test_case_1", "test_case_2", "test_case_3")
-    # TritonBench-revised has no timing harness: correct, untimed, and it says why
-    assert evaluation.stage_reached == "correct" and evaluation.failure_kind is None
+    # timed on its performance file's first input (the interpreter's one), the speedup GEAK-eval's
+    assert evaluation.stage_reached == "timed" and evaluation.failure_kind is None
+    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == harness.INTERPRETER_PERF_INPUTS
+    assert evaluation.speedup == pytest.approx(evaluation.ref_latency_us[0] / evaluation.latency_us[0])
+
+
+def test_tritonbench_task_without_a_performance_file_is_correct_untimed_and_says_why(runner):
+    task = _task("tritonbench-revised", "tritonbench", "row_max")
+    evaluation = _evaluate(runner, task, task.baseline_source)
+    assert evaluation.correct and evaluation.stage_reached == "correct"
     assert evaluation.speedup is None and evaluation.latency_us == ()
-    assert "no timing harness" in evaluation.error_trace
+    assert "no performance file row_max_perf.py" in evaluation.error_trace
+
+
+def test_tritonbench_timing_runs_the_performance_inputs_not_the_tests(runner, scale_shift):
+    # right on every input of the test code (at most 1000 elements), broken on the
+    # performance file's first input (1024): the timing pass runs the latter
+    source = scale_shift.baseline_source.replace(
+        "    out = torch.empty_like(x)\n",
+        "    if x.numel() > 1000:\n        raise ValueError('only small inputs')\n"
+        "    out = torch.empty_like(x)\n", 1)
+    evaluation = _evaluate(runner, scale_shift, source)
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", "runtime_error")
+    assert "only small inputs" in evaluation.error_trace and not evaluation.correct
 
 
 _TRUSTED_RULE = "outside |out - ref| <= atol + rtol*|ref|"  # fitness.judge.checking's words
@@ -219,7 +239,7 @@ def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference
     second = _evaluate(runner, task, task.baseline_source + "\n# same kernel, another id\n")
     _assert_timed(second, cases=2)
     assert second.ref_latency_us == first.ref_latency_us  # cached per (task, case, device, version)
-    assert "has no test_performance" in harness.untimed_reason(_task("rocm", "rocm", "test_fx_rowsum"))
+    assert "has no test_performance" in _task("rocm", "rocm", "test_fx_rowsum").untimed_reason
 
 
 @pytest.mark.slow

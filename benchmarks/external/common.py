@@ -200,9 +200,10 @@ def geak_files(folder: pathlib.Path, suite: str, listed: Iterable[str] = ()) -> 
 
 def geak_task(path: pathlib.Path, suite: str, kernel: str, tests: str, entry: dict,
               entry_point: str, case_names: list[str], how_tests_run: str,
-              tags: tuple[str, ...] = ()) -> Task:
+              tags: tuple[str, ...] = (), **timing) -> Task:
     """Returns the Task of one GEAK file: the kernel code is the baseline a candidate
-    replaces, the test code is the harness, and each of its tests a case."""
+    replaces, the test code is the harness, and each of its tests a case; `timing`: the
+    Task's `perf_harness` and `untimed_reason`, as the suite's loader finds them."""
     cases = tuple(Case(name, {"test": name}) for name in case_names)
     return harness_task(
         suite, path, harness=tests, sources=(kernel, tests),
@@ -216,6 +217,7 @@ def geak_task(path: pathlib.Path, suite: str, kernel: str, tests: str, entry: di
         difficulty=min(5, max(1, int(entry.get("difficulty") or 3))),
         tags=tags + (("autotune",) if "triton.autotune" in kernel else ()),
         dtypes=dtypes_in(kernel + tests),
+        **timing,
     )
 
 

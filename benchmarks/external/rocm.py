@@ -43,7 +43,9 @@ def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
         entry_point=target if target in defined else common.pick_entry_point(kernel, tests, str(path)),
         case_names=correctness_tests,
         how_tests_run="is appended to your module and run with pytest",
-        tags=("pytest",))
+        tags=("pytest",),
+        untimed_reason="" if "test_performance" in {f.name for f in common.top_level_functions(tests)}
+        else f"not timed: the ROCm benchmark file {path.name} has no test_performance")
 
 
 def load(path: str | None) -> list[Task]:

@@ -10,13 +10,15 @@ each file's instruction and difficulty.
 
 Candidate contract: the candidate replaces the kernel code; the test code runs in the
 candidate module's namespace; its `result_gold` is compared with the reference kernel's.
+A correct candidate is timed as GEAK-eval times it, on the inputs of the task's
+performance file (`geak_perf`: GEAK-eval keeps them under `performance_metrics/perf_G/`).
 """
 
 from __future__ import annotations
 
 import pathlib
 
-from benchmarks.external import common
+from benchmarks.external import common, geak_perf
 from evo.records import Task
 
 SUITE = "tritonbench-revised"
@@ -28,11 +30,13 @@ INSTRUCTION_FILES = ("TritonBench_G_comp_alpac_v1_fixed_with_difficulty.json",)
 def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
     """Returns the Task of one TritonBench-revised file."""
     kernel, tests = common.split_geak_file(path.read_text(), str(path))
+    perf_harness, untimed_reason = geak_perf.load(path.parent, path.stem)
     return common.geak_task(
         path, SUITE, kernel, tests, entry or {},
         entry_point=common.pick_entry_point(kernel, tests, str(path)),
         case_names=common.harness_tests(tests) or ["result_gold"],
-        how_tests_run="runs in your module's namespace")
+        how_tests_run="runs in your module's namespace",
+        perf_harness=perf_harness, untimed_reason=untimed_reason)
 
 
 def load(path: str | None) -> list[Task]:

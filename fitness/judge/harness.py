@@ -9,9 +9,12 @@ per task (`Cascade.references`); every seed the harness sets is salted with the 
 `harness_seed`, so no published expected output covers the inputs.
 
 A candidate whose outputs pass gets a timing pass, the device held alone, where the suite
-gives a way to call the kernel (ROCm's `test_performance`, KernelBench's `Model`/`ModelNew`);
-the reference is timed the same way once per task. TritonBench-revised has no timing
-harness: its correct candidates end at stage "correct", untimed, the reason as `error_trace`.
+gives a way to call the kernel (ROCm's `test_performance`, KernelBench's `Model`/`ModelNew`,
+TritonBench-revised's performance file `Task.perf_harness`); the reference is timed the same
+way once per task. Where the suite gives none (`Task.untimed_reason`), or the reference's own
+timing pass fails, a correct candidate ends at stage "correct", untimed, the reason as
+`error_trace`. TritonBench-revised's speedup is aggregated as GEAK-eval's: the reference's
+total latency over the candidate's (`timing_report.speedup_fields`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import pathlib
 import time
 
 from evo.records import Task, parse_source
@@ -32,6 +36,11 @@ from fitness.processes.pool import WorkerFault
 _SEPARATOR = "#" * 146
 _FILES_DIR = "harness"
 """Folder of the worker's private directory the harness files and outputs are written to."""
+_PERF_MODULE = "geak_perf_definition"
+"""Module name of a TritonBench-revised performance file in the worker's folder."""
+INTERPRETER_PERF_INPUTS = 1
+"""Performance inputs timed on the interpreter (the first, the smallest in GEAK-eval's files):
+its timings mean nothing there, and GPU-sized inputs would take it hours."""
 
 
 class HarnessError(RuntimeError):
@@ -51,18 +60,6 @@ def defines(source: str, name: str) -> bool:
             if any((alias.asname or alias.name.split(".")[0]) == name for alias in node.names):
                 return True
     return False
-
-
-def untimed_reason(task: Task) -> str:
-    """Returns why a harness task cannot be timed, or "" when its suite gives a way to call
-    the kernel (ROCm: a `test_performance` test; KernelBench: always)."""
-    if task.suite == "kernelbench":
-        return ""
-    if task.suite == "rocm":
-        if defines(task.harness, "test_performance"):
-            return ""
-        return f"not timed: the ROCm benchmark file of {task.name!r} has no test_performance"
-    return f"not timed: suite {task.suite!r} has no timing harness (correctness only)"
 
 
 def _error_kind(error: dict, phase: str) -> str:
@@ -138,12 +135,15 @@ class HarnessWalk(Walk):
         if errors.wrong:
             raise errors.first_mismatch()
         self.fields["correct"] = True
-        reason = untimed_reason(self.task)
+        reason = self.task.untimed_reason
+        try:
+            reference_stats = None if reason else self._reference("timings")
+        except Failed as failed:  # the reference failed its own timing pass: not the candidate's fault
+            reason = f"not timed: {failed.detail}"
         if reason:
-            self.fields["error_trace"] = reason
+            self.fields["error_trace"] = reason[-6000:]
             return
         self.stage = "timed"
-        reference_stats = self._reference("timings")
         try:
             report, _ = self._run(source, "ModelNew", "time", self.c.limits.bench_s)
             stats = self._timings(report)
@@ -153,8 +153,9 @@ class HarnessWalk(Walk):
             raise Failed("timed", "harness_error", f"timing pass: cases {sorted(stats)} differ "
                          f"from the reference's {sorted(reference_stats)}")
         names = list(reference_stats)
-        self.fields.update(timing_report.speedup_fields([stats[name] for name in names],
-                                                        [reference_stats[name] for name in names]))
+        self.fields.update(timing_report.speedup_fields(
+            [stats[name] for name in names], [reference_stats[name] for name in names],
+            total=self.task.suite == "tritonbench-revised"))
 
     def run_reference(self, what: str):
         """`reference`'s computation: the task's reference module through its harness."""
@@ -201,12 +202,18 @@ class HarnessWalk(Walk):
             files = {f"{module}.py": f"{source.rstrip()}\n\n\n{_SEPARATOR}\n\n{task.harness}"}
         elif task.suite == "kernelbench":
             files = {"problem.py": task.harness, f"{module}.py": source}
+        elif mode == "time":  # the performance file imports the kernel module by its file's name
+            module = pathlib.Path(task.source_path).stem
+            files = {f"{module}.py": source, f"{_PERF_MODULE}.py": task.perf_harness}
         else:
             files = {f"{module}.py": source, "harness_tests.py": task.harness}
         timing = self.c.timing_config
+        backend = self.c.device.backend
         return {"op": "harness", "dir": _FILES_DIR, "files": files, "suite": task.suite,
                 "module": module, "entry": entry if task.suite == "kernelbench" else task.entry_point,
-                "seed": self.c.harness_seed, "trials": len(task.cases_for(self.c.device.backend)),
+                "seed": self.c.harness_seed, "trials": len(task.cases_for(backend)),
+                "perf_module": _PERF_MODULE,
+                "perf_inputs": INTERPRETER_PERF_INPUTS if backend == "interpreter" else None,
                 "mode": mode, "timing": dataclasses.asdict(timing) if timing else None}
 
     def _run(self, source: str, entry: str, mode: str, limit_s: float,

@@ -55,11 +55,13 @@ def check_clear_loser(report: dict, give_up_us: float) -> None:
                            f"does not make it a clear loser above {give_up_us:.4g} us")
 
 
-def speedup_fields(latency: list[dict | None], reference: list[dict]) -> dict:
+def speedup_fields(latency: list[dict | None], reference: list[dict], total: bool = False) -> dict:
     """Returns the Evaluation's timing fields from per-case candidate and reference stats:
-    the speedup is the geometric mean, over every case, of reference / candidate median. A
-    case not timed (None: a clear loser on another case) keeps None latencies and makes
-    both speedups None, so no speedup is ever over fewer cases than another's."""
+    the speedup is the geometric mean, over every case, of reference / candidate median
+    (`total`: GEAK-eval's TritonBench-revised speedup instead, the reference's summed medians
+    over the candidate's); the worst is the lowest case's ratio either way. A case not timed
+    (None: a clear loser on another case) keeps None latencies and makes both speedups None,
+    so no speedup is ever over fewer cases than another's."""
     def column(key: str) -> tuple:
         return tuple(None if s is None else s[key] for s in latency)
 
@@ -70,6 +72,8 @@ def speedup_fields(latency: list[dict | None], reference: list[dict]) -> dict:
     if latency and all(s is not None for s in latency):
         ratios = [ref["median_us"] / max(lat["median_us"], 1e-9)
                   for lat, ref in zip(latency, reference)]
-        fields.update(speedup=math.exp(sum(map(math.log, ratios)) / len(ratios)),
+        summed = (sum(ref["median_us"] for ref in reference)
+                  / max(sum(lat["median_us"] for lat in latency), 1e-9))
+        fields.update(speedup=summed if total else math.exp(sum(map(math.log, ratios)) / len(ratios)),
                       worst_speedup=min(ratios))
     return fields

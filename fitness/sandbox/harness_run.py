@@ -48,6 +48,27 @@ def save_all_benchmark_results(output_directory):
     pass
 '''
 
+_GEAK_PERF_BASE = '''"""Stand-in for geak_eval.perf.performance_utils, written by KernelEvo's harness: the base
+class of TritonBench-revised's performance files. The timing pass calls a file's own
+get_input_tensors, to_cuda and call_op; timing is fitness.measure.timing's (never do_bench)."""
+
+
+class do_bench_config:
+    def __init__(self, warm_up=25, repetition=100, **_):
+        self.warm_up, self.repetition = warm_up, repetition
+
+
+class Performance_Metrics:
+    def __init__(self, op_name, dtype=None, is_backward=False, **kwargs):
+        self.op_name = op_name + ("backward" if is_backward else "")
+        self.dtype, self.kwargs = dtype, kwargs
+        self.input_tensors = []
+        self.do_bench_config = do_bench_config()
+
+    def get_do_bench_config(self, warmup=None, rep=None):
+        pass
+'''
+
 
 def run(request: dict, device, launches) -> dict:
     """Returns the report of one harness run on `device`; `launches` is the worker's Triton
@@ -56,10 +77,13 @@ def run(request: dict, device, launches) -> dict:
     Request keys: dir (folder to write into, in the worker's directory), files (name ->
     text), suite (tritonbench-revised | rocm | kernelbench), module (the kernel module's
     stem), entry (KernelBench's Model or ModelNew), seed (None keeps the harness's seeds; an
-    int salts each seed it sets), trials (KernelBench), mode, timing (TimingConfig fields).
+    int salts each seed it sets), trials (KernelBench), perf_module and perf_inputs
+    (TritonBench-revised's timing: its performance file's module name, and how many of its
+    inputs to time, None for all), mode, timing (TimingConfig fields).
     The report: phase reached (import | run | time | done), error, Triton launches, pytest
     outcomes, and the outputs' specs and structure or the per-case timings (ROCm's
-    `test_performance` parametrizations, KernelBench's trials)."""
+    `test_performance` parametrizations, KernelBench's trials, TritonBench-revised's
+    performance inputs)."""
     workdir = os.path.abspath(request["dir"])
     os.makedirs(workdir)
     for name, text in request["files"].items():
@@ -235,14 +259,17 @@ class _PytestRecorder:
 
 
 def _geak_shim(workdir: str):
-    """Writes the geak_eval stand-in into the working directory and returns it imported."""
+    """Writes the geak_eval stand-in (both suites' perf modules) into the working directory
+    and returns ROCm's imported."""
     shim = os.path.join(workdir, "geak_eval", "perf", "ROCm")
     if not os.path.isdir(shim):
         os.makedirs(shim)
         for folder in ("geak_eval", "geak_eval/perf", "geak_eval/perf/ROCm"):
             open(os.path.join(workdir, folder, "__init__.py"), "w").close()
-        with open(os.path.join(shim, "performance_utils_pytest.py"), "w") as handle:
-            handle.write(_GEAK_PERF_SHIM)
+        for path, text in (("ROCm/performance_utils_pytest.py", _GEAK_PERF_SHIM),
+                           ("performance_utils.py", _GEAK_PERF_BASE)):
+            with open(os.path.join(workdir, "geak_eval", "perf", path), "w") as handle:
+                handle.write(text)
         with open(os.path.join(workdir, "pytest.ini"), "w") as handle:
             handle.write("[pytest]\n")
     return importlib.import_module("geak_eval.perf.ROCm.performance_utils_pytest")
@@ -339,4 +366,33 @@ def _time_kernelbench(harness: _Harness) -> dict:
                 for name, inputs in _kernelbench_trials(harness, problem)}
 
 
-_TIMERS = {"rocm": _time_rocm, "kernelbench": _time_kernelbench}
+def _time_tritonbench(harness: _Harness) -> dict:
+    """Times the kernel module on the inputs of the task's performance file, as GEAK-eval does:
+    `get_input_tensors` once (seeded), then each input moved by `to_cuda` and `call_op` timed
+    on it ("input 0", "input 1", ...). `perf_inputs` (the interpreter's) keeps the first few,
+    and there `to_cuda` leaves tensors on the host."""
+    import torch
+
+    request = harness.request
+    _geak_shim(harness.workdir)
+    modules.import_file(harness.path(f"{request['module']}.py"), request["module"])
+    perf_module = request["perf_module"]
+    definition = modules.import_file(harness.path(f"{perf_module}.py"), perf_module).performance_metrics()
+    if harness.device.backend == "interpreter":
+        torch.Tensor.cuda = lambda tensor, *_, **__: tensor
+    harness.report["phase"] = "run"
+    _seed(42)
+    definition.get_input_tensors()
+    inputs = list(definition.input_tensors)[:request["perf_inputs"]]
+    if not inputs:
+        raise RuntimeError("the performance file's get_input_tensors made no input")
+    harness.report["phase"] = "time"
+    timings = {}
+    for index, host_input in enumerate(inputs):
+        on_device = definition.to_cuda(host_input)
+        (timings[f"input {index}"],) = harness.bench([lambda: definition.call_op(on_device)])
+        del on_device  # one input's tensors on the device at a time, as GEAK-eval holds them
+    return timings
+
+
+_TIMERS = {"rocm": _time_rocm, "kernelbench": _time_kernelbench, "tritonbench-revised": _time_tritonbench}
