@@ -1,9 +1,9 @@
 """Campaign configuration: one frozen model per TOML section, validated on load.
 
 A config file has five sections, `[campaign]`, `[search]`, `[operators]`, `[fitness]` and
-`[budget]`; every key has a default except `campaign.name` and the task selection. An
-unknown key or a bad value raises `ConfigError` naming `section.key` and what is allowed,
-and `--set section.key=value` overrides go through the same validation as the file.
+`[budget]`; every key has a default except `campaign.name`. An unknown key or a bad value
+raises `ConfigError` naming `section.key` and what is allowed, and `--set section.key=value`
+overrides go through the same validation as the file. docs/config.md lists every key.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class Campaign(_Section):
     Attributes:
       name: label of the campaign; default results folder is results/<name>-<time>.
       tasks: task names; empty means every task of `suite`.
-      suite: "builtin" or an external suite (then `path` is its local checkout).
+      suite: "builtin", or an external suite: "tritonbench-revised", "rocm", "kernelbench".
+      path: the local checkout of an external suite (required with one).
       seed: seeds every island's RNG, so the same config and seed give the same run.
       seed_with_baseline: start each island from the task's baseline kernel (required
         offline: offline operators only rewrite existing kernels); GEAK starts from the
@@ -53,7 +54,8 @@ class Search(_Section):
 
     Attributes:
       generations: sequential scaling; offspring generations after the seed population.
-      population, offspring: individuals kept per island (elitist), and made per generation.
+      population: individuals kept per island (elitist).
+      offspring: individuals made per island per generation.
       islands: parallel scaling; independent populations per task.
       migration_interval: migrate the best along a ring every this many generations;
         0 keeps islands independent (GEAK's parallel runs).
@@ -78,45 +80,75 @@ class Search(_Section):
 
 
 class Operators(_Section):
-    """[operators]: how offspring are made; each field's meaning is beside it."""
+    """[operators]: how offspring are made: by LLM roles through an endpoint, offline
+    operators or a recorded campaign, and how LLM calls are priced, retried and bounded.
 
-    # "llm" (an OpenAI-compatible endpoint), "offline" (launch-config and constexpr
-    # mutation/crossover, no LLM) or "replay" (answers from a recorded campaign).
+    Each key's meaning is the string below it.
+    """
+
     mode: Literal["llm", "offline", "replay"] = "offline"
-    base_url: str = ""  # the endpoint (llm mode)
-    model: str = ""  # the model name (llm mode)
-    api_key_env: str = "OPENAI_API_KEY"  # the variable holding the API key (never stored)
-    replay_from: Optional[str] = None  # results folder of the recorded campaign (replay mode)
-    # "exact" answers a request only by its hash (model, messages, sampling, sample index);
-    # "position" answers one whose hash was not recorded by its place in the recorded
-    # campaign, (task, island, generation, role, sample index), so a replay on other hardware,
-    # whose reflector and optimizer prompts carry other measurements, gets the same answers
-    # in the same places (a place with no recording still stops it).
+    """"llm" (an OpenAI-compatible endpoint), "offline" (launch-config and constexpr
+    mutation/crossover, no LLM) or "replay" (answers from a recorded campaign)."""
+    base_url: str = ""
+    """The endpoint (llm mode)."""
+    model: str = ""
+    """The model name (llm mode)."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """The name of the variable holding the API key (the key is never stored)."""
+    replay_from: Optional[str] = None
+    """Results folder of the recorded campaign (replay mode)."""
     replay_match: Literal["exact", "position"] = "exact"
-    # Module switches for ablations (GEAK Table 9); a role switched off is replaced by the
-    # generator.
+    """"exact" answers a request only by its hash (model, messages, sampling, sample index);
+    "position" answers one whose hash was not recorded by its place in the recorded
+    campaign, (task, island, generation, role, sample index), so a replay on other hardware,
+    whose reflector and optimizer prompts carry other measurements, gets the same answers
+    in the same places (a place with no recording still stops it)."""
+    generations_from: Optional[str] = None
+    """A JSONL file (.gz or plain) of recorded model output, rows {instruction, predict,
+    label} as TritonBench's `LLM_generated/` publishes them: the generator role answers from
+    it instead of an endpoint, in any mode (offline: the offline operators evolve what it
+    gave; llm or replay: the other roles ask as configured). Each island's generation 0 holds
+    the generator's answer for its task (beside the baseline with `seed_with_baseline`); a
+    row belongs to the task whose gold code its label is, and a campaign task that no row
+    matches stops the campaign before it starts (`operators.recorded_generations`)."""
+    generations_model: str = ""
+    """The model name the recorded replies' rows carry ("": the file's name without
+    .jsonl/.gz, "gpt-4o.jsonl.gz" -> "gpt-4o")."""
     knowledge: bool = True
+    """Inject the device's hardware sheet into the prompts (LLM modes; ablation switches
+    here and below, as GEAK Table 9)."""
     one_shot: bool = True
+    """Add one example kernel, retrieved by code similarity, to the generator's prompt
+    (LLM modes)."""
     optimizer: bool = True
+    """The optimizer role improves correct parents; off, the generator takes its place
+    (LLM modes)."""
     reflector: bool = True
+    """The reflector role repairs failing parents from their error; off, the generator takes
+    its place (LLM modes)."""
     crossover: bool = True
-    # model -> [input, output] USD per million tokens.
+    """The crossover role combines two correct parents; off, no offspring slot mates
+    (LLM modes)."""
     price_usd_per_mtok: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    max_completion_tokens: int = Field(default=4096, ge=1)  # cap on tokens per answer
-    request_timeout_s: float = Field(default=300.0, gt=0)  # per request, in the HTTP client
-    # Further attempts of a call after a 429, a 5xx, a timeout or a connection error
-    # (exponential backoff from 1 s, capped at 60 s).
+    """Model -> [input, output] USD per million tokens, for spend and `budget.max_usd`."""
+    max_completion_tokens: int = Field(default=4096, ge=1)
+    """Cap on tokens per answer."""
+    request_timeout_s: float = Field(default=300.0, gt=0)
+    """Limit per request, in the HTTP client."""
     max_retries: int = Field(default=5, ge=0)
-    max_concurrent_requests: int = Field(default=8, ge=1)  # LLM calls in flight, per island
-    # The campaign stops (cleanly: checkpoint written, rows kept, exit status 3) after this
-    # many LLM calls in a row, across islands, gave no usable answer (`evo.breaker`).
+    """Further attempts of a call after a 429, a 5xx, a timeout or a connection error
+    (exponential backoff from 1 s, capped at 60 s)."""
+    max_concurrent_requests: int = Field(default=8, ge=1)
+    """LLM calls in flight, per island."""
     max_consecutive_failures: int = Field(default=20, ge=1)
+    """The campaign stops (cleanly: checkpoint written, rows kept, exit status 3) after this
+    many LLM calls in a row, across islands, gave no usable answer (`evo.breaker`)."""
 
 
 class Fitness(Settings):
     """[fitness]: where and how candidates are scored: `fitness.Settings` (device, workers,
-    spares, sandbox, static_gate, timeouts, timing, sandbox_limits; documented there),
-    which travels whole to each FitnessActor, and the engine's own knobs.
+    spares, sandbox, static_gate, timeouts, timing, sandbox_limits, with their meanings),
+    which travels whole to each FitnessActor, and the engine's own knobs below.
 
     Attributes:
       max_in_flight_per_actor: evaluations submitted to one FitnessActor at once.
@@ -261,9 +293,13 @@ def _describe(error: pydantic.ValidationError) -> str:
 def _check_consistency(config: Config) -> None:
     """Raises ConfigError for combinations no single key's validation can catch."""
     ops = config.operators
-    if ops.mode == "offline" and not config.campaign.seed_with_baseline:
+    if ops.mode == "offline" and not (config.campaign.seed_with_baseline or ops.generations_from):
         raise ConfigError("campaign.seed_with_baseline must be true when operators.mode = "
-                          "\"offline\": offline operators only rewrite existing kernels")
+                          "\"offline\" (offline operators only rewrite existing kernels) unless "
+                          "operators.generations_from gives the first ones")
+    if ops.generations_model and not ops.generations_from:
+        raise ConfigError("operators.generations_model names the model of "
+                          "operators.generations_from, which is not set")
     if ops.mode == "llm" and (not ops.base_url or not ops.model):
         raise ConfigError("operators.mode = \"llm\" needs operators.base_url and "
                           "operators.model")

@@ -75,12 +75,13 @@ class Settings(BaseModel):
       device: "auto" picks CUDA, then ROCm, then Triton's CPU interpreter.
       workers: sandboxed candidate worker processes per Evaluator (one per FitnessActor).
       spares: candidate workers started beside the lent ones, so a retired worker is
-        replaced at once; None: none under the interpreter, half of `workers` on a GPU.
+        replaced at once; unset: none under the interpreter, half of `workers` on a GPU.
       sandbox: "bwrap" scores candidates only inside the bubblewrap sandbox (and refuses
         to start without one); "off" scores them without it, and every row says so.
       static_gate: refuse candidates whose source breaks the gate's rules before any run.
       timeouts: each stage's limit in seconds (`Limits`; `compile = 60` or `compile_s = 60`).
-      timing: when timing warms up and stops (`TimingConfig`); None: its defaults.
+      timing: when timing warms up and stops (`TimingConfig`); unset: 1 warm-up and 3 timed
+        runs under the interpreter, its defaults elsewhere; set: its defaults for keys not given.
       sandbox_limits: the hard resource limits of every sandboxed process.
     """
 

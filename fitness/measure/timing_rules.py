@@ -14,63 +14,69 @@ from typing import Sequence
 
 @dataclasses.dataclass(frozen=True)
 class TimingConfig:
-    """How long to warm up and when to stop timing; each field's reason is beside it.
+    """How long to warm up and when to stop timing. A callable is `heavy` when it is long
+    enough and draws enough power to move the SM clock itself: it settles on its own load, a
+    light one waits for the chip's full clock (`settled`).
 
-    A callable is `heavy` when it is long enough and draws enough power to move the SM clock
-    itself: it settles on its own load, a light one waits for the chip's full clock (`settled`).
+    Each field's reason is the string below it.
     """
 
-    # Untimed calls of each callable (compilation, autotuning, caches), and as many untimed
-    # rounds after graph capture (a graph's first replay uploads it).
     warmup_runs: int = 3
-    # Timed runs before any stop: at 20 the median's 95% interval is the 6th to 15th sample,
-    # so one outlier cannot stop it.
+    """Untimed calls of each callable (compilation, autotuning, caches), and as many untimed
+    rounds after graph capture (a graph's first replay uploads it)."""
     min_runs: int = 20
+    """Timed runs before any stop: at 20 the median's 95% interval is the 6th to 15th sample,
+    so one outlier cannot stop it."""
     max_runs: int = 500
-    # Timed work at most (the sum of the runs, s): a slow kernel stops here after `min_runs`.
+    """Timed runs at most."""
     max_timed_s: float = 0.05
-    # Stop once the median's confidence interval is narrower than this fraction of it on each
-    # side: sampling then moves three timings of a kernel about 1% apart, half the 2% that
-    # repeated timings may differ by. 0 never stops on it.
+    """Timed work at most (the sum of the runs, s): a slow kernel stops here after `min_runs`."""
     ci_rel: float = 0.005
-    confidence: float = 0.95  # of that interval, and of the "clearly slower" call
-    # Time CUDA graph replays where the call can be captured: events around an eager launch
-    # time Triton's host-side launcher, not the kernel (evidence: RESULTS.md#timing-graph-replay).
+    """Stop once the median's confidence interval is narrower than this fraction of it on each
+    side: sampling then moves three timings of a kernel about 1% apart, half the 2% that
+    repeated timings may differ by. 0 never stops on it."""
+    confidence: float = 0.95
+    """Confidence of that interval, and of the "clearly slower" call."""
     use_graphs: bool = True
-    # A batch median at least this long may move the clock itself (behind the flush and the
-    # pad it keeps the GPU busy most of the time); below it only the SM clock must be steady.
+    """Time CUDA graph replays where the call can be captured: events around an eager launch
+    time Triton's host-side launcher, not the kernel (evidence: RESULTS.md#timing-graph-replay)."""
     settle_above_us: float = 200.0
-    # Such a callable with known roofline floors (`bench`'s `floors_us`) is heavy only at a
-    # compute rate of at least the first fraction of the peak, or memory traffic of at least
-    # the second of the bandwidth; others barely move the clock and settle like light ones
-    # (evidence: RESULTS.md#timing-heat-fractions).
+    """A batch median at least this long may move the clock itself (behind the flush and the
+    pad it keeps the GPU busy most of the time); below it only the SM clock must be steady."""
     heat_compute_fraction: float = 0.25
+    """Such a callable with known roofline floors (`bench`'s `floors_us`) is heavy only at a
+    compute rate of at least this fraction of the peak, or memory traffic of at least
+    `heat_memory_fraction` of the bandwidth; others barely move the clock and settle like
+    light ones (evidence: RESULTS.md#timing-heat-fractions)."""
     heat_memory_fraction: float = 0.7
-    # Timed work of a heavy callable at least: under the power limiter the clock wanders from
-    # read to read, and a tight interval over a few milliseconds times one point of that
-    # wander (evidence: RESULTS.md#timing-clock-wander).
+    """The memory-traffic fraction of the bandwidth that makes a callable heavy (see
+    `heat_compute_fraction`)."""
     heavy_min_timed_s: float = 0.1
-    # Seconds of a heavy callable's settling batches before it may be timed: the power limiter
-    # pulls a boost clock down only after a while under load
-    # (evidence: RESULTS.md#timing-power-limiter).
+    """Timed work of a heavy callable at least: under the power limiter the clock wanders from
+    read to read, and a tight interval over a few milliseconds times one point of that
+    wander (evidence: RESULTS.md#timing-clock-wander)."""
     settle_min_s: float = 0.15
-    # Settling stops after this many seconds, settled or not (0: the first batch is timed).
+    """Seconds of a heavy callable's settling batches before it may be timed: the power limiter
+    pulls a boost clock down only after a while under load
+    (evidence: RESULTS.md#timing-power-limiter)."""
     settle_max_s: float = 0.3
-    # Seconds a settling batch lasts at least after the first, so that two in a row are far
-    # enough apart to show a drift.
+    """Settling stops after this many seconds, settled or not (0: the first batch is timed)."""
     settle_batch_s: float = 0.02
-    # Settled once the last two batch medians (heavy callables) and clock reads agree within
-    # this fraction, and (light callables) the clock is within it of the fastest read lately.
+    """Seconds a settling batch lasts at least after the first, so that two in a row are far
+    enough apart to show a drift."""
     settle_rel: float = 0.01
-    # Heavy load that ended at most this long before a settling counts toward its
-    # `settle_min_s`: the cases of one candidate, timed back to back, heat the chip once.
+    """Settled once the last two batch medians (heavy callables) and clock reads agree within
+    this fraction, and (light callables) the clock is within it of the fastest read lately."""
     settle_gap_s: float = 0.05
-    # Runs whose first and last thirds have medians more than `drift_rel` apart timed two
-    # states of the device, and their median is of neither: they are dropped and the callable
-    # timed again, at most `retakes` times. Not heavy callables: they drift as they heat the
-    # chip, which settling already spans (evidence: RESULTS.md#timing-retakes).
+    """Heavy load that ended at most this long before a settling counts toward its
+    `settle_min_s`: the cases of one candidate, timed back to back, heat the chip once."""
     drift_rel: float = 0.03
+    """Runs whose first and last thirds have medians more than this fraction apart timed two
+    states of the device, and their median is of neither: they are dropped and the callable
+    timed again, at most `retakes` times. Not heavy callables: they drift as they heat the
+    chip, which settling already spans (evidence: RESULTS.md#timing-retakes)."""
     retakes: int = 1
+    """Times a drifted callable is timed again at most (see `drift_rel`)."""
 
 
 INTERPRETER_TIMING = TimingConfig(warmup_runs=1, min_runs=3, max_runs=3, retakes=0)
