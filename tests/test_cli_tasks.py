@@ -11,7 +11,8 @@ import external_suites
 
 EVO = str(pathlib.Path(sys.executable).parent / "evo")
 FIELDS = {"name", "suite", "entry_point", "signature", "difficulty", "dtypes", "tags", "cases",
-          "interpreter_cases", "runnable_on", "not_on", "skip_reason", "knob_space"}
+          "interpreter_cases", "runnable_on", "not_on", "skip_reason", "knob_space", "timed",
+          "untimed_reason"}
 
 
 def _evo(*args):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from benchmarks import registry
-from benchmarks.external import geak_perf
+from benchmarks.external import common, geak_perf
 from tests.external_suites import suite
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "external"
 
@@ -79,3 +79,14 @@ def test_evo_tasks_json_says_which_tasks_are_timed_and_why_not():
     tasks = {task["name"]: task for task in json.loads(listed.stdout)["tasks"]}
     assert tasks["scale_shift"]["timed"] is True and tasks["scale_shift"]["untimed_reason"] == ""
     assert tasks["row_max"]["timed"] is False and "row_max_perf.py" in tasks["row_max"]["untimed_reason"]
+
+
+def test_hip_libdevice_is_named_portably_so_geak_eval_edits_run_on_nvidia_too():
+    source = ("import triton.language as tl\nfrom triton.language.extra.hip.libdevice import isinf\n"
+              "y = tl.extra.hip.libdevice.pow(x, 2)\n")
+    portable = common.portable_libdevice(source)
+    assert "hip" not in portable
+    assert "from triton.language.extra.libdevice import isinf" in portable
+    assert "tl.extra.libdevice.pow(x, 2)" in portable
+    tasks = registry.load("tritonbench-revised", str(suite("GEAK-eval"))).tasks()
+    assert [task.name for task in tasks if "cuda" not in task.runnable_on] == []

@@ -198,12 +198,22 @@ def geak_files(folder: pathlib.Path, suite: str, listed: Iterable[str] = ()) -> 
     return files
 
 
+def portable_libdevice(source: str) -> str:
+    """Returns `source` with HIP's libdevice (`tl.extra.hip.libdevice`, GEAK-eval's AMD edit of
+    TritonBench's CUDA one) named as Triton's backend-dispatching `tl.extra.libdevice`, which
+    resolves to the same functions on AMD and to CUDA's on NVIDIA: the reference then runs on
+    both, as TritonBench's original did."""
+    return re.sub(r"\bextra\.hip\.libdevice\b", "extra.libdevice", source)
+
+
 def geak_task(path: pathlib.Path, suite: str, kernel: str, tests: str, entry: dict,
               entry_point: str, case_names: list[str], how_tests_run: str,
               tags: tuple[str, ...] = (), **timing) -> Task:
     """Returns the Task of one GEAK file: the kernel code is the baseline a candidate
     replaces, the test code is the harness, and each of its tests a case; `timing`: the
-    Task's `perf_harness` and `untimed_reason`, as the suite's loader finds them."""
+    Task's `perf_harness` and `untimed_reason`, as the suite's loader finds them. Both
+    codes name libdevice portably (`portable_libdevice`)."""
+    kernel, tests = portable_libdevice(kernel), portable_libdevice(tests)
     cases = tuple(Case(name, {"test": name}) for name in case_names)
     return harness_task(
         suite, path, harness=tests, sources=(kernel, tests),
