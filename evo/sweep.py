@@ -30,7 +30,7 @@ from typing import Any
 
 from evo import config as config_lib
 from evo import provenance, results, stopping
-from evo.analysis import compare
+from evo.analysis import sweep_rows
 from evo.config import ConfigError
 
 _SWEEP_KEYS = {"name", "base"}
@@ -167,7 +167,7 @@ def cell_state(folder: Path, cell: Cell) -> str:
     generations, a bigger budget) is "partial": it continues. Any other change raises
     ConfigError (the engine's resume check): resuming would mix two experiments.
     """
-    marker = compare.read_marker(folder)
+    marker = sweep_rows.read_marker(folder)
     if marker.get("status") == "done" and marker.get("config_hash") == cell.config_hash:
         return "done"
     if not (folder / "campaign.json").exists():
@@ -184,7 +184,7 @@ def _write_marker(folder: Path, cell: Cell, **fields: Any) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"cell": cell.name, "overrides": cell.overrides,
                        "config_hash": cell.config_hash, **fields}, indent=1, default=str)
-    results.atomic_write(folder / compare.CELL_MARKER, lambda tmp: tmp.write_text(text))
+    results.atomic_write(folder / sweep_rows.CELL_MARKER, lambda tmp: tmp.write_text(text))
 
 
 def _now() -> str:
@@ -302,7 +302,7 @@ def main(sweep_file: Path | str, out: Path | str | None = None,
     failed = [name for name, outcome in outcomes.items() if outcome.startswith("failed")]
     if failed:
         raise SystemExit(f"error: {len(failed)} of {len(cells)} cells failed ({', '.join(failed)}; "
-                         f"tracebacks in their {compare.CELL_MARKER}); run the same command "
+                         f"tracebacks in their {sweep_rows.CELL_MARKER}); run the same command "
                          "again to retry them")
     print(f"sweep {sweep.name}: {len(cells)} cells in {folder}; compare them with `evo report {folder}`")
     return 0

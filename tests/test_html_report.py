@@ -300,7 +300,7 @@ def test_the_accuracy_vs_spend_figure_names_fitness_seconds_by_backend():
                           "usd": [0.0, 0.0], "gpu_s": [0.3, 0.6]})
     for backends, name in ((["interpreter"], "eval-seconds"), (["cuda"], "GPU-seconds"),
                            ([], "GPU-seconds"), (["rocm", "interpreter"], "GPU/eval-seconds")):
-        figure = plots.accuracy_vs_spend({"c": curve}, backends=backends)
+        figure = plots.against_spend({"c": curve}, backends=backends)
         assert [axes.get_xlabel() for axes in figure.axes] == ["evaluations", name]
 
 
@@ -374,8 +374,10 @@ def test_sweep_folder_page_has_the_scaling_plots(tmp_path):
     written = html_report.write(tmp_path)
     page = written.read_text()
     assert written == tmp_path / "report.html"
-    for text in ("Sweep ", "Execution accuracy vs generation", "Accuracy vs evaluations",
-                 "Accuracy vs GPU-seconds", "At equal compute", "search.islands", "islands-2",
+    for text in ("Sweep ", "Accuracy vs generation", "Best speedup vs generation",
+                 "Accuracy vs evaluations", "Best speedup vs GPU-seconds", "Accuracy vs islands",
+                 "Generations x islands", "Best candidate per task (over every cell)",
+                 "At equal compute", "search.islands", "islands-2",
                  "not-started: no evaluation rows yet"):
         assert text in page, text
 

@@ -58,6 +58,11 @@ def _labelled_lines(axes):
     return [line for line in axes.get_lines() if not line.get_label().startswith("_")]
 
 
+def _labelled_bands(axes):
+    """Returns the labels of shaded bands (the seeds' noise band), listed after the lines."""
+    return [patch.get_label() for patch in axes.patches if not patch.get_label().startswith("_")]
+
+
 def test_log_axes_read_plain_numbers(tmp_path, close_figures):
     rows = [evaluation("add", 0, generation, call_ok=True, correct=True, speedup=speedup)
             for generation, speedup in enumerate([0.4, 0.7, 1.3, 3.0])]
@@ -84,7 +89,8 @@ def test_every_legend_entry_is_a_drawn_line_and_every_drawn_line_is_in_the_legen
             if axes.get_legend() is None:  # a lone line (or none) needs no legend
                 assert len(lines) <= 1, name
             else:
-                assert _legend_texts(axes) == [line.get_label() for line in lines], name
+                assert _legend_texts(axes) == [line.get_label() for line in lines] + \
+                    _labelled_bands(axes), name
 
 
 def test_pass_at_k_draws_the_single_tasks_its_legend_names(tmp_path, close_figures):
@@ -123,7 +129,8 @@ def test_lines_that_coincide_are_told_apart(tmp_path, close_figures):
     assert list(add.get_ydata()) == list(mul.get_ydata())  # the same curve, twice
     assert add.get_marker() != mul.get_marker() and add.get_linestyle() != mul.get_linestyle()
     assert add.get_fillstyle() == mul.get_fillstyle() == "none"  # hollow: both shapes show
-    assert _legend_texts(best) == ["add", "mul (same as add)"]
+    assert _legend_texts(best) == ["add", "mul (same as add)",
+                                   "seed's own spread 1.00x-1.00x (noise)"]
 
     accuracy = figures["accuracy_vs_generation"].axes[0]
     assert _legend_texts(accuracy)[1] == "execution accuracy (same as call accuracy)"

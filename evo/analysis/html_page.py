@@ -45,6 +45,7 @@ svg .grid{stroke:#eceef2}
 svg .axis{stroke:#8a93a0}
 svg .plot{fill:none;stroke:#b7bdc7}
 svg .reference{stroke:#7f7f7f;stroke-dasharray:4 3}
+svg .band{fill:#9aa3b0;fill-opacity:.25;stroke:none}
 .lineage{display:grid;grid-template-columns:minmax(280px,420px) 1fr;gap:12px;align-items:start}
 .tree{background:#fff;border:1px solid #d5d9e0;border-radius:6px;padding:6px 8px;max-height:640px;
   overflow:auto;}

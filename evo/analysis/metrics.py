@@ -289,13 +289,15 @@ def spend_by_generation(results: Results) -> pd.DataFrame:
 
 def by_generation(results: Results) -> pd.DataFrame:
     """Returns sequential scaling: `suite_metrics`' accuracies, mean pass@1 and speedups of
-    all rows up to each generation, with the compute spent so far (cumulative). Computed
+    all rows up to each generation, with the compute spent so far (cumulative);
+    `found_accuracy` leaves the seeds out (with correct seeds exec accuracy is 1.0 from
+    generation 0 and says nothing of the search). Computed
     from each run's first call / first correct generation, not a task table per generation."""
     rows, index, tasks = results.evaluations, generations(results), results.task_names
     runs = pd.Series({task: len(results.islands_of(task)) for task in tasks}, dtype=float)
 
-    def first(flag: str, by: list[str]) -> pd.Series:
-        return rows[rows[flag].astype(bool)].groupby(by)["generation"].min()
+    def first(flag: str, by: list[str], among: pd.DataFrame = rows) -> pd.Series:
+        return among[among[flag].astype(bool)].groupby(by)["generation"].min()
 
     def share_of_tasks(first_generation: pd.Series) -> pd.Series:
         return first_generation.value_counts().reindex(index, fill_value=0).cumsum() / len(tasks)
@@ -307,6 +309,8 @@ def by_generation(results: Results) -> pd.DataFrame:
     table = pd.DataFrame({
         "call_accuracy": share_of_tasks(first("call_ok", ["task"])),
         "exec_accuracy": share_of_tasks(first("correct", ["task"])),
+        "found_accuracy": share_of_tasks(
+            first("correct", ["task"], rows[rows["operator"] != SEED_OPERATOR])),
         "pass_at_1": (solved / runs).mean(axis=1) if runs.min() >= 1 else None,
         "speedup_mean": best.mean(axis=1),
         "speedup_geomean": np.exp(np.log(best.where(best > 0)).mean(axis=1)),

@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
+from evo.analysis.noise import INTERPRETER_CAVEAT  # noqa: E402
 from evo.analysis.overlaps import legend_labels  # noqa: E402
 from evo.progress import time_name  # noqa: E402
 
@@ -57,17 +58,16 @@ def save(figure: plt.Figure, path: Path) -> Path:
     return path
 
 
-def _timing_caveat(axes: plt.Axes, meaningful: bool) -> None:
+def timing_caveat(axes: plt.Axes, meaningful: bool) -> None:
     if not meaningful:
-        axes.set_title(axes.get_title() + "\n(interpreter timing: speedups not meaningful)",
-                       fontsize=9)
+        axes.set_title(f"{axes.get_title()}\n({INTERPRETER_CAVEAT})", fontsize=9)
 
 
 def _empty(axes: plt.Axes, message: str) -> None:
     axes.text(0.5, 0.5, message, ha="center", va="center", transform=axes.transAxes)
 
 
-def _curves(axes: plt.Axes, curves: dict[str, pd.Series]) -> None:
+def draw_curves(axes: plt.Axes, curves: dict[str, pd.Series]) -> None:
     """Draws each curve (y indexed by x) with its own hollow marker and dash; its label
     names an earlier curve it lies on."""
     labels = legend_labels([(name, c.index, c.astype(float)) for name, c in curves.items()])
@@ -90,7 +90,7 @@ def _plain_log_axis(axis, low: float, high: float, suffix: str = "") -> None:
 def accuracy_vs_generation(by_generation: pd.DataFrame) -> plt.Figure:
     """Sequential scaling: call / execution accuracy and pass@1 against generations."""
     figure, axes = plt.subplots(figsize=(6, 4))
-    _curves(axes, {"call accuracy": by_generation["call_accuracy"],
+    draw_curves(axes, {"call accuracy": by_generation["call_accuracy"],
                    "execution accuracy": by_generation["exec_accuracy"],
                    "pass@1 (mean over islands)": by_generation["pass_at_1"]})
     axes.set(xlabel="generation", ylabel="fraction of tasks", ylim=(-0.02, 1.02),
@@ -112,7 +112,7 @@ def pass_at_k(by_runs: pd.DataFrame, task_curves: dict[str, dict[int, float]],
         for index, curve in enumerate(task_curves.values()):
             axes.plot(list(curve), list(curve.values()), color="0.55", linewidth=0.8,
                       marker=".", zorder=3, label=label if index == 0 else "_nolegend_")
-    _curves(axes, {"call pass@k": by_runs["call_pass_at_k"],
+    draw_curves(axes, {"call pass@k": by_runs["call_pass_at_k"],
                    "pass@k (correct)": by_runs["pass_at_k"]})
     axes.set(xlabel=RUNS_LABELS[independent], ylabel="probability", ylim=(-0.02, 1.02),
              title="pass@k vs k (mean over tasks)")
@@ -121,21 +121,23 @@ def pass_at_k(by_runs: pd.DataFrame, task_curves: dict[str, dict[int, float]],
     return figure
 
 
-def best_speedup_by_generation(best: pd.DataFrame, meaningful: bool) -> plt.Figure:
-    """Best correct speedup found so far, per task, against generations (from generation 0)."""
+def best_speedup_by_generation(best: pd.DataFrame, meaningful: bool,
+                               band: tuple[float, float] | None = None) -> plt.Figure:
+    """Best correct speedup found so far, per task, against generations (from generation 0),
+    over the seeds' noise `band` (the suite's, evo.analysis.noise)."""
     figure, axes = plt.subplots(figsize=(6, 4))
     drawn = best.dropna(axis="columns", how="all")
-    _curves(axes, {task: drawn[task] for task in drawn.columns})
+    draw_curves(axes, {task: drawn[task] for task in drawn.columns})
     if drawn.empty:
         _empty(axes, "no correct timed candidate yet")
     else:
-        axes.axhline(1.0, color="0.5", linestyle="--", linewidth=0.8)
+        noise_band(axes, band)
         if len(drawn.columns) <= 12:
             axes.legend(fontsize=8)
     axes.set(xlabel="generation", ylabel="best speedup vs baseline",
              title="Best speedup per generation per task")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-    _timing_caveat(axes, meaningful)
+    timing_caveat(axes, meaningful)
     return figure
 
 
@@ -158,13 +160,15 @@ def speedup_distribution(speedups: pd.Series, meaningful: bool) -> plt.Figure:
     axes.set(xlabel="speedup vs baseline", ylabel="correct candidates",
              title="Speedup distribution")
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-    _timing_caveat(axes, meaningful)
+    timing_caveat(axes, meaningful)
     return figure
 
 
-def accuracy_vs_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy",
-                      backends: Iterable[str] = ()) -> plt.Figure:
-    """Accuracy against cumulative compute, one panel per unit spent, one line per campaign.
+def against_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy",
+                  backends: Iterable[str] = (), band: tuple[float, float] | None = None,
+                  meaningful: bool = True) -> plt.Figure:
+    """`metric` (an accuracy, or the best speedup geomean) against cumulative compute, one
+    panel per unit spent, one line per campaign; a speedup gets the seeds' noise `band`.
 
     `curves` maps a label to a by-generation table; units nobody spent (tokens in offline
     mode) get no panel. `backends`, those the rows were scored on, name the fitness seconds.
@@ -173,14 +177,35 @@ def accuracy_vs_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accur
     measures = [m for m in labels
                 if any(float(table[m].max()) > 0 for table in curves.values())]
     figure, panels = plt.subplots(1, len(measures), figsize=(4 * len(measures), 3.8), squeeze=False)
+    speed = metric.startswith("speedup")
     for axes, measure in zip(panels[0], measures):
-        _curves(axes, {label: pd.Series(table[metric].to_numpy(), index=table[measure].to_numpy())
+        draw_curves(axes, {label: pd.Series(table[metric].to_numpy(), index=table[measure].to_numpy())
                        for label, table in curves.items()})
-        axes.set(xlabel=labels[measure], ylabel=metric.replace("_", " "), ylim=(-0.02, 1.02))
-    panels[0][0].set_title("Accuracy vs spend")
+        axes.set(xlabel=labels[measure], ylabel=METRIC_LABELS[metric])
+        if speed:
+            noise_band(axes, band)
+        else:
+            axes.set_ylim(-0.02, 1.02)
+    panels[0][0].set_title(f"{'Best speedup' if speed else 'Accuracy'} vs spend")
+    if speed:
+        timing_caveat(panels[0][0], meaningful)
     if 1 < len(curves) <= 12:
         panels[0][-1].legend(fontsize=7)
     return figure
+
+
+METRIC_LABELS = {"exec_accuracy": "exec accuracy",
+                 "found_accuracy": "exec accuracy, seeds left out",
+                 "speedup_geomean": "best speedup (geomean over tasks)"}
+
+
+def noise_band(axes: plt.Axes, band: tuple[float, float] | None) -> None:
+    """Shades the speedups a seed read against its own baseline (evo.analysis.noise): a
+    value inside is timing noise."""
+    axes.axhline(1.0, color="0.5", linestyle="--", linewidth=0.8)
+    if band is not None:
+        axes.axhspan(band[0], band[1], color="0.6", alpha=0.25, zorder=0,
+                     label=f"seed's own spread {band[0]:.2f}x-{band[1]:.2f}x (noise)")
 
 
 def versus_torch(cases: list[dict], modes: tuple[str, ...]) -> plt.Figure:

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evo.analysis import best, compare, outcome, plots, torch_comparison
+from evo.analysis import best, compare, noise, outcome, plots, torch_comparison
 from evo.analysis import metrics as analysis
 from evo.analysis.html_page import number
 
@@ -55,14 +55,16 @@ def campaign_figures(results: analysis.Results, tables: Tables) -> dict[str, Fig
     """Returns the campaign's figures by file name (without .png), drawn, not saved."""
     rows = results.evaluations
     meaningful = tables.meaningful is not False
+    band = noise.suite_band(noise.seed_bands(rows))
     return {
         "accuracy_vs_generation": plots.accuracy_vs_generation(tables.generations),
         "pass_at_k": plots.pass_at_k(tables.runs, tables.solved_curves, results.independent_runs),
-        "best_speedup_by_generation": plots.best_speedup_by_generation(tables.best, meaningful),
+        "best_speedup_by_generation": plots.best_speedup_by_generation(
+            tables.best, meaningful, band and (band.low, band.high)),
         "speedup_distribution": plots.speedup_distribution(
             rows.loc[rows["correct"].astype(bool), "speedup"].dropna(), meaningful),
-        "accuracy_vs_spend": plots.accuracy_vs_spend({results.name: tables.generations},
-                                                     backends=results.backends),
+        "accuracy_vs_spend": plots.against_spend({results.name: tables.generations},
+                                                 backends=results.backends),
     }
 
 
@@ -169,14 +171,19 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
 
 def _print_best(report: dict[str, Any], console: Console) -> None:
     """Prints each task's best candidate and how it was ranked (evo.analysis.best)."""
-    rows = [[task, c["candidate_id"][:ID_SHOWN], str(c["generation"]), str(c["island"]),
-             c["operator"], best.speedup_text(c), c["ranking"]] if c else
-            [task, "-", "-", "-", "-", "-", "no correct candidate"]
-            for task, c in report["best_candidates"].items()]
-    console.print(_table("Best candidate per task", ["task", "candidate", "generation", "island",
-                                                     "operator", "speedup", "ranked"], rows,
-                         caption=f"write one to a file: evo export {report['path']} --task TASK "
-                                 "(or --candidate ID)"))
+    chosen = report["best_candidates"]
+    in_cells = any(c and "cell" in c for c in chosen.values())
+    rows = [[task] + ([c.get("cell", "-")] if in_cells else [])
+            + [c["candidate_id"][:ID_SHOWN], str(c["generation"]), str(c["island"]),
+               c["operator"], best.speedup_text(c), c["ranking"]] if c else
+            [task] + ["-"] * (5 + in_cells) + ["no correct candidate"]
+            for task, c in chosen.items()]
+    folder = report.get("path") or f"{report['sweep']}/CELL"
+    console.print(_table("Best candidate per task" + (" (over every cell)" if in_cells else ""),
+                         ["task"] + ["cell"] * in_cells + ["candidate", "generation", "island",
+                                                            "operator", "speedup", "ranked"],
+                         rows, caption=f"write one to a file: evo export {folder} --task TASK "
+                                       "(or --candidate ID)"))
 
 
 ID_SHOWN = 12
@@ -260,31 +267,69 @@ def _print_torch(versus: dict[str, Any], console: Console) -> None:
 
 
 def print_sweep(report: dict[str, Any], console: Console) -> None:
-    """Prints a sweep report: one row per campaign, then each unit of equal compute."""
+    """Prints a sweep report: one row per campaign, each task's best, the generations x
+    islands grid, equal compute at several budgets, the noise and the notes."""
     keys = sorted({k for cell in report["cells"] for k in cell["overrides"]})
     backends = [backend for cell in report["cells"] for backend in cell["backends"]]
-    console.print(_table(f"Sweep {report['sweep']}", ["cell", *keys, "status"] + SUITE_COLUMNS
-                         + ["evals", "tokens", "USD", plots.seconds_name(backends) + "-s"],
-                         [[c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"]]
-                          + _suite_row(c["suite"])
-                          + [number(c["spend"][m]) for m in ("evaluations", "tokens")]
-                          + [f"{c['spend']['usd']:.4f}", number(c["spend"]["gpu_s"])]
-                          for c in report["cells"]]))
-    for measure, comparison in report["equal_compute"].items():
-        console.print(_table(f"At equal compute: {measure} <= {number(comparison['budget'])} "
-                             "(each cell at the last generation it finished within it)",
-                             ["cell", "generation", "spent", "exec acc", "pass@1",
-                              "speedup geomean"],
-                             [[cell, number(m["generation"]), number(m["spent"]),
-                               number(m["exec_accuracy"], "%"), number(m["pass_at_1"], "%"),
-                               number(m["speedup_geomean"], "x")]
-                              for cell, m in comparison["cells"].items()]))
+    mark = "" if report["timing_meaningful"] is not False else "*"
+    caption = f"* {noise.INTERPRETER_CAVEAT}" if mark else ""
+    console.print(_table(
+        f"Sweep {report['sweep']}", ["cell", *keys, "status", "exec acc", "found acc", "pass@1",
+                                     "best speedup", "fast_1", "evals", "tokens", "USD",
+                                     plots.seconds_name(backends) + "-s"],
+        [[c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"],
+          number(c["suite"]["exec_accuracy"], "%"), number(c["suite"]["found_accuracy"], "%"),
+          number(c["suite"]["pass_at_k"].get("1"), "%"),
+          number(c["suite"]["speedup_geomean"], "x") + mark,
+          number(c["suite"]["fast_p"]["1"], "%"), number(c["spend"]["evaluations"]),
+          number(c["spend"]["tokens"]), f"{c['spend']['usd']:.4f}", number(c["spend"]["gpu_s"])]
+         for c in report["cells"]],
+        caption=(caption + "; " if caption else "") + "found acc: seeds left out"))
+    _print_best(report, console)
+    grid = report["grid"]
+    at = {(p["generations"], p["islands"]): p for p in grid["points"]}
+    console.print(_table(
+        "Generations x islands (exec accuracy, seeds left out / best speedup; mean over cells "
+        "sharing a point)", ["generations"] + [f"islands {i}" for i in grid["islands"]],
+        [[str(g)] + [_point_text(at.get((g, i)), mark) for i in grid["islands"]]
+         for g in grid["generations"]], caption=caption))
+    labels = plots.spend_labels(backends)
+    for measure, found in report["equal_compute"].items():
+        console.print(_table(
+            f"At equal compute: {labels[measure]} (each cell at the last generation it "
+            "finished within the budget; -: it spent less in all)",
+            ["cell"] + [f"<= {number(b['budget'])}" for b in found],
+            [[cell] + [_budget_text(b, cell, mark) for b in found]
+             for cell in sorted({c for b in found for c in {**b["cells"], **b["short"]}})],
+            caption="gen G: found acc / best speedup" + (f"; {caption}" if caption else "")))
     for skipped in report["skipped"]:
         console.print(f"[yellow]skipped {skipped['cell']}: {skipped['reason']}[/yellow]")
+    said: dict[str, list[str]] = {}
     for cell in report["cells"]:
         for note in cell["notes"]:
-            console.print(f"[yellow]note ({cell['cell']}): {note}[/yellow]")
-    _print_footer({"notes": [], "figures": report["figures"]}, console)
+            said.setdefault(note, []).append(cell["cell"])
+    for note, cells in said.items():
+        console.print(f"[yellow]note ({', '.join(cells)}): {escape(note)}[/yellow]")
+    _print_footer({"notes": report["noise_notes"], "figures": report["figures"]}, console)
+    console.print(f"rows in pandas: evo.analysis.load_sweep({str(report['sweep'])!r})")
+
+
+def _point_text(point: dict[str, Any] | None, mark: str) -> str:
+    if point is None:
+        return "-"
+    count = len(point["cells"])
+    return (f"{number(point['found_accuracy'], '%')} / {number(point['speedup_geomean'], 'x')}"
+            f"{mark}" + (f" ({count} cells)" if count > 1 else ""))
+
+
+def _budget_text(budget: dict[str, Any], cell: str, mark: str) -> str:
+    if cell not in budget["cells"]:
+        return "-"
+    at = budget["cells"][cell]
+    if at["generation"] is None:
+        return "nothing finished"
+    return (f"gen {at['generation']}: {number(at['found_accuracy'], '%')} / "
+            f"{number(at['speedup_geomean'], 'x')}{mark}")
 
 
 def _print_footer(report: dict[str, Any], console: Console) -> None:

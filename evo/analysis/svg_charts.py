@@ -158,8 +158,10 @@ def _axes(parts: list[str], x_ticks, y_ticks, sx, sy, box) -> None:
 
 def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: str,
                y_range: tuple[float, float] | None = None, reference: float | None = None,
-               integer_x: bool = False, width: float = WIDTH, height: float = HEIGHT) -> str:
-    """Returns an SVG line chart; `reference` draws a dashed horizontal line (1x speedup)."""
+               integer_x: bool = False, width: float = WIDTH, height: float = HEIGHT,
+               band: tuple[float, float] | None = None) -> str:
+    """Returns an SVG line chart; `reference` draws a dashed horizontal line (1x speedup),
+    `band` shades a range of y (the seeds' noise band, evo.analysis.noise)."""
     colors = [PALETTE[i % len(PALETTE)] for i in range(len(series))]
     labels = legend_labels([(s.label, s.x, s.y) for s in series])
     legend, legend_h = _legend(labels, [_line_swatch(i, c) for i, c in enumerate(colors)], width)
@@ -169,7 +171,7 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
     if not points:
         return _no_data(parts, width, box)
     xs = [p[0] for p in points]
-    ys = [p[1] for p in points] + ([reference] if reference is not None else [])
+    ys = [p[1] for p in points] + ([reference] if reference is not None else []) + list(band or ())
     low_y, high_y = y_range or (min(ys), max(ys))
     if y_range is None:
         pad = (high_y - low_y) * 0.08 or abs(high_y) * 0.1 or 0.5
@@ -187,6 +189,10 @@ def line_chart(series: Sequence[Series], *, title: str, x_label: str, y_label: s
 
     _axes(parts, [(t, _label(t)) for t in x_ticks], y_ticks, sx, sy, box)
     parts.extend(legend)
+    if band is not None:
+        parts.append(f'<rect x="{box[0]}" y="{sy(band[1]):.1f}" width="{box[2] - box[0]}" '
+                     f'height="{sy(band[0]) - sy(band[1]):.1f}" class="band"><title>seed\'s own '
+                     f"spread {band[0]:.2f}x-{band[1]:.2f}x: timing noise</title></rect>")
     if reference is not None:
         parts.append(f'<line x1="{box[0]}" x2="{box[2]}" y1="{sy(reference):.1f}" '
                      f'y2="{sy(reference):.1f}" class="reference"/>')
