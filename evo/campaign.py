@@ -1,7 +1,7 @@
 """The campaign driver: every task's islands evolve at once on Ray, rows land in Parquet.
 
 `run_campaign` checks what it can before Ray starts, wires the rooms together (`evo.wiring`)
-and runs `Campaign.run`, the generation loop of DESIGN.md; `main` is what `evo run` calls.
+and runs `Campaign.run`, the generation loop of docs/design.md; `main` is what `evo run` calls.
 
 There is no global barrier: the driver is one event loop over Ray ObjectRefs (broods being
 bred, evaluations in flight), and each island starts its next generation as soon as its own

@@ -141,7 +141,7 @@ def debug_depth(individual: Individual, repair_attempts: dict[str, int]) -> int:
 
 def plan_offspring(population: Sequence[Individual], n: int, toolbox: base.Toolbox,
                    rng: random.Random, repair_attempts: dict[str, int]) -> list[Plan]:
-    """Returns a plan per offspring slot (DESIGN.md, "The loop", step 2).
+    """Returns a plan per offspring slot (docs/design.md, "The loop", step 2).
 
     empty island -> generate; two correct parents (with probability crossover_rate) ->
     mate; correct parent -> improve; failing parent -> repair, unless its lineage failed

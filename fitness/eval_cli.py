@@ -47,7 +47,7 @@ _STAGE_OF_KIND = {"unsupported_on_backend": "platform", "policy_violation": "gat
 
 
 def stage_name(evaluation: Evaluation) -> str:
-    """Returns the cascade stage a verdict ended at, by DESIGN.md's names: `stage_reached`,
+    """Returns the cascade stage a verdict ended at, by docs/design.md's names: `stage_reached`,
     except the checks recorded as stage "syntax" that come after it: the task's backends
     ("platform") and the static gate ("gate")."""
     return _STAGE_OF_KIND.get(evaluation.failure_kind, evaluation.stage_reached)

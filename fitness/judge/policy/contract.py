@@ -2,7 +2,7 @@
 
 What the model is told it may write and what the gate allows must never drift apart, so the
 prompt's contract is not written by hand: `render()` builds it from the same tables the gate
-reads. operators/ may not import fitness/ (DESIGN.md), so the rendering is kept as the
+reads. operators/ may not import fitness/ (docs/design.md), so the rendering is kept as the
 prompt template operators/prompts/contract.txt; a test fails when the two differ, and
 `python -m fitness.judge.policy.contract` rewrites the template.
 """
