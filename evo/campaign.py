@@ -352,8 +352,9 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
     """Runs (or, with `resume`, continues) the campaign `config` into `out`; returns its Summary.
 
     Checked before Ray starts, cheapest first: the folder (free, writable, with room for a
-    generation), the tasks, the LLM endpoint (unless `check_endpoint` is False); a failed
-    check raises ConfigError and writes nothing. Later, a fatal cause the user can fix raises
+    generation), the tasks, the generations file (`operators.generations_from`), the LLM
+    endpoint (unless `check_endpoint` is False); a failed check raises ConfigError and
+    writes nothing. Later, a fatal cause the user can fix raises
     fatal.CampaignFailed (traceback in DIR/evo-run.log); inside `stopping.listening`, a stop
     signal raises stopping.Stopped. `fitness_actors`: FitnessActor handles shared with the
     caller (a sweep, a test session) and left running; by default the campaign starts its own.
@@ -364,12 +365,16 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
     tasks = config_lib.resolve_tasks(config)
     rows = config.search.offspring * config.search.islands * len(tasks)
     preflight.check_results_folder(out, rows, run_log.RESERVE_BYTES)
+    recorded = wiring.recorded_generations(config, tasks)
+    if recorded is not None:
+        print(f"generations from {recorded.report}", flush=True)
     if check_endpoint:
         preflight.check(config)
     state = _prepare_folder(out, resume)
     log = run_log.RunLog(out)
     try:
-        campaign, backend = _run(config, out, tasks, state, address, fitness_actors, resume)
+        campaign, backend = _run(config, out, tasks, state, address, fitness_actors, resume,
+                                 recorded)
     except stopping.Stopped as stop:
         ending.record(out, stop.signal.name, str(stop))
         raise
@@ -388,12 +393,12 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
 
 
 def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState,
-         address: str | None, fitness_actors, resume: bool) -> tuple[Campaign, str]:
+         address: str | None, fitness_actors, resume: bool, recorded) -> tuple[Campaign, str]:
     """Starts Ray and the campaign's actors, runs the campaign, stops them; returns the
     finished Campaign and where fitness ran. A resumed campaign's progress starts from what
-    its checkpoint covers (`_resumed`)."""
+    its checkpoint covers (`_resumed`); `recorded`: the generator's file replies, or None."""
     with ray_session(address):
-        with wiring.start(config, tasks, state, fitness_actors) as parts:
+        with wiring.start(config, tasks, state, fitness_actors, recorded) as parts:
             stopping.check()  # a signal during the start-up stops before anything is written
             if (out / "campaign.json").exists():
                 provenance.check_device(out, parts.device)

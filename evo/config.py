@@ -37,8 +37,9 @@ class Campaign(_Section):
       path: the local checkout of an external suite (required with one).
       seed: seeds every island's RNG, so the same config and seed give the same run.
       seed_with_baseline: start each island from the task's baseline kernel (required
-        offline: offline operators only rewrite existing kernels); GEAK starts from the
-        instruction alone (false, LLM mode).
+        offline, where operators only rewrite existing kernels, unless
+        operators.generations_from gives them); GEAK starts from the instruction alone
+        (false, LLM mode).
     """
 
     name: str = Field(min_length=1)

@@ -64,12 +64,16 @@ class Population:
 
     # -- breeding ---------------------------------------------------------------------------
 
-    def seeds(self) -> list[Candidate]:
-        """Returns the generation-0 candidates: the baseline when seeding with it, else none."""
-        if not self.config.campaign.seed_with_baseline:
-            return []
-        return [make_candidate(self.task.name, self.task.baseline_source, operator="seed",
-                               generation=0, island=self.island)]
+    async def seeds(self) -> list[Candidate]:
+        """Returns the generation-0 candidates: the baseline when seeding with it, and with
+        `operators.generations_from` the generator's answer, which that file gives."""
+        seeds = []
+        if self.config.campaign.seed_with_baseline:
+            seeds.append(make_candidate(self.task.name, self.task.baseline_source,
+                                        operator="seed", generation=0, island=self.island))
+        if self.config.operators.generations_from:
+            seeds += await self._offspring([Plan("generate")], 0)
+        return seeds
 
     async def breed(self, generation: int) -> list[Candidate]:
         """Returns this generation's offspring, in slot order (failed slots left out)."""
@@ -81,6 +85,10 @@ class Population:
             if plan.role == "repair":
                 parent_id = plan.parents[0].id
                 self.repair_attempts[parent_id] = self.repair_attempts.get(parent_id, 0) + 1
+        return await self._offspring(plans, generation)
+
+    async def _offspring(self, plans: list[Plan], generation: int) -> list[Candidate]:
+        """Returns the children the plans give, in slot order; books the slots that gave none."""
         history = self._history()
         children = await asyncio.gather(*(
             self._vary(plan, Breeding(self.task, self.client, self._context(generation), history,

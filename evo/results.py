@@ -60,10 +60,13 @@ LLM_CALL_SCHEMA = pa.schema([
     ("error", pa.string()), ("response", pa.string()), ("attempts", pa.int64()),
     ("messages_json", pa.string()), ("replay_matched", pa.string()),
     ("failure_kind", pa.string()), ("finished_at", pa.timestamp("ms", tz="UTC")),
+    ("recorded_from", pa.string()),
 ])
 """One row per LLM call, as `LLMClient.drain_calls` hands them over plus where they came from.
 `failure_kind` is null for a usable answer, else an `operators.call_failures` kind or, for an
-answer without usable code, the parser's word (`no_code_block`, ...) with `error` its reason."""
+answer without usable code, the parser's word (`no_code_block`, ...) with `error` its reason.
+`recorded_from` is file:line for a reply read from `operators.generations_from`, else null
+(and absent from parts written before it existed: read them with this schema)."""
 
 
 def evaluation_row(campaign: str, task: Task, candidate: Candidate, evaluation: Evaluation,

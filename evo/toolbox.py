@@ -3,7 +3,8 @@
 `build(config)` registers everything an island calls, with the knobs bound, so the loop in
 `evo.population` only calls aliases (`select`, `survive`, `generate`, `repair`, `improve`,
 `mate`). Ablation switches change what is registered here: with the reflector off,
-`repair` is the generator; with crossover off, `crossover_rate` is 0.
+`repair` is the generator; with crossover off, `crossover_rate` is 0; offline with
+`generations_from`, `generate` is the generator answered from the file.
 
 Selection never feeds on noise: where timing is not meaningful (the CPU interpreter) the
 speedup component of the fitness is 0 for every correct candidate, and ties are broken by
@@ -102,10 +103,15 @@ def build(config: Config) -> base.Toolbox:
     toolbox.register("select", sel_tournament, tournsize=search.tournament_size)
     toolbox.register("survive", sel_survivors)
     toolbox.max_debug_attempts = search.max_debug_attempts
-    if ops.mode == "offline":  # no LLM client is imported
+    if ops.mode == "offline":  # no LLM client is imported, unless a file plays the generator
         from operators import offline
 
-        toolbox.register("generate", offline.offline_fresh)
+        if ops.generations_from:
+            from operators import generator
+
+            toolbox.register("generate", generator.generator)
+        else:
+            toolbox.register("generate", offline.offline_fresh)
         toolbox.register("repair", offline.offline_mutation)
         toolbox.register("improve", offline.offline_mutation)
         toolbox.register("mate", offline.offline_crossing)

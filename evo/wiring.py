@@ -80,11 +80,13 @@ class Parts:
 
 
 @contextlib.contextmanager
-def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actors=None):
+def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actors=None,
+          recorded=None):
     """Yields the started Parts, restored from `state`; stops them afterwards.
 
     `fitness_actors` (FitnessActor handles) are used instead of starting new ones and are
-    left running: a sweep or a test suite pays the workers' cold start once.
+    left running: a sweep or a test suite pays the workers' cold start once. `recorded`
+    (`recorded_generations(config, tasks)`) answers the generator role.
     """
     import fitness as scoring
 
@@ -104,6 +106,10 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
         if config.operators.mode != "offline":
             client = llm_client(config, LedgerProxy(ledger))
             _warn_if_unpriced(config, client)
+        if recorded is not None:
+            from operators.recorded_generations import FileGenerator
+
+            client = FileGenerator(recorded, others=client)
         knowledge = _knowledge(config, device)
         placements = itertools.cycle(_island_placements())
         starters = {(task.name, island): functools.partial(
@@ -216,6 +222,26 @@ def llm_client(config: Config, budget=None):
     except (ValueError, FileNotFoundError) as error:
         raise ConfigError(f"[operators]: {error}") from None
     return client
+
+
+def recorded_generations(config: Config, tasks: list[Task]):
+    """Returns the replies of `operators.generations_from` for the campaign's `tasks` (None
+    when it is not set), its rows matched against every task of the suite; raises
+    ConfigError naming the file's problem. Read before anything starts."""
+    ops = config.operators
+    if not ops.generations_from:
+        return None
+    from benchmarks import registry
+    from operators import recorded_generations
+
+    suite = tasks
+    if config.campaign.tasks:  # a row of a task left out of the campaign must find that one
+        suite = registry.load(config.campaign.suite, config.campaign.path).tasks(config.campaign.suite)
+    try:
+        return recorded_generations.load(ops.generations_from, ops.generations_model, suite,
+                                         [task.name for task in tasks])
+    except (ValueError, FileNotFoundError) as error:
+        raise ConfigError(f"operators.generations_from: {error}") from None
 
 
 def _warn_if_unpriced(config: Config, client) -> None:

@@ -34,7 +34,7 @@ from operators.call_failures import Failure
 from operators.replay import MATCHES, Position, Recording, ReplayMissError
 
 __all__ = ["LLMClient", "LLMReply", "BudgetExceeded", "EndpointUnusable", "ReplayMissError", "request_hash",
-           "DEFAULT_PRICES"]
+           "call_row", "DEFAULT_PRICES"]
 
 DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
     # model: (USD per 1M prompt tokens, USD per 1M completion tokens); list prices when written.
@@ -80,7 +80,8 @@ class BudgetSeam(Protocol):
 @dataclasses.dataclass(frozen=True)
 class LLMReply:
     """What one call returned. `success` False means `error` says why (`failure_kind`: the
-    `call_failures` kind) and `text` may be empty."""
+    `call_failures` kind) and `text` may be empty; `recorded_from` is file:line for a reply
+    read from a generations file (`operators.recorded_generations`)."""
 
     text: str
     usage: LLMUsage
@@ -90,6 +91,7 @@ class LLMReply:
     attempts: int = 1
     replay_matched: str = ""
     failure_kind: str = ""
+    recorded_from: str = ""
 
 
 def request_hash(model: str, messages: Sequence[Mapping[str, str]], sampling: Mapping[str, Any],
@@ -198,7 +200,7 @@ class LLMClient:
             sdk, semaphore = self._loop_state()
             async with semaphore:  # reserve only once a slot is free: queued calls hold no budget
                 reply = await self._budgeted(role, key, messages, self._call(sdk, messages, sampling, key))
-        self._calls.append(_row(role, sample_index, messages, reply))
+        self._calls.append(call_row(role, sample_index, messages, reply))
         return reply
 
     async def _budgeted(self, role: str, key: str, messages, call) -> LLMReply:
@@ -387,7 +389,7 @@ def _reply_from_row(row: Mapping, key: str) -> LLMReply:
                     failure_kind="" if success else row.get("failure_kind") or "unknown")
 
 
-def _row(role: str, sample_index: int, messages, reply: LLMReply) -> dict:
+def call_row(role: str, sample_index: int, messages, reply: LLMReply) -> dict:
     """Returns the call-log row of one call (the columns of results/<campaign>/llm_calls/)."""
     usage = reply.usage
     return {"role": role, "model": usage.model, "request_hash": reply.request_hash, "sample_index": sample_index,
@@ -396,4 +398,5 @@ def _row(role: str, sample_index: int, messages, reply: LLMReply) -> dict:
             "error": reply.error, "response": reply.text, "attempts": reply.attempts,
             "messages_json": json.dumps(list(messages), ensure_ascii=False),
             "replay_matched": reply.replay_matched or None, "failure_kind": reply.failure_kind or None,
+            "recorded_from": reply.recorded_from or None,
             "finished_at": datetime.datetime.now(datetime.timezone.utc)}

@@ -163,7 +163,7 @@ def test_migration_schedule():
 
 def test_seed_is_the_baseline_stamped_with_its_island():
     island = Population(TASK, 2, _config(islands=3), "interpreter")
-    seed = island.seeds()[0]
+    seed = asyncio.run(island.seeds())[0]
     assert seed.operator == "seed" and seed.island == 2 and seed.generation == 0
     assert seed.source == TASK.baseline_source
 

@@ -1,7 +1,8 @@
-"""experiments/perf/llm_corpus.py and its helpers: the corpus's rows find their tasks as
-GEAK-eval and TritonBench find them, the GEAK-eval check gives GEAK-eval's verdicts (its code
-extraction, its file, its comparison and its quirks) on CPU modules, the table lines up, and
-the script runs end to end on this machine's interpreter."""
+"""experiments/perf/llm_corpus.py and its helpers: a built row carries its task and the code
+GEAK-eval takes (how rows find their tasks: tests/test_label_matching.py), the GEAK-eval
+check gives GEAK-eval's verdicts (its code extraction, its file, its comparison and its
+quirks) on CPU modules, the table lines up, and the script runs end to end on this
+machine's interpreter."""
 
 import json
 import math
@@ -33,14 +34,6 @@ def _fenced(code: str) -> str:
 
 # ---- the corpus ---------------------------------------------------------------------------
 
-def test_rows_find_their_file_exactly_inside_or_by_instruction():
-    items = [json.loads(line) for line in (FIXTURES / "raw_set.jsonl").read_text().splitlines()]
-    entries = {entry["file"]: entry for entry in json.loads((FIXTURES / "instructions.json").read_text())}
-    assert llm_corpus_build.match_labels(items, entries) == [
-        ("double.py", "exact"), ("negate.py", "contained"), ("square_two.py", "instruction"),
-        (None, "unmatched")]
-
-
 def test_a_built_row_carries_the_code_geak_eval_takes():
     lines = (FIXTURES / "raw_set.jsonl").read_text()
     entries = {entry["file"]: entry for entry in json.loads((FIXTURES / "instructions.json").read_text())}
@@ -49,20 +42,6 @@ def test_a_built_row_carries_the_code_geak_eval_takes():
     assert rows[0]["source"] == "def double(x):\n    return 2 * x"
     assert rows[2]["source"] == "def square(x):\n    return x * x"
     assert rows[3]["source"] == "no code here"  # no fence: the reply as it is (it will not run)
-
-
-def test_real_labels_map_to_geak_eval_files():
-    folder = suite("GEAK-eval")
-    from benchmarks.external import common, tritonbench
-
-    gold = common.find_folder(str(folder), tritonbench.SUITE, tritonbench.SUBPATHS)
-    entries = common.read_instructions(gold, tritonbench.INSTRUCTION_FILES)
-    label = entries["add_example.py"]["output"]
-    items = [{"label": label}, {"label": label[:len(label) // 2] + "<|EOT|>"},
-             {"label": "def nothing_like_it(): pass"}]
-    found = llm_corpus_build.match_labels(items, entries)
-    assert found[0] == ("add_example.py", "exact")
-    assert found[2] == (None, "unmatched")
 
 
 def test_corpus_loads_by_model_with_a_limit():

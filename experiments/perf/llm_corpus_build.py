@@ -33,6 +33,7 @@ sys.path[:0] = [str(ROOT), str(pathlib.Path(__file__).resolve().parent)]
 
 import geak_correctness  # noqa: E402
 from benchmarks.external import common, tritonbench  # noqa: E402
+from operators import label_matching  # noqa: E402
 
 SETS = {
     "qwen2.5-72b-instruct": "LLM_generated/Bench_G_general_purpose/Qwen2.5-72B-Instruct_simp.jsonl",
@@ -41,7 +42,6 @@ SETS = {
     "deepseek-coder": "LLM_generated/Bench_G_coder_specofic/deepseek_094.jsonl",
 }
 """Set name -> its file in the TritonBench repository."""
-_END_TOKENS = ("<|im_end|>", "<|EOT|>")
 
 
 class Snapshot:
@@ -68,55 +68,20 @@ class Snapshot:
                               capture_output=True, text=True).stdout
 
 
-def match_labels(items: list[dict], entries: dict[str, dict]) -> list[tuple[str | None, str]]:
-    """Returns (file or None, how) for each row {label, prompt or instruction}: "exact", the
-    entry whose output equals the label (GEAK-eval); "contained", the one entry not yet taken
-    whose output holds the label without its end-of-text tokens (TritonBench's scripts);
-    "instruction", of several such, the one whose instruction text is in the row's prompt;
-    else "ambiguous" or "unmatched"."""
-    taken: set[str] = set()
-    found: list[tuple[str | None, str]] = []
-    for item in items:
-        label = item.get("label") or ""
-        exact = [name for name, entry in entries.items() if entry.get("output") == label]
-        if exact:
-            found.append((exact[0], "exact"))
-            taken.add(exact[0])
-            continue
-        cleaned = label
-        for token in _END_TOKENS:
-            cleaned = cleaned.replace(token, "")
-        inside = [name for name, entry in entries.items()
-                  if cleaned.strip() and cleaned in entry.get("output", "") and name not in taken]
-        how = "contained"
-        if len(inside) > 1:
-            prompt = item.get("prompt") or item.get("instruction") or ""
-            inside = [name for name in inside if _instruction_body(entries[name]) in prompt]
-            how = "instruction"
-        if len(inside) == 1:
-            found.append((inside[0], how))
-            taken.add(inside[0])
-        else:
-            found.append((None, "ambiguous" if inside or how == "instruction" else "unmatched"))
-    return found
-
-
-def _instruction_body(entry: dict) -> str:
-    """Returns an entry's instruction without the preamble every instruction shares."""
-    body = (entry.get("instruction") or "").split("following instruction.")[-1].strip()
-    return body or "\0"  # an empty body matches no prompt
-
-
 def build_set(name: str, lines: str, entries: dict[str, dict]) -> list[dict]:
-    """Returns a set's corpus rows from its JSONL text."""
+    """Returns a set's corpus rows from its JSONL text, each matched to the gold file whose
+    instruction-file entry's `output` its label is (`operators.label_matching`)."""
     items = [json.loads(line) for line in lines.splitlines() if line.strip()]
-    matches = match_labels(items, entries)
+    references = [label_matching.Reference(file, (entry.get("output") or "",),
+                                           entry.get("instruction") or "")
+                  for file, entry in entries.items()]
+    matches = label_matching.match_rows(items, references, one_row_each=True)
     rows = []
-    for index, (item, (file, how)) in enumerate(zip(items, matches)):
+    for index, (item, match) in enumerate(zip(items, matches)):
         predict = item.get("predict") or ""
-        rows.append({"model": name, "task": file and pathlib.Path(file).stem, "file": file,
-                     "row": index, "match": how, "source": geak_correctness.extract_code(predict),
-                     "predict": predict})
+        rows.append({"model": name, "task": match.name and pathlib.Path(match.name).stem,
+                     "file": match.name, "row": index, "match": match.how,
+                     "source": geak_correctness.extract_code(predict), "predict": predict})
     return rows
 
 
@@ -145,8 +110,7 @@ def main() -> None:
     for name in args.sets.split(","):
         rows = build_set(name, snapshot.read(SETS[name]), entries)
         write_rows(out / f"{name}.jsonl.gz", rows)
-        counts = {how: sum(row["match"] == how for row in rows)
-                  for how in ("exact", "contained", "instruction", "ambiguous", "unmatched")}
+        counts = {how: sum(row["match"] == how for row in rows) for how in label_matching.HOWS}
         manifest["sets"][name] = {**snapshot.describe(SETS[name]), "rows": len(rows), **counts,
                                   "no_code": sum(row["source"] is None for row in rows),
                                   "tasks": len({row["task"] for row in rows if row["task"]})}
