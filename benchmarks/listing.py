@@ -10,7 +10,7 @@ from rich.text import Text
 
 from benchmarks.external.platforms import BACKENDS
 from evo.records import Task
-from operators import tables
+from operators import offline, tables
 
 PIPED_WIDTH = 10_000
 """Console width when stdout is not a terminal: wide enough that no column is cut."""
@@ -34,6 +34,7 @@ def task_summary(task: Task) -> dict:
         "timed": not task.untimed_reason,  # a correct candidate gets a latency and a speedup
         "untimed_reason": task.untimed_reason,
         "knob_space": knob_space(task),
+        "knobs": offline_knobs(task),
     }
 
 
@@ -99,6 +100,22 @@ def knob_space(task: Task) -> dict:
         return tables.space(task.baseline_source or "")
     except SyntaxError:
         return tables.space("")
+
+
+def offline_knobs(task: Task) -> dict[str, dict[str, list[int]]]:
+    """Returns, for each backend the task runs on, {knob key: allowed values} of every knob
+    the offline operators vary on its baseline (`operators.offline.knob_space`): launch
+    options, block sizes, autotune configs and, for a baseline with a per-shape table, its
+    entries (keyed `CONFIGS[bucket].NAME`, the `knob_space` above). Per backend, because the
+    launch options differ (ROCm's `waves_per_eu`...); empty where there is nothing to vary."""
+    found = {}
+    for backend in task.runnable_on:
+        try:
+            space = offline.knob_space(task, task.baseline_source or "", backend)
+        except (SyntaxError, ValueError):
+            space = {}
+        found[backend] = {key: list(values) for key, values in space.items()}
+    return found
 
 
 def _runs_on(task: Task) -> str:

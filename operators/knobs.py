@@ -2,32 +2,41 @@
 
 A knob is a launch keyword at a `kernel[grid](...)` call site (`BLOCK_SIZE=1024`,
 `num_warps=4`, `num_stages=2`; on ROCm also `waves_per_eu`, `matrix_instr_nonkdim`, `kpack`)
-or an UPPER_CASE block-size constant assigned in the wrapper (`BLOCK = 256`). Launch options
-a call leaves out are knobs too, at their backend default, and setting one inserts it.
+or an integer literal assigned outside kernels that is a block size by its name
+(`BLOCK = 256`, `BT, BK = 64, 32`) or that a launch keyword passes on (`num_warps = 4` ...
+`num_warps=num_warps`). Launch options a call leaves out are knobs too, at their backend
+default, and setting one inserts it; a kernel the module never launches (the suite's test
+code does, as in GEAK-eval's ROCm files) gets them through an inserted
+`@triton.heuristics` line, which overrides what its caller passes.
 Values are rewritten in the text at the literal's position, so comments and layout survive.
 Sizes computed at run time (`triton.next_power_of_2(n)`) are not knobs: they are left alone.
-Autotuned kernels are left alone: their configs own those parameters.
-A module's per-shape configuration table (see `operators.tables`) contributes one knob per
-bucket and name, keyed `CONFIGS[bucket].NAME`, with the values the module's `KNOBS` allows
-and kind "design" for the knobs its `DESIGN` names.
+An autotuned kernel is tuned through its configs (`operators.autotune`), not its launches:
+each config's values, and which configs are kept (`<kernel>.configs`: 0 keeps all, i only
+the i-th). A module's per-shape configuration table (see `operators.tables`) contributes one
+knob per bucket and name, keyed `CONFIGS[bucket].NAME`, with the values the module's `KNOBS`
+allows and kind "design" for the knobs its `DESIGN` names.
 """
 
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import re
 from typing import Mapping
 
-from operators import tables
+from operators import autotune, tables
 
 BLOCK_RANGE = (16, 8192)  # 1-D elements per program
 DOT_TILE_RANGE = (16, 256)  # BLOCK_M/N/K of a kernel that calls tl.dot
 TILE_RANGE = (1, 4096)  # one side of a 2-D tile without tl.dot
 MAX_BLOCK_ELEMENTS = 1 << 16  # cap on the product of one launch's block sizes (registers)
 
-_TILE = re.compile(r"^(BLOCK|TILE)(_SIZE)?_[MNK]$")
+_TILE = re.compile(r"^(BLOCK|TILE)(_SIZE)?_[MNK]$|^B[A-CE-Z]$")  # BLOCK_M; BT, BK, BV (BD: a head dim)
 _SEMANTIC = re.compile(r"DMODEL|HEAD|_D$|_DIM$")  # head dims and the like: tied to the problem
+INSERTED_KEYWORD = ", {name}={value}"
+HEURISTIC_LINE = "@triton.heuristics({{'{name}': lambda args: {value}}})\n"
+"""How an absent launch option is set on a kernel the module does not launch itself."""
 
 
 def launch_options(backend: str, uses_dot: bool) -> dict[str, tuple[tuple[int, ...], int]]:
@@ -59,7 +68,10 @@ class Knob:
       present: False if the keyword is absent and setting it inserts `, name=value`.
       linked: spans of grid literals equal to this block size, rewritten with it so the
         grid keeps covering the data.
-      launch: the key prefix of the launch it belongs to ("" for assigned constants).
+      launch: the key prefix of the launch it belongs to ("" for constants no launch uses).
+      insert: what setting an absent knob writes at `span` (`name`, `value` filled in).
+      elements: for a knob choosing which configs a list keeps (kind "configs"), the span of
+        each config; value i keeps only the i-th, 0 keeps them all.
     """
 
     key: str
@@ -70,10 +82,22 @@ class Knob:
     present: bool = True
     linked: tuple[tuple[int, int], ...] = ()
     launch: str = ""
+    insert: str = INSERTED_KEYWORD
+    elements: tuple[tuple[int, int], ...] = ()
 
     @property
     def name(self) -> str:
-        return self.key.split(".", 1)[1].split("#")[0]
+        return self.key.rsplit(".", 1)[1].split("#")[0]
+
+    def edits(self, value: int) -> list[tuple[tuple[int, int], str]]:
+        """Returns the (span, text) replacements that set this knob to `value`."""
+        if self.elements:  # cut what precedes the kept config and what follows it, up to the last
+            kept = self.elements[value - 1] if value else None
+            cuts = [(self.elements[0][0], kept[0]), (kept[1], self.elements[-1][1])] if kept else []
+            return [(cut, "") for cut in cuts if cut[0] < cut[1]]
+        if self.present:
+            return [(span, str(value)) for span in (self.span, *self.linked)]
+        return [(self.span, self.insert.format(name=self.name, value=value))] if value != self.value else []
 
 
 def find(source: str, backend: str) -> list[Knob]:
@@ -82,6 +106,9 @@ def find(source: str, backend: str) -> list[Knob]:
     offsets = _line_offsets(source)
     uses_dot = "tl.dot" in source or ".dot(" in source
     jitted, autotuned = _kernels(tree)
+    scoped = list(_walk_scoped(tree))
+    launches = [(node, function) for _, node, function in scoped if _is_launch(node, jitted)]
+    fed = _fed_names(launches, scoped, autotuned)
     knobs: list[Knob] = []
     seen: dict[str, int] = {}
 
@@ -91,22 +118,127 @@ def find(source: str, backend: str) -> list[Knob]:
             knob = dataclasses.replace(knob, key=f"{knob.key}#{seen[knob.key]}")
         knobs.append(knob)
 
-    for scope, node, function in _walk_scoped(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id in jitted \
-                and node.func.value.id not in autotuned:
+    for scope, node, function in scoped:
+        if _is_launch(node, jitted) and node.func.value.id not in autotuned:
             for knob in _launch_knobs(node, function, offsets, backend, uses_dot):
                 add(knob)
-        elif isinstance(node, ast.Assign) and scope not in jitted and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            kind = _size_kind(node.targets[0].id, node.value)
-            if kind:
-                value = node.value.value
-                add(Knob(f"{scope}.{node.targets[0].id}", kind, value, _size_values(kind, value, uses_dot),
-                         _span(node.value, offsets)))
+        elif isinstance(node, ast.Assign) and scope not in jitted:
+            for name, literal in _literal_targets(node):
+                kernel, keyword = fed.get((scope, name), ("", name))
+                knob = _size_or_option(f"{scope}.{name}", keyword, literal, offsets, backend, uses_dot)
+                if knob is None and keyword != name:
+                    knob = _size_or_option(f"{scope}.{name}", name, literal, offsets, backend, uses_dot)
+                if knob is not None:
+                    add(dataclasses.replace(knob, launch=kernel))
+    for knob in _config_knobs(tree, scoped, offsets, backend, uses_dot):
+        add(knob)
+    for knob in _unlaunched_knobs(tree, jitted - autotuned, offsets, backend, uses_dot):
+        add(knob)
     for entry in tables.entries(tree):
         add(_table_knob(entry, offsets, backend, uses_dot))
     return knobs
+
+
+def _is_launch(node: ast.AST, jitted: set[str]) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id in jitted
+
+
+def _literal_targets(node: ast.Assign):
+    """Yields (name, integer literal) of `NAME = 64` and `BT, BK = 64, 32` assignments."""
+    if len(node.targets) != 1:
+        return
+    target, value = node.targets[0], node.value
+    pairs = zip(target.elts, value.elts) if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) \
+        and len(target.elts) == len(value.elts) else [(target, value)]
+    for name, literal in pairs:
+        if isinstance(name, ast.Name) and tables.is_int_literal(literal):
+            yield name.id, literal
+
+
+def _fed_names(launches, scoped, autotuned: set[str]) -> dict[tuple[str, str], tuple[str, str]]:
+    """Returns (scope, name) -> (kernel, keyword) for each name a launch keyword passes on
+    (`BT=BT`, `num_warps=nw`) that its scope only ever assigns literals (a name also computed,
+    as a flattened shape's `block_m = 1`, is logic, not a knob): the scope is the launching
+    function's if it assigns the name, else the module's. Launches of autotuned kernels are
+    left out: their configs own the knobs."""
+    stores, literals = collections.Counter(), collections.Counter()
+    for scope, node, _ in scoped:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[scope, node.id] += 1
+        elif isinstance(node, ast.Assign):
+            literals.update((scope, name) for name, _ in _literal_targets(node))
+    fed = {}
+    for call, function in launches:
+        if call.func.value.id in autotuned:
+            continue
+        scope = function.name if function else "<module>"
+        for kw in call.keywords:
+            if kw.arg is not None and isinstance(kw.value, ast.Name):
+                where = scope if stores[scope, kw.value.id] else "<module>"
+                if literals[where, kw.value.id] and literals[where, kw.value.id] == stores[where, kw.value.id]:
+                    fed.setdefault((where, kw.value.id), (call.func.value.id, kw.arg))
+    return fed
+
+
+def _size_or_option(key: str, name: str, literal: ast.Constant, offsets, backend: str, uses_dot: bool,
+                    launch: str = "") -> Knob | None:
+    """Returns the knob of `literal` given to `name`, a launch option or a block size; else None."""
+    options = launch_options(backend, uses_dot)
+    if name in options:
+        kind, values = name, options[name][0]
+    else:
+        kind = _size_kind(name, literal)
+        if not kind:
+            return None
+        values = _size_values(kind, literal.value, uses_dot)
+    return Knob(key, kind, literal.value, tuple(sorted(set(values) | {literal.value})), _span(literal, offsets),
+                launch=launch)
+
+
+def _config_knobs(tree: ast.Module, scoped, offsets, backend: str, uses_dot: bool) -> list[Knob]:
+    """Returns the knobs of the module's autotune configs: each one's values (its absent
+    `num_warps`/`num_stages` inserted at their default), and which configs each list keeps."""
+    pairs = [(scope, node) for scope, node, _ in scoped]
+    options = launch_options(backend, uses_dot)
+    found = []
+    for config in autotune.configs(tree, pairs):
+        launch = f"{config.scope}.configs[{config.index}]"
+        for name, literal in config.values:
+            knob = _size_or_option(f"{launch}.{name}", name, literal, offsets, backend, uses_dot, launch)
+            if knob is not None:
+                found.append(knob)
+        if config.end is not None:
+            at = offsets[config.end[0] - 1] + config.end[1]
+            found += [Knob(f"{launch}.{name}", name, options[name][1], options[name][0], (at, at),
+                           present=False, launch=launch) for name in config.absent]
+    for listed in autotune.lists(tree, pairs):
+        spans = tuple(_span(element, offsets) for element in listed.elements)
+        found.append(Knob(f"{listed.scope}.configs", "configs", 0, tuple(range(len(spans) + 1)),
+                          (spans[0][0], spans[-1][1]), elements=spans))
+    return found
+
+
+def _unlaunched_knobs(tree: ast.Module, kernels: set[str], offsets, backend: str,
+                      uses_dot: bool) -> list[Knob]:
+    """Returns the launch options of each kernel the module never names (neither launches it
+    nor calls it from another kernel nor passes it on: its caller is outside, as the test
+    code of GEAK-eval's ROCm files), set by a `@triton.heuristics` line above its `@triton.jit`."""
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.name not in kernels or node.name in used:
+            continue
+        jit = [d for d in node.decorator_list if _decorator_name(d) == "jit"]
+        target = jit[0].func if jit and isinstance(jit[0], ast.Call) else jit[0] if jit else None
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "triton"):
+            continue  # `triton` may not be bound for the inserted line
+        at = offsets[jit[0].lineno - 1]
+        found += [Knob(f"{node.name}.{option}", option, default, values, (at, at), present=False,
+                       launch=node.name, insert=HEURISTIC_LINE)
+                  for option, (values, default) in launch_options(backend, uses_dot).items()]
+    return found
 
 
 def _table_knob(entry: tables.Entry, offsets, backend: str, uses_dot: bool) -> Knob:
@@ -127,19 +259,17 @@ def _table_knob(entry: tables.Entry, offsets, backend: str, uses_dot: bool) -> K
 
 
 def apply(source: str, knobs: list[Knob], settings: Mapping[str, int]) -> str:
-    """Returns `source` with each knob named in `settings` set to its value."""
+    """Returns `source` with each knob named in `settings` set to its value. A config a
+    "configs" knob removes takes the edits of its own values with it."""
     by_key = {k.key: k for k in knobs}
     unknown = sorted(set(settings) - set(by_key))
     if unknown:
         raise KeyError(f"unknown knob(s) {unknown}; this source has {sorted(by_key)}")
-    edits = []  # (start, end, order, text)
-    for order, (key, value) in enumerate(settings.items()):
-        knob = by_key[key]
-        if knob.present:
-            edits.append((*knob.span, order, str(value)))
-            edits.extend((*span, order, str(value)) for span in knob.linked)
-        elif value != knob.value:
-            edits.append((*knob.span, order, f", {knob.name}={value}"))
+    edits = [(*span, order, text) for order, (key, value) in enumerate(settings.items())
+             for span, text in by_key[key].edits(value)]  # (start, end, order, text)
+    removed = [(start, end) for start, end, _, text in edits if not text]
+    edits = [edit for edit in edits if (edit[0], edit[1]) in removed
+             or not any(start <= edit[0] and edit[1] <= end for start, end in removed)]
     data = source.encode()
     for start, end, _, text in sorted(edits, reverse=True):
         data = data[:start] + text.encode() + data[end:]
@@ -232,12 +362,15 @@ def _decorator_name(decorator: ast.AST) -> str:
 
 
 def _walk_scoped(tree: ast.Module):
-    """Yields (scope name, node, enclosing top-level function or None) for every node."""
-    for top in tree.body:
-        function = top if isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-        scope = function.name if function else "<module>"
-        for node in ast.walk(top):
-            yield scope, node, function
+    """Yields (scope name, node, innermost enclosing function or None) for every node, in
+    source order; a function's scope is its own (a method's too: `forward.BT`)."""
+    def visit(parent, function):
+        for node in ast.iter_child_nodes(parent):
+            inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            yield (inner.name if inner else "<module>"), node, inner
+            yield from visit(node, inner)
+
+    yield from visit(tree, None)
 
 
 def _line_offsets(source: str) -> list[int]:

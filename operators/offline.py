@@ -114,8 +114,9 @@ def _mutation(found: list[knobs_lib.Knob], settings: dict[str, int], rng: random
     movable = [k for k in found if choices[k.key]]
     if not movable:
         raise NoKnobsError(f"task {task.name}: candidate {parent.id} has no tunable launch or block-size knob "
-                           f"(no literal BLOCK_*/num_warps/num_stages at a kernel[grid](...) call, "
-                           f"no {tables.TABLE} table)")
+                           f"(no literal block size or launch option at a kernel[grid](...) call, in a "
+                           f"triton.Config or assigned to a name a launch passes on; no kernel launched "
+                           f"only from outside the module; no {tables.TABLE} table)")
     design = [k for k in movable if k.kind == "design"]
     if design and rng.random() < DESIGN_PROBABILITY:
         knob = rng.choice(design)

@@ -12,7 +12,7 @@ import external_suites
 EVO = str(pathlib.Path(sys.executable).parent / "evo")
 FIELDS = {"name", "suite", "entry_point", "signature", "difficulty", "dtypes", "tags", "cases",
           "interpreter_cases", "runnable_on", "not_on", "skip_reason", "knob_space", "timed",
-          "untimed_reason"}
+          "untimed_reason", "knobs"}
 
 
 def _evo(*args):
@@ -64,6 +64,28 @@ def test_rocm_rmsnorm_fwd_names_its_kernel_not_a_helper_it_calls():
         "USE_BLOCKED: tl.constexpr, NUM_PRGMS: tl.constexpr)")
     assert task["runnable_on"] == ["cuda", "rocm"] and list(task["not_on"]) == ["interpreter"]
     assert "torch.cuda.get_device_properties" in task["not_on"]["interpreter"]
+
+
+def test_builtin_knobs_hold_the_per_shape_table_on_every_backend():
+    softmax = next(t for t in json.loads(_evo("tasks", "--json").stdout)["tasks"] if t["name"] == "softmax")
+    assert set(softmax["knobs"]) == {"cuda", "rocm", "interpreter"}
+    table = {f"CONFIGS[{bucket}].{name}" for bucket, entries in softmax["knob_space"]["buckets"].items()
+             for name in entries}
+    assert table and table <= set(softmax["knobs"]["cuda"])
+    assert softmax["knobs"]["cuda"]["CONFIGS[short].LOOP"] == softmax["knob_space"]["knobs"]["LOOP"]
+
+
+def test_external_tasks_report_the_knobs_offline_operators_vary():
+    path = str(external_suites.suite("GEAK-eval"))
+    result = _evo("tasks", "--suite", "tritonbench-revised", "--path", path, "--json")
+    assert result.returncode == 0, result.stderr
+    tasks = {t["name"]: t for t in json.loads(result.stdout)["tasks"]}
+    assert sum(bool(t["knobs"].get("cuda")) for t in tasks.values()) >= 0.8 * len(tasks)
+    assert not tasks["add_value"]["knob_space"]["buckets"]  # no per-shape table, yet knobs
+    assert tasks["add_value"]["knobs"]["cuda"]  # the launch's BLOCK_SIZE and options
+    rocm = {t["name"]: t for t in json.loads(
+        _evo("tasks", "--suite", "rocm", "--path", path, "--json").stdout)["tasks"]}
+    assert rocm["test_add_kernel"]["knobs"]["cuda"]["add_kernel.num_warps"] == [1, 2, 4, 8, 16]
 
 
 @pytest.mark.slow

@@ -133,7 +133,7 @@ def f(x):
     assert {kw.arg: kw.value.value for kw in call.keywords} == {"BLOCK": 64, "num_warps": 8, "waves_per_eu": 2}
 
 
-def test_autotuned_kernel_has_no_knobs_and_mutation_says_so():
+def test_autotuned_kernel_is_tuned_through_its_configs_not_its_launch():
     source = '''import triton
 import triton.language as tl
 
@@ -146,6 +146,26 @@ def _k(x_ptr, n, BLOCK: tl.constexpr):
 
 def vector_add(x, y):
     _k[(1,)](x, x.numel())
+'''
+    task = registry.load().get("vector_add")
+    space = offline.knob_space(task, source, "cuda")
+    assert set(space) == {"_k.configs[0].BLOCK", "_k.configs[0].num_warps", "_k.configs[0].num_stages"}
+    child = offline.mutate(task, make_candidate(task.name, source), random.Random(0), "cuda")
+    assert "_k[(1,)](x, x.numel())" in child.source  # the launch gets no option the configs own
+
+
+def test_a_source_without_knobs_says_so():
+    source = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _k(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+def vector_add(x, y, **options):
+    _k[(1,)](x, x.numel(), BLOCK=triton.next_power_of_2(x.numel()), **options)
 '''
     task = registry.load().get("vector_add")
     assert offline.knob_space(task, source, "cuda") == {}
