@@ -63,4 +63,4 @@ def test_sweep_runs_skips_and_continues_cells(tmp_path, capsys, shared_ray):
     assert sorted(c["cell"] for c in compared["cells"]) == ["islands-1", "islands-2"]
     spent = {c["cell"]: c["spend"]["evaluations"] for c in compared["cells"]}
     assert spent["islands-2"] > spent["islands-1"] > 0
-    assert compared["equal_compute"]["evaluations"]["budget"] == spent["islands-1"]
+    assert compared["equal_compute"]["evaluations"][0]["budget"] == spent["islands-1"]

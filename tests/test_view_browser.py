@@ -28,6 +28,7 @@ from typer.testing import CliRunner
 import campaign_processes
 from evo import cli
 from kernel_variants import vector_add_at
+from offline_sweeps import sweep_toml
 from scripted_server import Reply, ScriptedServer
 
 pytestmark = pytest.mark.slow
@@ -281,3 +282,47 @@ def test_lineage_renders_and_choosing_a_node_shows_its_step(report_page):
 
     pixels = matplotlib.image.imread(SCREENSHOT)
     assert pixels.shape[1] >= 1000 and pixels[..., :3].std() > 0.05
+
+
+SWEEP_TOML = sweep_toml("browser-sweep", '"search.islands" = [1, 2]', "generations = 1")
+
+
+@pytest.fixture(scope="module")
+def sweep_page(browser, tmp_path_factory, shared_ray):
+    """A real offline sweep under the interpreter, its `evo report --html` page open."""
+    from evo import sweep
+
+    folder = tmp_path_factory.mktemp("sweep")
+    (folder / "sweep.toml").write_text(SWEEP_TOML)
+    assert sweep.main(folder / "sweep.toml", out=folder / "out") == 0
+    result = CliRunner().invoke(cli.app, ["report", str(folder / "out"), "--html"])
+    assert result.exit_code == 0, result.output
+    browser.get((folder / "out" / "report.html").as_uri())
+    return browser
+
+
+def test_the_sweep_page_draws_the_scaling_question_and_says_timing_is_noise(sweep_page):
+    driver = sweep_page
+    drawn = driver.execute_script("""
+        return Object.fromEntries(Array.from(document.querySelectorAll('svg.chart')).map(svg => {
+          const box = svg.getBoundingClientRect();
+          return [svg.getAttribute('aria-label'), [box.width, box.height,
+                  svg.querySelectorAll('path.series').length,
+                  svg.querySelectorAll('rect.band').length]]; }));""")
+    for label in ("Accuracy vs generation", "Best speedup vs generation (interpreter timing)",
+                  "Accuracy vs evaluations", "Best speedup vs eval-seconds (interpreter timing)",
+                  "Accuracy vs islands", "Best speedup vs islands (interpreter timing)"):
+        width, height, lines, bands = drawn[label]
+        assert width > 300 and height > 200 and lines > 0, label
+        assert bands == (1 if label.startswith("Best speedup") else 0), label
+    text = driver.find_element("id", "content").text
+    for line in ("interpreter timing: speedups not meaningful (no best by speed: ranked by "
+                 "correctness)", "noise band of vector_add: the seed (the baseline against "
+                 "itself) read", "Best candidate per task (over every cell)",
+                 "by correctness; timing not meaningful here", "Generations x islands",
+                 "At equal compute: evaluations", "evo.analysis.load_sweep("):
+        assert line in text, line
+    best_row = driver.find_element("xpath", "//h2[starts-with(., 'Best candidate')]"
+                                             "/following-sibling::table[1]//tbody/tr")
+    assert best_row.is_displayed() and "n/a (interpreter)" in best_row.text
+    assert _errors(driver) == []

@@ -2,7 +2,9 @@
 
 Per task: the best speedup over generations and wall time (against the baseline, and against
 torch.compile where torch's timings join), the share of correct candidates, failure kinds,
-LLM tokens and dollars, and the lineage of the best kernel (evo.analysis.html_lineage). Above
+LLM tokens and dollars, and the lineage of the best kernel (evo.analysis.html_lineage; the
+best as evo.analysis.best names it: by correctness where timing means nothing, speedups drawn
+over the seeds' noise band). Above
 them the suite: accuracy against generations, pass@k against runs, spend. A sweep folder gets
 its scaling plots (html_sweep); a campaign that scored nothing, what ended it (html_outcome).
 Made from evo.analysis.snapshot: a folder still being written shows what is whole.
@@ -16,7 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from evo.analysis import html_lineage, html_outcome, html_sweep, lineage, metrics, snapshot
+from evo.analysis import best, html_lineage, html_outcome, html_sweep, lineage, metrics, noise
+from evo.analysis import snapshot
 from evo.analysis import timelines, torch_comparison
 from evo.analysis.html_page import cards, document, esc, notes, number, table
 from evo.analysis.plots import RUNS_LABELS, seconds_name
@@ -97,25 +100,28 @@ def campaign_page(state: snapshot.Snapshot,
     results = state.results
     tasks = metrics.task_table(results)
     rows = dict(tuple(results.evaluations.groupby("task")))
+    chosen = best.of_results(results)
     with concurrent.futures.ThreadPoolExecutor(1) as background:
-        fetched = background.submit(state.details.fetch, _lineage_rows(state, tasks, rows))
+        fetched = background.submit(state.details.fetch, _lineage_rows(state, chosen, rows))
         try:
             versus = torch_comparison.comparison(results, torch_timings)
         except ValueError as error:
             if torch_timings:  # named by the user: theirs to fix
                 raise
             versus = torch_comparison.without("unreadable", str(error))
-        context = _charted(state, versus, rows)
-        body = [_header(state, tasks), _suite(results, tasks), _torch_table(versus)]
+        context = {**_charted(state, versus, rows), "chosen": chosen,
+                   "bands": noise.seed_bands(results.evaluations)}
+        body = [_header(state, tasks), _suite(results, tasks, chosen), _torch_table(versus)]
         fetched.result()
     body += [_task_section(i, name, row, context) for i, (name, row) in enumerate(tasks.iterrows())]
     return f"Campaign {results.name}", "".join(body)
 
 
-def _lineage_rows(state: snapshot.Snapshot, tasks: pd.DataFrame, rows: dict) -> list[int]:
+def _lineage_rows(state: snapshot.Snapshot, chosen: dict, rows: dict) -> list[int]:
     """Returns the labels of the rows the page's lineages show."""
-    return [label for name, best in tasks["best_candidate_id"].items() if pd.notna(best)
-            for label in lineage.walked_rows(rows[name], str(best), state.details.parents)]
+    return [label for name, found in chosen.items() if found is not None
+            for label in lineage.walked_rows(rows[name], found["candidate_id"],
+                                             state.details.parents)]
 
 
 def _charted(state: snapshot.Snapshot, versus: dict, rows: dict) -> dict:
@@ -153,16 +159,17 @@ def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:
                       str(generation)),
                      ("tasks", str(len(tasks))),
                      ("execution accuracy", number(suite["exec_accuracy"], "%")),
-                     ("speedup geomean (solved)", number(suite["speedup_geomean"], "x")),
+                     ("speedup geomean (solved)", number(suite["speedup_geomean"], "x")
+                      + ("*" if noise.meaningless(results.evaluations) else "")),
                      ("evaluations", number(spend["evaluations"])),
                      ("LLM tokens", number(spend["tokens"])), ("USD", number(spend["usd"], "$")),
                      (f"{seconds_name(results.backends)}-seconds", number(spend["gpu_s"]))])
-            + notes(metrics.timing_notes(results)
+            + notes(metrics.timing_notes(results) + noise.notes(results.evaluations)
                     + [f"skipped a part that is not whole yet: {s}" for s in state.skipped])
             + f'<p class="meta">{wall} Tasks: {toc}</p>')
 
 
-def _suite(results: metrics.Results, tasks: pd.DataFrame) -> str:
+def _suite(results: metrics.Results, tasks: pd.DataFrame, chosen: dict) -> str:
     accuracy = metrics.by_generation(results)
     runs = metrics.by_runs(results, tasks)
     x = list(accuracy.index)
@@ -179,12 +186,14 @@ def _suite(results: metrics.Results, tasks: pd.DataFrame) -> str:
     rows = [(name, number(t["candidates"]), number(t["correct_rate"], "%"),
              f"{int(t['runs_solved'])}/{int(t['runs'])}",
              number(t["best_speedup"], "x") + ("" if _meaningful(t) else "*"),
-             "-" if pd.isna(t["best_candidate_id"]) else str(t["best_candidate_id"]))
+             *((chosen[name]["candidate_id"], chosen[name]["ranking"]) if chosen.get(name)
+               else ("-", "no correct candidate")))
             for name, t in tasks.iterrows()]
     caveat = ("" if all(_meaningful(t) for _, t in tasks.iterrows()) else
               '<p class="meta">* timed under the interpreter: not meaningful</p>')
     return ("<h2>Suite</h2>" + table(["task", "candidates", "correct rate", "runs solved",
-                                      "best speedup", "best candidate"], rows) + caveat
+                                      "fastest (speedup)", "best candidate", "ranked"], rows)
+            + caveat
             + f'<div class="charts">{"".join(charts)}</div>')
 
 
@@ -237,10 +246,12 @@ def _task_section(index: int, task: str, row: pd.Series, context: dict) -> str:
         speed.append(Series(f"vs torch.compile ({timelines.TORCH_MODE})", list(x),
                             context["torch"][task], step=True))
     caveat = "" if _meaningful(row) else " (interpreter timing)"
+    band = context["bands"].get(task)
     kinds = timelines.failure_kinds_by_generation(rows, x)
     charts = [
         line_chart(speed, title=f"Best speedup so far{caveat}", x_label="generation",
-                   y_label="speedup", reference=1.0, integer_x=True),
+                   y_label="speedup", reference=1.0, integer_x=True,
+                   band=None if band is None else (band.low, band.high)),
         _wall_chart(context["wall"].get(task), context["wall_torch"].get(task), caveat),
         line_chart([Series("correct", list(x), context["correct"][task])],
                    title="Correct rate per generation", x_label="generation",
@@ -264,12 +275,15 @@ def _task_section(index: int, task: str, row: pd.Series, context: dict) -> str:
     facts = (f"{number(row['candidates'])} candidates · correct {number(row['correct_rate'], '%')}"
              f" · runs solved {int(row['runs_solved'])}/{int(row['runs'])} · best "
              f"{number(row['best_speedup'], 'x')} · {spent}")
-    best = row["best_candidate_id"]
-    if pd.isna(best):
-        lineage_html = "<p>No correct timed kernel yet: its lineage appears once there is one.</p>"
+    chosen = context["chosen"].get(task)
+    if chosen is None:
+        lineage_html, ranked = ("<p>No correct kernel yet: its lineage appears once there is "
+                                "one.</p>"), ""
     else:
         suite = row["suite"] if isinstance(row["suite"], str) else None
-        lineage_html = html_lineage.section(index, task, rows, str(best), suite, context["details"])
+        lineage_html = html_lineage.section(index, task, rows, chosen["candidate_id"], suite,
+                                            context["details"])
+        ranked = f" ({chosen['ranking']})"
     return (f'<section class="task" id="task-{index}"><h2>{esc(task)}</h2>'
             f'<p class="meta">{esc(facts)}</p><div class="charts">{"".join(charts)}</div>'
-            f"<h3>Lineage of the best kernel</h3>{lineage_html}</section>")
+            f"<h3>Lineage of the best kernel{esc(ranked)}</h3>{lineage_html}</section>")
