@@ -100,6 +100,8 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
         # The fitness actors sit where the GPUs are (maybe not this node): ask them.
         device = _fitness_device(fitness[0])
         tasks = _runnable(tasks, device.backend, named=bool(config.campaign.tasks))
+        if config.operators.mode == "offline":
+            _say_unvaried(tasks, device.backend)
         ledger = _ledger(config, state)
         others += [ledger] if ledger is not None else []
         client = None
@@ -190,6 +192,18 @@ def _runnable(tasks: list[Task], backend: str, named: bool) -> list[Task]:
         print(f"skipping {len(blocked)} of {len(tasks)} tasks that cannot run on the {backend} "
               f"backend: {reasons}", flush=True)
     return [task for task in tasks if backend in task.runnable_on]
+
+
+def _say_unvaried(tasks: list[Task], backend: str) -> None:
+    """Prints, once, the tasks whose baseline the offline operators cannot vary: their
+    islands score the baseline and breed nothing, and the campaign goes on."""
+    from operators import offline
+
+    unvaried = offline.unvaried(tasks, backend)
+    if unvaried:
+        print(f"offline operators cannot vary {len(unvaried)} of {len(tasks)} tasks on the {backend} "
+              f"backend (their islands keep the baseline): "
+              + ", ".join(f"{name} ({why})" for name, why in unvaried.items()), flush=True)
 
 
 def _without_callables(task: Task) -> Task:

@@ -40,6 +40,20 @@ def knob_space(task: Task, source: str, backend: str) -> dict[str, tuple[int, ..
     return {k.key: k.values for k in knobs_lib.find(source, backend) if len(k.values) > 1}
 
 
+def unvaried(tasks: Sequence[Task], backend: str) -> dict[str, str]:
+    """Returns {task name: why} for each task whose baseline the offline operators cannot vary
+    on `backend`: no knob, or not a module defining its entry point. Its islands can only keep
+    the baseline (each breeding slot fails with NoKnobsError), so a campaign says so once."""
+    why = {}
+    for task in tasks:
+        try:
+            if not knob_space(task, task.baseline_source or "", backend):
+                why[task.name] = "no knob"
+        except (SyntaxError, ValueError) as error:
+            why[task.name] = str(error)
+    return why
+
+
 def apply_knobs(task: Task, source: str, settings: Mapping[str, int], backend: str) -> str:
     """Returns `source` with the knobs in `settings` (keys as `knob_space` names them) set."""
     child = knobs_lib.apply(source, knobs_lib.find(source, backend), settings)
