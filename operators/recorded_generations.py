@@ -129,7 +129,7 @@ def load(path: str, model: str, suite: Sequence[Task], campaign: Sequence[str]) 
     report = (f"{path}: {len(rows)} rows ({how}"
               + (f"; line(s) {', '.join(unsure[:10])}{' ...' if len(unsure) > 10 else ''} left out"
                  if unsure else "")
-              + f"); {sum(map(len, samples.values()))} serve {len(samples)} of the campaign's "
+              + f"); {sum(map(len, samples.values()))} replies serve {len(samples)} of the campaign's "
               f"{len(campaign)} tasks")
     missing = [name for name in campaign if name not in samples]
     if missing:
