@@ -4,17 +4,14 @@ An autotuned kernel times every config of its list on the first call of each key
 the fastest, so launch keywords at its call sites are not where it is tuned: its configs
 are. Two kinds of knob come from them (`operators.knobs` builds them):
 
-- a value of one config: an integer literal of its meta-parameter dict
-  (`{"BLOCK_SIZE_M": 128}`) or its `num_warps=` / `num_stages=` keyword (absent ones are
-  inserted). Moving one changes what the autotuner can pick: a child whose moved config
-  becomes the fastest (or stops being it) is timed differently.
+- a value of one config: an integer literal of its meta-parameter dict or its `num_warps=`
+  / `num_stages=` keyword (absent ones inserted); moving one changes what it can pick.
 - which configs are kept, for a list literal of two or more configs: keeping one pins the
   kernel to it (a one-config autotune does not benchmark), so what is timed is exactly that
   config, and its values can then be tuned one by one.
 
 Configs are found wherever a list is written (the decorator, or a function returning one,
-as GEAK-eval's ROCm `get_autotune_config()`); a list built by a comprehension or from
-variables has no literal to rewrite and gives no knob.
+as GEAK-eval's ROCm `get_autotune_config()`); a comprehension gives no knob.
 """
 
 from __future__ import annotations

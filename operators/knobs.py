@@ -8,11 +8,9 @@ or an integer literal assigned outside kernels that is a block size by its name
 default, and setting one inserts it; a kernel the module never launches (the suite's test
 code does, as in GEAK-eval's ROCm files) gets them through an inserted
 `@triton.heuristics` line, which overrides what its caller passes.
-Values are rewritten in the text at the literal's position, so comments and layout survive.
-Sizes computed at run time (`triton.next_power_of_2(n)`) are not knobs: they are left alone.
-An autotuned kernel is tuned through its configs (`operators.autotune`), not its launches:
-each config's values, and which configs are kept (`<kernel>.configs`: 0 keeps all, i only
-the i-th). A module's per-shape configuration table (see `operators.tables`) contributes one
+Values are rewritten in the text at the literal's position (comments and layout survive);
+sizes computed at run time (`triton.next_power_of_2(n)`) are not knobs.
+An autotuned kernel is tuned through its configs (`operators.autotune`). A module's per-shape configuration table (see `operators.tables`) contributes one
 knob per bucket and name, keyed `CONFIGS[bucket].NAME`, with the values the module's `KNOBS`
 allows and kind "design" for the knobs its `DESIGN` names.
 """
@@ -68,8 +66,8 @@ class Knob:
       present: False if the keyword is absent and setting it inserts `, name=value`.
       linked: spans of grid literals equal to this block size, rewritten with it so the
         grid keeps covering the data.
-      launch: the key prefix of the launch it belongs to ("" for constants no launch uses).
-      insert: what setting an absent knob writes at `span` (`name`, `value` filled in).
+      launch: the key prefix of its launch ("" for constants no launch uses).
+      insert: what setting an absent knob writes at `span`.
       elements: for a knob choosing which configs a list keeps (kind "configs"), the span of
         each config; value i keeps only the i-th, 0 keeps them all.
     """

@@ -1,6 +1,6 @@
 """How much of the external suites the offline operators can vary: knobs of each reference.
 
-    .venv/bin/python experiments/perf/external_knobs.py /work/shared/external/GEAK-eval
+    .venv/bin/python experiments/perf/external_knobs.py ../shared/external/GEAK-eval
 
 Prints, per suite (GEAK-eval's TritonBench-revised and ROCm), how many references have knobs
 on the cuda and the rocm backend, how many knobs of each origin they hold (on cuda), and each

@@ -10,11 +10,9 @@ per task (`Cascade.references`); every seed the harness sets is salted with the 
 
 A candidate whose outputs pass gets a timing pass, the device held alone, where the suite
 gives a way to call the kernel (ROCm's `test_performance`, KernelBench's `Model`/`ModelNew`,
-TritonBench-revised's performance file `Task.perf_harness`); the reference is timed the same
-way once per task. Where the suite gives none (`Task.untimed_reason`), or the reference's own
-timing pass fails, a correct candidate ends at stage "correct", untimed, the reason as
-`error_trace`. TritonBench-revised's speedup is aggregated as GEAK-eval's: the reference's
-total latency over the candidate's (`timing_report.speedup_fields`).
+TritonBench-revised's `Task.perf_harness`); the reference is timed the same way once per
+task. Where there is none (`Task.untimed_reason`) or the reference's own timing pass fails,
+a correct candidate ends at stage "correct", untimed, the reason as `error_trace`.
 """
 
 from __future__ import annotations
