@@ -61,11 +61,9 @@ class Knob:
       kind: "block" | "tile" | "group" | a launch option name.
       value: the current value (the backend default when the keyword is absent).
       values: every value the knob may take, the current one included.
-      span: byte offsets (start, end) of the literal to replace, or (at, at) where an
-        absent keyword is inserted.
+      span: byte offsets (start, end) of the literal to replace ((at, at): an insertion).
       present: False if the keyword is absent and setting it inserts `, name=value`.
-      linked: spans of grid literals equal to this block size, rewritten with it so the
-        grid keeps covering the data.
+      linked: spans of grid literals equal to this block size, rewritten with it.
       launch: the key prefix of its launch ("" for constants no launch uses).
       insert: what setting an absent knob writes at `span`.
       elements: for a knob choosing which configs a list keeps (kind "configs"), the span of
