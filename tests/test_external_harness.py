@@ -103,6 +103,8 @@ def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(ungated
     assert evaluation.stage_reached == "timed" and evaluation.failure_kind is None
     assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == harness.INTERPRETER_PERF_INPUTS
     assert evaluation.speedup == pytest.approx(evaluation.ref_latency_us[0] / evaluation.latency_us[0])
+    # prepared (imports, inputs, a first call) with the device shared: compile_s, not bench_s
+    assert evaluation.compile_s > 0 and evaluation.bench_s > 0
 
 
 def test_tritonbench_task_without_a_performance_file_is_correct_untimed_and_says_why(runner):

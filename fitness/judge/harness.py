@@ -218,12 +218,17 @@ class HarnessWalk(Walk):
              require_launch: bool = True) -> tuple[dict, harness_outputs.Outputs | None]:
         """Runs the harness on `source` in a leased sandboxed worker, then retires it;
         returns (report, outputs: those of mode "outputs"), or raises Failed. Its wall time
-        is `check_s`, a timing pass's `bench_s`, counted once it holds the device (alone)."""
+        is `check_s`, a timing pass's `bench_s`, counted once it holds the device (alone).
+        A TritonBench-revised timing pass is first prepared on the same worker, the device
+        shared (`_prepare`): only the timed runs hold it alone."""
         request = self._harness_request(source, entry, mode)
         access = self.c.device_lock.exclusive if mode == "time" else self.c.device_lock.shared
         with self.c.candidates.lease() as worker:
             start = time.monotonic()
             try:
+                if mode == "time" and self.task.perf_harness is not None:
+                    request = self._prepare(worker, request, limit_s, require_launch)
+                    start = time.monotonic()
                 with access():
                     start = time.monotonic()
                     report = self._request(worker, request, limit_s)
@@ -242,3 +247,18 @@ class HarnessWalk(Walk):
                 return report, harness_outputs.read(os.path.join(worker.workdir, _FILES_DIR), report)
             except protocol.ProtocolError as error:
                 raise Failed("run", "wrong_type", f"unreadable outputs: {error}") from None
+
+    def _prepare(self, worker, request: dict, limit_s: float, require_launch: bool) -> dict:
+        """Sends the performance file's preparation (import, inputs, one call on each: its
+        compilation and autotuning), the device shared, and returns the timing request that
+        follows it on the same worker; its wall time adds to `compile_s`. Raises Failed."""
+        start = time.monotonic()
+        try:
+            with self.c.device_lock.shared():
+                report = self._request(worker, {**request, "mode": "prepare"}, limit_s)
+        finally:
+            self.compile_s += time.monotonic() - start
+        stage, kind, trace = _classify(report, self.task.suite, require_launch)
+        if kind is not None:
+            raise Failed(stage, kind, trace)
+        return {**request, "files": {}}
