@@ -64,6 +64,8 @@ class Breaker:
         """Books one generation's call rows ((task, island) -> rows); returns a Trip if it trips."""
         for row in in_order(row for rows in calls.values() for row in rows):
             kind = row.get("failure_kind")
+            if row.get("recorded_from"):  # a recorded reply's failure is the model's, not an endpoint's
+                continue
             if not kind:
                 self._run = []
             elif kind not in TRANSIENT:

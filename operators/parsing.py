@@ -1,7 +1,8 @@
 """Taking the kernel module out of an LLM response and checking it before anything runs it.
 
 A response must carry a fenced code block (```python ... ```) holding a whole module that
-parses and defines the task's entry point. The text around the block is the model's
+parses and defines the task's entry point; a response with no fence at all is taken whole
+when it is such a module (GEAK-eval's rule: TritonBench's recorded replies are bare code). The text around the block is the model's
 analysis or strategy, kept on the Candidate. Failure reasons start with a fixed word
 (`no_code_block`, `syntax_error`, `missing_entry_point`) so they can be counted.
 """
@@ -58,6 +59,8 @@ def extract(text: str, entry_point: str) -> Parsed:
     blocks = [(m.group(1).lower(), m.group(2), m.span()) for m in _FENCE.finditer(text)]
     blocks = [b for b in blocks if b[0] in _PYTHON_TAGS]
     if not blocks:
+        if "```" not in text and not check_module(text, entry_point):
+            return Parsed(text.rstrip() + "\n", "")
         cut = "an opening ``` is never closed (answer cut off at max_tokens?)" if "```" in text else "no ``` fence"
         return Parsed("", _notes(text), f"no_code_block: {cut}")
     for _, code, span in reversed(blocks):

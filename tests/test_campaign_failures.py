@@ -191,6 +191,14 @@ def test_breaker_counts_failures_in_the_order_they_finished_across_islands():
     assert trip.since == pd.Timestamp("2026-01-01 00:03", tz="UTC")
 
 
+def test_recorded_replies_without_code_never_trip_the_breaker():
+    # generations_from: a recorded reply's failure is the model's; no endpoint to stop for
+    recorded = [{"finished_at": pd.Timestamp(f"2026-01-01 00:{minute:02d}", tz="UTC"),
+                 "failure_kind": "no_code_block", "error": "no_code_block: no ``` fence",
+                 "recorded_from": f"gens.jsonl:{minute}"} for minute in range(5)]
+    assert breaker.Breaker(max_consecutive_failures=3).observe(0, {("t", 0): recorded}) is None
+
+
 def test_max_consecutive_failures_is_validated_and_settable_with_set(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('[campaign]\nname = "x"\n')

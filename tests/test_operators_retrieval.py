@@ -73,6 +73,14 @@ def test_extract_takes_the_code_and_keeps_the_notes():
     assert parsed.notes == "Strategy: tiles\nBigger tiles.\n\nDone."
 
 
+def test_a_reply_with_no_fence_is_taken_whole_when_it_is_the_module_and_prose_is_not():
+    # GEAK-eval's rule: TritonBench's recorded replies are bare code, with no fence
+    bare = "import torch\n\ndef f(x):\n    return x\n"
+    assert parsing.extract(bare, "f") == parsing.Parsed(bare, "")
+    for unusable in ("I would use a larger block size.", "def g(x):\n    return x\n"):
+        assert parsing.extract(unusable, "f").failure == "no_code_block: no ``` fence"
+
+
 def test_extract_reports_syntax_errors_with_the_line():
     parsed = parsing.extract("```py\ndef f(x):\n    return (x\n```", "f")
     assert parsed.failure.startswith("syntax_error: line")

@@ -63,14 +63,22 @@ def prepare(text: str, stem: str, where: str) -> str:
         module = ast.parse(text)
     except SyntaxError as error:
         raise UnusablePerfFile(f"{where}: not valid Python ({error.msg}, line {error.lineno})") from None
+    references = {alias.asname or alias.name for node in module.body if _dropped(node)
+                  and isinstance(node, ast.ImportFrom) for alias in node.names}
     module.body = [node for node in module.body if not _dropped(node)]
     classes = {node.name: node for node in module.body if isinstance(node, ast.ClassDef)}
     if CLASS not in classes:
         raise UnusablePerfFile(f"{where}: defines no class {CLASS!r}")
-    defined = {node.name for node in classes[CLASS].body if isinstance(node, ast.FunctionDef)}
-    missing = [name for name in METHODS if name not in defined]
+    defined = {node.name: node for node in classes[CLASS].body if isinstance(node, ast.FunctionDef)}
+    missing = [name for name in METHODS if name not in defined]  # the last definition of each wins
     if missing:
         raise UnusablePerfFile(f"{where}: class {CLASS!r} lacks {', '.join(missing)}")
+    for name in METHODS:
+        called = sorted(references & {node.id for node in ast.walk(defined[name]) if isinstance(node, ast.Name)})
+        if called:
+            raise UnusablePerfFile(f"{where}: its {name} uses {', '.join(called)}, the reference "
+                                   f"imported from geak_eval's data package, so it would time the "
+                                   f"reference for every candidate")
     if not any(isinstance(node, ast.ImportFrom) and node.module == stem for node in module.body):
         raise UnusablePerfFile(f"{where}: never imports the kernel module {stem!r} (from {stem} import ...)")
     return ast.unparse(module) + "\n"
