@@ -85,8 +85,7 @@ class Summary:
                          f"{self.furthest_generation}")
         lines += [f"  {line}" for line in (self.trip.lines() if self.failed else [])]
         for name, counts in self.tasks.items():
-            lines.append(f"  {name}: "
-                         + counts.text(interpreted_mark=" (interpreter: latency not meaningful)"))
+            lines.append(f"  {name}: {counts.text()}")
         if self.llm.calls:
             lines.append(f"  LLM: {self.llm.text()}")
         if self.llm.last_error and not self.failed:

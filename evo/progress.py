@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from evo.analysis import best
 from evo.records import Evaluation, speedup_if_fully_timed
 
 WAITS_SHOWN = 5
@@ -82,35 +83,52 @@ def candidates_text(candidates: int, repeats: int, scope: str = "") -> str:
 @dataclasses.dataclass
 class RowCounts:
     """A task's evaluation rows counted: every row, the repeats among them (a verdict reused,
-    not scored again), the correct ones, and the best speedup that may rank."""
+    not scored again), the correct ones, and its best named as evo.analysis.best names it:
+    the fastest correct speedup timed where timing means something; where none was (Triton's
+    CPU interpreter, whose latencies swing 3x between runs of one kernel), no best by speed,
+    a ranking by correctness that says why."""
 
     candidates: int = 0
     repeats: int = 0
     correct: int = 0
-    best_speedup: float | None = None
-    timing_meaningful: bool = True
+    best_speedup: float | None = None  # the fastest correct, fully and meaningfully timed
+    correct_with_meaningful_timing: bool = False  # a correct row from a GPU
 
     def add(self, rows: list[dict]) -> None:
         for row in rows:
             self.candidates += 1
             self.repeats += bool(row["reused"])
             self.correct += bool(row["correct"])
+            meaningful = bool(row["correct"]) and bool(row["timing_meaningful"])
+            self.correct_with_meaningful_timing |= meaningful
             speedup = speedup_if_fully_timed(row["correct"], row["speedup"], row.get("latency_us"))
-            if speedup is None:
-                continue
-            self.timing_meaningful = self.timing_meaningful and bool(row["timing_meaningful"])
-            if self.best_speedup is None or speedup > self.best_speedup:
+            if meaningful and speedup is not None and (self.best_speedup is None
+                                                       or speedup > self.best_speedup):
                 self.best_speedup = speedup
 
-    def speedup_text(self, interpreted_mark: str = " (interpreter)") -> str:
-        if self.best_speedup is None:
-            return "-"
-        return f"{self.best_speedup:.2f}x{'' if self.timing_meaningful else interpreted_mark}"
+    def choice(self) -> dict | None:
+        """Returns the best as evo.analysis.best.best_candidates describes it (ranked_by,
+        ranking, speedup), from these counts; None without a correct row."""
+        if not self.correct:
+            return None
+        if self.best_speedup is not None:
+            return {"ranked_by": best.BY_SPEEDUP, "ranking": "", "speedup": self.best_speedup}
+        ranking = best.UNTIMED_NOTE if self.correct_with_meaningful_timing else best.INTERPRETER_NOTE
+        return {"ranked_by": best.BY_CORRECTNESS, "ranking": ranking, "speedup": None}
 
-    def text(self, scope: str = "", interpreted_mark: str = " (interpreter)") -> str:
-        """Returns "5 candidates{scope} (2 repeats, ...), 4 correct, best speedup 1.40x"."""
+    def speedup_text(self) -> str:
+        """Returns "1.40x", "n/a (interpreter)", "n/a (not timed)" or "-" (nothing correct)."""
+        chosen = self.choice()
+        return "-" if chosen is None else best.speedup_text(chosen)
+
+    def text(self, scope: str = "") -> str:
+        """Returns "5 candidates{scope} (2 repeats, ...), 4 correct, best speedup 1.40x", or
+        "..., best speedup n/a (interpreter), ranked by correctness; timing not meaningful
+        here"."""
+        chosen = self.choice()
+        why = f", ranked {chosen['ranking']}" if chosen and chosen["ranking"] else ""
         return (f"{candidates_text(self.candidates, self.repeats, scope)}, {self.correct} "
-                f"correct, best speedup {self.speedup_text(interpreted_mark)}")
+                f"correct, best speedup {self.speedup_text()}{why}")
 
 
 @dataclasses.dataclass
@@ -258,10 +276,11 @@ class Progress:
             self._live.update(self._table())
 
     def _table(self) -> Table:
-        interpreted = any(not shown.timing_meaningful for shown in self.tasks.values())
+        choices = [shown.choice() for shown in self.tasks.values()]
+        rankings = sorted({chosen["ranking"] for chosen in choices if chosen and chosen["ranking"]})
         failing = [(name, shown.llm.last_error) for name, shown in self.tasks.items()
                    if shown.llm.last_error]
-        notes = (["*: interpreter latency, not meaningful"] if interpreted else []) + [
+        notes = [f"n/a: ranked {ranking}" for ranking in rankings] + [
             f"last LLM failure ({name}): {error}" for name, error in failing] + self._waits
         table = Table(title=f"KernelEvo ({time.monotonic() - self._started:.0f} s)",
                       caption="\n".join(notes) or None)
@@ -272,7 +291,7 @@ class Progress:
         for name, shown in self.tasks.items():
             table.add_row(name, f"{shown.generation_text()}/{self.generations}", shown.seeds,
                           str(shown.candidates), str(shown.repeats), str(shown.correct),
-                          shown.speedup_text("*"), str(shown.llm.calls),
+                          shown.speedup_text(), str(shown.llm.calls),
                           str(sum(shown.llm.failed.values())), f"{shown.usd:.2f}",
                           f"{shown.eval_seconds:.0f}")
         return table

@@ -63,5 +63,6 @@ def test_gpu_and_wall_caps_stop_before_the_next_generation(interpreter_fitness, 
     parts = [part.name for part in (tmp_path / "run" / "evaluations").glob("part-*.parquet")]
     assert parts == ["part-00000-vector_add-i000.parquet"]  # the seed's row, nothing bred
     found = summary.tasks["vector_add"]
-    assert (found.candidates, found.correct) == (1, 1) and found.best_speedup is not None
+    assert (found.candidates, found.correct) == (1, 1)
+    assert found.speedup_text() == "n/a (interpreter)"  # correct; no best by interpreter speed
     assert checkpoint.load(tmp_path / "run").generation_done == 0

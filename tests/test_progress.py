@@ -1,40 +1,47 @@
 """Progress lines and table: one count per meaning (candidates, and how many of them are
-repeats whose verdict was reused; correct ones), all from the rows, and fitness time named
-for what it is: GPU time on a GPU, eval time on the CPU interpreter (no GPU there)."""
+repeats whose verdict was reused; correct ones), all from the rows, fitness time named for
+what it is (GPU time on a GPU, eval time on the CPU interpreter: no GPU there), and each
+task's best named as evo.analysis.best names it (no best by speed where timing means nothing)."""
 
 import io
 
+import pandas as pd
+import pytest
 from rich.console import Console
 
-from evo.progress import Progress, candidates_text
+from evo.analysis import best
+from evo.progress import Progress, RowCounts, candidates_text
 from evo.records import Evaluation
 from synthetic_results import evaluation
 
 
-def _seed(island: int, reused: bool) -> dict:
+def _seed(island: int, reused: bool, meaningful: bool = True) -> dict:
     """The seed's row on `island`: one kernel (one id), scored once, reused on island 1."""
     row = evaluation("add", island, 0, call_ok=True, correct=True, speedup=1.0,
-                     operator="seed", reused=reused)
+                     operator="seed", reused=reused, meaningful=meaningful)
     return {**row, "candidate_id": "seed-kernel"}
 
 
-def _offspring(speedup: float | None, reused: bool = False) -> dict:
+def _offspring(speedup: float | None, reused: bool = False, meaningful: bool = True) -> dict:
     return evaluation("add", 0, 1, call_ok=True, correct=speedup is not None, speedup=speedup,
-                      reused=reused)
+                      reused=reused, meaningful=meaningful)
 
 
 def _run(backend: str) -> tuple[list[str], Progress]:
-    """Feeds a two-island task its seeds and island 0's generation 1; returns the lines."""
+    """Feeds a two-island task its seeds and island 0's generation 1 (timed meaningfully
+    except on the interpreter); returns the lines."""
+    meaningful = backend != "interpreter"
     stream = io.StringIO()  # not a terminal: one line per event
     with Progress(["add"], 3, backend, stream=stream, islands=2) as progress:
         progress.evaluated("add", Evaluation("seed-kernel", "timed", True, True, compile_s=1.0,
                                              check_s=0.5, bench_s=0.25))
-        progress.seeds_scored(("add", 0), [_seed(0, reused=False)])
-        progress.seeds_scored(("add", 1), [_seed(1, reused=True)])
+        progress.seeds_scored(("add", 0), [_seed(0, reused=False, meaningful=meaningful)])
+        progress.seeds_scored(("add", 1), [_seed(1, reused=True, meaningful=meaningful)])
         for _ in range(2):
             progress.evaluated("add", Evaluation("x", "timed", True, True, bench_s=0.5))
-        progress.island_done(("add", 0), 1, [_offspring(1.4), _offspring(1.4, reused=True),
-                                             _offspring(None)], [])
+        progress.island_done(("add", 0), 1, [_offspring(1.4, meaningful=meaningful),
+                                             _offspring(1.4, reused=True, meaningful=meaningful),
+                                             _offspring(None, meaningful=meaningful)], [])
     return stream.getvalue().splitlines(), progress
 
 
@@ -67,3 +74,42 @@ def test_interpreter_lines_and_table_say_eval_time_never_gpu_or_device():
     assert "eval s" in shown and "candidates" in shown and "repeats" in shown
     for wording in ("GPU", "device", "scored", "offspring"):
         assert wording not in "\n".join(lines) + shown, wording
+
+
+def test_interpreter_lines_and_table_name_no_best_by_speed_and_say_why():
+    """The interpreter's 1.40x is its clock's noise: the line counts the correct candidates
+    and ranks them by correctness, as `evo report` and `evo export` do, never by that 1.40x."""
+    lines, progress = _run("interpreter")
+    assert lines[1].endswith(
+        "4 correct, best speedup n/a (interpreter), ranked by correctness; timing not "
+        "meaningful here, LLM 0 calls $0.0000, eval time 2.8 s")
+    table = io.StringIO()
+    Console(file=table, width=200).print(progress._table())
+    shown = table.getvalue()
+    assert "n/a (interpreter)" in shown
+    assert "n/a: ranked by correctness; timing not meaningful here" in shown
+    assert "1.40" not in "\n".join(lines) + shown
+
+
+ROW_SETS = {
+    "gpu, fastest correct": [_seed(0, False), _offspring(1.4), _offspring(None)],
+    "interpreter": [_seed(0, False, meaningful=False), _offspring(3.2, meaningful=False)],
+    "gpu, correct but never timed on every case": [
+        {**_offspring(1.4), "latency_us": [10.0, None], "speedup": None}],
+    "nothing correct": [_offspring(None)],
+}
+
+
+@pytest.mark.parametrize("rows", ROW_SETS.values(), ids=ROW_SETS.keys())
+def test_counts_name_the_best_as_the_report_does(rows):
+    counts = RowCounts()
+    counts.add(rows)
+    chosen = best.best_candidates(pd.DataFrame(rows))["add"]
+    if chosen is None:
+        assert counts.choice() is None and counts.speedup_text() == "-"
+        return
+    assert (counts.choice()["ranked_by"], counts.choice()["speedup"]) == (chosen["ranked_by"],
+                                                                          chosen["speedup"])
+    assert counts.speedup_text() == best.speedup_text(chosen)
+    if chosen["ranked_by"] == best.BY_CORRECTNESS:
+        assert counts.text().endswith(f", ranked {chosen['ranking']}")
