@@ -1,8 +1,9 @@
-"""The README's "First hour" section, run as written: its shell blocks in one `bash -e` session
-from the checkout with this Python's bin first on PATH (a user's environment: no
-TRITON_INTERPRET), then its Python block; each shows what the section says it shows. A block
-that reads GEAK-eval (through KERNELEVO_EXTERNAL) is left out when there is no checkout, and
-the test of what it shows is skipped, saying why."""
+"""The README's runnable sections ("First hour", "External suites", "Sweeps"), run as written:
+each section's shell blocks in one `bash -e` session from the checkout with this Python's bin
+first on PATH (a user's environment: no TRITON_INTERPRET), then its Python blocks; each shows
+what the section says it shows. A block that reads GEAK-eval (through KERNELEVO_EXTERNAL) is
+left out when there is no checkout, and the test of what it shows is skipped, saying why.
+Untagged blocks (a GPU and GEAK-eval's command) are shown, not run."""
 
 import os
 import pathlib
@@ -16,12 +17,14 @@ import torch
 
 import external_suites
 from benchmarks import listing, registry
+from benchmarks.external import load_suite
 
-pytestmark = pytest.mark.slow  # a campaign and `evo eval` runs: `make test-fast` leaves it out
+pytestmark = pytest.mark.slow  # campaigns, a sweep, `evo eval`: `make test-fast` leaves it out
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SECTION = "First hour"
-FOLDER = ROOT / "results" / "first-hour"  # where the section's commands write
+FIXTURE_SUITE = ROOT / "tests" / "fixtures" / "external" / "tritonbench"
+SWEEP_FIGURES = ("sweep_accuracy_vs_spend", "sweep_speedup_vs_spend", "sweep_vs_generation",
+                 "sweep_vs_parallel", "sweep_grid")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 ON_GPU = torch.cuda.is_available()
 HAS_GEAK = (external_suites.folder() / "GEAK-eval").is_dir()
@@ -47,23 +50,36 @@ def _run(command: list[str]) -> subprocess.CompletedProcess:
                           stderr=subprocess.STDOUT, text=True, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def first_hour():
-    """Runs the section's shell blocks, then its Python block; returns both outputs."""
-    text = section((ROOT / "README.md").read_text(), SECTION)
+def run_section(title: str, pythons: int, folder: pathlib.Path | None = None) -> tuple[str, str]:
+    """Runs the section's shell blocks, then its `pythons` Python blocks; returns both
+    outputs. `folder` (where its commands write) is removed before and after."""
+    text = section((ROOT / "README.md").read_text(), title)
     shell, python = blocks(text, "bash"), blocks(text, "python")
     shell = [block for block in shell if HAS_GEAK or external_suites.VARIABLE not in block]
-    assert shell and len(python) == 1, (f"expected bash blocks and one python block, got "
-                                        f"{len(shell)} and {len(python)}")
-    shutil.rmtree(FOLDER, ignore_errors=True)
+    assert shell and len(python) == pythons, (f"{title}: expected bash blocks and {pythons} "
+                                              f"python blocks, got {len(shell)} and {len(python)}")
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
     try:
         ran_shell = _run(["bash", "-e", "-c", "\n".join(shell)])
         assert ran_shell.returncode == 0, ran_shell.stdout[-4000:]
-        ran_python = _run([sys.executable, "-c", python[0]])
-        assert ran_python.returncode == 0, ran_python.stdout[-4000:]
+        ran_python = [_run([sys.executable, "-c", block]) for block in python]
+        for ran in ran_python:
+            assert ran.returncode == 0, ran.stdout[-4000:]
     finally:
-        shutil.rmtree(FOLDER, ignore_errors=True)
-    return ran_shell.stdout, ran_python.stdout
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    return ran_shell.stdout, "".join(ran.stdout for ran in ran_python)
+
+
+@pytest.fixture(scope="module")
+def first_hour():
+    return run_section("First hour", 1, ROOT / "results" / "first-hour")
+
+
+@pytest.fixture(scope="module")
+def sweeps():
+    return run_section("Sweeps", 1, ROOT / "results" / "first-sweep")
 
 
 def test_evo_tasks_shows_each_signature_and_where_it_runs(first_hour):
@@ -112,3 +128,35 @@ def test_the_analysis_shows_the_best_per_task_and_compares_only_meaningful_timin
             assert re.search(rf"^{task}\s+\d", meaningful, re.MULTILINE), meaningful
     else:
         assert meaningful.startswith("Series([], Name: speedup"), meaningful
+
+
+def test_the_external_suites_example_says_which_task_is_timed_and_what_offline_search_varies():
+    shown, _ = run_section("External suites", 0)
+    for task in load_suite("tritonbench-revised", str(FIXTURE_SUITE)):
+        knobs = sorted(listing.offline_knobs(task).get("cuda", {}))
+        assert f"{task.name} timed: {not task.untimed_reason} knobs on cuda: {knobs}" in shown
+    assert "scale_shift timed: True knobs on cuda: ['_scale_shift_kernel.BLOCK_SIZE'" in shown
+    assert "row_max timed: False" in shown and "fnuz_cast timed: False knobs on cuda: []" in shown
+
+
+def test_the_sweep_reports_the_grid_equal_compute_its_figures_and_the_noise(sweeps):
+    shown, _ = sweeps
+    for table in ("Best candidate per task (over every cell)", "Generations x islands",
+                  "At equal compute: evaluations"):
+        assert table in shown, table
+    for figure in SWEEP_FIGURES:
+        assert re.search(rf"figure: .*results/first-sweep/figures/{figure}\.png", shown), figure
+    assert "note: noise band of vector_add: the seed (the baseline against itself) read" in shown
+    if not ON_GPU:  # no best by speed anywhere: the report, and the cells' progress lines
+        assert "interpreter timing: speedups not meaningful" in shown
+        assert "n/a (interpreter)" in shown and "x (interpreter)" not in shown
+        assert ("best speedup n/a (interpreter), ranked by correctness; timing not meaningful "
+                "here") in shown
+
+
+def test_load_sweep_gives_a_column_per_override(sweeps):
+    _, printed = sweeps
+    lines = printed.splitlines()
+    assert lines[0].split() == ["candidates", "correct"]
+    assert lines[1].split() == ["search.generations", "search.islands"]
+    assert len(lines) == 2 + 4  # a row per (generations, islands) cell
