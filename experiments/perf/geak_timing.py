@@ -14,7 +14,7 @@ What it prints and writes:
   up to noise).
 
 GEAK-eval's clock runs in child processes (a few tasks each, one at a time: the device is
-timed alone), importing the kernel and the performance file as GEAK-eval's scripts do, with
+timed alone; a child that fails a task stops there, a CUDA error being sticky), importing the kernel and the performance file as GEAK-eval's scripts do, with
 `geak_eval` from the checkout on sys.path: nothing of it is sandboxed, as GEAK-eval runs it.
 Its do_bench settings default to the class's own (warm-up 25 ms, 100 ms of runs) rather than
 GEAK-eval's 100/1000 ms, so that the 184 tasks fit a device call; `--geak-warmup-ms` and
@@ -78,6 +78,8 @@ for stem in stems:
         record["error"] = f"{type(error).__name__}: {str(error)[:300]}"
     with open(out, "a") as handle:
         handle.write(json.dumps(record) + "\n")
+    if record["error"]:
+        break  # a CUDA error is sticky: the next task starts in a fresh child
     torch.cuda.empty_cache()
 '''
 
@@ -197,8 +199,8 @@ def comparison(rows: list[dict], geak: dict[str, dict], geak_root: pathlib.Path)
         same_inputs = bool(ours) and bool(theirs) and len(ours) == len(theirs)
         per_input = [o / (t * 1e3) for o, t in zip(ours, theirs)] if same_inputs else []
         table.append({"task": stem, "inputs": len(ours) or (len(theirs) if theirs else 0),
-                      "ours_us": _sum(ours), "geak_us": _sum(t * 1e3 for t in theirs) if theirs else None,
-                      "mi300x_us": _sum(g * 1e3 for g in golden) if golden else None,
+                      "ours_us": _sum(ours), "geak_us": _sum([t * 1e3 for t in theirs]),
+                      "mi300x_us": _sum([g * 1e3 for g in golden or []]),
                       "ours_over_geak": _geomean(per_input),
                       "ours_over_geak_small": _geomean([r for r, t in zip(per_input, theirs) if t * 1e3 < 20]),
                       "ours_over_geak_large": _geomean([r for r, t in zip(per_input, theirs) if t * 1e3 >= 20]),
