@@ -54,9 +54,9 @@ def exec_by_difficulty(direct: pd.DataFrame) -> plt.Figure:
         offsets = [x - 0.4 + width * (index + 0.5) for x in range(len(table.index))]
         axes.bar(offsets, 100 * table[model].fillna(0.0), width=width, label=model)
     axes.set_xticks(range(len(table.index)), [str(level) for level in table.index])
-    axes.set(xlabel="difficulty level", ylabel="exec acc (% of tasks)", ylim=(0, 105),
+    axes.set(xlabel="difficulty level", ylabel="exec acc (% of tasks)", ylim=(0, 125),
              title="Direct prompting: execution accuracy by difficulty")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper center", ncol=min(len(table.columns), 4))  # above 100%
     return figure
 
 

@@ -96,7 +96,8 @@ def _by_level(found: list[dict[str, Any]], key: str) -> pd.DataFrame:
     """Returns rows made key-major as a frame ordered by level (as first seen), then key."""
     frame = pd.DataFrame(found, columns=(key,) + COLUMNS)
     order = {level: rank for rank, level in enumerate(dict.fromkeys(frame["level"]))}
-    return frame.sort_values("level", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+    frame = frame.sort_values("level", key=lambda levels: levels.map(order), kind="stable")
+    return frame.reset_index(drop=True)
 
 
 def sequential(folder: Path | str | metrics.Results) -> pd.DataFrame:
