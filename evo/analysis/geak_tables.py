@@ -143,6 +143,10 @@ def tables(direct: dict[str, Path | str], search: list[Path | str]) -> dict[str,
         "search": {}}
     for folder in search:
         results = metrics.load(folder)
+        if results.name in report["search"]:
+            raise ValueError(f"two search campaigns are named {results.name!r} ("
+                             f"{report['search'][results.name]['path']}, {folder}): tables are "
+                             "titled by campaign name")
         report["search"][results.name] = {"path": str(folder), "sequential": sequential(results),
                                           "parallel": parallel(results), "notes": notes(results)}
     return report
