@@ -379,8 +379,8 @@ def _prepare_tritonbench(harness: _Harness) -> tuple:
     the performance file imported, `get_input_tensors` run once (seeded) and, unless the
     module autotunes, `call_op` run once on each input (compilation), before the device is
     held alone. An autotuner's choice is left to the timing pass: one made beside other
-    work picked a reference's config 3.7x slower on the H200. `perf_inputs` (the
-    interpreter's) keeps the first few; there `to_cuda` leaves tensors on the host."""
+    work can pick a slow config (evidence: RESULTS.md#autotune-beside-work). `perf_inputs`
+    (the interpreter's) keeps the first few; there `to_cuda` leaves tensors on the host."""
     import torch
 
     request = harness.request
