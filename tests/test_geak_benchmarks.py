@@ -1,0 +1,76 @@
+"""GEAK's tables from one command (experiments/geak_benchmarks.py): its task choice and
+campaign configs here, and the whole command on the TritonBench-revised fixture suite under
+the interpreter: direct prompting from a recorded-generations file, the offline arm on
+independent islands, then the tables."""
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from evo import config as config_lib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURE_SUITE = ROOT / "tests" / "fixtures" / "external" / "tritonbench"
+GENERATIONS = ROOT / "tests" / "fixtures" / "recorded_generations" / "tritonbench_g.jsonl"
+COMMAND = ROOT / "experiments" / "geak_benchmarks.py"
+
+
+def _command_module():
+    spec = importlib.util.spec_from_file_location("geak_benchmarks", COMMAND)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tasks_per_level_keeps_the_first_of_each_difficulty_that_runs_on_the_device():
+    command = _command_module()
+    every = command.runnable_tasks(str(FIXTURE_SUITE), ["tritonbench-revised"], "interpreter", None)
+    one_each = command.runnable_tasks(str(FIXTURE_SUITE), ["tritonbench-revised"], "interpreter", 1)
+    # fnuz_cast runs only on ROCm; scale_shift (level 1) and row_max (level 3) run here
+    assert every == {"tritonbench-revised": ["scale_shift", "row_max"]}
+    assert one_each == every  # one task a level already
+
+
+def test_its_campaign_configs_load_as_written(tmp_path):
+    command = _command_module()
+    args = type("Args", (), {"device": "interpreter", "workers": 2})()
+    text = command.campaign_config("direct-m", "tritonbench-revised", str(FIXTURE_SUITE), ["scale_shift"],
+                                   {"generations": 0, "islands": 1, "offspring": 1},
+                                   {"generations_from": str(GENERATIONS)}, args, 60.0,
+                                   seed_with_baseline=False)
+    (tmp_path / "c.toml").write_text(text)
+    loaded = config_lib.load(tmp_path / "c.toml")
+    assert loaded.campaign.tasks == ("scale_shift",) and not loaded.campaign.seed_with_baseline
+    assert loaded.operators.generations_from == str(GENERATIONS)
+    assert loaded.search.migration_interval == 0 and loaded.budget.max_wall_seconds == 60
+
+
+@pytest.mark.slow
+def test_one_command_writes_direct_prompting_and_search_campaigns_and_the_tables(tmp_path):
+    out = tmp_path / "geak"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+           "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run([sys.executable, str(COMMAND), "--path", str(FIXTURE_SUITE),
+                           "--suites", "tritonbench-revised", "--device", "interpreter", "--workers", "2",
+                           "--generations", str(GENERATIONS), "--out", str(out), "--minutes", "10",
+                           "--search-generations", "1", "--islands", "2", "--offspring", "1"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    direct = pd.read_parquet(out / "direct-tritonbench_g" / "evaluations")
+    assert set(direct.operator) == {"generator"} and set(direct.task) == {"scale_shift", "row_max"}
+    search = pd.read_parquet(out / "search-tritonbench-revised" / "evaluations")
+    assert set(search.island) == {0, 1} and search.generation.max() == 1
+    assert search[search.generation == 0].operator.eq("seed").all()
+    tables = (out / "tables" / "geak_tables.md").read_text()
+    for title in ("Table 2", "Table 5", "Table 6"):
+        assert title in tables
+    report = json.loads((out / "tables" / "geak_tables.json").read_text())
+    assert report  # the same tables as data
+    exec_acc = direct.groupby("task").correct.any().mean()  # one reply a task, island 0
+    assert f"{exec_acc:.1%}" in tables
