@@ -6,6 +6,7 @@ import pytest
 import external_suites
 from benchmarks import listing, registry
 from benchmarks.external import common
+from benchmarks.external.platforms import platform_limits
 from evo.records import make_candidate
 from fitness.device import detect
 from fitness.judge import harness
@@ -33,9 +34,14 @@ def test_no_geak_task_runs_on_the_interpreter_and_every_kernelbench_task_does(su
 
 
 def test_each_reason_names_the_backends_it_rules_out(suites):
-    hip = suites["tritonbench-revised"]["rmsnorm_triton"]
-    assert hip.runnable_on == ("rocm",)
-    assert hip.skip_reason.startswith("not on cuda or interpreter: needs AMD, uses HIP libdevice")
+    # GEAK-eval's own files name HIP's libdevice; the loader names it portably
+    # (common.portable_libdevice), so such a reference runs on NVIDIA too, and a source that
+    # still names it (a candidate's) runs only on AMD
+    ported = suites["tritonbench-revised"]["rmsnorm_triton"]
+    assert ported.runnable_on == ("cuda", "rocm") and "extra.hip" not in ported.baseline_source
+    runnable_on, reason = platform_limits("y = tl.extra.hip.libdevice.pow(x, 2)\n")
+    assert runnable_on == ("rocm",)
+    assert reason.startswith("not on cuda or interpreter: needs AMD, uses HIP libdevice")
     fp8 = suites["rocm"]["gemm"]
     assert fp8.runnable_on == ("rocm",) and "float8_e4m3fnuz" in fp8.skip_reason
     assert ". not on interpreter: places tensors on 'cuda' by name" in fp8.skip_reason
