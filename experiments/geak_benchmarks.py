@@ -14,8 +14,10 @@ Steps, each a campaign of its own under OUT (`evo run`, so each is a results fol
    `--islands` independent islands (`migration_interval = 0`: GEAK's parallel runs);
 3. the tables and figures (`evo.analysis.geak_tables`) in OUT/tables, by difficulty too.
 `--minutes` is split between the steps as each campaign's `max_wall_seconds` (direct
-prompting a fifth, the search the rest), so the whole fits a device session; a campaign cut
-short by it is reported as far as it went. `--tasks-per-level N` keeps the first N tasks of
+prompting a fifth, the search the rest); a campaign cut short by it is reported as far as it
+went. It bounds the generations, not the seeds: every task's seeds are scored whatever the
+budget (a resume starts there), so a run over many tasks takes at least their seeding (on
+the H200, about 10 s of device time a TritonBench-revised task: RESULTS.md §19). `--tasks-per-level N` keeps the first N tasks of
 each difficulty level of each suite (by name), for a run smaller than the whole benchmark.
 """
 
