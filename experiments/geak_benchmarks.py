@@ -17,7 +17,7 @@ Steps, each a campaign of its own under OUT (`evo run`, so each is a results fol
 prompting a fifth, the search the rest); a campaign cut short by it is reported as far as it
 went. It bounds the generations, not the seeds: every task's seeds are scored whatever the
 budget (a resume starts there), so a run over many tasks takes at least their seeding (on
-the H200, about 10 s of device time a TritonBench-revised task: RESULTS.md §19). `--tasks-per-level N` keeps the first N tasks of
+the H200, 13 TritonBench-revised tasks seeded in about 340 s with 14 workers: RESULTS.md §19). `--tasks-per-level N` keeps the first N tasks of
 each difficulty level of each suite (by name), for a run smaller than the whole benchmark.
 """
 
