@@ -8,28 +8,11 @@ import pytest
 
 from evo import sweep
 from evo.analysis import report
+from offline_sweeps import sweep_toml
 
 pytestmark = pytest.mark.slow  # `evo sweep` of real campaigns: `make test-fast` leaves it out
 
-SWEEP = """
-[sweep]
-name = "tiny"
-[base.campaign]
-name = "tiny"
-tasks = ["vector_add"]
-[base.search]
-population = 2
-offspring = 2
-[base.operators]
-mode = "offline"
-[base.fitness]
-device = "interpreter"
-workers = 1
-[grid]
-"search.islands" = [1, 2]
-[set]
-"search.generations" = GENERATIONS
-"""
+SWEEP = sweep_toml("tiny", '"search.islands" = [1, 2]\n[set]\n"search.generations" = GENERATIONS')
 
 
 def _run(tmp_path, generations, capsys):

@@ -11,27 +11,11 @@ import time
 import pytest
 
 import campaign_processes as runs
+from offline_sweeps import sweep_toml
 
 pytestmark = pytest.mark.slow  # real campaigns in a subprocess: `make test-fast` leaves it out
 
-SWEEP = """
-[sweep]
-name = "stoppable"
-[base.campaign]
-name = "stoppable"
-tasks = ["vector_add"]
-[base.search]
-generations = 6
-population = 2
-offspring = 2
-[base.operators]
-mode = "offline"
-[base.fitness]
-device = "interpreter"
-workers = 1
-[grid]
-"campaign.seed" = [0, 1]
-"""
+SWEEP = sweep_toml("stoppable", '"campaign.seed" = [0, 1]', search="generations = 6")
 
 
 def _sweep(path, out, terminal):
