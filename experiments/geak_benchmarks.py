@@ -34,7 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import registry  # noqa: E402
-from operators import label_matching, recorded_generations  # noqa: E402
+from operators import recorded_generations  # noqa: E402
 
 SUITES = ("tritonbench-revised", "rocm")
 DIRECT_SHARE = 0.2
@@ -93,13 +93,9 @@ def covered(generations: str, path: str, names: list[str]) -> list[str]:
     """Returns the tasks of `names` that the generations file has a reply for (its rows
     matched as the campaign will match them), printing how its rows matched."""
     suite = registry.load("tritonbench-revised", path).tasks()
-    rows = recorded_generations.read_rows(generations)
-    matches = label_matching.match_rows([row for _, row in rows], recorded_generations.references(suite))
-    found = {match.name for match in matches}
-    kept = [name for name in names if name in found]
-    print(f"{generations}: {len(rows)} rows, {label_matching.counts(matches)}; replies for "
-          f"{len(kept)} of {len(names)} tasks", flush=True)
-    return kept
+    samples, report = recorded_generations.matched(generations, suite, names)
+    print(report, flush=True)
+    return [name for name in names if name in samples]
 
 
 def main() -> None:

@@ -2,8 +2,8 @@
 
 A response must carry a fenced code block (```python ... ```) holding a whole module that
 parses and defines the task's entry point; a response with no fence at all is taken whole
-when it is such a module (GEAK-eval's rule: TritonBench's recorded replies are bare code). The text around the block is the model's
-analysis or strategy, kept on the Candidate. Failure reasons start with a fixed word
+when it is such a module (GEAK-eval's rule: TritonBench's recorded replies are bare code).
+The text around the block is the model's analysis or strategy, kept on the Candidate. Failure reasons start with a fixed word
 (`no_code_block`, `syntax_error`, `missing_entry_point`) so they can be counted.
 """
 

@@ -118,6 +118,17 @@ def load(path: str, model: str, suite: Sequence[Task], campaign: Sequence[str]) 
     matched against every task of the `suite` (a row of a task outside the campaign must not
     land on one inside it). Raises FileNotFoundError or ValueError naming the problem: the
     file, a malformed line, or the campaign tasks no row matches."""
+    samples, report = matched(path, suite, campaign)
+    missing = [name for name in campaign if name not in samples]
+    if missing:
+        raise ValueError(f"no row matches campaign task(s) {', '.join(missing)}: {report}. "
+                         f"Give campaign.tasks only tasks the file covers")
+    return Generations(path, model or default_model(path), samples, report)
+
+
+def matched(path: str, suite: Sequence[Task], campaign: Sequence[str]) -> tuple[dict, str]:
+    """Returns ({campaign task name: its Samples in file order}, a line saying how the file's
+    rows matched) for the tasks of `campaign` some row matches (`load`'s reading)."""
     rows = read_rows(path)
     matches = label_matching.match_rows([row for _, row in rows], references(suite))
     samples: dict[str, list[Sample]] = collections.defaultdict(list)
@@ -131,12 +142,7 @@ def load(path: str, model: str, suite: Sequence[Task], campaign: Sequence[str]) 
                  if unsure else "")
               + f"); {sum(map(len, samples.values()))} replies serve {len(samples)} of the campaign's "
               f"{len(campaign)} tasks")
-    missing = [name for name in campaign if name not in samples]
-    if missing:
-        raise ValueError(f"no row matches campaign task(s) {', '.join(missing)}: {report}. "
-                         f"Give campaign.tasks only tasks the file covers")
-    return Generations(path, model or default_model(path),
-                       {name: tuple(found) for name, found in samples.items()}, report)
+    return {name: tuple(found) for name, found in samples.items()}, report
 
 
 class FileGenerator:

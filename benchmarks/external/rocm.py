@@ -44,7 +44,7 @@ def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
         case_names=correctness_tests,
         how_tests_run="is appended to your module and run with pytest",
         tags=("pytest",),
-        untimed_reason="" if "test_performance" in {f.name for f in common.top_level_functions(tests)}
+        untimed_reason="" if "test_performance" in common.harness_tests(tests)
         else f"not timed: the ROCm benchmark file {path.name} has no test_performance")
 
 

@@ -18,7 +18,9 @@ a correct candidate ends at stage "correct", untimed, the reason as `error_trace
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
+import functools
 import os
 import pathlib
 import time
@@ -220,16 +222,22 @@ class HarnessWalk(Walk):
         returns (report, outputs: those of mode "outputs"), or raises Failed. Its wall time
         is `check_s`, a timing pass's `bench_s`, counted once it holds the device (alone).
         A TritonBench-revised timing pass is first prepared on the same worker, the device
-        shared (`_prepare`): only the timed runs hold it alone."""
+        shared (`_prepare`): only the timed runs hold it alone. The reference's timing waits
+        for every holder, as a built-in baseline's does (`DeviceLock.exclusive`)."""
         request = self._harness_request(source, entry, mode)
-        access = self.c.device_lock.exclusive if mode == "time" else self.c.device_lock.shared
+        lock = self.c.device_lock
+        access = (functools.partial(lock.exclusive, alone=self.candidate is None) if mode == "time"
+                  else lock.shared)
         with self.c.candidates.lease() as worker:
             start = time.monotonic()
             try:
-                if mode == "time" and self.task.perf_harness is not None:
-                    request = self._prepare(worker, request, limit_s, require_launch)
-                    start = time.monotonic()
-                with access():
+                with contextlib.ExitStack() as held:
+                    if mode == "time" and self.task.perf_harness is not None:
+                        request = self._prepare(worker, request, limit_s, require_launch)
+                        with worker.frozen():  # none of its code runs until the device is held alone
+                            held.enter_context(access())
+                    else:
+                        held.enter_context(access())
                     start = time.monotonic()
                     report = self._request(worker, request, limit_s)
             finally:

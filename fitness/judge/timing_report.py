@@ -72,8 +72,10 @@ def speedup_fields(latency: list[dict | None], reference: list[dict], total: boo
     if latency and all(s is not None for s in latency):
         ratios = [ref["median_us"] / max(lat["median_us"], 1e-9)
                   for lat, ref in zip(latency, reference)]
-        summed = (sum(ref["median_us"] for ref in reference)
-                  / max(sum(lat["median_us"] for lat in latency), 1e-9))
-        fields.update(speedup=summed if total else math.exp(sum(map(math.log, ratios)) / len(ratios)),
-                      worst_speedup=min(ratios))
+        if total:
+            speedup = (sum(ref["median_us"] for ref in reference)
+                       / max(sum(lat["median_us"] for lat in latency), 1e-9))
+        else:
+            speedup = math.exp(sum(map(math.log, ratios)) / len(ratios))
+        fields.update(speedup=speedup, worst_speedup=min(ratios))
     return fields
