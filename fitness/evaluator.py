@@ -61,14 +61,20 @@ class Evaluator:
         self._root = _scratch_root()
         spares = settings.spares
         if spares is None:
-            spares = 0 if self.device.backend == "interpreter" else max(1, settings.workers // 2)
+            spares = max(1, settings.workers // 2)
+        # one worker per candidate: a worker serves one walk and is ended, a spare started
+        # ahead takes the next, so nothing of one candidate reaches another's evaluation
         self._candidates = WorkerPool(self.device, settings.workers, "candidate", self._root,
-                                      pools, ready_timeout_s=limits.ready_s, spares=spares)
+                                      pools, ready_timeout_s=limits.ready_s, spares=spares,
+                                      max_uses=1)
+        self._baselines = WorkerPool(self.device, BASELINE_JOBS, "candidate", self._root, pools,
+                                     ready_timeout_s=limits.ready_s, max_uses=1)
         self._checkers = WorkerPool(self.device, settings.workers + BASELINE_JOBS, "checker",
                                     self._root, pools, ready_timeout_s=limits.ready_s)
         self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
-                                limits, settings.timing, settings.static_gate)
+                                limits, settings.timing, settings.static_gate,
+                                baselines=self._baselines)
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._evaluated = 0
@@ -121,7 +127,8 @@ class Evaluator:
                     "failures": dict(self._failures), "device": self.device.name,
                     "backend": self.device.backend, "device_ok": not self._unresponsive,
                     "device_error": self._unresponsive,
-                    "respawns": self._candidates.respawns + self._checkers.respawns,
+                    "respawns": (self._candidates.respawns + self._baselines.respawns
+                                 + self._checkers.respawns),
                     **self._cascade.meter.snapshot(), "sandboxed": self.settings.sandboxed}
 
     def in_progress(self) -> list[dict]:
@@ -137,6 +144,7 @@ class Evaluator:
         """Kills every worker and removes the temporary directories."""
         self._cascade.close()
         self._candidates.close()
+        self._baselines.close()
         self._checkers.close()
         shutil.rmtree(self._root, ignore_errors=True)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
-import dataclasses
 import math
 import inspect
 import itertools
@@ -26,7 +25,7 @@ from evo.records import Candidate, Evaluation, Task, parse_source
 from fitness import harness_version
 from fitness.measure import timing
 from fitness.device import AMD_ONLY_LAUNCH_OPTIONS, DeviceInfo
-from fitness.judge import anticheat, harness, timing_report, walk
+from fitness.judge import anticheat, clock, harness, timing_report, walk
 from fitness.judge import policy
 from fitness.judge.activity import Activity
 from fitness.judge.case_errors import CaseErrors
@@ -62,17 +61,17 @@ class Cascade:
     def __init__(self, device: DeviceInfo, candidates, checkers, device_lock,
                  limits: Limits = Limits(), timing_config: timing.TimingConfig | None = None,
                  static_gate: bool = True, harness_seed: int | None = None,
-                 salt_harness_seeds: bool = True):
+                 salt_harness_seeds: bool = True, baselines=None):
         self.device = device
         self.static_gate = static_gate
         self.candidates = candidates
+        self.baselines = baselines or candidates  # workers that load a task's baseline
         self.checkers = checkers
         self.device_lock = device_lock
         self.limits = limits
         self.timing_config = timing_config
         self.best = BestLatency()
         self.meter = Meter()
-        self.clocks = timing.ClockWindow()  # the checkers' clock reads (`_Walk._read_clock`)
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
             BASELINE_JOBS, thread_name_prefix="baseline")
         self.references = ReferenceMemo(self._baseline_runner, kept=(harness.HarnessError,))
@@ -118,15 +117,6 @@ def _arity(reference) -> int:
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Batch:
-    """A judged batch (`_Walk._batch`): (token in the checker, run) of each run read in, and
-    the seed of its runs' values."""
-
-    checked: tuple
-    seed: int
-
-
 class _Walk(Walk):
     """The built-in plan: a candidate's walk on one leased sandboxed worker and one leased
     trusted checker, judged call by call against the task's PyTorch reference."""
@@ -163,8 +153,7 @@ class _Walk(Walk):
         whose descriptor is relayed here from the checker to the worker (`relay` False: by
         the caller, when it sends the call, `_relay`), or raw files in the worker's input
         directory."""
-        self._calls += 1
-        token = f"w{self._walk_number}c{self._calls}"
+        token = self._token()
         share = worker.shares and checker.shares
         prepared = self._request(checker, {"op": "prepare", "params": case.params,
                                            "seed": seed, "dir": worker.input_dir,
@@ -278,7 +267,7 @@ class _Walk(Walk):
         self._latency(worker, checker)
         self.fields["correct"] = True
 
-    def _load(self, worker) -> dict:
+    def _load(self, worker, source: str | None = None) -> dict:
         """Has the worker import the candidate (no timing beside an import's device work);
         a missing entry point is told in the judge's words, from the source: what the module
         defines instead."""
@@ -286,7 +275,8 @@ class _Walk(Walk):
         try:
             with self.c.device_lock.shared(loading=True):
                 return self._request(worker, {"op": "load",
-                                              "source": policy.runnable_source(self.candidate.source, self.task),
+                                              "source": source or policy.runnable_source(
+                                                  self.candidate.source, self.task),
                                               "entry_point": self.task.entry_point,
                                               "arity": _arity(self.task.reference),
                                               "stall_s": limits.stall_s},
@@ -401,227 +391,73 @@ class _Walk(Walk):
                                        _Walk(self.c, task, None).time_baseline)
 
     def time_baseline(self) -> list[dict]:
-        """Returns the baseline's stats per case: compiled on stand-ins (holding nothing: no
-        launch) and staged beside other work, then timed alone, on a checker leased for it,
-        once per task (`Cascade.references`)."""
+        """Returns the baseline's stats per case, timed through the candidates' path (a
+        fresh worker loads the baseline module, the judge's clock times it) with the device
+        held alone, once per task (`Cascade.references`)."""
         self.stage = "timed"
-        with self.c.checkers.lease() as checker:
-            self._reset(checker)
-            self._request(checker, {"op": "warm_baseline", "cases": self._layouts(checker)},
-                          self.c.limits.compile_s)  # holding nothing: no launch
-            with self.c.device_lock.shared():  # buffers, warm-up and capture
-                self._request(checker, {"op": "stage_baseline", "timing": self.c.timing_config,
-                                        "cases": [(case.params, self.c.seed())
-                                                  for case in self.cases]},
-                              self.c.limits.bench_s)
-                self._read_clock(checker)
-            with self.c.device_lock.exclusive(alone=True):
-                reply = self._request(checker, {"op": "time_baseline",
-                                                "peak_mhz": self.c.clocks.peak(time.monotonic())},
-                                      self.c.limits.bench_s)
-        for key, stats in zip(self._case_keys(), reply["cases"]):
-            self.c.best.offer(key, stats["median_us"])  # a real timing, kept or not
-        self.c.meter.kernel_time(reply["cases"])
-        return reply["cases"]
+        try:
+            with self.c.baselines.lease() as worker, self.c.checkers.lease() as checker:
+                self._reset(checker)
+                self._load(worker, self.task.baseline_source)
+                self._precompile(worker, checker)
+                stats = []
+                for case in self.cases:
+                    floors = timing.case_floors_us(self.c.device, self.task.flops,
+                                                   self.task.bytes, case.params)
+                    runs = clock.batch_runs(2 * max(floors) if floors else None,
+                                            self.c.device.timing_meaningful)
+                    stats.append(clock.time_case(self, worker, checker, case, self._token(),
+                                                 runs, alone=True))
+        except (Failed, WorkerFault) as failure:
+            raise Failed("timed", "harness_error", f"the task's baseline failed its timing "
+                         f"({failure.kind}): {failure.detail}") from None
+        for key, case_stats in zip(self._case_keys(), stats):
+            self.c.best.offer(key, case_stats["median_us"])  # a real timing, kept or not
+        self.c.meter.kernel_time(stats)
+        return stats
 
     def _latency(self, worker, checker) -> None:
-        """Times the candidate case by case with the device held alone once for all of them:
-        the representative case first (the baseline's slowest: where the work is), the
-        others in an order drawn at random. Every timed run gets its own input values, drawn
-        from a seed the worker is given only with the case's `bench`, once the judge's clock
-        runs (`timing.FreshInputs`). Right after a case's timing comes its judged batch
-        (`_batch`: outputs read in at once, the worker stopped), then its
-        re-check on its timed buffers (`_recheck`). A candidate surely slower on the
-        representative case than `GIVE_UP_FACTOR` times the best seen is a clear loser: its
-        other cases are not timed (their latency is None), which spares most of the device
-        time spent on losers. The outputs are compared once the device is shared again."""
+        """Times the candidate case by case by the judge's clock (`clock.time_case`): the
+        representative case first (the baseline's slowest: where the work is), the others
+        in an order drawn at random. A candidate surely slower on the representative case
+        than `GIVE_UP_FACTOR` times the best seen is a clear loser: its other cases are not
+        timed (their latency is None), which spares most of the device time spent on
+        losers."""
         baseline = self._baseline_job().result()
         give_up = [self._give_up(key) for key in self._case_keys()]
-        order = self._timing_order(baseline)
-        timing_config = self.c.timing_config
-        timing_request = dataclasses.asdict(timing_config) if timing_config else None
-        seeds = [(self.c.seed(), self.c.seed()) for _ in order]  # (inputs, the timed runs)
-        with self.c.device_lock.shared():  # buffers, warm-up and capture need no quiet device
-            timed_inputs = [self._prepare(checker, worker, self.cases[at], seed, expect=False)
-                            for at, (seed, _) in zip(order, seeds)]
-            start = time.monotonic()
-            try:
-                staged = self._request(worker, {"op": "stage", "timing": timing_request, "cases": [
-                    {"inputs": inputs, "seed": self.c.seed()} for _, inputs in timed_inputs]},
-                    self.c.limits.bench_s)
-            finally:
-                self.bench_s += time.monotonic() - start
-                self._request(checker, {"op": "discard", "tokens": [t for t, _ in timed_inputs]},
-                              self.c.limits.check_s)
-            recheck_inputs = [self._prepare(checker, worker, self.cases[at], self.c.seed(),
-                                            relay=False) for at in order]
-            self._read_clock(checker)
-        for observed in staged.get("observed") or []:
-            self._judge(worker, observed, "timed")
+        meaningful = self.c.device.timing_meaningful
         stats: list[dict | None] = [None] * len(self.cases)
-        timed = []  # (position, case, checked run, its token, re-check token, re-check reply)
-        with self.c.device_lock.exclusive():
-            for position, at in enumerate(order):
-                case = self.cases[at]
-                report = self._bench_case(worker, position, give_up[at], case, seeds[position][1])
-                token, inputs = recheck_inputs[position]
-                stats[at] = report
-                batch = self._batch(worker, checker, position, token, baseline[at])
-                timed.append((position, case, batch, token,
-                              self._recheck(worker, checker, position, token, inputs)))
-                if position == 0 and give_up[at] is not None and report.get("stopped") == "slower":
-                    try:
-                        timing_report.check_clear_loser(report, give_up[at])
-                    except timing_report.ForgedTiming as error:
-                        raise Failed("timed", "cheat_forged_timing", str(error)) from None
-                    break
-        for position, case, batch, token, rechecked in timed:
-            self._check_timed_case(checker, worker, case, seeds[position][0], batch, token,
-                                   rechecked)
-        unused = [token for token, _ in recheck_inputs[len(timed):]]  # a clear loser's
+        for position, at in enumerate(self._timing_order(baseline)):
+            runs = clock.batch_runs(baseline[at]["median_us"], meaningful)
+            stats[at] = clock.time_case(self, worker, checker, self.cases[at], self._token(),
+                                        runs, give_up[at] if position == 0 else None)
+            if stats[at]["stopped"] == "slower":
+                break
         with self.c.device_lock.shared():  # freeing device memory unmaps it
-            # the worker's buffers and copies go now, not when it next loads; so do a clear
-            # loser's inputs and reference outputs, not when the checker is next reset
             self._request(worker, {"op": "release"}, self.c.limits.check_s)
-            if unused:
-                self._request(checker, {"op": "discard", "tokens": unused},
-                              self.c.limits.check_s)
         self.c.meter.kernel_time([s for s in stats if s is not None])
         self._record_speed(stats, baseline)
 
+    def _token(self) -> str:
+        """Returns a new name for a request's files and buffers, unique in the walk."""
+        self._calls += 1
+        return f"w{self._walk_number}c{self._calls}"
+
+    def observe(self, worker, reply: dict) -> None:
+        """Judges the audit observations a timed request's reply carries (a baseline's walk
+        has no candidate to judge)."""
+        if self.candidate is not None:
+            self._judge(worker, reply.get("observed") or {}, "timed")
+
     def _timing_order(self, baseline: list[dict]) -> list[int]:
-        """Returns the order cases are timed in: `timing_order`'s first, the rest shuffled,
-        so a candidate cannot tell from the order which call comes after which timing."""
+        """Returns the order cases are timed in: `timing_order`'s first, the rest shuffled."""
         first, *rest = timing_order(baseline)
         self.c.shuffle(rest)
         return [first] + rest
 
-    def _bench_case(self, worker, position: int, give_up_us: float | None,
-                    case, runs_seed: int) -> dict:
-        """Times staged case `position` (the caller holds the device alone), its runs' values
-        drawn from `runs_seed`, sent only now; returns its stats, once the report is well
-        formed and fits the wall time this process saw."""
-        request = {"op": "bench", "case": position, "continued": position > 0,
-                   "runs_seed": runs_seed,
-                   "give_up_above_us": give_up_us,
-                   "floors_us": timing.case_floors_us(self.c.device, self.task.flops,
-                                                      self.task.bytes, case.params)}
-        start = time.monotonic()  # the caller holds the device alone
-        request["peak_mhz"] = self.c.clocks.peak(start)
-        try:
-            reply = self._request(worker, request, self.c.limits.bench_s)
-        finally:
-            wall_s = time.monotonic() - start
-            self.bench_s += wall_s
-        try:
-            report = timing_report.checked({case.name: reply.get("case")}, wall_s)[case.name]
-        except timing_report.ForgedTiming as error:
-            raise Failed("timed", "cheat_forged_timing", str(error)) from None
-        self._judge(worker, reply.get("observed") or {}, "timed")
-        return report
-
-    def _batch(self, worker, checker, position: int, like: str, baseline: dict) -> "_Batch":
-        """The judged batch of case `position`, right after its timing (the caller holds the
-        device alone): the worker runs it back to back, this process's clock around the
-        request, each run's outputs written as it ends into slots the checker made (like
-        prepared call `like`'s outputs) or files; then, with the worker stopped, the checker
-        reads in the outputs of one run chosen now (with files, small: of every run), to be
-        judged (`_check_timed_case`): no code of the candidate runs between a run's end and
-        that read."""
-        self._calls += 1
-        token = f"w{self._walk_number}c{self._calls}b"
-        slots = self._request(checker, {"op": "batch_slots", "like": like, "token": token,
-                                        "runs": timing.judged_batch_runs(
-                                            baseline["median_us"] if self.c.device.timing_meaningful else None),
-                                        "share": worker.shares and checker.shares},
-                              self.c.limits.check_s)
-        runs, where = slots["runs"], {}
-        if "shared" in slots:
-            where = {"shared": slots["shared"], "token": token}
-            self._relay(checker, worker, where)
-        seed = self.c.seed()
-        start = time.monotonic()
-        try:
-            reply = self._request(worker, {"op": "batch", "case": position, "runs": runs,
-                                           "seed": seed, "where": where, "prefix": token},
-                                  self.c.limits.bench_s)
-        finally:
-            self.bench_s += time.monotonic() - start
-        self._judge(worker, reply.get("observed") or {}, "timed")
-        written = reply.get("runs")
-        if not (isinstance(written, list) and len(written) == runs):
-            raise Failed("timed", "cheat_forged_timing", f"the worker reported "
-                         f"{str(written)[:60]} for a batch of {runs} runs")
-        # shared slots: one run, chosen now; files (small cases, the interpreter): every run
-        chosen = [self.c.choose(list(range(runs)))] if where else list(range(runs))
-        with worker.frozen():
-            for run in chosen:
-                collected = self._request(checker, {
-                    "op": "collect", "token": f"{token}{run}" if not where else token, "run": run,
-                    "dir": worker.workdir, "outputs": written[run],
-                    "files": written if run == chosen[-1] else []}, self.c.limits.check_s)
-                if collected["kind"] is not None:
-                    raise Failed("timed", collected["kind"], f"run {run} of the judged batch: "
-                                 f"{collected['detail']}")
-        return _Batch(tuple((f"{token}{run}" if not where else token, run) for run in chosen), seed)
-
-    def _read_clock(self, checker) -> None:
-        """Has the checker read the SM clock (the caller holds the gate, shared) into the
-        judge's window, whose fastest read each timing is sent as the clock to wait for
-        (`timing.time_staged`'s `peak_mhz`). The checker's, not the worker's: a process that
-        imported a candidate does not report the clock others are held to. A read beside
-        other work may come out low; only the fastest counts."""
-        mhz = self._request(checker, {"op": "read_clock"}, self.c.limits.check_s).get("mhz")
-        if mhz:
-            self.c.clocks.note(time.monotonic(), mhz)
-
     def _give_up(self, key) -> float | None:
         best = self.c.best.get(key)
         return None if best is None else GIVE_UP_FACTOR * best
-
-    def _recheck(self, worker, checker, position: int, token: str, inputs: dict) -> dict:
-        """The re-check of case `position`, right after its timed runs: the candidate called
-        again on the buffers it was timed on, refilled in place with fresh values (`inputs`,
-        made by the checker, relayed only now), its outputs written for `_check_timed_case`."""
-        self._relay(checker, worker, inputs)
-        start = time.monotonic()
-        try:
-            rechecked = self._request(worker, {"op": "recheck", "case": position,
-                                               "inputs": inputs, "prefix": f"{token}r"},
-                                      self.c.limits.bench_s)
-        finally:
-            self.bench_s += time.monotonic() - start
-        self._judge(worker, rechecked.get("observed", {}), "timed")
-        return rechecked
-
-    def _check_timed_case(self, checker, worker, case, inputs_seed: int, batch: "_Batch",
-                          token: str, rechecked: dict) -> None:
-        """Checks a timed case, holding the device shared: the outputs of the judged batch's
-        run chosen once it was over (`_batch`) against the reference on that run's inputs,
-        which the checker rebuilds from the seeds (`timing.inputs_of_run`); then the
-        re-check's (`_recheck`, `token`)."""
-        with self.c.device_lock.shared():
-            for checked, run in batch.checked:
-                verdict = self._request(checker, {"op": "judge_collected", "token": checked,
-                                                  "params": case.params, "seed": inputs_seed,
-                                                  "runs_seed": batch.seed, "run": run},
-                                        self.c.limits.check_s)
-                if verdict["kind"] is not None:
-                    kind = "cheat_cached_result" if verdict["kind"] == "mismatch" else verdict["kind"]
-                    raise Failed("timed", kind, f"the outputs of run {run} of the judged batch, "
-                                 f"read in once it was over, though checked calls were right: "
-                                 f"case {case.name!r}: {verdict['detail']}", verdict)
-            self._compare_timed(checker, worker, token, rechecked, case,
-                                "re-check right after timing, inputs refreshed in place")
-
-    def _compare_timed(self, checker, worker, token: str, reply: dict, case, what: str) -> None:
-        """`_compare` for outputs of the timing stage: right when checked but wrong here is a
-        stale result (`cheat_cached_result`), named by `what`."""
-        try:
-            self._compare(checker, worker, token, reply, case)
-        except Failed as failed:
-            kind = "cheat_cached_result" if failed.kind == "mismatch" else failed.kind
-            raise Failed("timed", kind, f"{what}: {failed.detail}") from None
 
     def _record_speed(self, stats: list[dict | None], baseline: list[dict]) -> None:
         device = self.c.device

@@ -1,4 +1,4 @@
-"""The checker: a trusted process that makes inputs, runs references, compares, times baselines.
+"""The checker: a trusted process that makes inputs, runs references, compares, and holds the clock.
 
 Started by `fitness.processes.pool` (unsandboxed: it never imports a candidate) as
 `python -m fitness.judge.checker REQ REPLY [CHANNEL]`. One walk of the cascade leases one checker for
@@ -6,9 +6,9 @@ its whole duration: `prepare` makes a case's inputs from a seed the candidate ha
 hands them over (a GPU buffer this process owns, lent by descriptor, or raw files in the
 worker's read-only input directory) and keeps the reference's outputs and a pristine copy
 of the inputs here; `compare` reads what the worker put back (raw values only, every spec
-validated) and returns the verdict. Baselines are timed
-here too, with the same timing code the worker uses, so a candidate can neither see nor
-slow nor cache the number it is compared against.
+validated) and returns the verdict. A timed case's batches are made, released, timed (on a
+GPU, by this process's own events: `timed_batch`) and judged here too; candidates and
+baselines alike run in workers.
 """
 
 from __future__ import annotations
@@ -19,25 +19,15 @@ import os
 import resource
 import socket
 import sys
-import time
 import traceback
 
 import torch
 
-from fitness.measure import compile_only
-from fitness.processes import modules, protocol
+from fitness.processes import protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
 from fitness.judge import checking
-from fitness.measure.launches import LaunchCounter
-
-BATCH_BYTES = 1 << 30
-"""The most bytes of outputs a judged batch's runs leave in the judge's buffer, all runs
-together: it caps the runs of a case with large outputs."""
-_SETTLE_S = 0.002
-"""Seconds between the two reads of a batch's outputs: what device work left queued past the
-batch's end gets to show itself."""
-
+from fitness.judge.timed_batch import TimedBatch, remove_files
 
 @dataclasses.dataclass
 class _Prepared:
@@ -56,17 +46,13 @@ class _Prepared:
         if self.shared is not None:
             self.shared.release()
         elif self.input_dir is not None:
-            _remove(self.input_dir, self.specs)
+            remove_files(self.input_dir, self.specs)
 
 
 class Checker:
     """Per-walk state: prepared calls (token -> _Prepared) and what spots replays."""
 
     def __init__(self, request: dict, channel: socket.socket | None):
-        timing.bind_clocks()
-        # `warm_baseline` compiles only; installed by the checker process (`_serve`), since
-        # it patches Triton's classes for good
-        self.launches = LaunchCounter()
         self.torch = torch
         self.device = request["device"]
         self.channel = channel
@@ -75,10 +61,7 @@ class Checker:
         self.last_call: tuple[tuple, list] | None = None  # (seed, outputs): the cascade repeats
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
-        self.collected: dict[str, list] = {}  # a timed run's outputs, read in at once (`collect`)
-        self.batches: dict[str, tuple] = {}  # token -> (shared buffer, its slots, outputs a run)
-        self.baselines: dict[str, object] = {}
-        self.staged_baseline: list = []  # (timing.Staged, floors) per case, until timed
+        self.timed: dict[str, TimedBatch] = {}  # token -> a timed case's batches
 
     def warm_up(self) -> None:
         """Runs what a prepare and a compare do on the device once, on small tensors, before
@@ -110,13 +93,11 @@ class Checker:
         for entry in self.prepared.values():
             entry.drop()
         self.prepared.clear()
-        self.collected.clear()
-        for buffer, _, _ in self.batches.values():
-            buffer.release()
-        self.batches.clear()
         self.last_call = None
         self.output_digests.clear()
-        self.staged_baseline = []
+        for batch in self.timed.values():
+            batch.close()
+        self.timed.clear()
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True}
 
@@ -207,8 +188,8 @@ class Checker:
             return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
         finally:
             entry.drop()
-            _remove(where, request["outputs"])
-            _remove(where, request["inputs_after"])
+            remove_files(where, request["outputs"])
+            remove_files(where, request["inputs_after"])
 
     def _verdict(self, task, entry: _Prepared, actual: list, after: list) -> dict:
         pristine, expected, seed = entry.pristine, entry.expected, entry.seed
@@ -236,137 +217,48 @@ class Checker:
         self.output_digests.add(digest)
         return {"ok": True, "max_abs_err": 0.0, "rel_err": 0.0, "detail": "", **verdict}
 
-    def batch_slots(self, request: dict) -> dict:
-        """Makes the shared buffer a judged batch writes its runs' outputs into: `runs` sets
-        of slots sized like the reference's outputs of prepared call `like` (the same case),
-        as many runs as fit `BATCH_BYTES` (two at least); replies with the runs and, where
-        buffers are shared, its layout (the descriptor goes to the engine). Elsewhere the
-        worker writes files."""
-        expected = self.prepared[request["like"]].expected or []
-        nbytes = [t.numel() * t.element_size() for t in expected]
-        runs = max(2, min(request["runs"], BATCH_BYTES // max(sum(nbytes), 1)))
-        if not (request.get("share") and self.shares):
-            return {"ok": True, "runs": runs}
-        buffer, layout = shared_memory.pack([], nbytes * runs, shared_memory.allocator(
-            self.torch.cuda.current_device()))
-        self.batches[request["token"]] = (buffer, layout["slots"], len(nbytes))
-        fd = buffer.export()
+    def timed_open(self, request: dict) -> dict:
+        """Makes a timed case's batches (`TimedBatch`, under `token`): with `share`, a buffer
+        lent to the worker (its descriptor goes to the engine); replies with the runs per
+        batch and the buffer's layout."""
+        token = request["token"]
+        share = bool(request.get("share")) and self.shares
+        batch = self.timed[token] = TimedBatch(request["task"], request["params"],
+                                               request["runs"], self.device, share,
+                                               request.get("dir"))
+        if not share:
+            return {"ok": True, "runs": batch.runs}
+        fd = batch.buffer.export()
         try:
-            shared_memory.send_fd(self.channel, fd, request["token"])
+            shared_memory.send_fd(self.channel, fd, token)
         finally:
             os.close(fd)
-        return {"ok": True, "runs": runs, "shared": layout}
+        return {"ok": True, "runs": batch.runs, "shared": batch.share()}
 
-    def collect(self, request: dict) -> dict:
-        """Reads the outputs of run `run` of a judged batch (`batch_slots`: from its shared
-        slots, twice, a moment apart; else from the worker's raw files) into this process's
-        memory under `token`, while the engine holds the worker stopped: nothing the
-        candidate does later can rewrite what is judged (`judge_collected`), and outputs
-        still changing after the batch ended (device work left running past its clock) are
-        caught. The batch's files and buffer go."""
-        token, where, specs = request["token"], request["dir"], request["outputs"]
-        batch = self.batches.pop(token, None)
+    def timed_files(self, request: dict) -> dict:
+        """Interpreter: writes one batch's fresh inputs as files (`TimedBatch.write_files`)."""
+        return {"ok": True, "runs": self.timed[request["token"]].write_files(request["prefix"])}
+
+    def timed_release(self, request: dict) -> dict:
+        """GPU: one batch by the judge's clock (`TimedBatch.release`); replies with the
+        microseconds from its start event to its end event, or the timeout."""
         try:
-            if not isinstance(specs, list):
-                raise protocol.ProtocolError(f"no outputs for run {request['run']}")
-            if batch is None:
-                self.collected[token] = protocol.read_values(where, specs, "cpu")
-                return {"ok": True, "kind": None}
-            buffer, slots, per_run = batch
-            mine = slots[request["run"] * per_run:(request["run"] + 1) * per_run]
-            first = [shared_memory.read_slot(buffer, mine, spec) for spec in specs]
-            time.sleep(_SETTLE_S)
-            again = [shared_memory.read_slot(buffer, mine, spec) for spec in specs]
-            if not all(checking.bitwise_equal(a, b) for a, b in zip(first, again)):
-                return {"ok": True, "kind": "cheat_forged_timing", "detail": "its outputs "
-                        "changed after the batch reported its end: device work went on "
-                        "past the judge's clock"}
-            self.collected[token] = first
-            return {"ok": True, "kind": None}
-        except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
-            return {"ok": True, "kind": "wrong_type", "detail": f"unreadable outputs: {error}"}
-        finally:
-            if batch is not None:
-                batch[0].release()
-            for run_specs in request.get("files") or []:
-                _remove(where, run_specs)
+            elapsed_us = self.timed[request["token"]].release(request["go"], request["limit_s"])
+        except TimeoutError as error:
+            return {"ok": True, "timeout": str(error)}
+        return {"ok": True, "elapsed_us": elapsed_us}
 
-    def judge_collected(self, request: dict) -> dict:
-        """Judges collected outputs (`collect`) against the reference on the inputs of the
-        timed run they came from: the case's inputs from `seed`, as run `run` of the timing
-        seeded with `runs_seed` was given them (`timing.inputs_of_run`)."""
-        task = request["task"]
-        actual = self.collected.pop(request["token"])
-        inputs = task.make_inputs(request["params"], request["seed"], self.device.torch_device)
-        inputs = timing.inputs_of_run(inputs, request["runs_seed"], request["run"])
-        expected = checking.as_list(task.reference(*inputs))
-        entry = _Prepared(None, expected, (request["seed"], request["run"]), [], None)
-        return self._verdict(task, entry, actual, [])
+    def timed_judge(self, request: dict) -> dict:
+        """Judges every run of the last batch (`TimedBatch.judge`)."""
+        verdict = self.timed[request["token"]].judge(request["outputs"], request.get("dir"))
+        return {"ok": True, **verdict}
 
-    def discard(self, request: dict) -> dict:
-        """Drops prepared inputs that were never compared (a timing's)."""
-        for token in request["tokens"]:
-            entry = self.prepared.pop(token, None)
-            if entry is not None:
-                entry.drop()
-        return {"ok": True}
-
-    def read_clock(self, request: dict) -> dict:
-        """Reads the SM clock (`timing.read_clock_mhz`; None where it cannot be read): a read
-        no candidate can touch, for the judge's window of the device's recent clocks."""
-        return {"ok": True, "mhz": timing.read_clock_mhz(self.device)}
-
-    def _baseline(self, task):
-        """Returns the task's baseline entry point, imported from a file in this process's
-        own directory (Triton's @jit reads its kernels' source from the file)."""
-        if task.name not in self.baselines:
-            name = f"baseline_{task.name}"
-            path = os.path.abspath(f"{name}.py")
-            with open(path, "w") as handle:
-                handle.write(task.baseline_source)
-            module = modules.import_file(path, name)
-            self.baselines[task.name] = getattr(module, task.entry_point)
-        return self.baselines[task.name]
-
-    def warm_baseline(self, request: dict) -> dict:
-        """Compiles the task's baseline for every case, on stand-ins in each case's input
-        layout (`request["cases"]`, as `describe` gives them), launching nothing
-        (`compile_only`): it runs while a candidate is timed. Calling it on real inputs
-        did device work beside that timing (the inputs made, each kernel run, an autotuner's
-        benchmarks), which slowed it (evidence: RESULTS.md#baseline-compile-only). What fails
-        here is only reported: staging compiles it again, holding the device shared."""
-        stopped = compile_only.compile_cases(self._baseline(request["task"]), request["cases"],
-                                             self.launches, self.device.torch_device)
-        shared_memory.return_cached_memory(self.device.backend)
-        return {"ok": True, "stopped": stopped}
-
-    def stage_baseline(self, request: dict) -> dict:
-        """Makes each case's buffers and stages the baseline on them (`timing.stage`: warm-up,
-        capture) beside other work; `time_baseline` then times what was staged."""
-        task = request["task"]
-        baseline = self._baseline(task)
-        self.staged_baseline = []
-        for params, seed in request["cases"]:
-            with timing.phase("buffers"):
-                buffers, refill = timing.refilled_copies(
-                    task.make_inputs(params, seed, self.device.torch_device), seed)
-            floors = timing.case_floors_us(self.device, task.flops, task.bytes, params)
-            staged = timing.stage([lambda b=buffers: baseline(*b)], self.device,
-                                  request.get("timing"), refill)
-            self.staged_baseline.append((staged, floors))
-        return {"ok": True}
-
-    def time_baseline(self, request: dict) -> dict:
-        """Times the staged baseline cases with the candidates' protocol (the device held
-        alone by the caller; `peak_mhz`: the clock to wait for, see `timing.time_staged`)."""
-        staged, self.staged_baseline = self.staged_baseline, []
-        peak = request.get("peak_mhz", 0.0)
-        with timing.one_callers_cases():
-            results = [timing.time_staged(ready, floors_us=[floors], peak_mhz=peak)[0].__dict__
-                       for ready, floors in staged]
-        staged.clear()  # the graphs and buffers go before the cache is handed back
+    def timed_close(self, request: dict) -> dict:
+        batch = self.timed.pop(request["token"], None)
+        if batch is not None:
+            batch.close()
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
-        return {"ok": True, "cases": results}
+        return {"ok": True}
 
 
 def _digest(outputs: list) -> tuple:
@@ -386,16 +278,6 @@ def _fingerprint(tensor) -> str:
     words = (raw.view(torch.int32) if raw.numel() % 4 == 0 else raw).to(torch.int64)
     weights = torch.arange(words.numel(), device=words.device) % 1_000_003 + 1
     return f"{int((words * weights).sum())}:{int(words.sum())}"
-
-
-def _remove(directory: str, specs) -> None:
-    for spec in specs if isinstance(specs, list) else []:
-        name = spec.get("file") if isinstance(spec, dict) else None
-        if isinstance(name, str) and "/" not in name and not name.startswith("."):
-            try:
-                os.unlink(os.path.join(directory, name))
-            except OSError:
-                pass
 
 
 def _timed(handler):
@@ -432,16 +314,13 @@ def _queued_s() -> float | None:
 def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> None:
     def start(init: dict) -> tuple[dict, dict]:
         checker = Checker(init, channel)
-        checker.launches.install()
         checker.warm_up()
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
-                 "compare": _timed(checker.compare), "discard": checker.discard,
-                 "collect": _timed(checker.collect), "batch_slots": checker.batch_slots,
-                 "judge_collected": _timed(checker.judge_collected),
-                 "read_clock": checker.read_clock, "describe": checker.describe,
-                 "warm_baseline": checker.warm_baseline,
-                 "stage_baseline": _timed(checker.stage_baseline),
-                 "time_baseline": _timed(checker.time_baseline)},
+                 "compare": _timed(checker.compare),
+                 "describe": checker.describe, "timed_open": _timed(checker.timed_open),
+                 "timed_files": _timed(checker.timed_files),
+                 "timed_release": checker.timed_release,
+                 "timed_judge": _timed(checker.timed_judge), "timed_close": checker.timed_close},
                 {"shares": checker.shares})
 
     def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's

@@ -106,6 +106,56 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
 
 
+def _tree(pid: int) -> list[int]:
+    """Returns `pid` and every process descended from it (a sandbox's whole process tree:
+    bubblewrap, the worker, and whatever the candidate started)."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        try:
+            threads = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for thread in threads:
+            try:
+                with open(f"/proc/{current}/task/{thread}/children") as handle:
+                    pending.extend(int(child) for child in handle.read().split())
+            except (OSError, ValueError):
+                pass
+    return found
+
+
+def _process_cpu_s(pid: int) -> float:
+    """Returns the CPU seconds of process `pid`, its reaped children's included: the larger of
+    its threads' scheduler run times (nanoseconds, live threads only) and its tick counts
+    (every thread that ever ran, in 10-ms ticks). Neither can be lowered from inside."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(field) for field in fields[11:15]) / _CLOCK_TICKS
+    ran_ns = 0
+    try:
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{thread}/schedstat") as handle:
+                ran_ns += int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    return max(ticks, ran_ns * 1e-9 + sum(int(f) for f in fields[13:15]) / _CLOCK_TICKS)
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process `pid` is stopped (or gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("T", "t", "Z", "X")
+
+
 class WorkerProcess:
     """One worker subprocess with its pipes, its output drain and its directories.
 
@@ -178,24 +228,29 @@ class WorkerProcess:
             _, hard = resource.prlimit(self._inner_pid, resource.RLIMIT_CPU)
             resource.prlimit(self._inner_pid, resource.RLIMIT_CPU, (min(soft, hard), hard))
 
+    def cpu_s(self) -> float:
+        """Returns the CPU seconds every process of the worker's tree has used: the judge's
+        clock on the interpreter (read from /proc, outside the worker)."""
+        return sum(_process_cpu_s(pid) for pid in _tree(self.proc.pid))
+
     @contextlib.contextmanager
-    def frozen(self):
-        """Holds the worker's process stopped (SIGSTOP, its every thread) for the block: what
-        the judge reads from it there (a timed run's outputs) no later code of the candidate
-        can have rewritten."""
-        pid = self.proc.pid
-        if self.untrusted:
-            if self._inner_pid is None:
-                with contextlib.suppress(OSError, ValueError):
-                    self._inner_pid = _descendant(self.proc.pid)
-            pid = self._inner_pid or pid
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGSTOP)
+    def frozen(self, settle_s: float = 1.0):
+        """Holds every process of the worker's tree stopped (SIGSTOP) for the block, once each
+        is seen stopped (`settle_s` at most): what the judge reads there (its CPU time, a
+        timed run's outputs) no later code of the candidate can have changed."""
+        pids = _tree(self.proc.pid)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        deadline = time.monotonic() + settle_s
+        while time.monotonic() < deadline and not all(_stopped(pid) for pid in pids):
+            time.sleep(0.0005)
         try:
             yield
         finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGCONT)
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGCONT)
 
     @property
     def alive(self) -> bool:
@@ -237,9 +292,26 @@ class WorkerProcess:
 
     def request(self, request: dict, timeout_s: float) -> dict:
         """Sends one stage request; returns the reply or raises WorkerFault (worker killed)."""
+        return self.finish(request, self.start(request, timeout_s), timeout_s)
+
+    def start(self, request: dict, timeout_s: float) -> float:
+        """Sends `request` without waiting for its reply (`early`, `finish`); returns its
+        deadline."""
         deadline = time.monotonic() + timeout_s
         self.limit_cpu(timeout_s)
         self._send(request, deadline)
+        return deadline
+
+    def early(self, wait_s: float) -> dict | None:
+        """Returns the reply to the started request if it comes within `wait_s`, else None
+        (the request goes on); a death or a broken protocol raises WorkerFault."""
+        try:
+            return self._await_reply(time.monotonic() + wait_s, "", fault_on_time=False)
+        except TimeoutError:
+            return None
+
+    def finish(self, request: dict, deadline: float, timeout_s: float) -> dict:
+        """Returns the reply to the started `request`, waiting until `deadline`."""
         reply = self._await_reply(deadline, f"the {request.get('op', 'stage')} request ran "
                                             f"past its {timeout_s:g} s limit")
         if reply.get("fatal"):
@@ -269,7 +341,10 @@ class WorkerProcess:
             raise WorkerFault("harness_error", reply.get("trace", "worker failed to start"))
         return reply
 
-    def _await_reply(self, deadline: float, timeout_detail: str) -> dict:
+    def _await_reply(self, deadline: float, timeout_detail: str,
+                     fault_on_time: bool = True) -> dict:
+        """Returns the next reply; past `deadline` the worker is killed (a timeout fault), or
+        with `fault_on_time` False TimeoutError is raised and it lives on."""
         while True:
             try:
                 reply = self._reader.take()
@@ -282,6 +357,8 @@ class WorkerProcess:
                                   f"{self._flood_limit_bytes >> 20} MiB to stdout/stderr")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                if not fault_on_time:
+                    raise TimeoutError(timeout_detail)
                 raise self._fault("timeout", timeout_detail)
             readable, _, _ = select.select([self._reply_fd], [], [], min(remaining, _POLL_S))
             if readable and not self._reader.feed():

@@ -72,7 +72,8 @@ class _Driver:
 
 
 @functools.cache
-def _driver() -> _Driver:
+def driver() -> _Driver:
+    """Returns the process's binding of the CUDA driver (`fitness.processes.stream_sync` uses it too)."""
     return _Driver()
 
 
@@ -87,7 +88,7 @@ def available(backend: str) -> bool:
         device = torch.cuda.current_device()
         value = ctypes.c_int()
         # CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103
-        _driver()("cuDeviceGetAttribute", ctypes.byref(value), 103, device)
+        driver()("cuDeviceGetAttribute", ctypes.byref(value), 103, device)
         return bool(value.value)
     except (OSError, SharedMemoryError, RuntimeError, AssertionError):
         return False
@@ -121,7 +122,7 @@ def _prop(device: int) -> _AllocationProp:
 
 def _rounded(nbytes: int, device: int) -> int:
     granularity = ctypes.c_size_t()
-    _driver()("cuMemGetAllocationGranularity", ctypes.byref(granularity),
+    driver()("cuMemGetAllocationGranularity", ctypes.byref(granularity),
               ctypes.byref(_prop(device)), 0)
     step = granularity.value
     return max(step, -(-nbytes // step) * step)
@@ -152,7 +153,7 @@ class SharedBuffer:
     def create(cls, nbytes: int, device: int) -> "SharedBuffer":
         size = _rounded(nbytes, device)
         handle = ctypes.c_ulonglong()
-        _driver()("cuMemCreate", ctypes.byref(handle), ctypes.c_size_t(size),
+        driver()("cuMemCreate", ctypes.byref(handle), ctypes.c_size_t(size),
                   ctypes.byref(_prop(device)), ctypes.c_ulonglong(0))
         return cls._mapped(handle.value, size, device)
 
@@ -161,32 +162,32 @@ class SharedBuffer:
         """Maps the allocation behind a received descriptor; `nbytes` is what the sender
         said it holds (mapping more than the allocation holds fails in the driver)."""
         handle = ctypes.c_ulonglong()
-        _driver()("cuMemImportFromShareableHandle", ctypes.byref(handle),
+        driver()("cuMemImportFromShareableHandle", ctypes.byref(handle),
                   ctypes.c_void_p(fd), _POSIX_FD)
         return cls._mapped(handle.value, _rounded(nbytes, device), device)
 
     @classmethod
     def _mapped(cls, handle: int, size: int, device: int) -> "SharedBuffer":
-        driver = _driver()
+        cuda = driver()
         pointer = ctypes.c_ulonglong()
-        driver("cuMemAddressReserve", ctypes.byref(pointer), ctypes.c_size_t(size),
+        cuda("cuMemAddressReserve", ctypes.byref(pointer), ctypes.c_size_t(size),
                ctypes.c_size_t(0), ctypes.c_ulonglong(0), ctypes.c_ulonglong(0))
         try:
-            driver("cuMemMap", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size),
+            cuda("cuMemMap", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size),
                    ctypes.c_size_t(0), ctypes.c_ulonglong(handle), ctypes.c_ulonglong(0))
         except SharedMemoryError:
-            driver("cuMemAddressFree", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size))
-            driver("cuMemRelease", ctypes.c_ulonglong(handle))
+            cuda("cuMemAddressFree", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size))
+            cuda("cuMemRelease", ctypes.c_ulonglong(handle))
             raise
         access = _AccessDesc(_Location(_ON_DEVICE, device), _READ_WRITE)
-        driver("cuMemSetAccess", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size),
+        cuda("cuMemSetAccess", ctypes.c_ulonglong(pointer.value), ctypes.c_size_t(size),
                ctypes.byref(access), ctypes.c_size_t(1))
         return cls(handle, pointer.value, size, device)
 
     def export(self) -> int:
         """Returns a new file descriptor for this allocation (the caller closes it)."""
         fd = ctypes.c_int(-1)
-        _driver()("cuMemExportToShareableHandle", ctypes.byref(fd),
+        driver()("cuMemExportToShareableHandle", ctypes.byref(fd),
                   ctypes.c_ulonglong(self.handle), _POSIX_FD, ctypes.c_ulonglong(0))
         return fd.value
 
@@ -217,10 +218,10 @@ class SharedBuffer:
         if self.pointer is None:
             return
         self._bytes = None
-        driver = _driver()
-        driver("cuMemUnmap", ctypes.c_ulonglong(self.pointer), ctypes.c_size_t(self.size))
-        driver("cuMemAddressFree", ctypes.c_ulonglong(self.pointer), ctypes.c_size_t(self.size))
-        driver("cuMemRelease", ctypes.c_ulonglong(self.handle))
+        cuda = driver()
+        cuda("cuMemUnmap", ctypes.c_ulonglong(self.pointer), ctypes.c_size_t(self.size))
+        cuda("cuMemAddressFree", ctypes.c_ulonglong(self.pointer), ctypes.c_size_t(self.size))
+        cuda("cuMemRelease", ctypes.c_ulonglong(self.handle))
         self.pointer = None
 
 

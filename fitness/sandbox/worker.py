@@ -1,4 +1,4 @@
-"""The sandboxed worker: loads one candidate at a time, runs it on the judge's inputs, times it.
+"""The sandboxed worker: loads one candidate, runs it on the judge's inputs; the judge times it.
 
 Run in the sandbox as `python -m fitness.sandbox.worker REQ REPLY [CHANNEL]`, JSON both ways
 (`fitness.processes.protocol`). It never sees a Task: a source text, an entry point name and
@@ -6,17 +6,17 @@ input tensors the judge made (on a CUDA GPU in a buffer the judge owns, lent on 
 raw files under /inputs). It makes no judgement: what it reports is evidence.
 
 One request each: load, precompile (every case compiled on stand-ins, nothing launched),
-call, stage (buffers, warm-up, capture, beside other work), then per case bench (timed on
-inputs that change every run, drawn from a seed given only then), batch (runs back to back
-on values drawn from another such seed, each run's outputs put where the judge reads them) and recheck (the timed buffers refilled
-in place, called again); release (the walk is over); harness (an external suite's own
-harness, `fitness.sandbox.harness_run`). Every call, checked or timed,
-runs under the same instruments (`_observed`), so no call tells the candidate it is watched.
+call; per timed case on a GPU, timed_stage (the judge's lent buffer mapped, warm-up, graph
+capture, beside other work) then arm once per batch (`fitness.sandbox.timed`); on the
+interpreter run_batch (the judge's input files in, output files out, its CPU time read from
+outside); release (the walk is over); harness (an external suite's own harness,
+`fitness.sandbox.harness_run`). A worker serves one candidate (`fitness.processes.pool`).
+Every call runs under the same instruments (`_observed`): a best-effort audit whose reports
+explain a failure; no number here enters a verdict.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import faulthandler
 import inspect
 import os
@@ -94,23 +94,12 @@ class _Observed:
                 "patched": patched}
 
 
-@dataclasses.dataclass
-class _TimedCase:
-    """One case's timing state, from `stage` to its re-check."""
-
-    inputs: object  # timing.FreshInputs: the buffers and their refill
-    observed: _Observed
-    staged: object = None  # timing.Staged until the case is timed
-    deferred: list = dataclasses.field(default_factory=list)  # a graph's fresh allocations
-
-
 class Worker:
     """State of one worker process: its device, instruments and the loaded candidate."""
 
     def __init__(self, request: dict, channel: socket.socket | None):
         import torch
 
-        from fitness.measure import timing
         from fitness.device import DeviceInfo
         from fitness.sandbox import instrument, interpreter_autotune, probe
 
@@ -125,12 +114,12 @@ class Worker:
         self.threads.install()
         self.host_reads = instrument.HostReadWatch(self.launches)
         self.host_reads.install()
-        timing.bind_clocks()
         self.snapshot = instrument.HarnessSnapshot()
         self.entry = None
         self.module_path = None
         self.stall_s = None  # the judge's stall limit for the loaded candidate
-        self.timed: list[_TimedCase] = []  # per staged case, until the walk's last re-check
+        self.timed_observed = _Observed()
+        self.timed = None  # the timed case staged on the judge's lent buffer (a GPU)
         self.previous_inputs: list = []
         self.channel = channel
         self.shares = channel is not None and shared_memory.available(self.device.backend)
@@ -146,7 +135,7 @@ class Worker:
 
     def load(self, request: dict) -> dict:
         self.entry = None
-        self.timed, self.previous_inputs = [], []  # the last candidate's, then its memory
+        self.timed, self.previous_inputs = None, []  # the last candidate's, then its memory
         self._unmap_all()
         shared_memory.return_cached_memory(self.device.backend)
         self._loaded += 1
@@ -225,7 +214,8 @@ class Worker:
             buffer.release()
         self.mapped, self.fresh = [], []
 
-    def _observed(self, fn, inputs, observed: _Observed, capturing: bool = False):
+    def _observed(self, fn, inputs, observed: _Observed, capturing: bool = False,
+                  poison: bool = True):
         """Returns (what `fn()` returned, the fresh allocations left unpoisoned): one call
         of the candidate on `inputs` under the instruments every call gets, its observations
         added to `observed`. `capturing`: a CUDA graph capture, whose poison is deferred to
@@ -235,7 +225,7 @@ class Worker:
         self.launches.count = 0
         self.threads.started = 0
         self.host_reads.count = 0
-        recorder = OpRecorder(self.launches, defer=capturing)
+        recorder = OpRecorder(self.launches, poison=poison, defer=capturing)
         with recorder:
             out = fn()
         elements = sum(v.numel() for v in inputs if isinstance(v, self.torch.Tensor))
@@ -284,158 +274,81 @@ class Worker:
         self.previous_inputs = inputs
         return {**written, "observed": observed} if written["ok"] else written
 
-    def stage(self, request: dict) -> dict:
-        """Makes each case's timing buffers (copies of the inputs the judge made, refilled
-        before every run with other values drawn from the case's staging `seed`,
-        `timing.FreshInputs`; the timed runs' own seed comes with `bench`), warms the candidate up on them and
-        captures it (`timing.stage`): the part of timing the judge lets run beside other work."""
-        from fitness.measure import timing
+    def _timed_call(self, observed: _Observed):
+        """Returns call(inputs, arena, capturing): one timed run of the candidate under the
+        instruments, its allocations served from `arena` (None: the normal allocator), no
+        poison (the judge poisons the regions itself); returns its outputs as a list, or
+        None when they are not plain tensors (the judge then finds them unreadable)."""
+        def call(inputs, arena, capturing):
+            def run():
+                if arena is None:
+                    return self.entry(*inputs)
+                with arena:
+                    return self.entry(*inputs)
 
-        config = timing.TimingConfig(**request["timing"]) if request.get("timing") else None
-        self.timed, spent = [], {}
-        with timing.accounted(spent), self.stall.watching(self.module_path, self.stall_s):
-            for case in request["cases"]:
-                with timing.phase("buffers"):
-                    inputs, _ = self._inputs(case["inputs"])
-                    timed = _TimedCase(timing.FreshInputs(inputs, case["seed"]), _Observed())
-                    del inputs
-                timed.staged = timing.stage([self._timed_call(timed)], self.device, config,
-                                            self._refill(timed))
-                if timed.staged.methods[0] != "graph":
-                    timed.deferred.clear()
-                self.timed.append(timed)
-            with timing.phase("release"):
-                self._remap()
-        patched = self.snapshot.changed()
-        return {"ok": True, "spent_s": spent,
-                "observed": [case.observed.report(patched) for case in self.timed]}
-
-    def _timed_call(self, case: _TimedCase):
-        """Returns the call timing makes of the candidate on `case`'s buffers: observed like
-        every call; inside a graph capture, its fresh allocations are kept to poison before
-        each replay (`_refill`)."""
-        buffers = case.inputs.buffers
-
-        def call():
-            capturing = (self.device.backend != "interpreter"
-                         and self.torch.cuda.is_current_stream_capturing())
-            out, fresh = self._observed(lambda: self.entry(*buffers), buffers, case.observed,
-                                        capturing)
-            if capturing:
-                case.deferred[:] = fresh
-            return out
+            out, _ = self._observed(run, inputs, observed, capturing, poison=False)
+            outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+            return outputs if all(type(v) is self.torch.Tensor for v in outputs) else None
 
         return call
 
-    @staticmethod
-    def _refill(case: _TimedCase):
-        """Returns what runs before every timed call of `case`, untimed: the next run's
-        input values, and the poison a replayed graph's allocations get (an eager call's
-        recorder poisons them itself)."""
-        from fitness.sandbox.instrument import poison
+    def timed_stage(self, request: dict) -> dict:
+        """Maps the judge's lent buffer of one timed case, warms the candidate up on its
+        staging values and captures its runs (`timed.TimedCase.stage`): beside other work."""
+        from fitness.sandbox import timed
 
-        def refill() -> None:
-            case.inputs.refill()
-            for tensor in case.deferred:
-                poison(tensor)
+        if self.entry is None:
+            return {"ok": False, "kind": "harness_error", "trace": "timing before a successful load"}
+        self._release_timed()
+        where = request["where"]
+        fd = shared_memory.receive_fd(self.channel, request["token"], timeout_s=30)
+        try:
+            buffer = shared_memory.SharedBuffer.open(fd, where["size"], self.torch.cuda.current_device())
+        finally:
+            os.close(fd)
+        self.timed_observed = _Observed()
+        self.timed = timed.TimedCase(buffer, where, self._timed_call(self.timed_observed))
+        with self.stall.watching(self.module_path, self.stall_s):
+            staged = self.timed.stage()
+        return {"ok": True, **staged,
+                "observed": self.timed_observed.report(self.snapshot.changed())}
 
-        return refill
+    def arm(self, request: dict) -> dict:
+        """Enqueues one batch of the staged case behind the judge's `go` (`TimedCase.arm`)."""
+        if self.timed is None:
+            return {"ok": False, "kind": "harness_error", "trace": "arm before timed_stage"}
+        return {"ok": True, "outputs": self.timed.arm(int(request["go"])),
+                "observed": self.timed_observed.report(self.snapshot.changed())}
 
-    def bench(self, request: dict) -> dict:
-        """Times one staged case (`case`: its place in `stage`'s list) with the device held
-        alone. `give_up_above_us` (the judge's best so far, with a margin) lets a clear loser
-        stop after its first batch of runs, `floors_us` (the work at the device's peaks)
-        tells the timing whether it must settle as a kernel that heats the chip; `peak_mhz`
-        is the clock a light kernel waits for, as the judge's trusted reads know it;
-        `continued`: the case follows another of this candidate's (`one_callers_cases`);
-        `runs_seed`: the seed of the timed runs' values, revealed only now, while the judge's
-        clock runs. Replies with the stats and what the candidate did in this case's calls
-        so far."""
-        from fitness.measure import timing
+    def run_batch(self, request: dict) -> dict:
+        """Interpreter: runs the candidate once per input set the judge wrote (raw files),
+        writing each run's outputs as raw files `<prefix>r<run>-out-*`; the judge reads this
+        process's CPU time around the request, from outside."""
+        observed = _Observed()
+        call = self._timed_call(observed)
+        outputs = []
+        for run, specs in enumerate(request["runs"]):
+            inputs = protocol.read_values(_INPUTS_DIR, specs, self.device.torch_device)
+            out = call(inputs, None, False)
+            outputs.append(None if out is None else
+                           protocol.write_values(".", f"{request['prefix']}r{run}-out", out))
+        return {"ok": True, "outputs": outputs, "observed": observed.report(self.snapshot.changed())}
 
-        position = request["case"]
-        if not (isinstance(position, int) and 0 <= position < len(self.timed)
-                and self.timed[position].staged is not None):
-            return {"ok": False, "kind": "harness_error",
-                    "trace": f"bench of case {position!r}, which is not staged"}
-        case = self.timed[position]
-        runs_seed = request.get("runs_seed")
-        if not isinstance(runs_seed, int):
-            return {"ok": False, "kind": "harness_error", "trace": "bench without a runs seed"}
-        case.inputs.reseed(runs_seed)
-        staged = case.staged
-        give_up, floors = request.get("give_up_above_us"), request.get("floors_us")
-        spent: dict = {}
-        with timing.accounted(spent), timing.one_callers_cases(bool(request.get("continued"))):
-            [stats] = timing.time_staged(
-                staged, give_up_above_us=[give_up if isinstance(give_up, (int, float)) else None],
-                floors_us=[tuple(floors) if floors else None],
-                peak_mhz=request.get("peak_mhz", 0.0))
-        return {"ok": True, "case": stats.__dict__, "spent_s": spent,
-                "observed": case.observed.report(self.snapshot.changed())}
-
-    def batch(self, request: dict) -> dict:
-        """Runs timed case `case` `runs` times back to back on values drawn from `seed`
-        (`timing.run_judged_batch`), each run's outputs written as the run ends: into run r's
-        slots of the judge's shared buffer (`where`), else copied and, once the runs are over,
-        written as raw files `<prefix>-<r>-out-*`. The judge reads the outputs it chooses with
-        this process stopped; the staged graph goes with this request."""
-        from fitness.measure import timing
-
-        case = self.timed[request["case"]]
-        staged, case.staged = case.staged, None
-        runs, where = request["runs"], request.get("where") or {}
-        shared = self._inputs(where)[1] if "shared" in where else None
-        self._remap()
-        slots = where["shared"]["slots"] if shared is not None else []
-        per_run = len(slots) // runs if runs else 0
-        written: list = [None] * runs
-
-        copies: dict[int, list] = {}  # runs whose outputs go to files, once the runs are over
-
-        def keep(run: int, out) -> None:
-            outputs = list(out) if isinstance(out, (tuple, list)) else [out]
-            if any(type(value) is not self.torch.Tensor for value in outputs):
-                return  # no outputs for the run: the judge finds it unreadable
-            if shared is not None:
-                written[run] = shared_memory.fill_slots(
-                    shared, slots[run * per_run:(run + 1) * per_run], outputs)
-            if written[run] is None:  # a copy now, the file after the runs: no gap between
-                copies[run] = [value.clone() for value in outputs]  # runs a timing lacks
-
-        case.inputs.reseed(request["seed"])
-        spent: dict = {}
-        with timing.accounted(spent):
-            timing.run_judged_batch(staged, runs, keep)
-        for run, outputs in copies.items():
-            written[run] = protocol.write_values(".", f"{request['prefix']}-{run}-out", outputs)
-        case.deferred.clear()
-        return {"ok": True, "runs": written, "spent_s": spent,
-                "observed": case.observed.report(self.snapshot.changed())}
+    def _release_timed(self) -> None:
+        if self.timed is not None:
+            self.torch.cuda.synchronize()
+            self.timed.buffer.release()
+            self.timed = None
 
     def release(self, request: dict) -> dict:
-        """Lets every buffer of the walk go (the timing's and the last request's) now, not
-        when the next candidate loads, so an idle worker does not sit on a walk's inputs and
-        timing copies (GiBs for the largest tasks) while its neighbours need the memory."""
+        """Lets every buffer of the walk go now, so an idle worker does not sit on a walk's
+        inputs while its neighbours need the memory."""
         self._unmap_all()
-        self.timed, self.previous_inputs = [], []
+        if self.device.backend != "interpreter":
+            self._release_timed()
+        self.previous_inputs = []
         shared_memory.return_cached_memory(self.device.backend)
         return {"ok": True}
-
-    def recheck(self, request: dict) -> dict:
-        """Refills case `case`'s timed buffers in place (same pointers) with fresh inputs,
-        calls the candidate and writes its outputs: a result cached during timing is caught.
-        Sent right after the case's timed runs."""
-        case = self.timed[request["case"]]
-        values, shared = self._inputs(request["inputs"])
-        self._remap()
-        for old, new in zip(case.inputs.buffers, values):
-            if isinstance(old, self.torch.Tensor):
-                old.copy_(new)
-        out, observed = self._observed_call(case.inputs.buffers)
-        written = self._write(out, case.inputs.buffers, request["prefix"], False,
-                              request["inputs"], shared)
-        return {**written, "observed": observed} if written["ok"] else written
 
     def harness(self, request: dict) -> dict:
         """Runs an external suite's own harness (`fitness.sandbox.harness_run`); the engine
@@ -461,9 +374,8 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
     def start(init: dict) -> tuple[dict, dict]:
         worker = state["worker"] = Worker(init, channel)
         return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call,
-                 "stage": worker.stage, "bench": worker.bench,
-                 "batch": worker.batch, "recheck": worker.recheck,
-                 "release": worker.release,
+                 "timed_stage": worker.timed_stage, "arm": worker.arm,
+                 "run_batch": worker.run_batch, "release": worker.release,
                  "harness": worker.harness},
                 {"shares": worker.shares})
 

@@ -1,0 +1,135 @@
+"""The judge's clock: how a walk times one case of the module loaded in its worker, candidate
+or baseline alike (docs/design.md, "The timed batch").
+
+Every batch gets new inputs from the checker and its every run is judged. On a GPU the
+checker's events around go..done are the latency; on the interpreter the CPU time of the
+worker's whole process tree, read from /proc around the request with the tree stopped at the
+end. The worker's replies carry outputs' places and audit observations, never a number.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+from fitness.judge.walk import Failed
+from fitness.processes.pool import GRACE_S, relay_fd
+
+GPU_BATCHES = 5
+"""Batches per case on a GPU: their median is the latency (each on new inputs)."""
+INTERPRETER_BATCHES = 2
+"""Batches per case on the interpreter (its latency is not meaningful: few suffice)."""
+ARM_S = 2.0
+"""How long the judge waits for a worker to arm a batch before it lets go anyway: host code
+that synchronizes cannot arm behind `go`, and is then timed with its host work."""
+BATCH_S = 0.005
+"""Seconds a GPU batch aims to last: long beside the go..done handoff (about 20 us on an
+H200, RESULTS.md#judge-clock), short beside a case's budget."""
+MAX_RUNS = 256
+_DRAW = random.SystemRandom()
+
+
+def batch_runs(per_run_us: float | None, meaningful: bool) -> int:
+    """Returns the runs of a batch of a callable whose runs take about `per_run_us` (None:
+    unknown, 8); two on the interpreter."""
+    if not meaningful:
+        return 2
+    if not per_run_us:
+        return 8
+    return max(4, min(MAX_RUNS, math.ceil(BATCH_S * 1e6 / per_run_us)))
+
+
+def time_case(walk, worker, checker, case, token: str, runs: int,
+              give_up_us: float | None = None, alone: bool = False) -> dict:
+    """Returns the stats of case `case` of the module loaded in `worker` (the walk's), every
+    batch judged: {"median_us", "p20_us", "p80_us", "runs", "method", "stopped"}. A judged
+    failure raises Failed at stage "timed". `give_up_us`: past two batches whose fastest run
+    is slower, the case stops as "slower" (a clear loser). `alone`: the device is held with
+    every holder gone (a baseline's denominator)."""
+    c = walk.c
+    share = worker.shares and checker.shares
+    with c.device_lock.shared():
+        opened = walk._request(checker, {"op": "timed_open", "params": case.params,
+                                         "runs": runs, "token": token, "share": share,
+                                         "dir": worker.input_dir}, c.limits.check_s)
+        runs, method = opened["runs"], "cpu"
+        if share:
+            relay_fd(checker, worker, token, c.limits.check_s)
+            staged = walk._request(worker, {"op": "timed_stage", "where": opened["shared"],
+                                            "token": token}, c.limits.bench_s)
+            walk.observe(worker, staged)
+            method = f"judge-{staged['method']}"
+    batches = GPU_BATCHES if share else INTERPRETER_BATCHES
+    per_run_us, stopped = [], "batches"
+    try:
+        for number in range(batches):
+            with c.device_lock.exclusive(alone=alone):
+                if share:
+                    elapsed_us, outputs = _gpu_batch(walk, worker, checker, token)
+                else:
+                    elapsed_us, outputs = _cpu_batch(walk, worker, checker, token, number, case)
+            if share:
+                with c.device_lock.shared():
+                    _judged(walk, checker, token, outputs, case, worker)
+            per_run_us.append(elapsed_us / runs)
+            walk.bench_s += elapsed_us * 1e-6
+            if give_up_us is not None and number >= 1 and min(per_run_us) > give_up_us:
+                stopped = "slower"
+                break
+    finally:
+        with c.device_lock.shared():
+            walk._request(checker, {"op": "timed_close", "token": token}, c.limits.check_s)
+    ordered = sorted(per_run_us)
+    return {"median_us": statistics.median(ordered),
+            "p20_us": ordered[int(0.2 * (len(ordered) - 1))],
+            "p80_us": ordered[math.ceil(0.8 * (len(ordered) - 1))],
+            "runs": runs * len(ordered), "method": method, "stopped": stopped}
+
+
+def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
+    """One batch by the checker's events: the worker is asked to arm behind a fresh `go`,
+    the checker releases it (after `ARM_S` at most) and times go..done."""
+    c = walk.c
+    go = _DRAW.randrange(1, 2**31)
+    request = {"op": "arm", "go": go}
+    deadline = worker.start(request, c.limits.bench_s)
+    armed = worker.early(ARM_S)
+    released = walk._request(checker, {"op": "timed_release", "token": token, "go": go,
+                                       "limit_s": c.limits.bench_s},
+                             c.limits.bench_s + GRACE_S)
+    if released.get("timeout"):
+        worker.kill()
+        raise Failed("timed", "timeout", released["timeout"])
+    reply = armed or worker.finish(request, deadline, c.limits.bench_s)
+    if not reply.get("ok"):
+        raise Failed("timed", reply.get("kind", "runtime_error"), str(reply.get("trace", "")))
+    walk.observe(worker, reply)
+    return released["elapsed_us"], reply.get("outputs")
+
+
+def _cpu_batch(walk, worker, checker, token: str, number: int, case) -> tuple[float, None]:
+    """One batch by the worker's CPU time, read from outside: before the checker writes the
+    inputs, and after the reply with the worker's process tree stopped, while the checker
+    reads and judges the outputs."""
+    c = walk.c
+    prefix = f"{token}b{number}"
+    before_s = worker.cpu_s()
+    files = walk._request(checker, {"op": "timed_files", "token": token, "prefix": prefix},
+                          c.limits.check_s)["runs"]
+    reply = walk._request(worker, {"op": "run_batch", "runs": files, "prefix": prefix},
+                          c.limits.bench_s)
+    with worker.frozen():
+        elapsed_us = (worker.cpu_s() - before_s) * 1e6
+        walk.observe(worker, reply)
+        _judged(walk, checker, token, reply.get("outputs"), case, worker)
+    return elapsed_us, None
+
+
+def _judged(walk, checker, token: str, outputs, case, worker) -> None:
+    """Has the checker judge every run of the batch; raises Failed on the first wrong one."""
+    verdict = walk._request(checker, {"op": "timed_judge", "token": token, "outputs": outputs,
+                                      "dir": worker.workdir}, walk.c.limits.check_s)
+    if verdict["kind"] is not None:
+        raise Failed("timed", verdict["kind"], f"case {case.name!r}, {verdict['detail']}",
+                     verdict)

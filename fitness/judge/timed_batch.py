@@ -1,0 +1,217 @@
+"""The judge's side of a timed batch: inputs made fresh for every batch, outputs read into the
+judge's memory, and on a GPU the judge's clock (docs/design.md, "The timed batch").
+
+One `TimedBatch` per timed case, in the checker. Every batch draws N new seeds from the
+operating system's RNG, makes N input sets from them in this process's private memory (the
+seeds never leave it), and only then puts the values where the worker reads them: on a GPU
+into a buffer lent to the worker, right before the checker's own start event; elsewhere as
+raw files in the worker's input directory, after the engine has read the worker's CPU time.
+Each run's outputs are compared with the reference on that run's private inputs, every run,
+and the lent inputs must be unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import torch
+
+from fitness.judge import checking
+from fitness.processes import protocol, shared_memory
+
+SYNC_BYTES = shared_memory.ALIGN_BYTES
+"""The sync words' region at the buffer's start: `go` (int32 at 0) and `done` (at 4)."""
+BATCH_BYTES = 4 << 30
+"""The most bytes a case's lent buffer holds (inputs and regions of every run): it caps the
+runs of a case with large inputs or outputs."""
+REGION_SLACK_BYTES = 1 << 20
+"""What a run's region holds beyond twice its outputs: the temporaries a wrapper allocates."""
+_DRAW = random.SystemRandom()
+_POLL_S = 0.0002
+
+
+class TimedBatch:
+    """A timed case's batches on the judge's side: `runs` input sets and output regions.
+
+    Each run's region (what it may allocate in the lent buffer, outputs and temporaries:
+    `fitness.sandbox.timed.Arena`) holds twice the reference's outputs and some slack. With
+    `share` the regions and inputs live in one buffer lent to the worker; otherwise files
+    carry both ways. `runs` is capped so the buffer stays within `BATCH_BYTES`.
+    """
+
+    def __init__(self, task, params: dict, runs: int, device, share: bool,
+                 input_dir: str | None):
+        self.task, self.params, self.device = task, params, device
+        self.input_dir = input_dir
+        staging = task.make_inputs(params, _DRAW.getrandbits(62), device.torch_device)
+        self.layout = protocol.layouts(staging)
+        self.buffer = None
+        self.fresh: list[list] = []  # the current batch's private inputs, one list per run
+        self.files: list[list[dict]] = []  # interpreter: the current batch's input specs
+        self.runs = runs
+        if not share:
+            return
+        tensors = [v for v in staging if isinstance(v, torch.Tensor)]
+        spans = [protocol.extent(t.shape, t.stride(), t.storage_offset()) * t.element_size()
+                 for t in tensors]
+        expected = checking.as_list(task.reference(*staging))
+        region_bytes = 2 * sum(t.numel() * t.element_size() for t in expected) + REGION_SLACK_BYTES
+        region_bytes = -(-region_bytes // SYNC_BYTES) * SYNC_BYTES
+        self.runs = runs = max(2, min(runs, BATCH_BYTES // (sum(spans) + region_bytes)))
+        offsets, total = shared_memory.layout([SYNC_BYTES] + spans * runs + [region_bytes] * runs)
+        self.buffer = shared_memory.allocator(torch.cuda.current_device())(total)
+        per_run = len(tensors)
+        self.sets = []  # per run: the input specs, as `shared_memory.unpack` reads them
+        for run in range(runs):
+            at = iter(offsets[1 + run * per_run:1 + (run + 1) * per_run])
+            self.sets.append([{"at": next(at), **spec} if "dtype" in spec else spec
+                              for spec in self.layout])
+        self.regions = [{"at": at, "nbytes": region_bytes}
+                        for at in offsets[1 + runs * per_run:]]
+        for specs in self.sets:  # valid values to warm up and capture on
+            for view, value in zip(shared_memory.unpack(self.buffer, specs), staging):
+                if isinstance(view, torch.Tensor):
+                    view.copy_(value)
+        self.words = self.buffer.view(0, torch.int32, [2], [1], 0)
+        self.words.zero_()
+        torch.cuda.synchronize()
+        self.stream = torch.cuda.Stream()
+        self.side = torch.cuda.Stream()
+
+    def share(self) -> dict:
+        """Returns the lent buffer's layout for the worker (its descriptor goes separately)."""
+        return {"size": self.buffer.size, "sets": self.sets, "regions": self.regions}
+
+    def _make_fresh(self) -> None:
+        """Draws the batch's seeds here and makes its inputs in private memory."""
+        self.fresh = [self.task.make_inputs(self.params, _DRAW.getrandbits(62),
+                                            self.device.torch_device) for _ in range(self.runs)]
+
+    def write_files(self, prefix: str) -> list[list[dict]]:
+        """Interpreter: makes the batch's inputs and writes them as raw files into the worker's
+        input directory; returns their specs, one list per run."""
+        self._remove_files()
+        self._make_fresh()
+        self.files = [protocol.write_values(self.input_dir, f"{prefix}r{run}", inputs)
+                      for run, inputs in enumerate(self.fresh)]
+        return self.files
+
+    def release(self, go: int, limit_s: float) -> float:
+        """GPU: makes the batch's inputs, poisons the regions, puts the inputs in the lent
+        sets, then on this process's stream: start event, `go`, wait for `done`, end event,
+        and a snapshot of every region right behind it. Returns the microseconds from start to
+        end. A worker that never writes `done` is waited for `limit_s`; then this process
+        writes it itself (so its own stream is freed) and raises TimeoutError."""
+        from fitness.processes import stream_sync
+
+        self._make_fresh()
+        poison = _DRAW.randrange(0x80, 0x100)  # NaN or a huge negative in every float dtype
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        go_at, done_at = self.words.data_ptr(), self.words.data_ptr() + 4
+        handle = self.stream.cuda_stream
+        order = list(range(self.runs))
+        _DRAW.shuffle(order)
+        with torch.cuda.stream(self.stream):
+            for region in self.regions:
+                self.buffer.view(region["at"], torch.uint8, [region["nbytes"]], [1], 0).fill_(poison)
+            for specs, values in zip(self.sets, self.fresh):
+                for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
+                    if isinstance(view, torch.Tensor):
+                        view.copy_(value)
+            start.record()
+            stream_sync.write_value(handle, go_at, go)
+            stream_sync.wait_value(handle, done_at, go)
+            end.record()
+            self.snapshot = {run: self.buffer.view(self.regions[run]["at"], torch.uint8,
+                                                   [self.regions[run]["nbytes"]], [1], 0).clone()
+                             for run in order}
+        deadline = time.monotonic() + limit_s
+        while not end.query():
+            if time.monotonic() > deadline:
+                stream_sync.write_value(self.side.cuda_stream, done_at, go)
+                self.stream.synchronize()
+                raise TimeoutError(f"the worker did not finish its batch of {self.runs} runs "
+                                   f"within {limit_s:g} s")
+            time.sleep(_POLL_S)
+        self.stream.synchronize()
+        return start.elapsed_time(end) * 1e3
+
+    def judge(self, outputs: list, output_dir: str | None) -> dict:
+        """`_judged`, then the worker's output files go."""
+        try:
+            return self._judged(outputs, output_dir)
+        finally:
+            for specs in outputs if self.buffer is None and isinstance(outputs, list) else []:
+                remove_files(output_dir, specs)
+
+    def _judged(self, outputs: list, output_dir: str | None) -> dict:
+        """Compares every run's outputs (specs from the worker: offsets in its region's
+        snapshot, or raw files) with the reference on that run's private inputs, and the
+        lent inputs with those; returns the first failing run's verdict, or a pass."""
+        if not (isinstance(outputs, list) and len(outputs) == self.runs):
+            return {"kind": "wrong_type", "detail": f"the worker reported outputs for "
+                    f"{str(outputs)[:60]} of a batch of {self.runs} runs"}
+        worst = {"max_abs_err": 0.0, "rel_err": 0.0}
+        for run, (specs, inputs) in enumerate(zip(outputs, self.fresh)):
+            try:
+                actual = self._outputs(run, specs, output_dir)
+            except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
+                return {"kind": "wrong_type", "detail": f"run {run}: unreadable outputs: {error}"}
+            expected = checking.as_list(self.task.reference(*inputs))
+            verdict = checking.compare_outputs(expected, actual, self.task.tolerance)
+            if verdict["kind"] is not None:
+                return {**verdict, "detail": f"timed run {run}: {verdict.get('detail', '')}"}
+            if self.buffer is not None and not self._inputs_unchanged(run):
+                return {"kind": "inputs_modified", "detail": f"timed run {run} modified its "
+                        "inputs in place; inputs must be left unchanged"}
+            worst = {key: max(worst[key], verdict.get(key) or 0.0) for key in worst}
+        return {"kind": None, "detail": "", **worst}
+
+    def _outputs(self, run: int, specs, output_dir: str | None) -> list:
+        if not isinstance(specs, list):
+            raise protocol.ProtocolError(f"expected a list of output specs, got {specs!r:.100}")
+        if self.buffer is None:
+            return protocol.read_values(output_dir, specs, "cpu")
+        region, values = self.snapshot[run], []
+        for spec in specs:
+            if not isinstance(spec, dict) or not isinstance(spec.get("at"), int):
+                raise protocol.ProtocolError(f"malformed output spec {spec!r:.200}")
+            dtype, shape, stride, offset = protocol.tensor_layout(spec)
+            at, span = spec["at"], protocol.extent(shape, stride, offset) * dtype.itemsize
+            if at < 0 or at % dtype.itemsize or at + span > region.numel():
+                raise protocol.ProtocolError(f"an output reaches outside its run's region of "
+                                             f"{region.numel()} bytes")
+            values.append(torch.as_strided(region[at:].view(dtype), shape, stride, offset))
+        return values
+
+    def _inputs_unchanged(self, run: int) -> bool:
+        lent = shared_memory.unpack(self.buffer, self.sets[run])
+        return all(checking.bitwise_equal(view, value) for view, value in zip(lent, self.fresh[run])
+                   if isinstance(view, torch.Tensor))
+
+    def close(self) -> None:
+        """Frees the lent buffer and any input files left."""
+        if self.buffer is not None:
+            self.buffer.release()
+            self.buffer = None
+        self._remove_files()
+        self.fresh = []
+
+    def _remove_files(self) -> None:
+        for specs in self.files:
+            remove_files(self.input_dir, specs)
+        self.files = []
+
+
+def remove_files(directory: str | None, specs) -> None:
+    """Removes the raw files `specs` name in `directory` (names validated: they may come
+    from the worker)."""
+    for spec in specs if isinstance(specs, list) else []:
+        name = spec.get("file") if isinstance(spec, dict) else None
+        if directory and isinstance(name, str) and "/" not in name and not name.startswith("."):
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
