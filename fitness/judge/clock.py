@@ -19,7 +19,9 @@ from fitness.processes.pool import GRACE_S, relay_fd
 GPU_BATCHES = 5
 """Batches per case on a GPU: their median is the latency (each on new inputs)."""
 INTERPRETER_BATCHES = 2
-"""Batches per case on the interpreter (its latency is not meaningful: few suffice)."""
+"""Batches per case on the interpreter (its latency is not meaningful: few suffice), after a
+first one that is judged but not counted: the interpreter's first runs of a module in a
+worker pay set-up that a GPU pays in staging."""
 ARM_S = 2.0
 """How long the judge waits for a worker to arm a batch before it lets go anyway: host code
 that synchronizes cannot arm behind `go`, and is then timed with its host work."""
@@ -60,7 +62,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                                             "token": token}, c.limits.bench_s)
             walk.observe(worker, staged)
             method = f"judge-{staged['method']}"
-    batches = GPU_BATCHES if share else INTERPRETER_BATCHES
+    batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
     per_run_us, stopped = [], "batches"
     try:
         for number in range(batches):
@@ -72,9 +74,11 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
             if share:
                 with c.device_lock.shared():
                     _judged(walk, checker, token, outputs, case, worker)
-            per_run_us.append(elapsed_us / runs)
             walk.bench_s += elapsed_us * 1e-6
-            if give_up_us is not None and number >= 1 and min(per_run_us) > give_up_us:
+            if not share and number == 0:
+                continue
+            per_run_us.append(elapsed_us / runs)
+            if give_up_us is not None and len(per_run_us) >= 2 and min(per_run_us) > give_up_us:
                 stopped = "slower"
                 break
     finally:

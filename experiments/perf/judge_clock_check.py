@@ -1,0 +1,106 @@
+"""The judge's clock against in-process event timing, per baseline case (issue 48's goals).
+
+For each built-in task, the baseline module is scored as a candidate by the Evaluator: its
+`latency_us` (a candidate worker timed by the judge's clock) and `ref_latency_us` (the
+baseline worker, the same clock) are two independent judge readings of the same kernel; the
+script also times the baseline in its own process with `fitness.measure.timing.bench`
+(device events, L2 flushed, CUDA graphs: the clock verdicts used before). One JSON row per
+task is appended to --out as it finishes; a rerun skips the tasks already there. Printed:
+per case judge/events and the spread of the two judge readings, then the medians over cases
+of 20 us or more.
+
+    python experiments/perf/judge_clock_check.py --device cuda --out rows.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
+from benchmarks.registry import builtin  # noqa: E402
+from evo.records import make_candidate  # noqa: E402
+from fitness import Evaluator, Settings  # noqa: E402
+from fitness.device import detect  # noqa: E402
+from fitness.measure import timing  # noqa: E402
+from fitness.processes import modules  # noqa: E402
+
+FLOOR_US = 20.0
+
+
+def events_us(task, device) -> list[float]:
+    """Returns the baseline's median per case, timed in this process with device events."""
+    path = os.path.abspath(f"baseline_{task.name}.py")
+    with open(path, "w") as handle:
+        handle.write(task.baseline_source)
+    entry = getattr(modules.import_file(path, f"baseline_{task.name}"), task.entry_point)
+    medians = []
+    for case in task.cases_for(device.backend):
+        inputs = task.make_inputs(case.params, 0, device.torch_device)
+        [stats] = timing.bench([lambda: entry(*inputs)], device)
+        medians.append(stats.median_us)
+    return medians
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--tasks", default=None, help="comma-separated (default: every built-in)")
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    registry = builtin()
+    names = args.tasks.split(",") if args.tasks else [t.name for t in registry]
+    done = set()
+    if os.path.exists(args.out):
+        with open(args.out) as handle:
+            done = {json.loads(line)["task"] for line in handle if line.strip()}
+    device = detect(args.device)
+    with Evaluator(Settings(device=args.device, workers=args.workers)) as evaluator:
+        for name in names:
+            if name in done:
+                continue
+            task = registry.get(name)
+            started = time.monotonic()
+            evaluation = evaluator.evaluate(task, make_candidate(name, task.baseline_source))
+            row = {"task": name, "correct": evaluation.correct,
+                   "failure": evaluation.failure_kind, "trace": evaluation.error_trace[-600:],
+                   "cases": [c.name for c in task.cases_for(device.backend)],
+                   "judge_us": list(evaluation.latency_us),
+                   "judge_ref_us": list(evaluation.ref_latency_us),
+                   "events_us": events_us(task, device) if device.timing_meaningful else [],
+                   "seconds": round(time.monotonic() - started, 1)}
+            with open(args.out, "a") as handle:
+                handle.write(json.dumps(row) + "\n")
+            print(json.dumps({k: v for k, v in row.items() if k != "trace"}), flush=True)
+    summarize(args.out)
+
+
+def summarize(path: str) -> None:
+    """Prints, over cases of FLOOR_US or more, the median |judge/events - 1| and the
+    median and max spread of the two judge readings."""
+    ratios, spreads = [], []
+    with open(path) as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    for row in rows:
+        for cand, ref, events in zip(row["judge_us"], row["judge_ref_us"], row["events_us"]):
+            if cand is None or ref is None or events < FLOOR_US:
+                continue
+            ratios.append(ref / events)
+            spreads.append(abs(cand - ref) / min(cand, ref))
+    if ratios:
+        print(f"cases >= {FLOOR_US:g} us: {len(ratios)}; judge/events median "
+              f"{statistics.median(ratios):.4f} (min {min(ratios):.4f}, max {max(ratios):.4f}); "
+              f"judge repeat spread median {statistics.median(spreads):.4f}, max {max(spreads):.4f}")
+    failed = [row["task"] for row in rows if not row["correct"]]
+    print(f"baselines correct: {len(rows) - len(failed)} of {len(rows)}"
+          + (f"; failed: {failed}" if failed else ""))
+
+
+if __name__ == "__main__":
+    main()
