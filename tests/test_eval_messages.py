@@ -62,7 +62,7 @@ def verdicts(tmp_path_factory):
 
 def test_a_gate_refusal_is_reported_at_the_gate_stage(verdicts):
     line, record = verdicts["cands/gate.py"]
-    assert line.startswith("cands/gate.py: FAILED policy_violation at stage gate: line 1: [import]")
+    assert line.startswith("cands/gate.py: FAILED policy_violation at stage gate: line 1: [io]")
     assert "at stage syntax" not in line
     assert record["stage"] == "gate" and record["failure_kind"] == "policy_violation"
 

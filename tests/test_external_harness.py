@@ -160,10 +160,10 @@ def test_static_gate_runs_before_any_process(runner, scale_shift, seam):
 
 
 @pytest.mark.slow
-def test_a_worker_that_ran_a_harness_is_retired(runner, scale_shift, seam):
+def test_a_worker_that_ran_a_harness_is_retired(runner, ungated, scale_shift, seam):
     harness.reference(runner, scale_shift)
     respawns = seam["candidates"].respawns
-    evaluation = _evaluate(runner, scale_shift, "tb_scale_shift_torch_only.py")
+    evaluation = _evaluate(ungated, scale_shift, "tb_scale_shift_torch_only.py")  # the lint refuses it first
     assert evaluation.failure_kind == "no_triton_launch"
     assert seam["candidates"].respawns == respawns + 1
 

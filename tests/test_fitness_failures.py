@@ -76,15 +76,16 @@ def vector_add(x, y):
     return out
 '''
 
-# name -> (source, failure kind, stage reached). Cases in UNGATED use what the static gate
-# forbids (sys, os, ctypes, unknown modules), to test the worker's own classification.
+# name -> (source, failure kind, stage reached). Cases in UNGATED run with the lint off, to test
+# the worker's own classification of what the lint refuses first (os) or leaves to the worker.
 CASES = {
     "syntax": ("def vector_add(x, y)\n    return x\n", "syntax_error", "syntax"),
     "import": ("import no_such_module_anywhere\n\ndef vector_add(x, y):\n"
                "    return no_such_module_anywhere.add(x, y)\n", "import_error", "import"),
     "exit_at_import": ("import sys\nsys.exit(4)\n", "import_error", "import"),
     "no_entry_point": ("def vector_sum(x, y):\n    return x\n", "missing_entry_point", "import"),
-    "signature": ("def vector_add(x):\n    return x\n", "signature_mismatch", "import"),
+    "signature": (add_source().replace("def vector_add(x, y):", "def vector_add(x):"), "signature_mismatch",
+                  "import"),
     "compile": (COMPILE_ERROR, "compile_error", "compile"),
     "raises": (add_source(pre_return="raise ValueError('boom in the wrapper')"),
                "runtime_error", "run"),

@@ -1,8 +1,9 @@
-"""The static gate (fitness.judge.policy): honest modules pass, each cheat is refused by its rule.
+"""The lint (fitness.judge.policy): honest modules pass, each contract breach is refused by its rule.
 
-tests/cheats/gate/ holds one small module per cheating mechanism, headed by the task it
-targets and where the gate must stop it (`# task: vector_add`, `# rule: launch-hook`,
-`# line: 19`). Grow it whenever a model finds a new way around the gate: add a file.
+tests/cheats/gate/ holds one small module per breach the lint names, headed by the task it
+targets and where the lint must stop it (`# task: vector_add`, `# rule: io`, `# line: 5`).
+The lint is no boundary (docs/design.md): cheats that work by reflection, caches or hooks are
+the judge's to catch, in tests/cheats/candidates.
 """
 
 import dataclasses
@@ -11,13 +12,11 @@ import random
 import re
 
 import pytest
-import torch
 
 import cheats
 from benchmarks import registry
 from evo.records import make_candidate
 from fitness.judge import policy
-from fitness.judge.policy import rules as policy_rules
 from operators import offline, retrieval
 from operators.knowledge import SHEETS_DIR
 
@@ -35,7 +34,7 @@ def _external(suite, folder):
 
 def _task(name):
     """Returns a built-in task, the KernelBench fixture task, or `tritonbench-revised/<task>` of
-    the TritonBench fixture (a suite whose candidates may use torch on the host)."""
+    the TritonBench fixture."""
     if name == "kernelbench":
         return next(iter(_external("kernelbench", "kernelbench").values()))
     if name.startswith("tritonbench-revised/"):
@@ -43,10 +42,10 @@ def _task(name):
     return BUILTIN.get(name)
 
 
-def _entry(body, task="vector_add"):
-    """Returns the verdict on a vector_add module whose entry point has `body` (4-space indented)."""
-    source = HEAD + NOOP_KERNEL + "def vector_add(x, y):\n" + body
-    return policy.check(source, _task(task))
+def _entry(body):
+    """Returns the verdict on a vector_add module whose entry point launches a kernel, then has `body`."""
+    source = HEAD + NOOP_KERNEL + "def vector_add(x, y):\n    _noop_kernel[(1,)](x, 1, BLOCK_SIZE=16)\n" + body
+    return policy.check(source, BUILTIN.get("vector_add"))
 
 
 @pytest.mark.parametrize("task", BUILTIN.tasks(), ids=lambda t: t.name)
@@ -77,9 +76,9 @@ def test_offline_children_of_every_baseline_pass(backend):
             assert policy.check(child.source, task) is None, f"{task.name} {child.strategy}"
 
 
-def test_external_reference_kernels_pass_the_external_policy():
+def test_external_reference_kernels_pass():
     tasks = [*_external("tritonbench-revised", "tritonbench").values(), *_external("rocm", "rocm").values()]
-    assert tasks and all(policy.rules_for(t).name == "external" for t in tasks)
+    assert tasks
     for task in tasks:
         assert policy.check(task.baseline_source, task) is None, task.name
 
@@ -88,8 +87,8 @@ def test_a_kernelbench_triton_model_passes_and_the_pytorch_model_does_not():
     task = _task("kernelbench")
     triton_model = (FIXTURES / "candidates" / "kb_scale_and_add_triton.py").read_text()
     assert policy.check(triton_model, task) is None
-    verdict = policy.check(task.baseline_source, task)  # `ModelNew = Model`: torch on the host
-    assert verdict.rule == "host-torch" and "x * self.alpha + y" in verdict.detail
+    verdict = policy.check(task.baseline_source, task)  # `ModelNew = Model`: torch alone
+    assert verdict.rule == "no-launch" and "`ModelNew` launches no Triton kernel" in verdict.detail
 
 
 @pytest.mark.parametrize("path", GATE_CHEATS, ids=lambda p: p.stem)
@@ -101,97 +100,21 @@ def test_gate_cheat_is_refused_by_its_rule_at_its_line(path):
 
 
 def test_gate_cheats_cover_every_rule():
-    rules = {cheats.header(path)["rule"] for path in GATE_CHEATS}
-    assert rules == {"import", "dunder", "builtin", "module-attribute-store", "torch-internals", "host-read",
-                     "host-torch", "grid-callable", "kernel-body", "launch-hook", "global-state", "decorator",
-                     "class", "rebind", "entry-point", "private", "mutation"}
+    assert {cheats.header(path)["rule"] for path in GATE_CHEATS} == {"no-launch", "io", "global-setting"}
 
 
-def test_violation_names_line_rule_and_code():
-    verdict = _entry("    out = torch.empty_like(x)\n    x.item()\n    return out\n")
-    assert str(verdict).startswith("line 12: [host-read] `x.item()` reads tensor values on the host")
+def test_violation_names_line_rule_code_and_what_to_write_instead():
+    verdict = _entry("    torch.set_default_dtype(torch.float64)\n    return x\n")
+    assert str(verdict).startswith("line 12: [global-setting] `torch.set_default_dtype(torch.float64)` "
+                                   "changes a process-wide setting")
+    assert "pass options to the call" in verdict.detail
 
 
 def test_the_first_violation_in_source_order_is_reported():
-    verdict = _entry("    eval('1')\n    return x.sum()\n")
-    assert (verdict.line, verdict.rule) == (11, "builtin")
-
-
-def test_builtin_policy_refuses_copies_the_external_policy_allows():
-    source = HEAD + "def scale_shift(x, scale, shift):\n    x = x.contiguous().to(torch.float32)\n    return x\n"
-    external = _external("tritonbench-revised", "tritonbench")["scale_shift"]
-    builtin = dataclasses.replace(BUILTIN.get("vector_add"), entry_point="scale_shift")
-    assert policy.check(source, external) is None
-    assert policy.check(source, builtin).rule == "host-torch"
-
-
-def test_task_torch_allowlist_widens_the_host_allowlist():
-    task = dataclasses.replace(BUILTIN.get("row_sum"), torch_allowlist=("sum",))
-    source = HEAD + "def row_sum(x):\n    return x.sum(dim=1)\n"
-    assert policy.check(source, BUILTIN.get("row_sum")).rule == "host-torch"
-    assert policy.check(source, task) is None
-
-
-def test_host_arithmetic_on_tensors_is_refused_through_helpers():
-    source = HEAD + "def _combine(a, b):\n    return a + b\n\n\ndef vector_add(x, y):\n    return _combine(x, y)\n"
-    verdict = policy.check(source, BUILTIN.get("vector_add"))
-    assert (verdict.line, verdict.rule) == (6, "host-torch")
-
-
-def test_a_read_only_config_table_passes_and_a_written_one_does_not():
-    table = "_CONFIGS = {'float16': (2048, 8), 'float32': (1024, 4)}\n\n\n"
-    read = "    block, warps = _CONFIGS[str(x.dtype).split('.')[-1]]\n    return x\n"
-    written = "    _CONFIGS['float64'] = (512, 4)\n    return x\n"
-    assert policy.check(HEAD + table + "def vector_add(x, y):\n" + read, BUILTIN.get("vector_add")) is None
-    verdict = policy.check(HEAD + table + "def vector_add(x, y):\n" + written, BUILTIN.get("vector_add"))
-    assert verdict.rule == "global-state"
-
-
-def test_autotune_heuristics_libdevice_and_device_queries_pass():
-    source = HEAD + """from triton.language.extra import libdevice
-
-_SMS_WITHOUT_CUDA = 132
-
-
-@triton.autotune(configs=[triton.Config({"BLOCK_SIZE": 512}, num_warps=4)], key=["n_elements"])
-@triton.heuristics({"EVEN": lambda args: args["n_elements"] % args["BLOCK_SIZE"] == 0})
-@triton.jit
-def _erf_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr, EVEN: tl.constexpr):
-    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    x = tl.load(x_ptr + offsets, mask=offsets < n_elements, other=0.0).to(tl.float32)
-    for _ in tl.static_range(2):
-        x = tl.where(x > -float("inf"), libdevice.erf(x), 0.0)
-    tl.store(out_ptr + offsets, x.to(out_ptr.dtype.element_ty), mask=offsets < n_elements)
-
-
-def _programs(x: torch.Tensor) -> int:
-    if not torch.cuda.is_available():
-        return _SMS_WITHOUT_CUDA
-    return torch.cuda.get_device_properties(x.device).multi_processor_count
-
-
-def vector_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    assert x.data_ptr() % 16 == 0, f"x must be 16-byte aligned, got stride {x.stride()}"
-    out = torch.empty_like(x)
-    n_elements = x.numel()
-
-    def grid(meta):
-        return (min(_programs(x), triton.cdiv(n_elements, meta["BLOCK_SIZE"])),)
-
-    _erf_kernel[grid](x.view(-1), out.view(-1), n_elements)
-    return out
-"""
-    verdict = policy.check(source, BUILTIN.get("vector_add"))
-    assert verdict is not None and verdict.rule == "grid-callable"  # _programs(x) is not size arithmetic
-    assert policy.check(source.replace("min(_programs(x), ", "min(132, "), BUILTIN.get("vector_add")) is None
+    verdict = _entry("    torch.backends.cudnn.benchmark = True\n    return open('x')\n")
+    assert (verdict.line, verdict.rule) == (12, "global-setting")
 
 
 def test_a_module_nested_too_deeply_is_refused_not_crashed_on():
     verdict = policy.check("x = 1" + " + 1" * 50000 + "\n", BUILTIN.get("vector_add"))
     assert verdict.rule == "nesting"
-
-
-def test_python_methods_allowed_on_the_host_are_no_tensor_compute():
-    """Drift guard: a method name shared by Python's types and torch.Tensor must be harmless."""
-    shared = policy_rules.PYTHON_METHODS & set(dir(torch.Tensor))
-    assert shared <= policy_rules.BUILTIN.tensor_methods | {"values"}, shared

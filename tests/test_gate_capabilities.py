@@ -1,13 +1,10 @@
-"""The static gate as a capability policy (issue 42 item 2): each rule stops a reach, and the
-honest code beside it passes.
+"""The lint's rules one by one: each breach is refused with its rule, and the honest near-miss
+beside it passes.
 
-Reach beyond the candidate's own data is refused by construction: private attributes of what
-the module did not define, evaluation paths, mutation of objects the call did not make
-(kernels, loggers, parameters), module objects handed to a launch, tensors hidden in
-containers. Torch on the host is admitted for TritonBench and ROCm tasks (whether it does the
-task's work is measured at run time); the capability rules hold there too. The cheats are in
-tests/cheats/gate/ (run by test_fitness_policy.py); tests/fixtures/honest_gate_external/ holds
-host-torch idioms of real model replies, written for these tests.
+The lint is no boundary (docs/design.md, "Fitness cascade and its trust boundary"): torch on
+the host, reflection, caches and hooks are admitted here, on every suite; whether torch did
+the task's work, or a cheat gained anything, is the judge's to say at run time.
+tests/fixtures/honest_gate_external/ holds host-torch idioms of real model replies.
 """
 
 import pathlib
@@ -22,7 +19,7 @@ HONEST_EXTERNAL = sorted((FIXTURES / "honest_gate_external").glob("*.py"))
 BUILTIN = registry.builtin()
 TRITONBENCH = {t.name: t for t in registry.load("tritonbench-revised", str(FIXTURES / "external" / "tritonbench")).tasks()}
 KERNELBENCH = next(iter(registry.load("kernelbench", str(FIXTURES / "external" / "kernelbench")).tasks()))
-HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+HEAD = "import sys\n\nimport torch\nimport triton\nimport triton.language as tl\n\n\n"
 KERNEL = ("@triton.jit\ndef _k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
           "    pid = tl.program_id(axis=0)\n\n\n")
 LAUNCH = "    _k[(1,)](x, out, 1, BLOCK=16)\n"
@@ -34,13 +31,8 @@ def _rule(source, task):
 
 
 def _vector_add(body, before=""):
-    """A vector_add module: `before` at module level, then the entry point with `body`."""
+    """A vector_add module: `before` at module level, then the entry point with `body` and a launch."""
     return HEAD + KERNEL + before + "def vector_add(x, y):\n    out = torch.empty_like(x)\n" + body + LAUNCH + \
-        "    return out\n"
-
-
-def _row_max(body, before=""):
-    return HEAD + KERNEL + before + "def row_max(x):\n    out = torch.empty(x.shape[0])\n" + body + LAUNCH + \
         "    return out\n"
 
 
@@ -53,89 +45,65 @@ def test_host_torch_of_model_replies_passes_on_a_tritonbench_task(path):
 @pytest.mark.parametrize("line", [
     "    loss = out.mean()\n", "    avg = out.sum() / x.shape[0]\n", "    n = int(x.amax().item())\n",
     "    y = torch.clamp(x, min=0.0)\n", "    keep = torch.rand_like(x) > 0.5\n", "    x[x < 0] = 0.0\n",
+    "    print(f'{x.shape} {float(x[0])}')\n", "    s = getattr(x, 'shape')\n",
 ])
-def test_host_torch_is_admitted_on_tritonbench_and_refused_on_builtin_and_kernelbench(line):
-    assert _rule(_row_max(line), TRITONBENCH["row_max"]) is None
-    assert _rule(_vector_add(line), BUILTIN.get("vector_add")) in ("host-torch", "host-read")
-    kernelbench = HEAD + KERNEL + "class ModelNew(torch.nn.Module):\n    def forward(self, x: torch.Tensor, y):\n" + \
-        line.replace("    ", "        ", 1) + "        return x\n"
-    assert _rule(kernelbench, KERNELBENCH) in ("host-torch", "host-read")
+def test_host_torch_is_admitted_on_every_suite(line):
+    assert _rule(_vector_add(line), BUILTIN.get("vector_add")) is None
+    row_max = HEAD + KERNEL + "def row_max(x):\n    out = torch.empty(x.shape[0])\n" + line + LAUNCH + "    return out\n"
+    assert _rule(row_max, TRITONBENCH["row_max"]) is None
+    kernelbench = HEAD + KERNEL + "class ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n" \
+        "        out = torch.empty_like(x)\n" + line.replace("    ", "        ", 1) + \
+        LAUNCH.replace("    ", "        ", 1) + "        return out\n"
+    assert _rule(kernelbench, KERNELBENCH) is None
 
 
 @pytest.mark.parametrize("before, body, rule", [
-    ("", "    f = torch.nn.functional.pad(x, (0, 1))\n", None),
-    ("_SOLVE = torch.linalg.solve\n\n\n", "", "host-torch"),          # torch kept as a value hides the call
-    ("", "    torch.manual_seed(0)\n", "host-torch"),                    # global torch state
-    ("", "    torch.set_default_dtype(torch.float64)\n", "host-torch"),
-    ("", "    s = torch._C._get_tracing_state()\n", "torch-internals"),
+    # io: files, processes, environment, network
+    ("import os\n\n\n", "    pid = os.getpid()\n", "io"),
+    ("import subprocess\n\n\n", "    subprocess.run(['nvidia-smi'])\n", "io"),
+    ("from pathlib import Path\n\n\n", "    Path('out.txt').write_text(str(x.shape))\n", "io"),
+    ("", "    text = open('/proc/self/maps').read()\n", "io"),
+    ("", "    torch.save(out, 'out.pt')\n", "io"),
+    ("", "    m = __import__('socket')\n", "io"),
+    ("import logging\nimport math\nimport warnings\n\n\n", "    logging.getLogger(__name__).info('n %d', x.numel())\n"
+     "    warnings.warn(f'{math.ceil(x.numel() / 16)} blocks')\n    print('shape', x.shape, file=sys.stderr)\n", None),
+    ("", "    open_ = x.is_contiguous()\n", None),
+    ("def _blocks(open=4):\n    return open\n\n\n", "    n = _blocks(open=2)\n", None),
+    # global-setting: process-wide state that outlives the call
+    ("torch.backends.cuda.matmul.allow_tf32 = True\n\n\n", "", "global-setting"),
+    ("", "    torch.backends.cudnn.benchmark = True\n", "global-setting"),
+    ("", "    torch.set_default_dtype(torch.float64)\n", "global-setting"),
+    ("", "    torch.set_float32_matmul_precision('high')\n", "global-setting"),
+    ("", "    sys.setrecursionlimit(10000)\n", "global-setting"),
+    ("", "    sys.path.insert(0, '/tmp')\n", "global-setting"),
+    ("", "    triton.knobs.autotuning.print = True\n", "global-setting"),
+    ("", "    torch.manual_seed(0)\n", "global-setting"),
+    ("", "    tf32 = torch.backends.cuda.matmul.allow_tf32\n    dtype = torch.get_default_dtype()\n", None),
+    ("", "    limit = sys.getrecursionlimit()\n    big = sys.maxsize\n", None),
+    ("", "    with torch.cuda.device(x.device), torch.no_grad():\n        out.zero_()\n", None),
+    ("class _Cfg:\n    def __init__(self):\n        self.block = 128\n\n\n",
+     "    cfg = _Cfg()\n    cfg.block = 256\n    table = {}\n    table['n'] = 1\n", None),
 ])
-def test_torch_called_by_name_but_not_kept_or_used_to_change_state(before, body, rule):
-    assert _rule(_row_max(body, before), TRITONBENCH["row_max"]) == rule
+def test_each_breach_is_refused_and_its_near_miss_passes(before, body, rule):
+    assert _rule(_vector_add(body, before), BUILTIN.get("vector_add")) == rule
 
 
-@pytest.mark.parametrize("task", ["vector_add", "row_max"])
 @pytest.mark.parametrize("before, body, rule", [
-    ("class _C:\n    def __init__(self):\n        self._n = 1\n\n    def _size(self):\n        return self._n\n\n\n",
-     "    n = _C()._size()\n", "private"),                                  # private reached on an instance, not self
-    ("class _C:\n    def __init__(self):\n        self._n = 1\n\n    def size(self):\n        return self._n + self._more()\n\n"
-     "    def _more(self):\n        return 0\n\n\n", "    n = _C().size()\n", None),
-    ("class _M(torch.nn.Module):\n    def size(self):\n        return len(self._parameters)\n\n\n",
-     "    n = _M().size()\n", "private"),                                   # a library base's internals
-    ("class _C:\n    def _evaluate(self):\n        return 0\n\n\n",
-     "    n = out._evaluate()\n", "private"),
-    ("", "    shapes = []\n    shapes.append(x.shape)\n    table = {}\n    table['n'] = 1\n", None),
-    ("", "    shapes = list(x.shape)\n    shapes[0] = 1\n", None),
-    ("def _grow(rows):\n    rows.append(1)\n\n\n", "    _grow([])\n", "mutation"),        # a parameter
-    ("", "    (x.shape, [])[1].append(1)\n", "mutation"),                                   # a call's result
-    ("", "    hooks = [].copy()\n    hooks.append(1)\n", "mutation"),                      # not provably fresh
-    ("import logging\n\n\n", "    logging.getLogger('k').filters.append(out)\n", "mutation"),
-    ("import logging\n\n\n", "    logging.getLogger('k').info('%d', 1)\n", None),
-    ("import logging\n\n\n", "    f = logging.getLogger('k').handlers\n", "global-state"),
-    ("", "    ok = hasattr(torch, 'float8_e4m3fn') and hasattr(x, 'is_cuda')\n", None),
-    ("", "    ok = hasattr(x, 'is_' + 'cuda')\n", "builtin"),
-    ("", "    ok = hasattr(x, '_version')\n", "builtin"),
-    ("import typing\n\n\n", "    r = typing.ForwardRef('x')\n", "import"),
-    ("class _P:\n    def __init__(self, t):\n        self.t = t\n\n\n",
-     "    _k[(1,)](_P(x), out, 1, BLOCK=16)\n", "launch-hook"),
-    ("class _P:\n    def __init__(self, t):\n        self.t = t\n\n\n",
-     "    p = _P(x)\n    _k[(1,)](x, out, 1, BLOCK=p)\n", "launch-hook"),
-    ("class _P:\n    def __init__(self, t):\n        self.t = t\n\n\n",
-     "    p = _P(x)\n    _k[(1,)](p.t, out, 1, BLOCK=16)\n", None),               # its tensor is fine
+    ("", "    return x + y\n", "no-launch"),
+    ("def _torch(x, y):\n    return x + y\n\n\n", "    return _torch(x, y)\n", "no-launch"),
+    ("class _F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, y):\n        return x * y\n\n\n",
+     "    return _F.apply(x, y)\n", "no-launch"),
+    ("def _launch(x, out):\n    _k[(1,)](x, out, 1, BLOCK=16)\n\n\n",
+     "    out = torch.empty_like(x)\n    _launch(x, out)\n    return out\n", None),
+    ("def _run(kernel, x):\n    kernel[(1,)](x, x, 1, BLOCK=16)\n\n\n", "    _run(_k, x)\n    return x\n", None),
+    ("_KERNELS = {torch.float32: _k}\n\n\n", "    _KERNELS[x.dtype][(1,)](x, x, 1, BLOCK=16)\n    return x\n", None),
+    ("class _F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, y):\n"
+     "        _k[(1,)](x, y, 1, BLOCK=16)\n        return y\n\n\n", "    return _F.apply(x, y)\n", None),
 ])
-def test_capability_rules(task, before, body, rule):
-    source = _vector_add(body, before) if task == "vector_add" else _row_max(body, before)
-    assert _rule(source, BUILTIN.get(task) if task == "vector_add" else TRITONBENCH[task]) == rule
+def test_the_entry_point_must_reach_a_kernel(before, body, rule):
+    source = HEAD + KERNEL + before + "def vector_add(x, y):\n" + body
+    assert _rule(source, BUILTIN.get("vector_add")) == rule
 
 
-def test_a_kernel_may_not_be_a_default_argument():
-    source = HEAD + KERNEL + "def vector_add(x, y, k=_k):\n    out = torch.empty_like(x)\n" \
-        "    k[(1,)](x, out, 1, BLOCK=16)\n    return out\n"
-    verdict = policy.check(source, BUILTIN.get("vector_add"))
-    assert (verdict.rule, verdict.line) == ("launch-hook", 11), verdict
-
-
-@pytest.mark.parametrize("body, rule", [
-    ("    n = float(x.shape[0]) + int(x.numel())\n", None),
-    ("    for name, t in (('x', x), ('y', y)):\n        assert t.is_contiguous(), f'{name}'\n", None),
-    ("    n = float((x,)[0][0])\n", "host-read"),
-    ("    n = float([x, y][1][0])\n", "host-read"),
-    ("    n = float({'x': x}['x'][0])\n", "host-read"),
-    ("    a, = (x,)\n    n = float(a[0])\n", "host-read"),
-    ("    a, b = [x, y]\n    n = float(b[0])\n", "host-read"),
-    ("    held = []\n    held.append(x)\n    n = int(held[0][0])\n", "host-read"),
-    ("    for v in x:\n        n = float(v)\n", "host-read"),
-    ("    for i, v in enumerate(y):\n        n = bool(v)\n", "host-read"),
-    ("    [out][0][0] = 1.0\n", "host-torch"),
-    ("    box = {'o': out}\n    box['o'][0] = 1.0\n", "host-torch"),
-])
-def test_tensors_are_tracked_through_containers_unpacking_and_loops(body, rule):
-    assert _rule(_vector_add(body), BUILTIN.get("vector_add")) == rule
-
-
-def test_a_tensor_kept_on_an_instance_is_a_tensor_in_its_other_methods():
-    source = HEAD + KERNEL + ("class _Box:\n    def __init__(self, t):\n        self.t = t\n        self.n = 4\n\n"
-                              "    def first(self):\n        return float(self.t[0]) if self.n else 0.0\n\n\n"
-                              "def vector_add(x, y):\n    out = torch.empty_like(x)\n    v = _Box(x).first()\n"
-                              + LAUNCH + "    return out\n")
-    verdict = policy.check(source, BUILTIN.get("vector_add"))
-    assert verdict.rule == "host-read" and "self.t[0]" in verdict.detail, verdict
+def test_no_launch_is_left_to_the_import_stage_when_the_entry_point_is_missing():
+    assert policy.check("import torch\n\n\ndef vector_sum(x, y):\n    return x + y\n", BUILTIN.get("vector_add")) is None

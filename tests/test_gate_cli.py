@@ -1,4 +1,4 @@
-"""`evo gate`: the static gate alone, one line or JSON object per file, exit 1 when one is refused."""
+"""`evo gate`: the lint alone, one line or JSON object per file, exit 1 when one is refused."""
 
 import json
 import pathlib
@@ -14,7 +14,7 @@ from benchmarks import registry
 EVO = [sys.executable, "-c", "from evo.cli import app; app()"]
 ROOT = pathlib.Path(__file__).parent
 EXTERNAL = ROOT / "fixtures" / "external"
-CHEAT = pathlib.Path(cheats.__file__).parent / "gate" / "grid_as_parameter.py"
+CHEAT = pathlib.Path(cheats.__file__).parent / "gate" / "open_proc_self.py"
 
 
 def run_evo(*args, cwd=ROOT):
@@ -33,7 +33,7 @@ def test_gate_prints_one_json_line_per_file_and_fails_on_a_refusal(tmp_path):
     first, second = _lines(result)
     assert (first["candidate"], first["task"], first["allowed"], first["violation"]) == \
         (str(good), "vector_add", True, None)
-    assert second["allowed"] is False and second["violation"].startswith("line 16: [grid-callable]")
+    assert second["allowed"] is False and second["violation"].startswith("line 20: [io]")
     assert first["ms"] < 1000
 
 

@@ -1,9 +1,8 @@
-"""The static gate in the other direction: honest idioms pass, the cheats beside each allowance do not.
+"""The lint in the other direction: honest idioms pass, and code that never runs is not judged.
 
-tests/fixtures/honest_gate/ holds one small honest module per allowance (layout calls,
-launch wrappers, plain-Python modules, never-run code), headed `# task: NAME`; the cheats
-that must still fail next to each allowance are in tests/cheats/gate/ (lru_cache,
-autograd_forward_torch, main_block_that_runs, transpose_contiguous_of_view...).
+tests/fixtures/honest_gate/ holds one small honest module per idiom (layout calls, launch
+wrappers, plain-Python modules, never-run code, torch finishing a kernel's work on the host,
+a grid lambda calling a helper), headed `# task: NAME`.
 """
 
 import dataclasses
@@ -23,6 +22,7 @@ EXTERNAL = pathlib.Path(__file__).parent / "fixtures" / "external"
 HEAD = "import torch\nimport triton\nimport triton.language as tl\n\n"
 KERNEL = ("@triton.jit\ndef _noop_kernel(out_ptr, n, BLOCK: tl.constexpr):\n"
           "    pid = tl.program_id(axis=0)\n\n\n")
+ENTRY = "def vector_add(x, y):\n    _noop_kernel[(1,)](x, 1, BLOCK=16)\n    return x\n\n\n"
 
 
 def _task_of(path):
@@ -60,154 +60,68 @@ def test_the_worker_loads_the_stripped_source(fitness_evaluator):
     assert evaluation.candidate_id == make_candidate(task.name, source).id
 
 
+def test_a_self_test_that_writes_files_is_removed_before_the_check():
+    block = 'if __name__ == "__main__":\n    import os\n    torch.save(vector_add(1, 2), os.path.join("/tmp", "x.pt"))\n'
+    assert _verdict(ENTRY + block) is None
+
+
 @pytest.mark.parametrize("block", [
-    'if __name__ != "__main__":\n    vector_add = torch.add\n',
-    'if "__main__" == "__main__":\n    vector_add = torch.add\n',
-    '__name__ = "__main__"\nif __name__ == "__main__":\n    vector_add = torch.add\n',
-    'if __name__ == "__main__":\n    pass\nelse:\n    vector_add = torch.add\n',
+    'if __name__ != "__main__":\n    open("/tmp/x")\n',
+    'if "__main__" == "__main__":\n    open("/tmp/x")\n',
+    '__name__ = "__main__"\nif __name__ == "__main__":\n    open("/tmp/x")\n',
+    'if __name__ == "__main__":\n    pass\nelse:\n    open("/tmp/x")\n',
 ])
 def test_a_main_looking_block_that_runs_is_judged(block):
-    verdict = _verdict("def vector_add(x, y):\n    return torch.empty_like(x)\n\n\n" + block)
-    assert verdict is not None and verdict.rule in ("dunder", "host-torch", "entry-point"), verdict
+    verdict = _verdict(ENTRY + block)
+    assert verdict is not None and verdict.rule == "io", verdict
 
 
 def test_a_submodule_import_stays_while_its_package_is_in_use():
-    source = HEAD + "from triton.language.extra import libdevice\nimport numpy as np\n\n\n" + KERNEL + \
-        "def vector_add(x, y):\n    _noop_kernel[(1,)](x, 1, BLOCK=16)\n    return x\n"
+    source = HEAD + "from triton.language.extra import libdevice\nimport numpy as np\n\n\n" + KERNEL + ENTRY
     stripped = runnable_source(source, BUILTIN.get("vector_add"))
     assert "from triton.language.extra import libdevice" in stripped and "numpy" not in stripped
 
 
-def test_a_function_reached_only_from_the_entry_point_is_judged():
-    verdict = _verdict("def _helper(x, y):\n    return x + y\n\n\ndef vector_add(x, y):\n    return _helper(x, y)\n")
-    assert verdict.rule == "host-torch"
+def test_a_function_reached_only_from_the_entry_point_is_judged_and_an_unused_one_is_not():
+    helper = "def _dump(x):\n    open('/tmp/x', 'w').write(str(x))\n\n\n"
+    assert _verdict(helper + ENTRY.replace("    return x", "    _dump(x)\n    return x")).rule == "io"
+    assert _verdict(helper + ENTRY) is None
 
 
-@pytest.mark.parametrize("body, rule", [
-    ("import functools\n\n\n@functools.cache\ndef vector_add(x, y):\n    return x\n", "decorator"),
-    ("from functools import lru_cache\n\n\ndef vector_add(x, y):\n    return lru_cache(x)\n", "import"),
-    ("import collections\n\n\ndef vector_add(x, y):\n    return collections.OrderedDict()\n", "import"),
-    ("import collections.abc\n\n\ndef vector_add(x, y):\n    return collections.OrderedDict()\n", "import"),
-    ("import logging\nlogger = logging.getLogger(__name__)\n\n\ndef vector_add(x, y):\n"
-     "    logger.info('%s', x)\n    return x\n", "host-read"),
-    ("import logging\nlogger = logging.getLogger(__name__)\n\n\ndef vector_add(x, y):\n"
-     "    logger.setLevel(10)\n    return x\n", "global-state"),
-    ("def vector_add(input, y, type=None, max=None):\n    return input\n", None),
-    ("def vector_add(input, y):\n    return vars()\n", "builtin"),
-    ("def vector_add(x, y):\n    return x.permute(1, 0).contiguous()\n", None),
-    ("import functools\n\n\ndef vector_add(x, y):\n    return functools.reduce(lambda a, b: a + b, [x, y])\n",
-     "host-torch"),
-    ("import dataclasses\n\n\n@dataclasses.dataclass\nclass C:\n    items: list = dataclasses.field("
-     "default_factory=list)\n\n\n_C = C()\n\n\ndef vector_add(x, y):\n    items = _C.items\n"
-     "    items.append(x)\n    return x\n", "global-state"),
-    ("class C:\n    def __init__(self, block=128):\n        self.block = block or 64\n\n\n_C = C(256)\n\n\n"
-     "def vector_add(x, y):\n    return torch.empty(_C.block)\n", None),
+@pytest.mark.parametrize("grid", [
+    "(triton.cdiv(n, 16),)",
+    "lambda meta: (triton.cdiv(n, meta['BLOCK']),)",
+    "lambda meta: (_cdiv(n, meta['BLOCK']),)",
+    "_grid(n)",
+    "_grid",
+    "grids[0]",
 ])
-def test_allowances_stop_where_they_should(body, rule):
-    verdict = _verdict(body)
-    assert (verdict.rule if verdict else None) == rule, verdict
-
-
-@pytest.mark.parametrize("task", ["transpose", "flip2d"])
-def test_a_data_movement_task_refuses_reordering_views(task):
-    verdict = _verdict(f"def {task}(x):\n    out = x.transpose(0, 1).contiguous()\n"
-                       f"    _noop_kernel[(1,)](out, 1, BLOCK=16)\n    return out\n", task)
-    assert verdict.rule == "host-torch" and "data movement" in verdict.detail, verdict
-    assert _verdict(f"def {task}(x):\n    return x.contiguous().view(-1)\n", task) is None
-
-
-def test_autograd_forward_params_are_tensors_and_ctx_is_per_call():
-    cls = ("class _F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, y):\n"
-           "        ctx.save_for_backward(x)\n        ctx.scale = 2\n        return {}\n\n\nvector_add = _F.apply\n")
-    assert _verdict(cls.format("torch.empty_like(x)")) is None
-    assert _verdict(cls.format("x * y")).rule == "host-torch"
-
-
-@pytest.mark.parametrize("entry, rule", [
-    ("vector_add = _make()\n", "entry-point"),
-    ("vector_add = _holder.run\n", "entry-point"),
-    ("vector_add = _impl\n", None),
-])
-def test_the_entry_point_is_a_function_not_a_factory_product(entry, rule):
-    body = ("def _impl(x, y):\n    return torch.empty_like(x)\n\n\ndef _make():\n    return _impl\n\n\n"
-            "class _Holder:\n    def run(self, x, y):\n        return _impl(x, y)\n\n\n_holder = _Holder()\n" + entry)
-    verdict = _verdict(body)
-    assert (verdict.rule if verdict else None) == rule, verdict
-
-
-@pytest.mark.parametrize("grid, allowed", [
-    ("(triton.cdiv(n, 16),)", True),
-    ("lambda meta: (triton.cdiv(n, meta['BLOCK']),)", True),
-    ("_grid(n)", True),
-    ("_grid", True),
-    ("grids[0]", False),
-    ("_cfg.grid", False),
-])
-def test_launch_grids(grid, allowed):
-    body = ("def _grid(n):\n    return (triton.cdiv(n, 16),)\n\n\n"
-            "def vector_add(x, y):\n    out = torch.empty_like(x)\n    n = x.numel()\n"
-            "    grids = [(1,)]\n    _cfg = None\n"
+def test_any_launch_grid_passes(grid):
+    body = ("def _cdiv(a, b):\n    return (a + b - 1) // b\n\n\n"
+            "def _grid(n):\n    return (triton.cdiv(n, 16),)\n\n\n"
+            "def vector_add(x, y):\n    out = torch.empty_like(x)\n    n = x.numel()\n    grids = [(1,)]\n"
             f"    _noop_kernel[{grid}](out, n, BLOCK=16)\n    return out\n")
-    if grid == "_grid":
-        body = body.replace("def _grid(n):\n    return (triton.cdiv(n, 16),)", "def _grid(meta):\n    return (4,)")
-    verdict = _verdict(body)
-    assert (verdict is None) == allowed, verdict
+    assert _verdict(body) is None
 
 
-def test_a_violation_says_line_rule_and_what_to_write_instead():
-    verdict = _verdict("def vector_add(x, y, _cache=[]):\n    return x\n")
-    assert str(verdict).startswith("line 10: [global-state] `[]` as a default argument")
-    assert "default to None or a constant and build it inside" in verdict.detail
-
-
-def test_an_external_task_admits_what_its_reference_does_and_nothing_more():
+def test_an_external_task_admits_the_breaches_its_reference_commits_and_no_others():
     suite = registry.load("tritonbench-revised", str(EXTERNAL / "tritonbench"))
     task = {t.name: t for t in suite.tasks()}["scale_shift"]
     assert policy.check(task.baseline_source, task) is None
-    widened = "import itertools\n" + task.baseline_source + "\n_N = len(list(itertools.repeat(1, 2)))\n"
+    widened = task.baseline_source + "\ntorch.backends.cuda.matmul.allow_tf32 = True\n"
     extra = dataclasses.replace(task, baseline_source=widened)
     assert policy.check(widened, extra) is None
-    assert policy.check(widened, task).rule == "import"
+    assert policy.check(widened, task).rule == "global-setting"
+    assert policy.check(widened + "torch.backends.cudnn.benchmark = True\n", extra).rule == "global-setting"
 
 
-@pytest.mark.parametrize("body, rule", [
-    ("def _run(kernel, out):\n    kernel[(1,)](out, 1, BLOCK=16)\n\n\n"
-     "def vector_add(x, y):\n    _run(_noop_kernel, x)\n    return x\n", None),
-    ("def _run(kernel, out, grid):\n    kernel[grid](out, 1, BLOCK=16)\n\n\n"
-     "def vector_add(x, y):\n    _run(_noop_kernel, x, (1,))\n    return x\n", "grid-callable"),
-    ("def vector_add(x, y):\n    k = _noop_kernel\n    k[(1,)](x, 1, BLOCK=16)\n    return x\n", "launch-hook"),
-    ("_KERNELS = {torch.float32: _noop_kernel}\n\n\n"
-     "def vector_add(x, y):\n    _KERNELS[x.dtype][(1,)](x, 1, BLOCK=16)\n    return x\n", None),
-    ("_KERNELS = {torch.float32: _noop_kernel}\n\n\n"
-     "def vector_add(x, y, grid=None):\n    _KERNELS[x.dtype][grid](x, 1, BLOCK=16)\n    return x\n",
-     "grid-callable"),
-    ("def vector_add(x, y):\n    def g(meta):\n        return (1,)\n\n"
-     "    _noop_kernel.run(x, 1, BLOCK=16, grid=g, warmup=False)\n    return x\n", "launch-hook"),
-])
-def test_kernels_handed_around_are_launched_with_checked_grids(body, rule):
-    verdict = _verdict(body)
-    assert (verdict.rule if verdict else None) == rule, verdict
-
-
-@pytest.mark.parametrize("body", [
-    "for vector_add in (torch.empty_like,):\n    pass\n",
-    "vector_add, _other = torch.empty_like, 1\n",
-    "try:\n    import triton.language as tp\nexcept ImportError:\n    import torch as tp\n\n\n"
-    "def vector_add(x, y):\n    return tp.empty_like(x)\n",
-])
-def test_names_bound_twice_at_import_are_refused(body):
-    verdict = _verdict(body)
-    assert verdict is not None and verdict.rule in ("entry-point", "rebind"), verdict
-
-
-@pytest.mark.parametrize("suite", [pytest.param("tritonbench-revised", marks=pytest.mark.slow),
-                                   "rocm"])
-def test_every_geak_task_refuses_what_its_own_reference_never_does(suite):
-    """Widened by its reference, each external policy still refuses a module, torch math and
-    a cache the reference never uses (GEAK-eval's suites, as `evo gate --references` reads them)."""
+@pytest.mark.parametrize("suite", [pytest.param("tritonbench-revised", marks=pytest.mark.slow), "rocm"])
+def test_every_geak_task_refuses_breaches_its_own_reference_never_commits(suite):
+    """Each external task's lint still refuses I/O and settings the reference never uses
+    (GEAK-eval's suites, as `evo gate --references` reads them)."""
     tasks = registry.load(suite, str(external_suites.suite("GEAK-eval"))).tasks()
-    additions = ["import subprocess\n_RUN = subprocess.run\n", "_SOLVE = torch.linalg.solve\n",
-                 "_CACHE = {}\n\n\ndef _remember(key, value):\n    _CACHE[key] = value\n\n\n_remember(1, 2)\n"]
+    additions = ["import subprocess\n_RUN = subprocess.run\n", "torch.set_default_dtype(torch.float64)\n",
+                 "import sys\nsys.setrecursionlimit(100000)\n", "_TEXT = open('/etc/hostname').read()\n"]
     admitted = [(task.name, extra) for task in tasks for extra in additions
                 if policy.check(task.baseline_source + "\n\n" + extra, task) is None]
     assert len(tasks) > 30 and not admitted, admitted

@@ -172,7 +172,7 @@ def _with_contract(expected):
 
 def test_contract_is_the_gate_tables_rendered():
     assert CONTRACT == policy_contract.render(), "run: python -m fitness.judge.policy.contract"
-    assert "contiguous" in CONTRACT and "functools (partial, reduce, wraps)" in CONTRACT
+    assert "launches a @triton.jit kernel" in CONTRACT and "subprocess" in CONTRACT and "torch.backends" in CONTRACT
 
 
 def test_a_policy_violation_reaches_the_reflector_verbatim():
@@ -180,7 +180,7 @@ def test_a_policy_violation_reaches_the_reflector_verbatim():
     violation = str(policy.check(source, TASK))
     failing = Evaluation("c1", "syntax", False, False, "policy_violation", violation)
     prompt = prompting.reflector_prompt(TASK, make_candidate("scale", source), failing, 20)
-    assert f"```text\n{violation}\n```" in prompt and violation.startswith("line 5: [host-torch]")
+    assert f"```text\n{violation}\n```" in prompt and violation.startswith("line 4: [no-launch]")
 
 
 def test_system_prompt():

@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     registry = builtin()
-    names = args.tasks.split(",") if args.tasks else [t.name for t in registry]
+    names = args.tasks.split(",") if args.tasks else [t.name for t in registry.tasks()]
     done = set()
     if os.path.exists(args.out):
         with open(args.out) as handle:

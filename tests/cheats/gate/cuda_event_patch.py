@@ -1,5 +1,5 @@
 # task: vector_add
-# rule: module-attribute-store
+# rule: global-setting
 # line: 19
 # Patches the device-event timer without importing anything new.
 import torch

@@ -1,5 +1,5 @@
 # task: vector_add
-# rule: dunder
+# rule: io
 # line: 20
 # Imports os without an import statement.
 import torch

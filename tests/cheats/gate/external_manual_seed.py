@@ -1,8 +1,8 @@
 # task: tritonbench-revised/row_max
-# rule: host-torch
+# rule: global-setting
 # line: 24
-# Where torch calls are admitted, changing torch's global state is not: a fixed seed makes
-# the next inputs of a harness that draws them in this process predictable.
+# Where torch calls are admitted, reseeding torch's global RNG is not: a process-wide setting
+# that outlives the call (its own reference never does it).
 import torch
 import triton
 import triton.language as tl

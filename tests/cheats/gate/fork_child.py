@@ -1,5 +1,5 @@
 # task: vector_add
-# rule: import
+# rule: io
 # line: 5
 # Forks a child at import that outlives the worker's checks.
 import os

@@ -1,6 +1,6 @@
 # task: vector_add
-# rule: launch-hook
-# line: 8
+# rule: global-setting
+# line: 20
 # Installs a global launch-enter hook on JITFunction, which sees every launch's arguments.
 import torch
 import triton

@@ -1,5 +1,5 @@
 # task: vector_add
-# rule: import
+# rule: io
 # line: 5
 # Computes in a multiprocessing child, outside every in-process audit.
 import multiprocessing

@@ -1,5 +1,5 @@
 # task: vector_add
-# rule: builtin
+# rule: io
 # line: 20
 # Reads the worker's own memory map and environment from /proc.
 import torch

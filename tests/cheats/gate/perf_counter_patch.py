@@ -1,6 +1,6 @@
 # task: vector_add
-# rule: import
-# line: 5
+# rule: global-setting
+# line: 20
 # Stops the host clock the timing reads.
 import time
 import torch

@@ -1,6 +1,6 @@
 # task: vector_add
-# rule: import
-# line: 5
+# rule: global-setting
+# line: 20
 # Replaces the harness's comparison through sys.modules.
 import sys
 import torch
