@@ -49,7 +49,8 @@ def test_host_torch_of_model_replies_passes_on_a_tritonbench_task(path):
 ])
 def test_host_torch_is_admitted_on_every_suite(line):
     assert _rule(_vector_add(line), BUILTIN.get("vector_add")) is None
-    row_max = HEAD + KERNEL + "def row_max(x):\n    out = torch.empty(x.shape[0])\n" + line + LAUNCH + "    return out\n"
+    row_max = HEAD + KERNEL + "def row_max(x):\n    out = torch.empty(x.shape[0])\n" + line + LAUNCH + \
+        "    return out\n"
     assert _rule(row_max, TRITONBENCH["row_max"]) is None
     kernelbench = HEAD + KERNEL + "class ModelNew(torch.nn.Module):\n    def forward(self, x, y):\n" \
         "        out = torch.empty_like(x)\n" + line.replace("    ", "        ", 1) + \
@@ -106,4 +107,5 @@ def test_the_entry_point_must_reach_a_kernel(before, body, rule):
 
 
 def test_no_launch_is_left_to_the_import_stage_when_the_entry_point_is_missing():
-    assert policy.check("import torch\n\n\ndef vector_sum(x, y):\n    return x + y\n", BUILTIN.get("vector_add")) is None
+    source = "import torch\n\n\ndef vector_sum(x, y):\n    return x + y\n"
+    assert policy.check(source, BUILTIN.get("vector_add")) is None

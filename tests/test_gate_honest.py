@@ -61,7 +61,8 @@ def test_the_worker_loads_the_stripped_source(fitness_evaluator):
 
 
 def test_a_self_test_that_writes_files_is_removed_before_the_check():
-    block = 'if __name__ == "__main__":\n    import os\n    torch.save(vector_add(1, 2), os.path.join("/tmp", "x.pt"))\n'
+    block = ('if __name__ == "__main__":\n    import os\n'
+             '    torch.save(vector_add(1, 2), os.path.join("/tmp", "x.pt"))\n')
     assert _verdict(ENTRY + block) is None
 
 

@@ -1,0 +1,91 @@
+"""The compromised-worker suite: candidates that run arbitrary code inside their worker.
+
+Each cheat file is "the honest kernel plus an attack" on one part of the judge (its clock,
+its report, its inputs, its outputs, its next candidate, its baseline), written to keep
+attacking whatever the harness's internal names become. Header lines:
+
+    # task: vector_add
+    # class: 2 slows or swaps the worker's clock
+    # twin: honest_vector_add.py
+    # expect: no-faster
+
+`twin` is the honest file with the same kernel (its real speed); `expect` is the verdict the
+judge must give: `no-faster` (not correct, or no faster than the twin beyond timing noise),
+`wrong` (never correct: it returns outputs before they hold the result), `next-correct` (the
+next candidate in the same process is judged as if alone), `baseline-not-inflated` (a baseline
+timed beside it is not slowed). A twin's `torch-allowlist:` names the torch ops its task
+copy allows (the twin of a cheat that does the work in torch behind a blinded recorder).
+"""
+
+import pathlib
+
+DIR = pathlib.Path(__file__).parent
+
+
+def header(path: pathlib.Path) -> dict[str, str]:
+    """Returns the `# key: value` lines at the top of a candidate file."""
+    fields = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("# ") or ":" not in line:
+            break
+        key, value = line[2:].split(":", 1)
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+def cheats() -> list[pathlib.Path]:
+    """Returns every cheat file (those with a `class:` header), in class order."""
+    found = [path for path in DIR.glob("*.py") if "class" in header(path)]
+    return sorted(found, key=lambda path: (int(header(path)["class"].split()[0]), path.name))
+
+
+def class_number(path: pathlib.Path) -> int:
+    return int(header(path)["class"].split()[0])
+
+
+def twin(path: pathlib.Path) -> pathlib.Path:
+    """Returns the honest twin of a cheat file."""
+    return DIR / header(path)["twin"]
+
+
+def scored_after(evaluator, task, cheat: pathlib.Path) -> tuple:
+    """Returns (twin alone, cheat, twin right after it) scored one after another on
+    `evaluator` (give it one worker: the next candidate runs where the cheat ran)."""
+    from evo.records import make_candidate
+
+    def score(path, copy):
+        source = path.read_text() + (f"\n# copy: {copy}\n" if copy else "")
+        return evaluator.evaluate(task, make_candidate(task.name, source))
+
+    return score(twin(cheat), "alone"), score(cheat, ""), score(twin(cheat), "after")
+
+
+def scored_beside(evaluator, task, cheat: pathlib.Path, wait_s: float = 60.0) -> tuple:
+    """Returns (twin quiet, twin beside the cheat, cheat, whether the cheat's import was seen).
+
+    Each twin is the first candidate of its own copy of `task` (a new name: its baseline is
+    timed anew at the start of its walk): one on a quiet machine, one started while the
+    cheat is in its import (`Evaluator.in_progress`), burning. The judge's side writes the
+    stage, so the cheat cannot fake it."""
+    import concurrent.futures
+    import dataclasses
+    import time
+
+    from evo.records import make_candidate
+
+    def score(path, name):
+        copy = dataclasses.replace(task, name=f"{task.name}_{name}")
+        return evaluator.evaluate(copy, make_candidate(copy.name, path.read_text()))
+
+    quiet = score(twin(cheat), "quiet")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        cheat_id = make_candidate(f"{task.name}_burner", cheat.read_text()).id
+        burning = pool.submit(score, cheat, "burner")
+        deadline, seen = time.monotonic() + wait_s, False
+        while not seen and time.monotonic() < deadline and not burning.done():
+            seen = any(snap["candidate_id"] == cheat_id and snap["stage"] == "import"
+                       for snap in evaluator.in_progress())
+            time.sleep(0.05)
+        time.sleep(1.0)  # its burners are up
+        beside = score(twin(cheat), "beside")
+        return quiet, beside, burning.result(), seen

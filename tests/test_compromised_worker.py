@@ -1,0 +1,159 @@
+"""The compromised-worker suite: every verdict holds against a candidate that owns its worker.
+
+Each file of tests/compromised is the honest kernel plus an attack on one part of the judge,
+run with the static gate off (the gate is a lint, not a boundary) and written to keep
+attacking whatever the harness's internal names become. The judge's answer must be no better
+than the candidate's real one: a cheat is either not correct or, when correct, no faster
+than its honest twin (the same kernel, scored in the same session) beyond timing noise. A
+cheat whose trick returns unwritten outputs can only be correct with its trick undone, so
+this one rule covers both its outputs and its speed; a cheat that always returns unfinished
+outputs (`expect: wrong`) must not be correct at all. Classes 10 and 11 harm others: the next
+candidate in the same process, and a baseline timed beside them; each has its own Evaluator.
+"""
+
+import concurrent.futures
+import dataclasses
+import math
+
+import pytest
+
+import compromised
+from benchmarks.registry import builtin
+from evo.records import make_candidate
+from fitness import Evaluator, Settings
+from fitness_limits import FITNESS_TEST_LIMITS
+
+SPEED_BOUND = 1.5
+"""How much faster than its honest twin (same session) a correct cheat may be scored under
+the interpreter, whose wall-clock timings on two cores scatter by tens of percent. The
+design's bound, 5% for cases of 20 us or more, is measured on a GPU by
+`experiments/perf/compromised_sweep.py --device cuda`."""
+
+HARMS_OTHERS = {10, 11}
+CHEATS = compromised.cheats()
+SELF_CHEATS = [path for path in CHEATS if compromised.class_number(path) not in HARMS_OTHERS]
+TASKS = builtin()
+SLOW_LIMITS = {"import_s": 60.0, "compile_s": 60.0, "check_s": 60.0, "bench_s": 60.0}
+
+
+def _task(path):
+    """The file's task; a twin's `torch-allowlist` gives a copy that allows those torch ops."""
+    fields = compromised.header(path)
+    task = TASKS.get(fields["task"])
+    allowed = tuple(fields.get("torch-allowlist", "").split())
+    return dataclasses.replace(task, torch_allowlist=task.torch_allowlist + allowed) if allowed else task
+
+
+def _evaluate(evaluator, path, copy: str = ""):
+    """Scores the file; `copy` (a comment) makes the same source a new candidate."""
+    task = _task(path)
+    source = path.read_text() + (f"\n# copy: {copy}\n" if copy else "")
+    return evaluator.evaluate(task, make_candidate(task.name, source))
+
+
+def _evaluator(workers: int = 2, limits=FITNESS_TEST_LIMITS) -> Evaluator:
+    return Evaluator(Settings(device="interpreter", workers=workers, timeouts=limits,
+                              static_gate=False))
+
+
+def _why(evaluation) -> str:
+    return (f"correct={evaluation.correct} kind={evaluation.failure_kind} speedup="
+            f"{evaluation.speedup} latency_us={evaluation.latency_us} ref_latency_us="
+            f"{evaluation.ref_latency_us}\n{evaluation.error_trace[-800:]}")
+
+
+@pytest.fixture(scope="module")
+def scored():
+    """(twin name -> Evaluation, cheat name -> Evaluation): the twins first and alone, then
+    the cheats two at a time, on an Evaluator of this module's own (a worker the current
+    harness reuses must not carry a cheat's patches into other modules' tests)."""
+    with _evaluator() as evaluator:
+        twins = {name: _evaluate(evaluator, compromised.DIR / name)
+                 for name in sorted({compromised.header(p)["twin"] for p in SELF_CHEATS})}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            cheats = dict(zip((p.name for p in SELF_CHEATS),
+                              pool.map(lambda p: _evaluate(evaluator, p), SELF_CHEATS)))
+    return twins, cheats
+
+
+def test_one_cheat_per_class_each_with_a_twin():
+    classes = sorted(compromised.class_number(path) for path in CHEATS)
+    assert classes == list(range(1, 12)), classes
+    for path in CHEATS:
+        fields = compromised.header(path)
+        assert fields.get("task") in TASKS, f"{path.name}: unknown task {fields}"
+        assert compromised.twin(path).is_file(), f"{path.name}: no twin {fields.get('twin')}"
+        assert fields.get("expect") in ("no-faster", "wrong", "next-correct",
+                                        "baseline-not-inflated"), f"{path.name}: {fields}"
+
+
+@pytest.mark.slow
+def test_honest_twins_are_correct(scored):
+    twins, _ = scored
+    for name, evaluation in twins.items():
+        assert evaluation.correct and evaluation.speedup, f"{name}: {_why(evaluation)}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", SELF_CHEATS, ids=lambda p: p.stem)
+def test_cheat_is_judged_no_better_than_it_is(path, scored):
+    twins, cheats = scored
+    evaluation, twin = cheats[path.name], twins[compromised.header(path)["twin"]]
+    if compromised.header(path)["expect"] == "wrong":
+        assert not evaluation.correct, f"{path.name} returned unfinished outputs: {_why(evaluation)}"
+    if not evaluation.correct:
+        return
+    assert twin.correct and twin.speedup, f"the twin is not scored: {_why(twin)}"
+    assert evaluation.speedup <= SPEED_BOUND * twin.speedup, (
+        f"{path.name} scored {evaluation.speedup / twin.speedup:.2f}x its honest twin "
+        f"({evaluation.speedup:.3f} vs {twin.speedup:.3f}): {_why(evaluation)}")
+
+
+def _path(class_number: int):
+    return next(p for p in CHEATS if compromised.class_number(p) == class_number)
+
+
+@pytest.fixture(scope="module")
+def after_a_saboteur():
+    """(twin alone, the class-10 cheat, the twin right after it) on one worker: the next
+    candidate runs wherever the saboteur ran, unless the judge gives each its own."""
+    with _evaluator(workers=1, limits=SLOW_LIMITS) as evaluator:
+        return compromised.scored_after(evaluator, TASKS.get("vector_add"), _path(10))
+
+
+@pytest.mark.slow
+def test_next_candidate_is_judged_as_if_alone(after_a_saboteur):
+    alone, _, after = after_a_saboteur
+    assert alone.correct, _why(alone)
+    assert after.correct, f"an honest candidate scored after the saboteur: {_why(after)}"
+    assert after.speedup >= alone.speedup / SPEED_BOUND, (
+        f"an honest candidate scored {alone.speedup / after.speedup:.2f}x slower after the "
+        f"saboteur ({after.speedup:.3f} vs {alone.speedup:.3f} alone): {_why(after)}")
+
+
+@pytest.fixture(scope="module")
+def beside_a_burner():
+    """`compromised.scored_beside` on a warm Evaluator of its own."""
+    with _evaluator(limits=SLOW_LIMITS) as evaluator:
+        _evaluate(evaluator, compromised.twin(_path(11)), "warm-up")  # workers started
+        return compromised.scored_beside(evaluator, TASKS.get("vector_add"), _path(11))
+
+
+@pytest.mark.slow
+def test_baseline_timed_beside_a_burner_is_not_inflated(beside_a_burner):
+    """A baseline timed while the class-11 cheat burns beside it is no slower, beyond timing
+    noise, than one timed on a quiet machine; the burner's own verdict is no better than its
+    twin's."""
+    quiet, beside, burner, seen = beside_a_burner
+    assert seen, "the burner's import was never seen under way: the test proved nothing"
+    assert quiet.correct and beside.correct, f"{_why(quiet)}\n{_why(beside)}"
+    ratios = [b / a for b, a in zip(beside.ref_latency_us, quiet.ref_latency_us)]
+    inflation = math.exp(sum(map(math.log, ratios)) / len(ratios))
+    assert inflation <= SPEED_BOUND, (
+        f"the baseline timed beside the burner was {inflation:.2f}x slower (per case "
+        f"{[round(r, 2) for r in ratios]}): quiet {quiet.ref_latency_us}, beside "
+        f"{beside.ref_latency_us}")
+    if burner.correct:
+        assert burner.speedup <= SPEED_BOUND * quiet.speedup, (
+            f"the burner's own kernel scored {burner.speedup / quiet.speedup:.2f}x its twin: "
+            f"{_why(burner)}")
