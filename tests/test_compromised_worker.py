@@ -103,10 +103,11 @@ def test_cheat_is_judged_no_better_than_it_is(path, scored):
         assert not evaluation.correct, f"{path.name} returned unfinished outputs: {_why(evaluation)}"
     if not evaluation.correct:
         return
-    assert twin.correct and twin.speedup, f"the twin is not scored: {_why(twin)}"
-    assert evaluation.speedup <= SPEED_BOUND * twin.speedup, (
-        f"{path.name} scored {evaluation.speedup / twin.speedup:.2f}x its honest twin "
-        f"({evaluation.speedup:.3f} vs {twin.speedup:.3f}): {_why(evaluation)}")
+    assert twin.correct, f"the twin is not scored: {_why(twin)}"
+    slower = compromised.slower_by(evaluation, twin)
+    assert slower is not None and slower >= 1 / SPEED_BOUND, (
+        f"{path.name} ran {1 / slower:.2f}x as fast as its honest twin on the cases both "
+        f"were timed on: {_why(evaluation)} / twin {_why(twin)}")
 
 
 def _path(class_number: int):

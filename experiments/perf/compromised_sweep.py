@@ -56,16 +56,14 @@ def faster_than(cheat, twin, interpreted: bool) -> tuple[float | None, bool]:
     correct is within it. On a GPU the bound holds per case of GPU_MIN_US or more."""
     if not cheat.correct:
         return None, True
-    if not (twin.correct and twin.speedup and cheat.speedup):
+    if not twin.correct:
         return None, False
-    ratio = cheat.speedup / twin.speedup
     if interpreted:
-        return ratio, ratio <= INTERPRETER_BOUND
-    per_case = [(tr and cl and tl and rr) and (rr / cl) / (tr / tl)
-                for rr, cl, tr, tl in zip(cheat.ref_latency_us, cheat.latency_us,
-                                          twin.ref_latency_us, twin.latency_us)
-                if tl and tl >= GPU_MIN_US]
-    return ratio, all(r and r <= GPU_BOUND for r in per_case)
+        slower = compromised.slower_by(cheat, twin)
+        return slower and 1 / slower, slower is not None and slower >= 1 / INTERPRETER_BOUND
+    per_case = [tl / cl for cl, tl in zip(cheat.latency_us, twin.latency_us)
+                if cl and tl and tl >= GPU_MIN_US]
+    return max(per_case, default=None), bool(per_case) and max(per_case) <= GPU_BOUND
 
 
 def row(path, evaluation, twin, interpreted: bool, **extra) -> dict:

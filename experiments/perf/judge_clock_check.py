@@ -33,18 +33,49 @@ from fitness.processes import modules  # noqa: E402
 FLOOR_US = 20.0
 
 
-def events_us(task, device) -> list[float]:
-    """Returns the baseline's median per case, timed in this process with device events."""
+def events_us(task, device) -> tuple[list[float], list[float]]:
+    """Returns the baseline's median per case timed in this process with device events:
+    on its own memory, and with its inputs in a judge-style lent buffer and its outputs
+    allocated in a region of one (`fitness.sandbox.timed.Arena`), to tell the memory's
+    part in a difference from the clock's."""
+    import torch
+
+    from fitness.processes import shared_memory
+    from fitness.sandbox.timed import Arena
+
     path = os.path.abspath(f"baseline_{task.name}.py")
     with open(path, "w") as handle:
         handle.write(task.baseline_source)
     entry = getattr(modules.import_file(path, f"baseline_{task.name}"), task.entry_point)
-    medians = []
+    own, lent = [], []
+    allocate = shared_memory.allocator(torch.cuda.current_device())
     for case in task.cases_for(device.backend):
         inputs = task.make_inputs(case.params, 0, device.torch_device)
         [stats] = timing.bench([lambda: entry(*inputs)], device)
-        medians.append(stats.median_us)
-    return medians
+        own.append(stats.median_us)
+        outputs = entry(*inputs)
+        out_bytes = sum(t.numel() * t.element_size()
+                        for t in (outputs if isinstance(outputs, (tuple, list)) else [outputs]))
+        buffer, layout = shared_memory.pack(inputs, [], allocate)
+        region_buffer = allocate(2 * out_bytes + (1 << 20))
+        views, region = shared_memory.unpack(buffer, layout["values"]), region_buffer.bytes()
+
+        def in_lent_memory():
+            with Arena(region):
+                return entry(*views)
+
+        [stats] = timing.bench([in_lent_memory], device)
+        lent.append(stats.median_us)
+        again = in_lent_memory()
+        own_outputs = entry(*inputs)
+        torch.cuda.synchronize()
+        pairs = zip(*(o if isinstance(o, (tuple, list)) else [o] for o in (again, own_outputs)))
+        if not all(torch.allclose(a.float(), b.float(), rtol=1e-3, atol=1e-3) for a, b in pairs):
+            print(f"{task.name} {case.name}: the baseline's outputs in lent memory differ",
+                  flush=True)
+        buffer.release()
+        region_buffer.release()
+    return own, lent
 
 
 def main() -> None:
@@ -73,7 +104,8 @@ def main() -> None:
                    "cases": [c.name for c in task.cases_for(device.backend)],
                    "judge_us": list(evaluation.latency_us),
                    "judge_ref_us": list(evaluation.ref_latency_us),
-                   "events_us": events_us(task, device) if device.timing_meaningful else [],
+                   **dict(zip(("events_us", "events_lent_us"), events_us(task, device)
+                              if device.timing_meaningful else ([], []))),
                    "seconds": round(time.monotonic() - started, 1)}
             with open(args.out, "a") as handle:
                 handle.write(json.dumps(row) + "\n")
@@ -84,19 +116,22 @@ def main() -> None:
 def summarize(path: str) -> None:
     """Prints, over cases of FLOOR_US or more, the median |judge/events - 1| and the
     median and max spread of the two judge readings."""
-    ratios, spreads = [], []
+    ratios, spreads, lent = [], [], []
     with open(path) as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     for row in rows:
-        for cand, ref, events in zip(row["judge_us"], row["judge_ref_us"], row["events_us"]):
+        for cand, ref, events, in_lent in zip(row["judge_us"], row["judge_ref_us"],
+                                              row["events_us"], row.get("events_lent_us", [])):
             if cand is None or ref is None or events < FLOOR_US:
                 continue
             ratios.append(ref / events)
+            lent.append(in_lent / events)
             spreads.append(abs(cand - ref) / min(cand, ref))
     if ratios:
         print(f"cases >= {FLOOR_US:g} us: {len(ratios)}; judge/events median "
               f"{statistics.median(ratios):.4f} (min {min(ratios):.4f}, max {max(ratios):.4f}); "
-              f"judge repeat spread median {statistics.median(spreads):.4f}, max {max(spreads):.4f}")
+              f"judge repeat spread median {statistics.median(spreads):.4f}, max {max(spreads):.4f}; "
+              f"events in lent memory / events median {statistics.median(lent):.4f}")
     failed = [row["task"] for row in rows if not row["correct"]]
     print(f"baselines correct: {len(rows) - len(failed)} of {len(rows)}"
           + (f"; failed: {failed}" if failed else ""))

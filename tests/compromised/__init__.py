@@ -17,6 +17,7 @@ timed beside it is not slowed). A twin's `torch-allowlist:` names the torch ops 
 copy allows (the twin of a cheat that does the work in torch behind a blinded recorder).
 """
 
+import math
 import pathlib
 
 DIR = pathlib.Path(__file__).parent
@@ -89,3 +90,13 @@ def scored_beside(evaluator, task, cheat: pathlib.Path, wait_s: float = 60.0) ->
         time.sleep(1.0)  # its burners are up
         beside = score(twin(cheat), "beside")
         return quiet, beside, burning.result(), seen
+
+
+def slower_by(cheat, twin) -> float | None:
+    """Returns how many times slower the cheat's timed cases are than its twin's (the
+    geometric mean over cases both timed), or None when they share no timed case. A
+    clear loser (speedup None: its other cases untimed) is compared this way too."""
+    pairs = [(c, t) for c, t in zip(cheat.latency_us, twin.latency_us) if c and t]
+    if not pairs:
+        return None
+    return math.exp(sum(math.log(c / t) for c, t in pairs) / len(pairs))
