@@ -72,6 +72,7 @@ class Cascade:
         self.timing_config = timing_config
         self.best = BestLatency()
         self.meter = Meter()
+        self.clocks = timing.ClockWindow()  # the checkers' SM clock reads (`clock.time_case`)
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
             BASELINE_JOBS, thread_name_prefix="baseline")
         self.references = ReferenceMemo(self._baseline_runner, kept=(harness.HarnessError,))

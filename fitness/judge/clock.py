@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 import random
 import statistics
+import time
 
+from fitness.judge.timed_batch import SETTLE_MAX_S
 from fitness.judge.walk import Failed
 from fitness.processes.pool import GRACE_S, relay_fd
 
@@ -100,8 +102,11 @@ def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
     deadline = worker.start(request, c.limits.bench_s)
     armed = worker.early(ARM_S)
     released = walk._request(checker, {"op": "timed_release", "token": token, "go": go,
-                                       "limit_s": c.limits.bench_s},
-                             c.limits.bench_s + GRACE_S)
+                                       "limit_s": c.limits.bench_s,
+                                       "peak_mhz": c.clocks.peak(time.monotonic())},
+                             c.limits.bench_s + SETTLE_MAX_S + GRACE_S)
+    if released.get("mhz"):
+        c.clocks.note(time.monotonic(), released["mhz"])
     if released.get("timeout"):
         worker.kill()
         raise Failed("timed", "timeout", released["timeout"])

@@ -28,6 +28,13 @@ BATCH_BYTES = 4 << 30
 runs of a case with large inputs or outputs."""
 REGION_SLACK_BYTES = 1 << 20
 """What a run's region holds beyond twice its outputs: the temporaries a wrapper allocates."""
+SETTLE_MAX_S = 0.3
+"""Longest a batch waits for the SM clock before its start (`TimedBatch._settle`)."""
+SETTLE_REL = 0.01
+"""The clock is up once two reads agree within this fraction and the last is within it of
+the fastest read lately: after idle or heavy load an H200's clock climbs back in steps over
+tens of milliseconds, and a memory-bound kernel timed on the way runs up to a third slow
+(evidence: RESULTS.md#timing-clock-recovery)."""
 _DRAW = random.SystemRandom()
 _POLL_S = 0.0002
 
@@ -98,17 +105,20 @@ class TimedBatch:
                       for run, inputs in enumerate(self.fresh)]
         return self.files
 
-    def release(self, go: int, limit_s: float) -> float:
-        """GPU: makes the batch's inputs, poisons the regions, puts the inputs in the lent
-        sets, then on this process's stream: start event, `go`, wait for `done`, end event,
-        and a snapshot of every region right behind it. Returns the microseconds from start to
-        end. A worker that never writes `done` is waited for `limit_s`; then this process
-        writes it itself (so its own stream is freed) and raises TimeoutError."""
+    def release(self, go: int, limit_s: float, peak_mhz: float = 0.0) -> tuple[float, float | None]:
+        """GPU: makes the batch's inputs, waits for the clock (`_settle`), poisons the
+        regions, puts the inputs in the lent sets, then on this process's stream: start
+        event, `go`, wait for `done`, end event, and a snapshot of every region right behind
+        it. Returns (the microseconds from start to end, the last clock read). A worker that
+        never writes `done` is waited for `limit_s`; then this process writes it itself (so
+        its own stream is freed) and raises TimeoutError."""
         from fitness.processes import stream_sync
 
         with torch.cuda.stream(self.stream):  # made and finished before anything is timed
             self._make_fresh()
         self.stream.synchronize()
+        with torch.cuda.stream(self.stream):
+            mhz = self._settle(peak_mhz)
         poison = _DRAW.randrange(0x80, 0x100)  # NaN or a huge negative in every float dtype
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
         go_at, done_at = self.words.data_ptr(), self.words.data_ptr() + 4
@@ -138,7 +148,25 @@ class TimedBatch:
                                    f"within {limit_s:g} s")
             time.sleep(_POLL_S)
         self.stream.synchronize()
-        return start.elapsed_time(end) * 1e3
+        return start.elapsed_time(end) * 1e3, mhz
+
+    def _settle(self, peak_mhz: float) -> float | None:
+        """Reads the SM clock (a spin kernel timed by this process's events, which keeps the
+        chip busy meanwhile) until two reads agree and the last is within `SETTLE_REL` of
+        the fastest read lately (`peak_mhz`, the judge's window, or this one's), or
+        `SETTLE_MAX_S` pass; returns the last read (None: no spin kernel here)."""
+        from fitness.measure import timing
+
+        deadline, reads = time.monotonic() + SETTLE_MAX_S, []
+        while True:
+            mhz = timing.read_clock_mhz(self.device)
+            if mhz is None:
+                return None
+            reads.append(mhz)
+            steady = len(reads) >= 2 and abs(reads[-1] - reads[-2]) <= SETTLE_REL * reads[-2]
+            if (steady and mhz >= (1 - SETTLE_REL) * max(peak_mhz, *reads)
+                    or time.monotonic() >= deadline):
+                return mhz
 
     def judge(self, outputs: list, output_dir: str | None) -> dict:
         """`_judged`, then the worker's output files go."""
