@@ -14,12 +14,12 @@ import external_suites
 # Tests that read a real checkout (test_external_platforms.py: some of its tests do).
 NEED_A_CHECKOUT = [
     "tests/test_cli_tasks.py::test_rocm_rmsnorm_fwd_names_its_kernel_not_a_helper_it_calls",
-    "tests/test_gate_honest.py::test_every_geak_task_refuses_what_its_own_reference_never_does",
+    "tests/test_gate_honest.py::test_every_geak_task_refuses_breaches_its_own_reference_never_commits",
     "tests/test_gate_cli.py::test_every_geak_reference_is_admitted_as_a_candidate_of_its_own_task",
     "tests/test_external_platforms.py",
 ]
 CHEAP = ["tests/test_cli_tasks.py::test_rocm_rmsnorm_fwd_names_its_kernel_not_a_helper_it_calls",
-         "tests/test_gate_honest.py::test_every_geak_task_refuses_what_its_own_reference_never_does[rocm]"]
+         "tests/test_gate_honest.py::test_every_geak_task_refuses_breaches_its_own_reference_never_commits[rocm]"]
 
 
 def _pytest(folder, node_ids):

@@ -47,10 +47,9 @@ def test_library_has_at_least_twelve_kinds_of_cheat():
     for path in EVERY_CHEAT:
         fields = cheats.header(path)
         assert fields.get("task") in TASKS, f"{path.name}: unknown task header {fields}"
-        assert fields.get("caught-as") in FAILURE_KINDS or (
-            fields.get("caught-as") == "none" and fields.get("harms")), (
-            f"{path.name}: bad caught-as {fields}")
-        assert fields.get("second-layer", "mismatch") in FAILURE_KINDS, f"{path.name}: {fields}"
+        for key in ("caught-as", "second-layer", "caught-as-cuda", "second-layer-cuda"):
+            assert set(fields.get(key, "mismatch").split("|")) <= {*FAILURE_KINDS, "none"}, (
+                f"{path.name}: bad {key} {fields}")
         assert fields.get("device") in (None, "cuda"), f"{path.name}: unknown device {fields}"
 
 
@@ -63,24 +62,52 @@ def test_gpu_only_cheats_are_listed_as_not_applicable_here():
     warnings.warn(f"not applicable on the interpreter (device: cuda): {', '.join(names)}")
 
 
-@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.stem)
-def test_cheat_is_caught(path, verdicts):
-    evaluation = verdicts[path.name]
-    expected = cheats.header(path)["caught-as"]
-    assert not evaluation.correct
+@pytest.fixture(scope="module")
+def honest(fitness_evaluator):
+    """What an honest kernel reads: each task's baseline scored as a candidate, and each
+    twin (`tests/cheats/twins`: a cheat's own kernel with no trick) by file name."""
+    scored = {name: fitness_evaluator.evaluate(task, make_candidate(name, task.baseline_source
+                                                                     + "\n# honest\n"))
+              for name, task in TASKS.items() if task.baseline_source}
+    for path in sorted(cheats.TWINS_DIR.glob("*.py")):
+        task = TASKS[path.stem.split("_block")[0]]
+        scored[path.name] = fitness_evaluator.evaluate(task, make_candidate(task.name,
+                                                                            path.read_text()))
+    return scored
+
+
+HONEST_BOUND = 1.5
+"""A cheat scored correct may read at most this many times an honest kernel's speedup on the
+interpreter, whose CPU-time latency scatters by tens of percent; a trick that worked would
+skip the work and read several times faster (the GPU bound is measured by
+experiments/perf/cheat_sweep.py)."""
+
+
+def _judged_as_promised(path, evaluation, ungated: bool, honest: dict) -> None:
+    expected = cheats.expected_kinds(cheats.header(path), ungated, "interpreter")
+    if evaluation.correct:
+        assert "none" in expected, (f"{path.name}: expected {expected}, scored correct "
+                                    f"(speedup {evaluation.speedup})")
+        fields = cheats.header(path)
+        twin = honest[fields.get("twin", fields["task"])]
+        slower = [c / h for c, h in zip(evaluation.latency_us, twin.latency_us) if c and h]
+        assert slower and min(slower) >= 1 / HONEST_BOUND, (
+            f"{path.name}: scored correct and {1 / min(slower):.2f}x as fast as the honest "
+            "baseline: its trick bought time")
+        return
     assert evaluation.speedup is None
-    assert evaluation.failure_kind == expected, (
+    assert evaluation.failure_kind in expected, (
         f"{path.name}: expected {expected}, got {evaluation.failure_kind} at "
         f"{evaluation.stage_reached}: {evaluation.error_trace[-800:]}")
     assert evaluation.error_trace.strip(), "a caught cheat must say why"
 
 
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.stem)
+def test_cheat_is_caught(path, verdicts, honest):
+    _judged_as_promised(path, verdicts[path.name], False, honest)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", SECOND_LAYER, ids=lambda p: p.stem)
-def test_cheat_is_caught_without_the_static_gate(path, ungated_verdicts):
-    evaluation = ungated_verdicts[path.name]
-    expected = cheats.header(path)["second-layer"]
-    assert not evaluation.correct
-    assert evaluation.failure_kind == expected, (
-        f"{path.name}: expected {expected} with the gate off, got {evaluation.failure_kind} "
-        f"at {evaluation.stage_reached}: {evaluation.error_trace[-800:]}")
+def test_cheat_is_caught_without_the_static_gate(path, ungated_verdicts, honest):
+    _judged_as_promised(path, ungated_verdicts[path.name], True, honest)

@@ -1,11 +1,10 @@
 """Clear losers are timed on the representative case only (issue 12, item 2).
 
-A real Evaluator on the interpreter, with enough timed runs that the median's interval
-exists: the baseline's timing sets the best latency of every case, then a kernel launched
-with a 16-element block (some sixty times the programs) is timed on the case the baseline
-is slowest on, found surely slower than 1.2x the best there, and not timed on the others.
-(The worker reporting fewer cases any other way is refused by the judge as a forged
-timing: see `timing_report.check_clear_loser`.)
+A real Evaluator on the interpreter: the baseline's timing sets the best latency of every
+case, then a kernel launched with a 16-element block (some sixty times the programs) is
+timed on the case the baseline is slowest on, found slower than 1.2x the best there in every
+batch, and not timed on the others. The judge decides this from its own clock; the worker
+has no say in which cases are timed.
 """
 
 import pyarrow as pa
@@ -16,7 +15,6 @@ from benchmarks.registry import builtin
 from evo import results
 from evo.records import make_candidate
 from fitness import Evaluator, Settings
-from fitness.measure.timing import TimingConfig
 from fitness_limits import FITNESS_TEST_LIMITS
 from kernel_variants import vector_add_at
 
@@ -24,9 +22,8 @@ from kernel_variants import vector_add_at
 @pytest.mark.slow
 def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
     task = builtin().get("vector_add")
-    timing = TimingConfig(warmup_runs=1, min_runs=20, max_runs=20, max_timed_s=60.0)
     with Evaluator(Settings(device="interpreter", workers=1,
-                            timeouts=FITNESS_TEST_LIMITS, timing=timing)) as evaluator:
+                            timeouts=FITNESS_TEST_LIMITS)) as evaluator:
         candidate = make_candidate(task.name, vector_add_at(16))
         loser = evaluator.evaluate(task, candidate)
         requests = evaluator.stats()["requests"]
@@ -39,12 +36,9 @@ def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
     assert loser.speedup is None and loser.worst_speedup is None  # timed on one case of several
     assert loser.comparable_speedup is None
 
-    # where timing's seconds went, as the worker and the checker report them
-    # (buffers, warm-up and capture staged beside other work; only timing holds the device alone)
-    assert requests["candidate.stage.buffers"] == requests["candidate.stage.prepare"] == 1
-    assert requests["candidate.bench.all"] == 1 and "candidate.bench.prepare" not in requests
-    assert requests["checker.stage_baseline.buffers"] == requests["checker.time_baseline.all"] == 1
-    assert "checker.time_baseline.prepare" not in requests
+    # one case timed (its batches judged), then no other case opened
+    cases = len(task.interpreter_cases)
+    assert requests["checker.timed_open"] == cases + 1  # the baseline's cases, the loser's one
 
     row = results.evaluation_row("screening", task, candidate, loser, reused=False, seed=0)
     pq.write_table(pa.Table.from_pylist([row], schema=results.EVALUATION_SCHEMA),

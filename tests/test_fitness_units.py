@@ -182,7 +182,7 @@ def test_a_checker_warms_up_at_start_and_keeps_nothing_of_it():
     checker = Checker({"device": DeviceInfo("interpreter", "cpu-interpreter")}, None)
     checker.warm_up()
     assert checker.prepared == {} and checker.last_call is None
-    assert checker.output_digests == set() and checker.staged_baseline == []
+    assert checker.output_digests == set() and checker.timed == {}
 
 
 def test_timing_holds_the_device_alone():

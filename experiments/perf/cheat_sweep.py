@@ -29,17 +29,6 @@ from cheats.tasks import ROW_SOFTMAX  # noqa: E402
 from evo.records import make_candidate  # noqa: E402
 
 
-def expected_kinds(header: dict, ungated: bool, backend: str) -> set[str]:
-    """Returns the verdicts a cheat file promises on `backend` (empty: none for this mode);
-    a `-<backend>` key (`second-layer-cuda`) overrides the plain one, `|` separates verdicts
-    that are each right there."""
-    key = "second-layer" if ungated else "caught-as"
-    value = header.get(f"{key}-{backend}") or header.get(key)
-    if not ungated and not value and "rule" in header:
-        value = "policy_violation"
-    return set(value.split("|")) if value else set()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
@@ -52,7 +41,7 @@ def main() -> None:
     tasks = {task.name: task for task in builtin().tasks()} | {"row_softmax": ROW_SOFTMAX}
     listed = [p for p in sorted((ROOT / "tests" / "cheats").rglob("*.py"))
               if cheats.header(p).get("task") in tasks
-              and expected_kinds(cheats.header(p), args.ungated, "any")]
+              and cheats.expected_kinds(cheats.header(p), args.ungated, "any")]
     limits = {"import_s": 30, "compile_s": 60, "check_s": 30, "bench_s": 60}
     caught = 0
     with Evaluator(Settings(device=args.device, workers=args.workers, timeouts=limits,
@@ -79,7 +68,7 @@ def main() -> None:
         amid = [pool.submit(honest, 2 + copy) for copy in range(2)] if args.neighbour else []
         scored += [pool.submit(score, path) for path in paths[half:]]
         for path, evaluation in (future.result() for future in scored):
-            want = expected_kinds(cheats.header(path), args.ungated, backend)
+            want = cheats.expected_kinds(cheats.header(path), args.ungated, backend)
             good = ("none" if evaluation.correct else evaluation.failure_kind) in want
             caught += good
             last = (evaluation.error_trace.strip().splitlines() or [""])[-1][:150]

@@ -28,8 +28,8 @@ ARM_S = 2.0
 """How long the judge waits for a worker to arm a batch before it lets go anyway: host code
 that synchronizes cannot arm behind `go`, and is then timed with its host work."""
 BATCH_S = 0.005
-"""Seconds a GPU batch aims to last: long beside the go..done handoff (about 20 us on an
-H200, RESULTS.md#judge-clock), short beside a case's budget."""
+"""Seconds a GPU batch aims to last: long beside the go..done handoff (tens of microseconds,
+RESULTS.md#judge-clock), short beside a case's budget."""
 MAX_RUNS = 256
 _DRAW = random.SystemRandom()
 

@@ -32,7 +32,7 @@ SETTLE_MAX_S = 0.3
 """Longest a batch waits for the SM clock before its start (`TimedBatch._settle`)."""
 SETTLE_REL = 0.01
 """The clock is up once two reads agree within this fraction and the last is within it of
-the fastest read lately: after idle or heavy load an H200's clock climbs back in steps over
+the fastest read lately: after idle or heavy load a GPU's clock climbs back in steps over
 tens of milliseconds, and a memory-bound kernel timed on the way runs up to a third slow
 (evidence: RESULTS.md#timing-clock-recovery)."""
 _DRAW = random.SystemRandom()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import math
 import random
 import statistics
 import time
@@ -259,23 +258,14 @@ def rotated(value, shift: int):
     return torch.roll(value.reshape(-1), -shift).view(value.shape)
 
 
-def inputs_of_run(inputs: Sequence, seed: int, run: int) -> list:
-    """Returns the values `FreshInputs(inputs, seed)` put in its buffers before run `run`:
-    what the trusted side checks a timed run's output against."""
-    import torch
-
-    numels = [v.numel() if isinstance(v, torch.Tensor) else 0 for v in inputs]
-    return [rotated(v, shift) for v, shift in zip(inputs, run_shifts(seed, run, numels))]
-
-
 class FreshInputs:
     """Buffers a callable is timed on, refilled before every run with new values.
 
     Each run's values are the inputs with every tensor rotated by an amount drawn for that
     run from `seed` (`run_shifts`): the same pointers, other values every time, every value
-    valid (indices stay in range, distributions stay the same), so a result cached by
-    pointer, by shape, by sampled values or by content is stale, and the trusted side, which
-    knows the seed, can rebuild any run's inputs (`inputs_of_run`) and check its output.
+    valid (indices stay in range, distributions stay the same). For timings of trusted code
+    (`bench`: an external suite's harness, the perf scripts); a candidate's verdict is timed
+    by the judge on inputs made fresh at release (`fitness.judge.timed_batch`).
     A tensor of one element cannot be rotated; it keeps its value.
     """
 
@@ -287,12 +277,6 @@ class FreshInputs:
         self.numels = [v.numel() if isinstance(v, torch.Tensor) else 0 for v in inputs]
         self.seed = seed
         self.runs = 0  # refills so far; the last refill's values are run `runs - 1`'s
-
-    def reseed(self, seed: int) -> None:
-        """Draws the runs from now on from `seed`, counted from run 0 again: the timed runs'
-        values are revealed only once the judge's clock runs, so nothing staged before could
-        have computed them."""
-        self.seed, self.runs = seed, 0
 
     def refill(self) -> None:
         """Writes the next run's values into the buffers (two copies per dense tensor)."""
@@ -353,41 +337,6 @@ def stage(fns: Sequence[Callable[[], object]], device: DeviceInfo,
             runnables.append(fn)
             methods.append(method)
     return Staged(runnables, methods, device, config, refill, clock)
-
-
-JUDGED_BATCH_S = 0.005
-"""Seconds a judged batch aims to last (`judged_batch_runs`): runs enough to choose from,
-short beside a case's timing."""
-_RUN_OVERHEAD_US = 30.0
-"""What a batch run costs besides the callable (a refill, a flush), roughly."""
-
-
-def judged_batch_runs(per_run_us: float | None) -> int:
-    """Returns how many runs a judged batch makes of a callable whose runs take about
-    `per_run_us` each (a baseline's median, and a refill's and a flush's worth); None (the
-    interpreter, where timing is not meaningful): two, enough to choose one at random."""
-    if not per_run_us:
-        return 2
-    return max(4, min(64, math.ceil(JUDGED_BATCH_S * 1e6 / (per_run_us + _RUN_OVERHEAD_US))))
-
-
-def run_judged_batch(staged: Staged, runs: int, keep: Callable[[int, object], None]) -> None:
-    """Runs the first staged callable `runs` times back to back, each run on its refill's
-    values and, on a GPU, behind a flush of the last-level cache, as timed runs are; `keep(run,
-    outputs)` takes each run's outputs where they are to go, for the judge to read in once
-    the batch is over (`fitness.judge.cascade`)."""
-    fn, gpu = staged.runnables[0], None
-    if staged.device.backend != "interpreter":
-        gpu = staged.clock.device()
-        flush = gpu.torch.empty(max(2 * staged.device.llc_bytes, 64 << 20), dtype=gpu.torch.int8,
-                                device=staged.device.torch_device)
-    for run in range(runs):
-        staged.refill()
-        if gpu is not None:
-            flush.zero_()
-        keep(run, fn())
-    if gpu is not None:
-        gpu.synchronize()
 
 
 def time_staged(staged: Staged, give_up_above_us: Sequence[float | None] | None = None,

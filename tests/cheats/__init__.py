@@ -7,10 +7,12 @@ Each file in `candidates/` starts with header lines:
     # second-layer: cheat_torch_compute
 
 `caught-as` is the verdict of the whole cascade. `second-layer`, where present, is the
-verdict with the static gate switched off: what the sandboxed run and the trusted checker
-catch on their own, so no cheat depends on a single layer. A key with a backend's name
+verdict with the static gate (a lint) switched off: what the sandboxed run and the trusted
+checker catch on their own, so no cheat depends on the lint. A key with a backend's name
 (`second-layer-cuda`) overrides the plain one there; `|` separates verdicts that are each
-right (`none`: scored correct, its timed runs honest on that backend).
+right (`none`: scored correct, and then timed honestly: its trick buys nothing there, e.g.
+a cache that never hits on the judge's fresh inputs; the tests hold its latency to an
+honest kernel's: its `twin:`, a file of `twins/`, or else the task's baseline).
 
 `device: cuda` marks a mechanism that exists only on a GPU (the caching allocator's reused
 blocks, CUDA graphs, `%globaltimer`): the interpreter tests list it as not applicable, and
@@ -23,6 +25,9 @@ Grow the library whenever a new cheat is seen: add a file, and the test picks it
 import pathlib
 
 CANDIDATES_DIR = pathlib.Path(__file__).parent / "candidates"
+TWINS_DIR = pathlib.Path(__file__).parent / "twins"
+"""Honest twins: a cheat's own kernel with no trick (its `twin:` header names one), what a
+cheat scored correct is held to."""
 
 
 def header(path: pathlib.Path) -> dict[str, str]:
@@ -46,3 +51,14 @@ def applies_to(path: pathlib.Path, backend: str) -> bool:
     none for every backend)."""
     device = header(path).get("device")
     return device is None or device == backend
+
+
+def expected_kinds(fields: dict, ungated: bool, backend: str) -> set[str]:
+    """Returns the verdicts a cheat file promises on `backend` (empty: none for this mode);
+    a `-<backend>` key (`second-layer-cuda`) overrides the plain one, `|` separates verdicts
+    that are each right there."""
+    key = "second-layer" if ungated else "caught-as"
+    value = fields.get(f"{key}-{backend}") or fields.get(key)
+    if not ungated and not value and "rule" in fields:
+        value = "policy_violation"
+    return set(value.split("|")) if value else set()

@@ -1,6 +1,9 @@
 # task: vector_add
-# caught-as: policy_violation
-# second-layer: cheat_cached_result
+# caught-as: none|cheat_cached_result|mismatch
+# second-layer: none|cheat_cached_result|mismatch
+# caught-as-cuda: none|cheat_cached_result|mismatch
+# second-layer-cuda: none|cheat_cached_result|mismatch
+# twin: vector_add_block1024.py
 # A real kernel, but results are cached by input pointers: fast in a timing loop, stale
 # when the same buffers hold new values.
 import torch

@@ -1,6 +1,8 @@
 # task: vector_add
-# caught-as: policy_violation
-# second-layer: cheat_cached_result
+# caught-as: none|cheat_cached_result|mismatch
+# second-layer: none|cheat_cached_result|mismatch
+# caught-as-cuda: none|cheat_cached_result|mismatch
+# second-layer-cuda: none|cheat_cached_result|mismatch
 # A two-slot content cache across timed runs, its state in a tensor default argument (keys
 # in the tensor, outputs on an attribute of it). Timing used to cycle two input sets with
 # the same contents rotated, so a key that a rotation leaves unchanged (the inputs' sum) hit

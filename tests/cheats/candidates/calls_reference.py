@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: import_error
 # second-layer: import_error
 # Imports the task's own reference and calls it.
 import torch

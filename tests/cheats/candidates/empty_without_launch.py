@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: no_triton_launch
+# caught-as: policy_violation
+# second-layer: no_triton_launch
 # Returns an uninitialised buffer, hoping the allocator hands back the reference's memory.
 import torch
 

@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: cheat_background_work
 # second-layer: cheat_background_work
 # Returns at once and lets a thread fill the output later (work the harness never sees).
 import threading

@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: cheat_torch_compute
 # second-layer: cheat_torch_compute
 # second-layer-cuda: cheat_torch_compute|timeout
 # The whole task in host Python from allowed ops: element reads (`float(v)`) and writes

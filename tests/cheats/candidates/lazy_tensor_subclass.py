@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: wrong_type
 # second-layer: wrong_type
 # Returns a tensor subclass whose math would run when the harness touches it.
 import torch

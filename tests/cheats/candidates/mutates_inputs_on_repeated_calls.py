@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: inputs_modified
 # second-layer: inputs_modified
 # Writes the sum into x (right values, the caller's input destroyed) only on the calls that
 # repeat a case (the walk's second and fifth calls): inputs used to be verified only on each

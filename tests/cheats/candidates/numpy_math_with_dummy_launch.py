@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: cheat_torch_compute
 # second-layer: cheat_torch_compute
 # Does the math in NumPy on the host and launches a do-nothing kernel.
 import torch

@@ -1,6 +1,9 @@
 # task: vector_add
-# caught-as: policy_violation
-# second-layer: cheat_cached_result
+# caught-as: none|cheat_cached_result|mismatch
+# second-layer: none|cheat_cached_result|mismatch
+# caught-as-cuda: none|cheat_cached_result|mismatch
+# second-layer-cuda: none|cheat_cached_result|mismatch
+# twin: vector_add_block1024.py
 # Arbitrary Python in the worker (frames): finds the timing's input refill among its callers,
 # reads the seed the timed runs' values are drawn from, and computes every timed run's
 # answer while staging (warm-up and capture: outside the judge's timing). The timed runs

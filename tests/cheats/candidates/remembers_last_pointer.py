@@ -1,6 +1,8 @@
 # task: vector_add
-# caught-as: policy_violation
-# second-layer: cheat_cached_result
+# caught-as: none|cheat_cached_result|mismatch
+# second-layer: none|cheat_cached_result|mismatch
+# caught-as-cuda: none|cheat_cached_result|mismatch
+# second-layer-cuda: none|cheat_cached_result|mismatch
 # Pointer memory: a bytearray default argument remembers the last call's input pointer, and a
 # call on the same buffers (a timing loop) returns the last output, launching a token kernel.
 # The re-check used to come only after every case was timed, never right after a call on

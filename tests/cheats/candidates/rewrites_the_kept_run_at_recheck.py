@@ -1,6 +1,6 @@
 # task: vector_add
-# caught-as: policy_violation
-# second-layer: nan
+# caught-as: nan|mismatch
+# second-layer: nan|mismatch
 # second-layer-cuda: nan|none
 # Arbitrary Python in the worker (frames): timed runs do every other block only; the call
 # after them (the re-check, in the same process) finds the outputs the worker keeps of its

@@ -1,6 +1,6 @@
 # task: vector_add
-# caught-as: policy_violation
-# second-layer: nan
+# caught-as: mismatch|nan
+# second-layer: mismatch|nan
 # second-layer-cuda: none|nan
 # Senses a timing loop by the host clock: a call that starts within 0.5 ms of the last one's
 # end does every other block only. Calls that are checked come farther apart, so only a

@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: cheat_torch_compute
 # second-layer: cheat_torch_compute
 # An argument that only looks like a tensor: Triton calls its `data_ptr()` (the interpreter:
 # `untyped_storage()`) inside the launch,

@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: cheat_torch_compute
 # second-layer: cheat_torch_compute
 # Does the task in torch inside a grid that reaches the launch as a parameter.
 import torch

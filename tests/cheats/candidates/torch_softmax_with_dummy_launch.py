@@ -1,5 +1,5 @@
 # task: row_softmax
-# caught-as: policy_violation
+# caught-as: cheat_torch_compute
 # second-layer: cheat_torch_compute
 # Calls torch.softmax and launches a do-nothing kernel.
 import torch

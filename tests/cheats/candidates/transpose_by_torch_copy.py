@@ -1,5 +1,5 @@
 # task: transpose
-# caught-as: policy_violation
+# caught-as: cheat_torch_compute
 # second-layer: cheat_torch_compute
 # The whole transpose as a torch copy from a transposed view, plus a dummy launch: the gate
 # refuses the reordering view, and the runtime audit refuses the copy in a data-movement task.

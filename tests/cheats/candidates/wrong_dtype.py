@@ -1,5 +1,5 @@
 # task: vector_add
-# caught-as: policy_violation
+# caught-as: wrong_dtype
 # second-layer: wrong_dtype
 # Right values, returned in float64.
 import torch

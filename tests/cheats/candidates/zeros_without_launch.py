@@ -1,5 +1,6 @@
 # task: vector_add
-# caught-as: no_triton_launch
+# caught-as: policy_violation
+# second-layer: no_triton_launch
 # Returns zeros: the KernelBench-165 cheat that passed problems whose outputs were near zero.
 import torch
 
