@@ -101,6 +101,8 @@ def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
     request = {"op": "arm", "go": go}
     deadline = worker.start(request, c.limits.bench_s)
     armed = worker.early(ARM_S)
+    if armed is not None and not armed.get("ok"):  # it failed before `go`: nothing to time
+        raise Failed("timed", armed.get("kind", "runtime_error"), str(armed.get("trace", "")))
     released = walk._request(checker, {"op": "timed_release", "token": token, "go": go,
                                        "limit_s": c.limits.bench_s,
                                        "peak_mhz": c.clocks.peak(time.monotonic())},
