@@ -139,7 +139,8 @@ def test_a_walk_precompiles_and_the_inputs_are_described_once_per_task():
         requests = evaluator.stats()["requests"]
 
     assert all(e.correct for e in evaluations), [e.error_trace[-800:] for e in evaluations]
-    assert requests["candidate.precompile"] == 2 and requests["checker.describe"] == 1
+    # the two candidates' and the baseline's (loaded in a worker of its own), one description
+    assert requests["candidate.precompile"] == 3 and requests["checker.describe"] == 1
 
 
 class _Compiled:
@@ -172,35 +173,3 @@ def test_precompiled_kernels_are_readied_for_their_first_launch_and_failed_compi
     assert (direct.readied, awaited.readied) == (1, 1)
     with pytest.raises(RuntimeError, match="shared memory"):  # the precompile stops there
         ready_to_launch([_Compiled(fails=True)])
-
-
-WARM_BASELINE = '''
-import json
-from benchmarks.registry import builtin
-from fitness.device import DeviceInfo
-from fitness.judge.checker import Checker
-
-checker = Checker({"device": DeviceInfo("interpreter", "cpu-interpreter")}, None)
-checker.launches.install()  # as the checker process does
-task = builtin().get("vector_add")
-cases = [(case.params, 1) for case in task.interpreter_cases]
-layouts = checker.describe({"task": task, "cases": cases})["cases"]
-reply = checker.warm_baseline({"task": task, "cases": layouts})
-print(json.dumps([reply, checker.launches.count, checker.launches.withheld, len(cases)]))
-'''
-
-
-@pytest.mark.slow
-def test_a_checker_compiles_a_baseline_without_launching_it(tmp_path):
-    """A baseline is compiled while candidates are timed: on stand-ins, launching nothing
-    (its real runs beside a timing slowed that timing). In a process of its own (the
-    counter patches Triton's classes for good); the baseline's module lands in its cwd."""
-    script = tmp_path / "warm_baseline.py"
-    script.write_text(WARM_BASELINE)
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": REPO}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          env=env, timeout=120, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    reply, launched, withheld, cases = json.loads(done.stdout.strip().splitlines()[-1])
-    assert reply == {"ok": True, "stopped": None}
-    assert launched == 0 and withheld == cases  # one kernel a call, every one withheld

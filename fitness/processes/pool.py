@@ -181,27 +181,26 @@ class WorkerProcess:
         self._flooded = False
         self._inner_pid: int | None = None
         self.shares = False  # both ends of a walk must say so at start-up (`wait_ready`)
-        request_read, self._request_fd = os.pipe()
-        self._reply_fd, reply_write = os.pipe()
-        inherited = [request_read, reply_write]
-        # GPU buffers cross as file descriptors (`fitness.processes.shared_memory`), relayed by the
-        # engine through a datagram socket each process gets at birth.
+        self.device = device
+        self.control = None  # a candidate worker's fork server (`fitness.sandbox.zygote`)
+        self.generation = 0  # the fork server's children so far
+        self._request_fd = self._reply_fd = -1
         self.channel = None
-        if device.backend == "cuda":
-            self.channel, far_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-            inherited.append(far_end.detach())
-        fds = [str(fd) for fd in inherited]
         if self.untrusted:
             jail.prepare_workdir(self.workdir)
             os.chmod(self.input_dir, 0o755)
-            argv, env = jail.command("fitness.sandbox.worker", fds, workdir=self.workdir,
-                                     backend=device.backend, limits=sandbox.limits,
-                                     use_bwrap=sandbox.enabled,
+            self.control, far_control = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            inherited = [far_control.detach()]
+            argv, env = jail.command("fitness.sandbox.zygote",
+                                     [str(inherited[0]), "namespace" if sandbox.enabled else "group"],
+                                     workdir=self.workdir, backend=device.backend,
+                                     limits=sandbox.limits, use_bwrap=sandbox.enabled,
                                      ro_dirs={self.input_dir: "/inputs"})
             if not sandbox.enabled:  # no mount namespace: the worker finds its inputs by path
                 env["KERNELEVO_INPUTS"] = self.input_dir
         else:
-            argv = [sys.executable, "-m", "fitness.judge.checker", *fds]
+            inherited = self._new_pipes()
+            argv = [sys.executable, "-m", "fitness.judge.checker", *map(str, inherited)]
             env = checker_env(device, self.workdir)
         self.proc = _SPAWNER.submit(
             subprocess.Popen, argv, cwd=self.workdir, env=env, stdin=subprocess.DEVNULL,
@@ -209,12 +208,61 @@ class WorkerProcess:
             start_new_session=True, pass_fds=tuple(inherited)).result()
         for fd in inherited:
             os.close(fd)
-        os.set_blocking(self._request_fd, False)
-        self._reader = protocol.ReplyReader(self._reply_fd)
         self._drain = threading.Thread(target=self._drain_output, daemon=True)
         self._drain.start()
-        init_device = dataclasses.asdict(device) if self.untrusted else device
-        self._send({"op": "init", "device": init_device}, deadline=time.monotonic() + 10)
+        if self.untrusted:
+            self._fork()
+            return
+        self._send({"op": "init", "device": device}, deadline=time.monotonic() + 10)
+
+    def _new_pipes(self) -> list[int]:
+        """Makes this end's request and reply pipes (and, on CUDA, the channel GPU buffers'
+        descriptors cross: `fitness.processes.shared_memory`); returns the far ends."""
+        request_read, self._request_fd = os.pipe()
+        self._reply_fd, reply_write = os.pipe()
+        far = [request_read, reply_write]
+        if self.device.backend == "cuda":
+            self.channel, far_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            far.append(far_end.detach())
+        os.set_blocking(self._request_fd, False)
+        self._reader = protocol.ReplyReader(self._reply_fd)
+        return far
+
+    def _fork(self) -> None:
+        """Has the fork server start a fresh worker on new pipes of its own (the last
+        worker's processes and files are gone first), then sends it the start-up request."""
+        self._close_pipes()
+        far = self._new_pipes()
+        self.generation += 1
+        try:
+            socket.send_fds(self.control, [f"fork {self.generation}".encode()], far)
+        except OSError as error:
+            raise self._fault("worker_crash", f"the fork server is gone: {error}") from None
+        finally:
+            for fd in far:
+                os.close(fd)
+        self.ready = self.shares = False
+        self._inner_pid = None
+        self._send({"op": "init", "device": dataclasses.asdict(self.device)},
+                   deadline=time.monotonic() + 10)
+
+    def renew(self) -> None:
+        """Replaces the candidate worker by a fresh one from the fork server: one worker
+        serves one candidate. Raises WorkerFault when the fork server is gone."""
+        self.uses = 0
+        self._tail.clear()
+        self._output_total, self._flooded = 0, False
+        self._fork()
+
+    def _close_pipes(self) -> None:
+        for fd in (self._request_fd, self._reply_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._request_fd = self._reply_fd = -1
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
 
     def limit_cpu(self, seconds: float) -> None:
         """Lowers the sandboxed process's CPU limit to (CPU used so far + seconds): the kernel
@@ -375,19 +423,40 @@ class WorkerProcess:
             return False
         return True
 
-    def _death_reason(self) -> tuple[str, str]:
+    def _exit_code(self) -> int | None:
+        """Returns the worker's exit status once it has exited (`GRACE_S` at most; None: it
+        has not): a fork server's child's as the server reports it, else the process's."""
+        if self.control is not None:
+            deadline = time.monotonic() + GRACE_S
+            while (remaining := deadline - time.monotonic()) > 0 and self.proc.poll() is None:
+                self.control.settimeout(min(remaining, _POLL_S))
+                try:
+                    message = self.control.recv(64).decode().split()
+                except (socket.timeout, OSError, UnicodeDecodeError):
+                    continue
+                if message[:2] == ["exit", str(self.generation)]:
+                    time.sleep(_POLL_S)  # its last output reaches the drain
+                    return int(message[2])
+            if self.proc.poll() is None:
+                return None
         if not self._exited(GRACE_S):
-            return "timeout", f"the worker closed its pipe but had not exited {GRACE_S:g} s later"
-        code = self.proc.returncode
+            return None
         self._drain.join(timeout=1.0)
+        code = self.proc.returncode
+        # bwrap reports a child killed by signal N as exit status 128 + N.
+        return -(code - 128) if self.untrusted and 128 < code < 160 else code
+
+    def _death_reason(self) -> tuple[str, str]:
+        code = self._exit_code()
+        if code is None:
+            return "timeout", f"the worker closed its pipe but had not exited {GRACE_S:g} s later"
         tail = self.output_tail(20000)
         if "Fatal Python error" in tail and "triton" in tail.split("Fatal Python error")[-1]:
             return "illegal_memory_access", "the worker crashed inside a Triton kernel launch"
         if code == protocol.STALL_EXIT:
             return "timeout", ("the candidate's own Python code ran past the stall limit "
                                "(stall_s) without launching a kernel: a host-side loop")
-        # bwrap reports a child killed by signal N as exit status 128 + N.
-        signum = -code if code < 0 else code - 128 if self.untrusted and 128 < code < 160 else 0
+        signum = -code if code < 0 else 0
         if signum == signal.SIGXCPU:
             return "timeout", "the worker ran past its CPU-time limit (killed by the kernel)"
         if signum:
@@ -403,12 +472,9 @@ class WorkerProcess:
         self.retired = True
         kill_group(self.proc.pid)
         self._exited(GRACE_S)
-        for fd in (self._request_fd, self._reply_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._request_fd = self._reply_fd = -1
-        if self.channel is not None:
-            self.channel.close()
+        self._close_pipes()
+        if self.control is not None:
+            self.control.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.input_dir is not None:
             shutil.rmtree(self.input_dir, ignore_errors=True)
@@ -498,6 +564,16 @@ class WorkerPool:
             self.respawns += 1
         self._give_back(self._spawn())
 
+    def _renew(self, worker: WorkerProcess) -> None:
+        """Gives back `worker` with a fresh child of its fork server, or replaces it when
+        the server is gone."""
+        try:
+            worker.renew()
+        except WorkerFault:
+            self._replace(worker)
+            return
+        self._give_back(worker)
+
     def _ready_worker(self) -> WorkerProcess:
         failures = []
         while len(failures) < self._max_start_failures:
@@ -526,6 +602,8 @@ class WorkerPool:
                 worker.uses += 1
                 if worker.alive and worker.uses < self._max_uses and not self._closed:
                     self._give_back(worker)
+                elif worker.alive and worker.control is not None and not self._closed:
+                    self._renew(worker)
                 else:
                     self._replace(worker)
 
