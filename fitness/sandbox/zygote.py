@@ -80,10 +80,21 @@ def _child(control: socket.socket, fds: list[int]) -> None:
         os._exit(0)
 
 
+def _undumpable() -> None:
+    """Makes this process non-dumpable: a child (same uid) can then neither ptrace it nor
+    read or write its memory through /proc, so it cannot change what the next child is
+    forked from. It can still signal it, which only ends the slot (the engine starts a new
+    one)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     scope = sys.argv[2]
     _preload()
+    _undumpable()
     workdir, child, generation = os.getcwd(), None, None
     while True:
         readable, _, _ = select.select([control], [], [], 0.05)
