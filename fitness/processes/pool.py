@@ -468,8 +468,11 @@ class WorkerProcess:
         return WorkerFault(kind, detail, self.output_tail())
 
     def kill(self) -> None:
-        """Kills the worker's process group and removes its directory."""
+        """Kills the worker's process tree and group and removes its directory."""
         self.retired = True
+        for pid in _tree(self.proc.pid)[1:]:  # a fork server's child leads a group of its own
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
         kill_group(self.proc.pid)
         self._exited(GRACE_S)
         self._close_pipes()
