@@ -73,18 +73,14 @@ class Settings(BaseModel):
 
     Attributes:
       device: "auto" picks CUDA, then ROCm, then Triton's CPU interpreter.
-      workers: sandboxed candidate worker processes per Evaluator (one per FitnessActor).
-      spares: candidate workers started beside the lent ones: a worker serves one candidate
-        and is ended, so a spare already started takes the next; unset: half of `workers`,
-        at least 1.
+      workers: sandboxed candidate worker slots per Evaluator (one per FitnessActor).
+      spares: slots started beside the lent ones; unset: half of `workers`, at least 1.
       sandbox: "bwrap" scores candidates only inside the bubblewrap sandbox (and refuses
         to start without one); "off" scores them without it, and every row says so.
-      static_gate: refuse candidates whose source breaks the lint's rules (no launch, I/O,
-        process-global settings) before any run; a lint, not the boundary.
+      static_gate: refuse candidates that break the lint (no launch, I/O, global settings).
       timeouts: each stage's limit in seconds (`Limits`; `compile = 60` or `compile_s = 60`).
-      timing: when an external suite's harness timing warms up and stops (`TimingConfig`);
-        unset: 1 warm-up and 3 timed runs under the interpreter, its defaults elsewhere; set:
-        its defaults for keys not given. Built-in tasks are timed by the judge's clock.
+      timing: an external suite harness's warm-up and stopping (`TimingConfig`); unset: 1
+        warm-up and 3 timed runs under the interpreter, its defaults elsewhere.
       sandbox_limits: the hard resource limits of every sandboxed process.
     """
 

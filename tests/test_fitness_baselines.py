@@ -32,9 +32,9 @@ def test_baseline_scores_correct(task, verdicts):
 
 @pytest.mark.slow
 def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
-    """Three walks of one task at once: one job warms and times the baseline on a checker
-    of its own, started by the first walk, and every walk waits for its numbers instead of
-    compiling the baseline in its own checker."""
+    """Three walks of one task at once: one job loads the baseline in a worker of its own
+    and times it, started by the first walk, and every walk waits for its numbers instead
+    of timing the baseline itself."""
     from fitness import Evaluator, Settings
     from fitness_limits import FITNESS_TEST_LIMITS
 
@@ -48,11 +48,10 @@ def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
     requests, spent_s = stats["requests"], stats["request_s"]
 
     assert all(e.correct for e in evaluations), [e.error_trace[-500:] for e in evaluations]
-    assert requests["checker.warm_baseline"] == requests["checker.time_baseline"] == 1
-    assert requests["checker.stage_baseline"] == 1
-    # the judge's clock window: a checker's read beside each staging, the baseline's and
-    # every candidate's (None here: the interpreter has no clock to read)
-    assert requests["checker.read_clock"] == 1 + len(evaluations)
+    # four loads: the baseline's, once, and the three candidates'
+    assert requests["candidate.load"] == 1 + len(evaluations)
+    cases = len(task.interpreter_cases)  # each timed case opens one batch of the judge's
+    assert requests["checker.timed_open"] == cases * (1 + len(evaluations))
     # every prepare says what it spent inside the checker: no more than its round trip
     assert requests["checker.prepare.all"] == requests["checker.prepare"] > 0
     assert 0 < spent_s["checker.prepare.all"] <= spent_s["checker.prepare"]
@@ -77,8 +76,10 @@ def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_p
 
     device, gate = detect("interpreter"), DeviceLock(exclusive_timing=True)
     candidates = WorkerPool(device, 1, "candidate", str(tmp_path))
+    baselines = WorkerPool(device, 1, "candidate", str(tmp_path))
     checkers = WorkerPool(device, 1 + BASELINE_JOBS, "checker", str(tmp_path))
-    cascade = Cascade(device, candidates, checkers, gate, Limits.from_mapping(FITNESS_TEST_LIMITS))
+    cascade = Cascade(device, candidates, checkers, gate, Limits.from_mapping(FITNESS_TEST_LIMITS),
+                      baselines=baselines)
     task = builtin().get("vector_add")
     try:
         with concurrent.futures.ThreadPoolExecutor(1) as threads:
@@ -94,6 +95,7 @@ def test_a_checker_hands_memory_back_only_while_no_timing_holds_the_device(tmp_p
     finally:
         cascade.close()
         candidates.close()
+        baselines.close()
         checkers.close()
 
     assert "checker.lease" in during_timing and "checker.reset" not in during_timing, during_timing

@@ -65,14 +65,15 @@ class Cascade:
         self.device = device
         self.static_gate = static_gate
         self.candidates = candidates
-        self.baselines = baselines or candidates  # workers that load a task's baseline
+        # workers that load a task's baseline: a pool of their own, or a walk holding the
+        # last candidate worker waits for a baseline job that waits for a worker
+        self.baselines = baselines or candidates
         self.checkers = checkers
         self.device_lock = device_lock
         self.limits = limits
         self.timing_config = timing_config
         self.best = BestLatency()
         self.meter = Meter()
-        self.clocks = timing.ClockWindow()  # the checkers' SM clock reads (`clock.time_case`)
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
             BASELINE_JOBS, thread_name_prefix="baseline")
         self.references = ReferenceMemo(self._baseline_runner, kept=(harness.HarnessError,))

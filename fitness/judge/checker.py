@@ -241,17 +241,15 @@ class Checker:
 
     def timed_release(self, request: dict) -> dict:
         """GPU: one batch by the judge's clock (`TimedBatch.release`); replies with the
-        microseconds from its start event to its end event and the SM clock it began at, or
-        the timeout."""
+        microseconds from its start event to its end event, or the timeout."""
         try:
-            elapsed_us, mhz = self.timed[request["token"]].release(
-                request["go"], request["limit_s"], request.get("peak_mhz", 0.0))
+            elapsed_us = self.timed[request["token"]].release(request["go"], request["limit_s"])
         except TimeoutError as error:
             return {"ok": True, "timeout": str(error)}
-        return {"ok": True, "elapsed_us": elapsed_us, "mhz": mhz}
+        return {"ok": True, "elapsed_us": elapsed_us}
 
     def timed_judge(self, request: dict) -> dict:
-        """Judges every run of the last batch (`TimedBatch.judge`)."""
+        """Judges the last batch (`TimedBatch.judge`)."""
         verdict = self.timed[request["token"]].judge(request["outputs"], request.get("dir"))
         return {"ok": True, **verdict}
 

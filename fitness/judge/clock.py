@@ -1,7 +1,7 @@
 """The judge's clock: how a walk times one case of the module loaded in its worker, candidate
 or baseline alike (docs/design.md, "The timed batch").
 
-Every batch gets new inputs from the checker and its every run is judged. On a GPU the
+Every batch gets new inputs from the checker and is judged (runs drawn after it). On a GPU the
 checker's events around go..done are the latency; on the interpreter the CPU time of the
 worker's whole process tree, read from /proc around the request with the tree stopped at the
 end. The worker's replies carry outputs' places and audit observations, never a number.
@@ -12,9 +12,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-import time
 
-from fitness.judge.timed_batch import SETTLE_MAX_S
 from fitness.judge.walk import Failed
 from fitness.processes.pool import GRACE_S, relay_fd
 
@@ -24,13 +22,18 @@ INTERPRETER_BATCHES = 2
 """Batches per case on the interpreter (its latency is not meaningful: few suffice), after a
 first one that is judged but not counted: the interpreter's first runs of a module in a
 worker pay set-up that a GPU pays in staging."""
+INTERPRETER_LOSER_SLACK = 3.0
+"""On the interpreter a clear loser must be this many times slower than the give-up latency:
+its CPU-time latency scatters by tens of percent, and an honest copy of the baseline must
+not be screened out as a loser."""
 ARM_S = 2.0
 """How long the judge waits for a worker to arm a batch before it lets go anyway: host code
 that synchronizes cannot arm behind `go`, and is then timed with its host work."""
 BATCH_S = 0.005
 """Seconds a GPU batch aims to last: long beside the go..done handoff (tens of microseconds,
 RESULTS.md#judge-clock), short beside a case's budget."""
-MAX_RUNS = 256
+MAX_RUNS = 64
+"""Runs a batch holds at most: each needs its own inputs and output region, made fresh."""
 _DRAW = random.SystemRandom()
 
 
@@ -80,7 +83,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
             if not share and number == 0:
                 continue
             per_run_us.append(elapsed_us / runs)
-            if give_up_us is not None and len(per_run_us) >= 2 and min(per_run_us) > give_up_us:
+            if (give_up_us is not None and len(per_run_us) >= 2 and min(per_run_us)
+                    > give_up_us * (1.0 if c.device.timing_meaningful else INTERPRETER_LOSER_SLACK)):
                 stopped = "slower"
                 break
     finally:
@@ -104,11 +108,8 @@ def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
     if armed is not None and not armed.get("ok"):  # it failed before `go`: nothing to time
         raise Failed("timed", armed.get("kind", "runtime_error"), str(armed.get("trace", "")))
     released = walk._request(checker, {"op": "timed_release", "token": token, "go": go,
-                                       "limit_s": c.limits.bench_s,
-                                       "peak_mhz": c.clocks.peak(time.monotonic())},
-                             c.limits.bench_s + SETTLE_MAX_S + GRACE_S)
-    if released.get("mhz"):
-        c.clocks.note(time.monotonic(), released["mhz"])
+                                       "limit_s": c.limits.bench_s},
+                             c.limits.bench_s + GRACE_S)
     if released.get("timeout"):
         worker.kill()
         raise Failed("timed", "timeout", released["timeout"])
@@ -138,7 +139,7 @@ def _cpu_batch(walk, worker, checker, token: str, number: int, case) -> tuple[fl
 
 
 def _judged(walk, checker, token: str, outputs, case, worker) -> None:
-    """Has the checker judge every run of the batch; raises Failed on the first wrong one."""
+    """Has the checker judge the batch (`TimedBatch.judge`); raises Failed on a wrong run."""
     verdict = walk._request(checker, {"op": "timed_judge", "token": token, "outputs": outputs,
                                       "dir": worker.workdir}, walk.c.limits.check_s)
     if verdict["kind"] is not None:

@@ -1,7 +1,7 @@
 """Timings turned into speedups, and the timings an external suite's harness reports checked.
 
 A built-in task's latencies come from the judge's clock (`fitness.judge.clock`). An external
-suite's harness still times its candidate in the worker (issue 48 leaves that for later):
+suite's harness still times its candidate in the worker (not yet on the judge's clock):
 its numbers are accepted only when well formed (positive, finite, p20 <= median <= p80, at
 least one run, a known stop reason when one is given) and when the timed work they claim
 fits inside the wall time the trusted side saw for the request. The roofline bound is
