@@ -12,14 +12,12 @@ candidate in the same process, and a baseline timed beside them; each has its ow
 """
 
 import concurrent.futures
-import dataclasses
 import math
 
 import pytest
 
 import compromised
 from benchmarks.registry import builtin
-from evo.records import make_candidate
 from fitness import Evaluator, Settings
 from fitness_limits import FITNESS_TEST_LIMITS
 
@@ -34,21 +32,6 @@ CHEATS = compromised.cheats()
 SELF_CHEATS = [path for path in CHEATS if compromised.class_number(path) not in HARMS_OTHERS]
 TASKS = builtin()
 SLOW_LIMITS = {"import_s": 60.0, "compile_s": 60.0, "check_s": 60.0, "bench_s": 60.0}
-
-
-def _task(path):
-    """The file's task; a twin's `torch-allowlist` gives a copy that allows those torch ops."""
-    fields = compromised.header(path)
-    task = TASKS.get(fields["task"])
-    allowed = tuple(fields.get("torch-allowlist", "").split())
-    return dataclasses.replace(task, torch_allowlist=task.torch_allowlist + allowed) if allowed else task
-
-
-def _evaluate(evaluator, path, copy: str = ""):
-    """Scores the file; `copy` (a comment) makes the same source a new candidate."""
-    task = _task(path)
-    source = path.read_text() + (f"\n# copy: {copy}\n" if copy else "")
-    return evaluator.evaluate(task, make_candidate(task.name, source))
 
 
 def _evaluator(workers: int = 2, limits=FITNESS_TEST_LIMITS) -> Evaluator:
@@ -68,11 +51,11 @@ def scored():
     the cheats two at a time, on an Evaluator of this module's own (a worker the current
     harness reuses must not carry a cheat's patches into other modules' tests)."""
     with _evaluator() as evaluator:
-        twins = {name: _evaluate(evaluator, compromised.DIR / name)
+        twins = {name: compromised.scored(evaluator, compromised.DIR / name)
                  for name in sorted({compromised.header(p)["twin"] for p in SELF_CHEATS})}
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             cheats = dict(zip((p.name for p in SELF_CHEATS),
-                              pool.map(lambda p: _evaluate(evaluator, p), SELF_CHEATS)))
+                              pool.map(lambda p: compromised.scored(evaluator, p), SELF_CHEATS)))
     return twins, cheats
 
 
@@ -136,7 +119,7 @@ def test_next_candidate_is_judged_as_if_alone(after_a_saboteur):
 def beside_a_burner():
     """`compromised.scored_beside` on a warm Evaluator of its own."""
     with _evaluator(limits=SLOW_LIMITS) as evaluator:
-        _evaluate(evaluator, compromised.twin(_path(11)), "warm-up")  # workers started
+        compromised.scored(evaluator, compromised.twin(_path(11)), "warm-up")  # workers started
         return compromised.scored_beside(evaluator, TASKS.get("vector_add"), _path(11))
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import dataclasses
 import json
 import math
 import pathlib
@@ -29,22 +28,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import compromised  # noqa: E402
 from benchmarks.registry import builtin  # noqa: E402
-from evo.records import make_candidate  # noqa: E402
 
 GPU_BOUND, GPU_MIN_US, INTERPRETER_BOUND = 1.05, 20.0, 1.5
 LIMITS = {"import_s": 60, "compile_s": 120, "check_s": 60, "bench_s": 120}
-
-
-def task_of(path):
-    fields, task = compromised.header(path), builtin().get(compromised.header(path)["task"])
-    allowed = tuple(fields.get("torch-allowlist", "").split())
-    return dataclasses.replace(task, torch_allowlist=task.torch_allowlist + allowed) if allowed else task
-
-
-def evaluate(evaluator, path, copy: str = ""):
-    task = task_of(path)
-    source = path.read_text() + (f"\n# copy: {copy}\n" if copy else "")
-    return evaluator.evaluate(task, make_candidate(task.name, source))
 
 
 def geomean(values) -> float:
@@ -104,11 +90,11 @@ def main() -> None:
     own = [p for p in paths if compromised.class_number(p) not in (10, 11)]
     with Evaluator(settings(args.workers)) as evaluator:
         interpreted = evaluator.device.backend == "interpreter"
-        twins = {name: evaluate(evaluator, compromised.DIR / name)
+        twins = {name: compromised.scored(evaluator, compromised.DIR / name)
                  for name in sorted({compromised.header(p)["twin"] for p in paths})}
         print("twins: " + ", ".join(f"{n} {t.correct} {t.speedup}" for n, t in twins.items()), flush=True)
         with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
-            futures = {pool.submit(evaluate, evaluator, p): p for p in own}
+            futures = {pool.submit(compromised.scored, evaluator, p): p for p in own}
             for future in concurrent.futures.as_completed(futures):
                 path = futures[future]
                 emit(row(path, future.result(), twins[compromised.header(path)["twin"]], interpreted))
@@ -124,7 +110,7 @@ def main() -> None:
                      next_speedup=after.speedup, **{"pass": ok}))
         elif compromised.class_number(path) == 11:
             with Evaluator(settings(args.workers)) as evaluator:
-                evaluate(evaluator, compromised.twin(path), "warm-up")
+                compromised.scored(evaluator, compromised.twin(path), "warm-up")
                 quiet, beside, cheat, seen = compromised.scored_beside(evaluator, task, path)
             inflation = (geomean([b / a for b, a in zip(beside.ref_latency_us, quiet.ref_latency_us)])
                          if beside.ref_latency_us and quiet.ref_latency_us else None)

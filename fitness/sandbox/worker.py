@@ -192,13 +192,17 @@ class Worker:
         if "shared" not in where:
             return protocol.read_values(_INPUTS_DIR, where["specs"], self.device.torch_device), None
         layout = where["shared"]
-        fd = shared_memory.receive_fd(self.channel, where["token"], timeout_s=30)
-        try:
-            buffer = shared_memory.SharedBuffer.open(fd, layout["size"], self.torch.cuda.current_device())
-        finally:
-            os.close(fd)
+        buffer = self._mapped(where["token"], layout["size"])
         self.fresh.append(buffer)
         return shared_memory.unpack(buffer, layout["values"]), buffer
+
+    def _mapped(self, token: str, size: int) -> shared_memory.SharedBuffer:
+        """Maps the shared buffer whose descriptor the engine relayed, labelled `token`."""
+        fd = shared_memory.receive_fd(self.channel, token, timeout_s=30)
+        try:
+            return shared_memory.SharedBuffer.open(fd, size, self.torch.cuda.current_device())
+        finally:
+            os.close(fd)
 
     def _remap(self) -> None:
         """Releases the older requests' buffers now that this one's are mapped (so two
@@ -301,11 +305,7 @@ class Worker:
             return {"ok": False, "kind": "harness_error", "trace": "timing before a successful load"}
         self._release_timed()
         where = request["where"]
-        fd = shared_memory.receive_fd(self.channel, request["token"], timeout_s=30)
-        try:
-            buffer = shared_memory.SharedBuffer.open(fd, where["size"], self.torch.cuda.current_device())
-        finally:
-            os.close(fd)
+        buffer = self._mapped(request["token"], where["size"])
         self.timed_observed = _Observed()
         self.timed = timed.TimedCase(buffer, where, self._timed_call(self.timed_observed))
         with self.stall.watching(self.module_path, self.stall_s):

@@ -100,3 +100,24 @@ def slower_by(cheat, twin) -> float | None:
     if not pairs:
         return None
     return math.exp(sum(math.log(c / t) for c, t in pairs) / len(pairs))
+
+
+def task_of(path: pathlib.Path):
+    """The file's built-in task; a twin's `torch-allowlist` gives a copy allowing those ops."""
+    import dataclasses
+
+    from benchmarks.registry import builtin
+
+    fields = header(path)
+    task = builtin().get(fields["task"])
+    allowed = tuple(fields.get("torch-allowlist", "").split())
+    return dataclasses.replace(task, torch_allowlist=task.torch_allowlist + allowed) if allowed else task
+
+
+def scored(evaluator, path: pathlib.Path, copy: str = ""):
+    """Scores the file on its task; `copy` (a comment) makes the same source a new candidate."""
+    from evo.records import make_candidate
+
+    task = task_of(path)
+    source = path.read_text() + (f"\n# copy: {copy}\n" if copy else "")
+    return evaluator.evaluate(task, make_candidate(task.name, source))

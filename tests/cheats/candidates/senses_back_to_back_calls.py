@@ -1,7 +1,7 @@
 # task: vector_add
 # caught-as: mismatch|nan
 # second-layer: mismatch|nan
-# second-layer-cuda: none|nan
+# second-layer-cuda: none|nan|mismatch
 # Senses a timing loop by the host clock: a call that starts within 0.5 ms of the last one's
 # end does every other block only. Calls that are checked come farther apart, so only a
 # check of a timed run's own outputs sees it. On a GPU the timed runs replay a graph: no

@@ -1,7 +1,7 @@
 # task: vector_add
 # device: cuda
-# caught-as: policy_violation
-# second-layer: nan
+# caught-as: nan|mismatch
+# second-layer: nan|mismatch
 # Senses a timing loop on the device: the kernel reads %globaltimer and the time a stamp
 # kernel wrote at the end of the last call; within 200 us it does every other block only.
 # Checked calls come farther apart, so only a check of a timed run's outputs sees it.
