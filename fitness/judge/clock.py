@@ -71,6 +71,10 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     per_run_us, stopped = [], "batches"
     try:
         for number in range(batches):
+            if share:  # the inputs are made beside other work, then timed alone
+                with c.device_lock.shared():
+                    walk._request(checker, {"op": "timed_fresh", "token": token},
+                                  c.limits.check_s)
             with c.device_lock.exclusive(alone=alone):
                 if share:
                     elapsed_us, outputs = _gpu_batch(walk, worker, checker, token)
