@@ -9,6 +9,7 @@ end. The worker's replies carry outputs' places and audit observations, never a 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import statistics
@@ -52,8 +53,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     """Returns the stats of case `case` of the module loaded in `worker` (the walk's), every
     batch judged: {"median_us", "p20_us", "p80_us", "runs", "method", "stopped"}. A judged
     failure raises Failed at stage "timed". `give_up_us`: past two batches whose fastest run
-    is slower, the case stops as "slower" (a clear loser). `alone`: the device is held with
-    every holder gone (a baseline's denominator)."""
+    is slower, the case stops as "slower" (a clear loser). `alone`: a baseline's denominator:
+    the device is held with every holder gone and every candidate worker stopped."""
     c = walk.c
     share = worker.shares and checker.shares
     with c.device_lock.shared():
@@ -75,7 +76,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                 with c.device_lock.shared():
                     walk._request(checker, {"op": "timed_fresh", "token": token},
                                   c.limits.check_s)
-            with c.device_lock.exclusive(alone=alone):
+            with c.device_lock.exclusive(alone=alone), (
+                    c.candidates.frozen() if alone and c.candidates else contextlib.nullcontext()):
                 if share:
                     elapsed_us, outputs = _gpu_batch(walk, worker, checker, token)
                 else:

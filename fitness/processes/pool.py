@@ -610,6 +610,18 @@ class WorkerPool:
                 else:
                     self._replace(worker)
 
+    @contextlib.contextmanager
+    def frozen(self):
+        """Holds every worker of this pool stopped for the block (`WorkerProcess.frozen`):
+        no candidate code runs on the host while a baseline is timed, so none can load the
+        machine to slow the number every speedup of its task is divided by."""
+        with self._lock:
+            workers = [worker for worker in self._all if worker.alive]
+        with contextlib.ExitStack() as stack:
+            for worker in workers:
+                stack.enter_context(worker.frozen(settle_s=0.1))
+            yield
+
     def close(self) -> None:
         """Kills every worker."""
         with self._lock:
