@@ -148,33 +148,24 @@ class _Walk(Walk):
                          f"{', '.join(amd_only)} exist only on AMD GPUs; Triton rejects them on "
                          f"NVIDIA ({self.c.device.name}). Remove them for this device.")
 
-    def _prepare(self, checker, worker, case, seed: int, expect: bool = True,
-                 check_inputs: bool = False, relay: bool = True) -> tuple[str, dict]:
+    def _prepare(self, checker, worker, case, seed: int,
+                 check_inputs: bool = False) -> tuple[str, dict]:
         """Has the checker make one call's inputs (on the device: the caller holds the
         gate, shared); returns (token, where the worker finds them): a shared GPU buffer
-        whose descriptor is relayed here from the checker to the worker (`relay` False: by
-        the caller, when it sends the call, `_relay`), or raw files in the worker's input
-        directory."""
+        whose descriptor is relayed here from the checker to the worker, or raw files in
+        the worker's input directory."""
         token = self._token()
         share = worker.shares and checker.shares
         prepared = self._request(checker, {"op": "prepare", "params": case.params,
                                            "seed": seed, "dir": worker.input_dir,
                                            "prefix": token, "token": token,
-                                           "expect": expect, "check_inputs": check_inputs,
+                                           "check_inputs": check_inputs,
                                            "share": share},
                                  self.c.limits.check_s)
         if "shared" not in prepared:
             return token, {"specs": prepared["specs"]}
-        inputs = {"shared": prepared["shared"], "token": token}
-        if relay:
-            self._relay(checker, worker, inputs)
-        return token, inputs
-
-    def _relay(self, checker, worker, inputs: dict) -> None:
-        """Hands the worker the descriptor of a shared buffer the checker made. Descriptors
-        of buffers never relayed (a clear loser's re-checks) are closed by the next relay."""
-        if "shared" in inputs:
-            relay_fd(checker, worker, inputs["token"], self.c.limits.check_s)
+        relay_fd(checker, worker, token, self.c.limits.check_s)
+        return token, {"shared": prepared["shared"], "token": token}
 
     def _call(self, worker, checker, case, seed: int, limit_s: float,
               compiling: bool = False) -> dict:

@@ -34,8 +34,8 @@ class _Prepared:
     """One prepared call: what the judge keeps, and where the worker's copy lives."""
 
     pristine: list | None  # a copy of the inputs, when the judge checks they stay unchanged
-    expected: list | None  # the reference's outputs; None for a timing's inputs
-    seed: tuple  # (the inputs' seed, the timed run they are the values of, or None)
+    expected: list  # the reference's outputs
+    seed: int  # the inputs' seed
     specs: list  # file specs (raw-file transport), or the shared buffer's layout values
     input_dir: str | None
     shared: shared_memory.SharedBuffer | None = None
@@ -108,15 +108,14 @@ class Checker:
         task, seed = request["task"], request["seed"]
         with timing.phase("make"):  # launches; the device runs them by the pack's end
             inputs = task.make_inputs(request["params"], seed, self.device.torch_device)
-            pristine = expected = None
+            pristine = None
             if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
                 pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
         with timing.phase("reference"):  # launches too
-            if request.get("expect", True):  # a timing's inputs are only discarded, never compared
-                expected = checking.as_list(task.reference(*inputs))
+            expected = checking.as_list(task.reference(*inputs))
         token = request["token"]
         if request.get("share") and self.shares:
-            slot_bytes = [t.numel() * t.element_size() for t in expected or []]
+            slot_bytes = [t.numel() * t.element_size() for t in expected]
             allocate = shared_memory.allocator(self.torch.cuda.current_device())
 
             def allocate_timed(nbytes: int) -> shared_memory.SharedBuffer:
@@ -125,7 +124,7 @@ class Checker:
 
             with timing.phase("pack"):
                 buffer, layout = shared_memory.pack(inputs, slot_bytes, allocate_timed)
-            self.prepared[token] = _Prepared(pristine, expected, (seed, None), layout["values"],
+            self.prepared[token] = _Prepared(pristine, expected, seed, layout["values"],
                                              None, buffer, layout["slots"])
             with timing.phase("export"):
                 fd = buffer.export()
@@ -136,7 +135,7 @@ class Checker:
             reply = {"ok": True, "shared": layout}
         else:
             specs = protocol.write_values(request["dir"], request["prefix"], inputs)
-            self.prepared[token] = _Prepared(pristine, expected, (seed, None), specs, request["dir"])
+            self.prepared[token] = _Prepared(pristine, expected, seed, specs, request["dir"])
             reply = {"ok": True, "specs": specs}
         # the inputs (packed or written) and the reference's temporaries, which would
         # otherwise stay cached here until the next walk

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fitness.processes import shared_memory
+from fitness.processes import protocol, shared_memory
 
 _ALIGN = shared_memory.ALIGN_BYTES
 _FACTORIES = {"empty": None, "empty_strided": None, "empty_like": None, "new_empty": None,
@@ -57,8 +57,7 @@ class Arena(TorchDispatchMode):
         if name not in _FACTORIES or target is None or torch.device(target).type != "cuda":
             return func(*args, **kwargs)
         meta = func(*[_meta(a) for a in args], **{**kwargs, "device": "meta"})
-        span = (sum((size - 1) * step for size, step in zip(meta.shape, meta.stride())) + 1
-                if meta.numel() else 0) * meta.element_size()
+        span = protocol.extent(meta.shape, meta.stride(), 0) * meta.element_size()
         at = self.take(max(span, 1))
         if at is None:
             return func(*args, **kwargs)
@@ -74,8 +73,7 @@ class Arena(TorchDispatchMode):
         base, specs = self.region.data_ptr(), []
         for value in outputs:
             at = value.data_ptr() - base
-            span = (sum((size - 1) * step for size, step in zip(value.shape, value.stride())) + 1
-                    if value.numel() else 0) * value.element_size()
+            span = protocol.extent(value.shape, value.stride(), 0) * value.element_size()
             if value.device != self.region.device or not 0 <= at <= self.region.numel() - span:
                 at = self.take(value.numel() * value.element_size())
                 if at is None:
