@@ -102,7 +102,8 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
                 walks[futures[future]].append((seconds, evaluation))
                 if len(evaluations) % 20 == 0:  # partial numbers survive a cut-off run
                     print(f"  {len(evaluations)}/{len(batch)} scored in "
-                          f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}", flush=True)
+                          f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}; "
+                          f"{where_time_went(before, evaluator.stats())}", flush=True)
         wall_s = time.monotonic() - start
         after = evaluator.stats()
         busy_s = after["busy_s"] - before["busy_s"]
@@ -119,7 +120,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
               f"walks waited for it {after['walk_wait_s'] - before['walk_wait_s']:.1f} s in all",
               flush=True)
         alone_s = sum(after["request_s"].get(name, 0.0) - before["request_s"].get(name, 0.0)
-                      for name in ("candidate.bench", "checker.time_baseline"))
+                      for name in HELD_ALONE)
         print(f"  device held alone to time: {alone_s:.1f} s ({100 * alone_s / wall_s:.0f}% of "
               f"the wall time): with nothing else on the critical path the batch could not "
               f"beat {60 * len(batch) / max(alone_s, 1e-9):.0f} candidates/min", flush=True)
@@ -151,6 +152,21 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
             "warmup_s": warmup_s, "repeat": repeat, "false_failures": len(false_failures),
             "retries": retries,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
+
+
+HELD_ALONE = ("checker.timed_release", "checker.timed_judge")
+"""The requests a walk makes while it holds the device alone (`fitness.judge.clock`)."""
+
+
+def where_time_went(before: dict, now: dict, top: int = 4) -> str:
+    """Returns the device lock's waits so far and the requests that took the most seconds
+    in all: what a run cut short still tells about where its time went."""
+    spent = {name: seconds - before["request_s"].get(name, 0.0)
+             for name, seconds in now["request_s"].items()}
+    busiest = sorted(spent.items(), key=lambda item: -item[1])[:top]
+    return (f"timing waited {now['timing_wait_s'] - before['timing_wait_s']:.0f} s, walks "
+            f"{now['walk_wait_s'] - before['walk_wait_s']:.0f} s; most time in "
+            + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in busiest))
 
 
 def walker_seconds(walks: dict, capacity_s: float) -> str:

@@ -238,11 +238,6 @@ class Checker:
         """Interpreter: writes one batch's fresh inputs as files (`TimedBatch.write_files`)."""
         return {"ok": True, "runs": self.timed[request["token"]].write_files(request["prefix"])}
 
-    def timed_fresh(self, request: dict) -> dict:
-        """GPU: makes the next batch's inputs (`TimedBatch.make_fresh`)."""
-        self.timed[request["token"]].make_fresh()
-        return {"ok": True}
-
     def timed_release(self, request: dict) -> dict:
         """GPU: one batch by the judge's clock (`TimedBatch.release`); replies with the
         microseconds from its start event to its end event, or the timeout."""
@@ -323,7 +318,6 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
                  "compare": _timed(checker.compare),
                  "describe": checker.describe, "timed_open": _timed(checker.timed_open),
                  "timed_files": _timed(checker.timed_files),
-                 "timed_fresh": _timed(checker.timed_fresh),
                  "timed_release": checker.timed_release,
                  "timed_judge": _timed(checker.timed_judge), "timed_close": checker.timed_close},
                 {"shares": checker.shares})

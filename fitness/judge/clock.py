@@ -71,28 +71,25 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
     per_run_us, stopped = [], "batches"
     try:
-        for number in range(batches):
-            if share:  # the inputs are made beside other work, then timed alone
-                with c.device_lock.shared():
-                    walk._request(checker, {"op": "timed_fresh", "token": token},
-                                  c.limits.check_s)
-            with c.device_lock.exclusive(alone=alone), (
-                    c.candidates.frozen() if alone and c.candidates else contextlib.nullcontext()):
+        # One hold for all of a case's batches: each hold waits for the device to drain, and
+        # a hold per batch (its fresh inputs and judgement outside) made those waits most of
+        # a GPU walk's time. The checker makes every batch's inputs inside `release`.
+        with c.device_lock.exclusive(alone=alone), (
+                c.candidates.frozen() if alone and c.candidates else contextlib.nullcontext()):
+            for number in range(batches):
                 if share:
                     elapsed_us, outputs = _gpu_batch(walk, worker, checker, token)
+                    _judged(walk, checker, token, outputs, case, worker)
                 else:
                     elapsed_us, outputs = _cpu_batch(walk, worker, checker, token, number, case)
-            if share:
-                with c.device_lock.shared():
-                    _judged(walk, checker, token, outputs, case, worker)
-            walk.bench_s += elapsed_us * 1e-6
-            if not share and number == 0:
-                continue
-            per_run_us.append(elapsed_us / runs)
-            if (give_up_us is not None and len(per_run_us) >= 2 and min(per_run_us)
-                    > give_up_us * (1.0 if c.device.timing_meaningful else INTERPRETER_LOSER_SLACK)):
-                stopped = "slower"
-                break
+                walk.bench_s += elapsed_us * 1e-6
+                if not share and number == 0:
+                    continue
+                per_run_us.append(elapsed_us / runs)
+                if (give_up_us is not None and len(per_run_us) >= 2 and min(per_run_us)
+                        > give_up_us * (1.0 if c.device.timing_meaningful else INTERPRETER_LOSER_SLACK)):
+                    stopped = "slower"
+                    break
     finally:
         with c.device_lock.shared():
             walk._request(checker, {"op": "timed_close", "token": token}, c.limits.check_s)

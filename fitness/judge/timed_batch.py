@@ -54,7 +54,6 @@ class TimedBatch:
         self.layout = protocol.layouts(staging)
         self.buffer = None
         self.fresh: list[list] = []  # the current batch's private inputs, one list per run
-        self.unseen = False  # whether `fresh` has not been lent to the worker yet
         self.files: list[list[dict]] = []  # interpreter: the current batch's input specs
         self.runs = runs
         if not share:
@@ -104,25 +103,16 @@ class TimedBatch:
                       for run, inputs in enumerate(self.fresh)]
         return self.files
 
-    def make_fresh(self) -> None:
-        """GPU: makes the next batch's inputs here, on this process's stream, and waits for
-        them: work for the device shared, kept out of the hold `release` runs in."""
-        with torch.cuda.stream(self.stream):
-            self._make_fresh()
-        self.stream.synchronize()
-        self.unseen = True
-
     def release(self, go: int, limit_s: float) -> float:
-        """GPU: poisons the regions, puts the inputs `make_fresh` made in the lent sets, then
-        on this process's stream: start event, `go`, wait for `done`, end event, and a
-        snapshot of every region right behind it. Returns the microseconds from start to end.
+        """GPU: makes the batch's inputs (values no worker has seen) and poisons the regions,
+        puts the inputs in the lent sets, then on this process's stream: start event, `go`,
+        wait for `done`, end event, and a snapshot of every region right behind it. Returns the microseconds from start to end.
         A worker that never writes `done` is waited for `limit_s`; then this process writes
         it itself (so its own stream is freed) and raises TimeoutError."""
         from fitness.processes import stream_sync
 
-        if not self.unseen:  # values the worker saw in a batch before are never timed again
-            self.make_fresh()
-        self.unseen = False
+        with torch.cuda.stream(self.stream):
+            self._make_fresh()
         poison = _DRAW.randrange(0x80, 0x100)  # NaN or a huge negative in every float dtype
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
         go_at, done_at = self.words.data_ptr(), self.words.data_ptr() + 4
