@@ -1,21 +1,20 @@
 """Where the judge's clock and in-process event timing part (issue 48, RESULTS.md §20).
 
 Both sides of a timed batch run here, in one process and one CUDA context: the checker's
-`TimedBatch` and the worker's `TimedCase` on the baseline of each task, armed on one stream
-and released from another. Per case it prints (and appends to --out as one JSON row):
+`TimedBatch` and the worker's `TimedCase` on the baseline of each task. Per case it prints (and appends to --out as one JSON row):
 
 - `events_us`: `fitness.measure.timing.bench`, in-process events with the cache flushed
   before every run (the clock verdicts used before);
-- `judge_us`: the judge's go..done per run over the batch, same process (no second
-  context to time-slice with), and whether the batch was judged correct;
+- `judge_us`: the batch as the judge makes it (fresh inputs filled, regions poisoned, the
+  worker's captured runs, the snapshot) timed per run by events of the worker's stream
+  ordered behind the fill: no second process, no go/done handoff; and its verdict;
 - `judge64_us`: the same with up to 64 runs a batch (`BATCH_BYTES` raised);
-- `replay_us`: the worker's captured graph of the batch replayed between two events of its
-  own stream on inputs already in place (no go/done, no fill, no poison);
 - `flushed_us`: the batch with the cache flushed before every run inside the graph, less a
   graph of the flushes alone.
 
-So judge/events apart from replay/events is the clock's own part, and replay apart from
-flushed is back-to-back runs against runs on a flushed cache.
+Beside `judge_clock_check.py` on the same tasks (two processes, go/done), judge_us apart
+from the cross-process reading is the handoff's part; judge_us apart from events the batch's
+shape (back-to-back runs on fresh memory against runs on a flushed cache).
 
     python experiments/perf/judge_clock_diagnose.py --tasks vector_add,embedding --out rows.jsonl
 """
@@ -25,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import sys
 import time
@@ -67,39 +65,38 @@ def _caller(entry, before=None):
     return call
 
 
-def judge_batches(task, params, runs, device, entry, before=None) -> tuple[list, list, TimedCase,
-                                                                            timed_batch.TimedBatch]:
-    """Returns (per-run microseconds of each batch, verdict kinds, the staged case, the batch)."""
+def judge_batches(task, params, runs, device, entry, before=None) -> tuple[list, list, int]:
+    """Returns (per-run microseconds of each batch, verdict kinds and the method, the runs a
+    batch held): the checker's fill, then the worker's runs between two events of the
+    worker's stream ordered behind it, then the checker's snapshot and judgement."""
     batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
     case = TimedCase(batch.buffer, batch.share(), _caller(entry, before))
     method = case.stage()["method"]
     per_run, kinds = [], []
     for _ in range(BATCHES):
-        go = random.randrange(1, 2**31)
-        specs = case.arm(go)
-        elapsed_us = batch.release(go, 20.0)
+        batch.fill()
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        case.stream.wait_stream(batch.stream)
+        with torch.cuda.stream(case.stream):
+            start.record()
+            if case.graph is not None:
+                case.graph.replay()
+                specs = case.specs
+            else:
+                specs = case._runs()
+            end.record()
+        batch.stream.wait_stream(case.stream)
+        with torch.cuda.stream(batch.stream):
+            batch.take_snapshot()
+        torch.cuda.synchronize()
         verdict = batch.judge(specs, None)
-        per_run.append(elapsed_us / batch.runs)
+        per_run.append(start.elapsed_time(end) * 1e3 / batch.runs)
         kinds.append(verdict["kind"] or "ok")
         if verdict["kind"]:
             kinds.append(verdict["detail"][:300])
-    return per_run, kinds + [method], case, batch
-
-
-def replay_us(case: TimedCase, runs: int) -> float | None:
-    """The captured graph between two events of its own stream, inputs already in place."""
-    if case.graph is None:
-        return None
-    samples = []
-    for _ in range(BATCHES):
-        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        with torch.cuda.stream(case.stream):
-            start.record()
-            case.graph.replay()
-            end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3 / runs)
-    return statistics.median(samples)
+    held = batch.runs
+    batch.close()
+    return per_run, kinds + [method], held
 
 
 def main() -> None:
@@ -120,29 +117,24 @@ def main() -> None:
             inputs = task.make_inputs(case_spec.params, 0, device.torch_device)
             [events] = timing.bench([lambda: entry(*inputs)], device)
             runs = clock.batch_runs(events.median_us, True)
-            row = {"task": name, "case": case_spec.name, "events_us": events.median_us,
-                   "runs_asked": runs}
-            judged, kinds, case, batch = judge_batches(task, case_spec.params, runs, device, entry)
+            row = {"task": name, "case": case_spec.name, "events_us": events.median_us}
+            judged, kinds, held = judge_batches(task, case_spec.params, runs, device, entry)
             row.update(judge_us=statistics.median(judged), judge_all=judged, kinds=kinds,
-                       runs=batch.runs, replay_us=replay_us(case, batch.runs))
-            batch.close()
+                       runs=held)
+            print(f"  {name} {case_spec.name}: events {events.median_us:.1f} us, in-process "
+                  f"batch of {held} {row['judge_us']:.1f} us {kinds}", flush=True)
             saved = timed_batch.BATCH_BYTES
             timed_batch.BATCH_BYTES = 12 << 30
             try:
-                judged, kinds, case, batch = judge_batches(task, case_spec.params, runs, device,
-                                                           entry)
-                row.update(judge64_us=statistics.median(judged), runs64=batch.runs,
-                           kinds64=kinds)
-                batch.close()
+                judged, kinds, held = judge_batches(task, case_spec.params, runs, device, entry)
+                row.update(judge64_us=statistics.median(judged), runs64=held, kinds64=kinds)
             finally:
                 timed_batch.BATCH_BYTES = saved
-            judged, kinds, case, batch = judge_batches(task, case_spec.params, runs, device,
-                                                       entry, before=flush.zero_)
-            flushed = replay_us(case, batch.runs)
-            batch.close()
+            judged, kinds, held = judge_batches(task, case_spec.params, runs, device, entry,
+                                                before=flush.zero_)
             flush_graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(flush_graph):
-                for _ in range(batch.runs):
+                for _ in range(held):
                     flush.zero_()
             flush_only = []
             for _ in range(BATCHES):
@@ -151,13 +143,12 @@ def main() -> None:
                 flush_graph.replay()
                 end.record()
                 end.synchronize()
-                flush_only.append(start.elapsed_time(end) * 1e3 / batch.runs)
-            row.update(flushed_us=(flushed - statistics.median(flush_only)) if flushed else None,
+                flush_only.append(start.elapsed_time(end) * 1e3 / held)
+            row.update(flushed_us=statistics.median(judged) - statistics.median(flush_only),
                        flush_us=statistics.median(flush_only), kinds_flushed=kinds,
                        seconds=round(time.monotonic() - started, 1))
-            for key in ("judge_us", "judge64_us", "replay_us", "flushed_us"):
-                if row.get(key):
-                    row[key.replace("_us", "/events")] = round(row[key] / events.median_us, 3)
+            for key in ("judge_us", "judge64_us", "flushed_us"):
+                row[key.replace("_us", "/events")] = round(row[key] / events.median_us, 3)
             print(json.dumps({k: v for k, v in row.items() if k != "judge_all"}), flush=True)
             with open(args.out, "a") as handle:
                 handle.write(json.dumps(row) + "\n")

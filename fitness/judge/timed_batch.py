@@ -103,36 +103,45 @@ class TimedBatch:
                       for run, inputs in enumerate(self.fresh)]
         return self.files
 
-    def release(self, go: int, limit_s: float) -> float:
-        """GPU: makes the batch's inputs (values no worker has seen) and poisons the regions,
-        puts the inputs in the lent sets, then on this process's stream: start event, `go`,
-        wait for `done`, end event, and a snapshot of every region right behind it. Returns the microseconds from start to end.
-        A worker that never writes `done` is waited for `limit_s`; then this process writes
-        it itself (so its own stream is freed) and raises TimeoutError."""
-        from fitness.processes import stream_sync
-
+    def fill(self) -> None:
+        """GPU: makes the batch's inputs (values no worker has seen), poisons the regions and
+        puts the inputs in the lent sets, on this process's stream (`release`'s first part)."""
+        poison = _DRAW.randrange(0x80, 0x100)  # NaN or a huge negative in every float dtype
         with torch.cuda.stream(self.stream):
             self._make_fresh()
-        poison = _DRAW.randrange(0x80, 0x100)  # NaN or a huge negative in every float dtype
-        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        go_at, done_at = self.words.data_ptr(), self.words.data_ptr() + 4
-        handle = self.stream.cuda_stream
-        order = list(range(self.runs))
-        _DRAW.shuffle(order)
-        with torch.cuda.stream(self.stream):
             for region in self.regions:
                 self.buffer.view(region["at"], torch.uint8, [region["nbytes"]], [1], 0).fill_(poison)
             for specs, values in zip(self.sets, self.fresh):
                 for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
                     if isinstance(view, torch.Tensor):
                         view.copy_(value)
+
+    def take_snapshot(self) -> None:
+        """GPU: enqueues a copy of every region, in an order drawn now, on the current
+        stream (`release`'s last part)."""
+        order = list(range(self.runs))
+        _DRAW.shuffle(order)
+        self.snapshot = {run: self.buffer.view(self.regions[run]["at"], torch.uint8,
+                                               [self.regions[run]["nbytes"]], [1], 0).clone()
+                         for run in order}
+
+    def release(self, go: int, limit_s: float) -> float:
+        """GPU: `fill`, then on this process's stream: start event, `go`, wait for `done`, end
+        event, and `take_snapshot` right behind it. Returns the microseconds from start to
+        end. A worker that never writes `done` is waited for `limit_s`; then this process
+        writes it itself (so its own stream is freed) and raises TimeoutError."""
+        from fitness.processes import stream_sync
+
+        self.fill()
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        go_at, done_at = self.words.data_ptr(), self.words.data_ptr() + 4
+        handle = self.stream.cuda_stream
+        with torch.cuda.stream(self.stream):
             start.record()
             stream_sync.write_value(handle, go_at, go)
             stream_sync.wait_value(handle, done_at, go)
             end.record()
-            self.snapshot = {run: self.buffer.view(self.regions[run]["at"], torch.uint8,
-                                                   [self.regions[run]["nbytes"]], [1], 0).clone()
-                             for run in order}
+            self.take_snapshot()
         deadline = time.monotonic() + limit_s
         while not end.query():
             if time.monotonic() > deadline:
