@@ -6,8 +6,9 @@ operating system's RNG, makes N input sets from them in this process's private m
 seeds never leave it), and only then puts the values where the worker reads them: on a GPU
 into a buffer lent to the worker, right before the checker's own start event; elsewhere as
 raw files in the worker's input directory, after the engine has read the worker's CPU time.
-The outputs of runs drawn once the batch is over (`CHECKED_RUNS`) are compared with the
-reference on those runs' private inputs, and every run's lent inputs must be unchanged.
+The outputs of `CHECKED_RUNS` runs, drawn once the worker has committed to the batch, are
+compared with the reference on those runs' private inputs, and their lent inputs must be
+unchanged.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ runs of a case with large inputs or outputs."""
 REGION_SLACK_BYTES = 1 << 20
 """What a run's region holds beyond twice its outputs: the temporaries a wrapper allocates."""
 CHECKED_RUNS = 4
-"""Runs of each batch whose outputs are compared with the reference, drawn once the batch is
-over (every run's inputs are checked unchanged). A candidate that skips the work in a
+"""Runs of each batch whose outputs are compared with the reference and whose inputs are
+checked unchanged, drawn once the worker has committed to the batch (on a GPU: armed it; on
+the interpreter: answered it). A candidate that skips the work in a
 fraction p of its runs is caught with probability 1 - (1 - p)^(4 x batches x cases): a run in
 20 skipped (5% faster) goes unseen over 5 batches of 4 cases 1.6% of the time."""
 _DRAW = random.SystemRandom()
@@ -53,7 +55,10 @@ class TimedBatch:
         staging = task.make_inputs(params, _DRAW.getrandbits(62), device.torch_device)
         self.layout = protocol.layouts(staging)
         self.buffer = None
-        self.fresh: list[list] = []  # the current batch's private inputs, one list per run
+        self.fresh: dict[int, list] = {}  # the current batch's private inputs, by run
+        self.checked: list[int] = []  # the runs of the current batch the judge compares
+        self.snapshot: dict = {}  # GPU: per checked run, its region as the clock stopped
+        self.lent_after: dict = {}  # GPU: per checked run, its lent inputs as the clock stopped
         self.files: list[list[dict]] = []  # interpreter: the current batch's input specs
         self.runs = runs
         if not share:
@@ -89,41 +94,47 @@ class TimedBatch:
         """Returns the lent buffer's layout for the worker (its descriptor goes separately)."""
         return {"size": self.buffer.size, "sets": self.sets, "regions": self.regions}
 
-    def _make_fresh(self) -> None:
-        """Draws the batch's seeds here and makes its inputs in private memory."""
-        self.fresh = [self.task.make_inputs(self.params, _DRAW.getrandbits(62),
-                                            self.device.torch_device) for _ in range(self.runs)]
+    def _make_inputs(self) -> list:
+        """Returns one run's new inputs, from a seed drawn here, in private memory."""
+        return self.task.make_inputs(self.params, _DRAW.getrandbits(62), self.device.torch_device)
 
     def write_files(self, prefix: str) -> list[list[dict]]:
         """Interpreter: makes the batch's inputs and writes them as raw files into the worker's
         input directory; returns their specs, one list per run."""
         self._remove_files()
-        self._make_fresh()
+        self.fresh = {run: self._make_inputs() for run in range(self.runs)}
         self.files = [protocol.write_values(self.input_dir, f"{prefix}r{run}", inputs)
-                      for run, inputs in enumerate(self.fresh)]
+                      for run, inputs in self.fresh.items()]
         return self.files
 
     def fill(self) -> None:
-        """GPU: makes the batch's inputs (values no worker has seen), poisons the regions and
-        puts the inputs in the lent sets, on this process's stream (`release`'s first part)."""
+        """GPU: draws the runs to check, poisons the regions, makes each run's inputs (values
+        no worker has seen) and puts them in its lent set, on this process's stream
+        (`release`'s first part). Only the drawn runs' private inputs are kept."""
+        self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
         poison = _DRAW.randrange(0x80, 0x100)  # NaN or a huge negative in every float dtype
+        self.fresh = {}
         with torch.cuda.stream(self.stream):
-            self._make_fresh()
             for region in self.regions:
                 self.buffer.view(region["at"], torch.uint8, [region["nbytes"]], [1], 0).fill_(poison)
-            for specs, values in zip(self.sets, self.fresh):
+            for run, specs in enumerate(self.sets):
+                values = self._make_inputs()
                 for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
                     if isinstance(view, torch.Tensor):
                         view.copy_(value)
+                if run in self.checked:
+                    self.fresh[run] = values
 
     def take_snapshot(self) -> None:
-        """GPU: enqueues a copy of every region, in an order drawn now, on the current
-        stream (`release`'s last part)."""
-        order = list(range(self.runs))
-        _DRAW.shuffle(order)
+        """GPU: enqueues a copy of the drawn runs' regions and lent inputs on the current
+        stream (`release`'s last part): what the judge compares is what the runs left at
+        the end of the clock, whatever the worker does after."""
         self.snapshot = {run: self.buffer.view(self.regions[run]["at"], torch.uint8,
                                                [self.regions[run]["nbytes"]], [1], 0).clone()
-                         for run in order}
+                         for run in self.checked}
+        self.lent_after = {run: [view.clone() if isinstance(view, torch.Tensor) else view
+                                 for view in shared_memory.unpack(self.buffer, self.sets[run])]
+                           for run in self.checked}
 
     def release(self, go: int, limit_s: float) -> float:
         """GPU: `fill`, then on this process's stream: start event, `go`, wait for `done`, end
@@ -162,16 +173,18 @@ class TimedBatch:
                 remove_files(output_dir, specs)
 
     def _judged(self, outputs: list, output_dir: str | None) -> dict:
-        """Compares the outputs of `CHECKED_RUNS` runs drawn now (specs from the worker:
-        offsets in its region's snapshot, or raw files) with the reference on that run's
-        private inputs, and every run's lent inputs with its private ones; returns the first
-        failing run's verdict, or a pass."""
+        """Compares the outputs of the `CHECKED_RUNS` drawn runs (drawn now on the
+        interpreter; specs from the worker: offsets in its region's snapshot, or raw files)
+        with the reference on that run's private inputs, and on a GPU its lent inputs as the
+        clock stopped with its private ones; returns the first failing run's verdict, or a
+        pass."""
         if not (isinstance(outputs, list) and len(outputs) == self.runs):
             return {"kind": "wrong_type", "detail": f"the worker reported outputs for "
                     f"{str(outputs)[:60]} of a batch of {self.runs} runs"}
         worst = {"max_abs_err": 0.0, "rel_err": 0.0}
-        checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
-        for run in checked:
+        if self.buffer is None:
+            self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
+        for run in self.checked:
             specs, inputs = outputs[run], self.fresh[run]
             try:
                 actual = self._outputs(run, specs, output_dir)
@@ -182,7 +195,7 @@ class TimedBatch:
             if verdict["kind"] is not None:
                 return {**verdict, "detail": f"timed run {run}: {verdict.get('detail', '')}"}
             worst = {key: max(worst[key], verdict.get(key) or 0.0) for key in worst}
-        for run in range(self.runs if self.buffer is not None else 0):
+        for run in self.checked if self.buffer is not None else []:
             if not self._inputs_unchanged(run):
                 return {"kind": "inputs_modified", "detail": f"timed run {run} modified its "
                         "inputs in place; inputs must be left unchanged"}
@@ -206,9 +219,9 @@ class TimedBatch:
         return values
 
     def _inputs_unchanged(self, run: int) -> bool:
-        lent = shared_memory.unpack(self.buffer, self.sets[run])
-        return all(checking.bitwise_equal(view, value) for view, value in zip(lent, self.fresh[run])
-                   if isinstance(view, torch.Tensor))
+        return all(checking.bitwise_equal(after, value)
+                   for after, value in zip(self.lent_after[run], self.fresh[run])
+                   if isinstance(after, torch.Tensor))
 
     def close(self) -> None:
         """Frees the lent buffer and any input files left."""
@@ -216,7 +229,7 @@ class TimedBatch:
             self.buffer.release()
             self.buffer = None
         self._remove_files()
-        self.fresh = []
+        self.fresh = {}
 
     def _remove_files(self) -> None:
         for specs in self.files:
