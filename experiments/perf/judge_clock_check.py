@@ -83,6 +83,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--tasks", default=None, help="comma-separated (default: every built-in)")
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--sandbox", default="bwrap", choices=("bwrap", "off"),
+                        help="off: workers outside the sandbox, to tell its part in a difference")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     registry = builtin()
@@ -92,7 +94,7 @@ def main() -> None:
         with open(args.out) as handle:
             done = {json.loads(line)["task"] for line in handle if line.strip()}
     device = detect(args.device)
-    with Evaluator(Settings(device=args.device, workers=args.workers)) as evaluator:
+    with Evaluator(Settings(device=args.device, workers=args.workers, sandbox=args.sandbox)) as evaluator:
         for name in names:
             if name in done:
                 continue

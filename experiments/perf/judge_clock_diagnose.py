@@ -9,6 +9,8 @@ Both sides of a timed batch run here, in one process and one CUDA context: the c
   worker's captured runs, the snapshot) timed per run by events of the worker's stream
   ordered behind the fill: no second process, no go/done handoff; and its verdict;
 - `judge64_us`: the same with up to 64 runs a batch (`BATCH_BYTES` raised);
+- `worker_us`: the same with the worker's own instrumented call (`fitness.sandbox.worker`:
+  its launch counter, op recorder and watches installed in this process), as in a worker;
 - `flushed_us`: the batch with the cache flushed before every run inside the graph, less a
   graph of the flushes alone.
 
@@ -65,12 +67,38 @@ def _caller(entry, before=None):
     return call
 
 
-def judge_batches(task, params, runs, device, entry, before=None) -> tuple[list, list, int]:
+_WORKER: list = []
+
+
+def _instrumented(device):
+    """The worker's object (`fitness.sandbox.worker.Worker`), made once: it installs its
+    instruments in this process."""
+    import dataclasses
+
+    from fitness.sandbox import worker
+
+    if not _WORKER:
+        _WORKER.append(worker.Worker({"device": dataclasses.asdict(device)}, None))
+    return _WORKER[0]
+
+
+def worker_caller(device, entry, path: str):
+    """Returns the worker's own timed call (`Worker._timed_call`), its instruments installed
+    here: what a sandboxed worker runs, minus the process."""
+    from fitness.sandbox import worker
+
+    instrumented = _instrumented(device)
+    instrumented.entry, instrumented.module_path = entry, path
+    return instrumented._timed_call(worker._Observed())
+
+
+def judge_batches(task, params, runs, device, entry, before=None,
+                  call=None) -> tuple[list, list, int]:
     """Returns (per-run microseconds of each batch, verdict kinds and the method, the runs a
     batch held): the checker's fill, then the worker's runs between two events of the
     worker's stream ordered behind it, then the checker's snapshot and judgement."""
     batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
-    case = TimedCase(batch.buffer, batch.share(), _caller(entry, before))
+    case = TimedCase(batch.buffer, batch.share(), call or _caller(entry, before))
     method = case.stage()["method"]
     per_run, kinds = [], []
     for _ in range(BATCHES):
@@ -130,6 +158,11 @@ def main() -> None:
                 row.update(judge64_us=statistics.median(judged), runs64=held, kinds64=kinds)
             finally:
                 timed_batch.BATCH_BYTES = saved
+            instrumented = worker_caller(device, entry, os.path.abspath(f"diagnose_{name}.py"))
+            judged, kinds, held = judge_batches(task, case_spec.params, runs, device, entry,
+                                                call=instrumented)
+            row.update(worker_us=statistics.median(judged), kinds_worker=kinds)
+            print(f"  worker's call: {row['worker_us']:.1f} us {kinds}", flush=True)
             judged, kinds, held = judge_batches(task, case_spec.params, runs, device, entry,
                                                 before=flush.zero_)
             flush_graph = torch.cuda.CUDAGraph()
@@ -147,7 +180,7 @@ def main() -> None:
             row.update(flushed_us=statistics.median(judged) - statistics.median(flush_only),
                        flush_us=statistics.median(flush_only), kinds_flushed=kinds,
                        seconds=round(time.monotonic() - started, 1))
-            for key in ("judge_us", "judge64_us", "flushed_us"):
+            for key in ("judge_us", "judge64_us", "worker_us", "flushed_us"):
                 row[key.replace("_us", "/events")] = round(row[key] / events.median_us, 3)
             print(json.dumps({k: v for k, v in row.items() if k != "judge_all"}), flush=True)
             with open(args.out, "a") as handle:

@@ -86,9 +86,10 @@ class TimedBatch:
                     view.copy_(value)
         self.words = self.buffer.view(0, torch.int32, [2], [1], 0)
         self.words.zero_()
-        torch.cuda.synchronize()
         self.stream = torch.cuda.Stream()
         self.side = torch.cuda.Stream()
+        self.poison()
+        torch.cuda.synchronize()
 
     def share(self) -> dict:
         """Returns the lent buffer's layout for the worker (its descriptor goes separately)."""
@@ -107,16 +108,24 @@ class TimedBatch:
                       for run, inputs in self.fresh.items()]
         return self.files
 
-    def fill(self) -> None:
-        """GPU: draws the runs to check, poisons the regions, makes each run's inputs (values
-        no worker has seen) and puts them in its lent set, on this process's stream
-        (`release`'s first part). Only the drawn runs' private inputs are kept."""
-        self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
-        poison = _DRAW.randrange(0x80, 0x100)  # NaN or a huge negative in every float dtype
-        self.fresh = {}
+    def poison(self) -> None:
+        """GPU: fills every region with a byte drawn now (NaN or a huge negative in every
+        float dtype), on this process's stream: output a run leaves unwritten fails. Done
+        when the batch before is over (and once at the start), not right before the clock
+        starts: a worker writing where another process has just filled ran up to 250 us a
+        batch slower (RESULTS.md §20)."""
+        poison = _DRAW.randrange(0x80, 0x100)
         with torch.cuda.stream(self.stream):
             for region in self.regions:
                 self.buffer.view(region["at"], torch.uint8, [region["nbytes"]], [1], 0).fill_(poison)
+
+    def fill(self) -> None:
+        """GPU: draws the runs to check, makes each run's inputs (values no worker has seen)
+        and puts them in its lent set, on this process's stream (`release`'s first part).
+        Only the drawn runs' private inputs are kept."""
+        self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
+        self.fresh = {}
+        with torch.cuda.stream(self.stream):
             for run, specs in enumerate(self.sets):
                 values = self._make_inputs()
                 for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
@@ -138,8 +147,8 @@ class TimedBatch:
 
     def release(self, go: int, limit_s: float) -> float:
         """GPU: `fill`, then on this process's stream: start event, `go`, wait for `done`, end
-        event, and `take_snapshot` right behind it. Returns the microseconds from start to
-        end. A worker that never writes `done` is waited for `limit_s`; then this process
+        event, `take_snapshot` right behind it, and `poison` for the next batch. Returns the
+        microseconds from start to end. A worker that never writes `done` is waited for `limit_s`; then this process
         writes it itself (so its own stream is freed) and raises TimeoutError."""
         from fitness.processes import stream_sync
 
@@ -153,6 +162,7 @@ class TimedBatch:
             stream_sync.wait_value(handle, done_at, go)
             end.record()
             self.take_snapshot()
+        self.poison()
         deadline = time.monotonic() + limit_s
         while not end.query():
             if time.monotonic() > deadline:
