@@ -115,8 +115,8 @@ def _best(chosen: dict[str, Any], folder: Path) -> str:
     return ("<h2>Best candidate per task (over every cell)</h2>"
             + table(["task", "cell", "candidate", "generation", "island", "operator", "speedup",
                      "ranked"], rows, left=3)
-            + f'<p class="meta">Write one to a file: <code>evo export {esc(folder)}/CELL --task '
-              "TASK</code> (or <code>--candidate ID</code>).</p>")
+            + f'<p class="meta">Write one to a file: <code>evo export {esc(folder)} --task '
+              "TASK</code> (the best over every cell; or <code>--candidate ID</code>).</p>")
 
 
 def _grid(grid: dict[str, Any], mark: str) -> str:

@@ -178,7 +178,7 @@ def _print_best(report: dict[str, Any], console: Console) -> None:
                c["operator"], best.speedup_text(c), c["ranking"]] if c else
             [task] + ["-"] * (5 + in_cells) + ["no correct candidate"]
             for task, c in chosen.items()]
-    folder = report.get("path") or f"{report['sweep']}/CELL"
+    folder = report.get("path") or report["sweep"]  # a sweep's: the best over every cell
     console.print(_table("Best candidate per task" + (" (over every cell)" if in_cells else ""),
                          ["task"] + ["cell"] * in_cells + ["candidate", "generation", "island",
                                                             "operator", "speedup", "ranked"],
