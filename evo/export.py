@@ -18,6 +18,7 @@ import pandas as pd
 
 from evo import results
 from evo.analysis import best, metrics, parts, sweep_rows
+from evo.analysis.speedup_cells import NOT_MEANINGFUL
 
 COLUMNS = metrics.EVALUATION_COLUMNS + ("source",)
 
@@ -154,7 +155,7 @@ def _speedup_of(row: pd.Series) -> str:
     if not row["correct"]:
         return f"n/a (not correct: {row['failure_kind'] or 'failed'})"
     if not row["timing_meaningful"]:
-        return "n/a (interpreter)"
+        return NOT_MEANINGFUL
     return f"{row['speedup']:.2f}x" if pd.notna(row["speedup"]) else "n/a (not timed)"
 
 

@@ -44,11 +44,13 @@ NAME = "geak_tables"
 def outcomes(results: metrics.Results, rows: pd.DataFrame) -> pd.DataFrame:
     """Returns one row per campaign task from `rows` (some of its evaluations), as the task
     table `metrics.suite_metrics` reads: one run, called / solved when a row did, the best
-    correct timed speedup (NaN when none); the difficulty from any row of the task."""
-    grouped = rows.groupby("task")
+    correct timed speedup (NaN when none) and its timing_meaningful; the difficulty from any
+    row of the task."""
+    grouped, best = rows.groupby("task"), metrics.best_rows(rows)
     table = pd.DataFrame({"runs_called": grouped["call_ok"].any(),
                           "runs_solved": grouped["correct"].any(),
-                          "best_speedup": metrics.best_rows(rows)["speedup"]})
+                          "best_speedup": best["speedup"],
+                          "timing_meaningful": best["timing_meaningful"]})
     table = table.reindex(results.task_names)
     table[["runs_called", "runs_solved"]] = table[["runs_called", "runs_solved"]].fillna(False)
     table = table.astype({"runs_called": int, "runs_solved": int, "best_speedup": float})

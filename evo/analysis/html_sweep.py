@@ -4,7 +4,8 @@ generations x islands and the cells at equal compute (several budgets).
 The same numbers as `evo report SWEEP` (evo.analysis.compare), drawn as SVG and read through
 evo.analysis.snapshot, so a sweep still running shows its finished and running cells and
 names the ones with nothing to show yet. Every speedup is drawn over the seeds' noise band
-and, under the interpreter, marked and said to be not meaningful. One page per sweep, not per
+and, under the interpreter, said to be not meaningful (its tables leave such speedups out:
+evo.analysis.speedup_cells). One page per sweep, not per
 cell: a cell's lineages are on its own page (`evo report SWEEP/CELL --html`).
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from evo.analysis import best, compare, noise, scaling, snapshot, sweep_plots, sweep_rows
+from evo.analysis import best, compare, scaling, snapshot, speedup_cells, sweep_plots, sweep_rows
 from evo.analysis.html_page import esc, notes, number, table
 from evo.analysis.plots import METRIC_LABELS, seconds_name, spend_labels
 from evo.analysis.svg_charts import Series, line_chart
@@ -39,13 +40,11 @@ def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
     keys = sorted({k for row in cells for k in row["overrides"]})
     backends = {backend for row in cells for backend in row["backends"]}
     labels = spend_labels(backends)
-    mark = "" if found["timing_meaningful"] is not False else "*"
-    caveat = (f'<p class="meta">* {noise.INTERPRETER_CAVEAT}; the shaded band is the seed\'s '
-              "own spread (the baseline against itself): a speedup inside it is noise</p>")
+    meaningful = {c["cell"]: c["suite"]["timing_meaningful"] for c in cells}
     rows = [(c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"],
              number(c["suite"]["exec_accuracy"], "%"), number(c["suite"]["found_accuracy"], "%"),
              number(c["suite"]["pass_at_k"].get("1"), "%"),
-             number(c["suite"]["speedup_geomean"], "x") + mark,
+             speedup_cells.cell(c["suite"]["speedup_geomean"], "x", meaningful[c["cell"]]),
              *[number(c["spend"][m], "$" if m == "usd" else "f") for m in labels])
             for c in cells]
     body = [f"<h1>Sweep {esc(folder.name)}</h1><p class=\"meta\">{esc(folder)} · "
@@ -56,10 +55,10 @@ def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
             + "</div>",
             "<h2>Cells</h2>" + table(["cell", *keys, "status", "exec acc", "found acc (no seeds)",
                                       "pass@1", "best speedup", "evals", "tokens", "USD",
-                                      f"{seconds_name(backends)}-s"], rows) + (caveat * bool(mark)),
+                                      f"{seconds_name(backends)}-s"], rows),
             _best(found["best_candidates"], folder),
-            _grid(found["grid"], mark) + (caveat * bool(mark)),
-            _equal_compute(found["equal_compute"], labels, mark),
+            _grid(found["grid"]),
+            _equal_compute(found["equal_compute"], labels, meaningful),
             '<p class="meta">Each cell\'s lineages and per-task plots: <code>evo report '
             f"{esc(folder)}/CELL --html</code>.</p>"]
     return f"Sweep {folder.name}", "".join(body)
@@ -119,15 +118,15 @@ def _best(chosen: dict[str, Any], folder: Path) -> str:
               "TASK</code> (the best over every cell; or <code>--candidate ID</code>).</p>")
 
 
-def _grid(grid: dict[str, Any], mark: str) -> str:
+def _grid(grid: dict[str, Any]) -> str:
     at = {(p["generations"], p["islands"]): p for p in grid["points"]}
 
     def text(point: dict | None) -> str:
         if point is None:
             return "-"
         count = len(point["cells"])
-        return (f"{number(point['found_accuracy'], '%')} / "
-                f"{number(point['speedup_geomean'], 'x')}{mark}"
+        speed = speedup_cells.cell(point["speedup_geomean"], "x", point["timing_meaningful"])
+        return (f"{number(point['found_accuracy'], '%')} / {speed}"
                 + (f" ({count} cells)" if count > 1 else ""))
 
     rows = [(str(g), *[text(at.get((g, i))) for i in grid["islands"]])
@@ -137,7 +136,8 @@ def _grid(grid: dict[str, Any], mark: str) -> str:
             + table(["generations", *[f"islands {i}" for i in grid["islands"]]], rows))
 
 
-def _equal_compute(comparison: dict, labels: dict[str, str], mark: str) -> str:
+def _equal_compute(comparison: dict, labels: dict[str, str],
+                   meaningful: dict[str, bool | None]) -> str:
     out = []
     for measure, found in comparison.items():
         names = sorted({c for b in found for c in {**b["cells"], **b["short"]}})
@@ -149,7 +149,7 @@ def _equal_compute(comparison: dict, labels: dict[str, str], mark: str) -> str:
             if at["generation"] is None:
                 return "nothing finished"
             return (f"gen {at['generation']}: {number(at['found_accuracy'], '%')} / "
-                    f"{number(at['speedup_geomean'], 'x')}{mark}")
+                    f"{speedup_cells.cell(at['speedup_geomean'], 'x', meaningful.get(cell))}")
 
         out.append(f"<h3>At equal compute: {esc(labels[measure])}</h3>"
                    + table(["cell", *[f"≤ {number(b['budget'])}" for b in found]],

@@ -17,7 +17,7 @@ import functools
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -211,6 +211,20 @@ def best_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return timed.loc[timed.groupby("task")["speedup"].idxmax()].set_index("task")
 
 
+def timing_meaningful(rows: pd.DataFrame) -> bool | None:
+    """Returns whether every speedup of these rows was timed meaningfully: False when one
+    was not (the interpreter), None when none was timed. A figure made from them is shown
+    or left out by it (evo.analysis.speedup_cells)."""
+    return all_meaningful(rows.loc[rows["speedup"].notna(), "timing_meaningful"])
+
+
+def all_meaningful(flags: Iterable) -> bool | None:
+    """Returns the `timing_meaningful` of several figures (tasks, cells) taken together:
+    False when one is False, None when none is known (nothing timed), else True."""
+    known = [bool(flag) for flag in flags if flag is not None and pd.notna(flag)]
+    return all(known) if known else None
+
+
 def task_table(results: Results) -> pd.DataFrame:
     """Returns one row per task: candidates, rates, runs called / solved, best kernel."""
     rows = results.evaluations
@@ -231,7 +245,8 @@ def task_table(results: Results) -> pd.DataFrame:
     table["best_speedup"] = best["speedup"]
     table["roofline_fraction"] = best["roofline_fraction"]
     table["best_candidate_id"] = best["candidate_id"]
-    table["timing_meaningful"] = best["timing_meaningful"]
+    table["timing_meaningful"] = pd.Series(
+        {task: timing_meaningful(group) for task, group in rows.groupby("task")}, dtype=object)
     return table
 
 
@@ -242,7 +257,8 @@ def pass_curves(tasks: pd.DataFrame, column: str) -> dict[str, dict[int, float]]
 
 
 def suite_metrics(tasks: pd.DataFrame) -> dict[str, Any]:
-    """Returns GEAK's and KernelBench's suite numbers from a task table."""
+    """Returns GEAK's and KernelBench's suite numbers from a task table, and whether every
+    task's speedups were timed meaningfully (None: no task was timed)."""
     count = len(tasks)
     speedups = tasks["best_speedup"].dropna()
     solved, called = pass_curves(tasks, "runs_solved"), pass_curves(tasks, "runs_called")
@@ -258,6 +274,7 @@ def suite_metrics(tasks: pd.DataFrame) -> dict[str, Any]:
         "pass_at_k": {str(k): float(np.mean([c[k] for c in solved.values()])) for k in common_k},
         "call_pass_at_k": {str(k): float(np.mean([c[k] for c in called.values()]))
                            for k in common_k},
+        "timing_meaningful": all_meaningful(tasks["timing_meaningful"]),
     }
 
 
