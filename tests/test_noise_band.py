@@ -68,5 +68,5 @@ def test_the_campaign_page_names_its_best_by_correctness_under_the_interpreter(t
 
 
 def test_equal_compute_budgets_are_several_totals_two_cells_reached():
-    assert compare.budgets([3, 5, 5, 9]) == [3, 5]  # 9: one cell alone, nothing to compare
-    assert compare.budgets([1, 2, 3, 4, 5, 6, 7, 8, 9]) == [1, 3, 6, 8]
+    assert compare.budgets([3, 5, 5, 9]) == [(3, 3), (5, 5)]  # 9: one cell alone
+    assert compare.budgets([1, 2, 3, 4, 5, 6, 7, 8, 9]) == [(1, 1), (3, 3), (6, 6), (8, 8)]

@@ -161,10 +161,10 @@ def test_sweep_folder_compares_cells_at_equal_compute(tmp_path):
     assert at_two["budget"] == 2
     assert at_two["cells"]["islands-1"] == pytest.approx(
         {"generation": 1, "spent": 2, "exec_accuracy": 1.0, "found_accuracy": 1.0,
-         "pass_at_1": 1.0, "speedup_geomean": 2.0})
+         "pass_at_1": 1.0, "speedup_geomean": 2.0, "found_speedup_geomean": 2.0})
     assert at_two["cells"]["islands-2"] == pytest.approx(
         {"generation": 0, "spent": 2, "exec_accuracy": 1.0, "found_accuracy": 1.0,
-         "pass_at_1": 0.5, "speedup_geomean": 1.5})
+         "pass_at_1": 0.5, "speedup_geomean": 1.5, "found_speedup_geomean": 1.5})
     pixels = matplotlib.image.imread(tmp_path / "figures" / "sweep_accuracy_vs_spend.png")
     assert pixels[..., :3].std() > 0.05
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from evo.analysis import best, compare, scaling, snapshot, speedup_cells, sweep_plots, sweep_rows
+from evo.analysis import best, compare, noise, scaling, snapshot, speedup_cells, sweep_plots
+from evo.analysis import sweep_rows
 from evo.analysis.html_page import esc, notes, number, table
 from evo.analysis.plots import METRIC_LABELS, seconds_name, spend_labels
 from evo.analysis.svg_charts import Series, line_chart
@@ -51,6 +52,7 @@ def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
             f"{len(cells)} campaigns with rows · rows in pandas: <code>"
             f"evo.analysis.load_sweep({esc(repr(str(folder)))})</code></p>",
             notes(found["noise_notes"] + waiting),
+            notes(_chart_notes(cells, curves, found)),
             '<div class="charts">' + "".join(_scaling_charts(cells, curves, found, labels))
             + "</div>",
             "<h2>Cells</h2>" + table(["cell", *keys, "status", "exec acc", "found acc (no seeds)",
@@ -58,10 +60,19 @@ def page(folder: Path, reader: snapshot.PartReader) -> tuple[str, str]:
                                       f"{seconds_name(backends)}-s"], rows),
             _best(found["best_candidates"], folder),
             _grid(found["grid"]),
-            _equal_compute(found["equal_compute"], labels, meaningful),
+            _equal_compute(found["equal_compute"], labels, meaningful, found["noise_band"]),
             '<p class="meta">Each cell\'s lineages and per-task plots: <code>evo report '
             f"{esc(folder)}/CELL --html</code>.</p>"]
     return f"Sweep {folder.name}", "".join(body)
+
+
+def _chart_notes(cells: list[dict], curves: dict, found: dict) -> list[str]:
+    """Returns what the charts need said beside them, as their PNGs say it."""
+    if not curves:
+        return []
+    accuracy = sweep_plots.accuracy_caption(cells, sweep_plots.shown_metrics(curves)[0])
+    return ([f"accuracy: {accuracy}"] if accuracy else []) + [
+        f"best speedup against compute: {noise.rising_best_note(found['noise_band'])}"]
 
 
 def _scaling_charts(cells: list[dict], curves: dict, found: dict,
@@ -70,7 +81,7 @@ def _scaling_charts(cells: list[dict], curves: dict, found: dict,
     parallel knob; speedups over the noise band, titled with the caveat when meaningless."""
     if not curves:
         return []
-    accuracy = sweep_plots.accuracy_metric(curves)
+    accuracy, speedup = sweep_plots.shown_metrics(curves)
     band = found["noise_band"]
     caveat = "" if found["timing_meaningful"] is not False else " (interpreter timing)"
     xs = {"generation": {cell: list(t.index) for cell, t in curves.items()}}
@@ -79,8 +90,8 @@ def _scaling_charts(cells: list[dict], curves: dict, found: dict,
                if any(float(t[m].max()) > 0 for t in curves.values())})
     charts = []
     for x_name, x_of in xs.items():
-        for metric in (accuracy, "speedup_geomean"):
-            speed = metric == "speedup_geomean"
+        for metric in (accuracy, speedup):
+            speed = metric == speedup
             charts.append(line_chart(
                 [Series(cell, x_of[cell], t[metric]) for cell, t in curves.items()],
                 title=f"{'Best speedup' if speed else 'Accuracy'} vs {x_name}"
@@ -92,8 +103,8 @@ def _scaling_charts(cells: list[dict], curves: dict, found: dict,
     for knob in scaling.varied(cells):
         points = scaling.at_points(cells, ("generations", knob))
         settings = sorted({p["generations"] for p in points}, key=lambda g: g or 0)
-        for metric in (accuracy, "speedup_geomean"):
-            speed = metric == "speedup_geomean"
+        for metric in (accuracy, speedup):
+            speed = metric == speedup
             charts.append(line_chart(
                 [Series(f"{g} generations", [p[knob] for p in points if p["generations"] == g],
                         [float("nan") if p[metric] is None else p[metric]
@@ -120,41 +131,29 @@ def _best(chosen: dict[str, Any], folder: Path) -> str:
 
 def _grid(grid: dict[str, Any]) -> str:
     at = {(p["generations"], p["islands"]): p for p in grid["points"]}
-
-    def text(point: dict | None) -> str:
-        if point is None:
-            return "-"
-        count = len(point["cells"])
-        speed = speedup_cells.cell(point["speedup_geomean"], "x", point["timing_meaningful"])
-        return (f"{number(point['found_accuracy'], '%')} / {speed}"
-                + (f" ({count} cells)" if count > 1 else ""))
-
-    rows = [(str(g), *[text(at.get((g, i))) for i in grid["islands"]])
-            for g in grid["generations"]]
-    return ("<h2>Generations x islands</h2><p class=\"meta\">exec accuracy with the seeds left "
-            "out / best speedup, the mean over cells that share a point</p>"
+    rows = [(str(g), *[compare.point_text(at[g, i]) if (g, i) in at else "-"
+                       for i in grid["islands"]]) for g in grid["generations"]]
+    return ("<h2>Generations x islands</h2><p class=\"meta\">exec accuracy / best speedup, "
+            "seeds left out of both, the mean over cells that share a point</p>"
             + table(["generations", *[f"islands {i}" for i in grid["islands"]]], rows))
 
 
 def _equal_compute(comparison: dict, labels: dict[str, str],
-                   meaningful: dict[str, bool | None]) -> str:
+                   meaningful: dict[str, bool | None], band: list[float] | None) -> str:
     out = []
     for measure, found in comparison.items():
         names = sorted({c for b in found for c in {**b["cells"], **b["short"]}})
 
         def text(budget: dict, cell: str) -> str:
-            at = budget["cells"].get(cell)
-            if at is None:
+            if cell not in budget["cells"]:
                 return f"- (spent {number(budget['short'][cell])})"
-            if at["generation"] is None:
-                return "nothing finished"
-            return (f"gen {at['generation']}: {number(at['found_accuracy'], '%')} / "
-                    f"{speedup_cells.cell(at['speedup_geomean'], 'x', meaningful.get(cell))}")
+            return compare.budget_text(budget, cell, meaningful.get(cell))
 
         out.append(f"<h3>At equal compute: {esc(labels[measure])}</h3>"
-                   + table(["cell", *[f"≤ {number(b['budget'])}" for b in found]],
+                   + table(["cell", *[compare.budget_heading(b) for b in found]],
                            [(cell, *[text(b, cell) for b in found]) for cell in names]))
     return ("<h2>At equal compute</h2><p class=\"meta\">Each cell at the last generation it "
-            "finished within each budget (gen G: exec accuracy with the seeds left out / best "
-            "speedup); a cell that spent less in all is left out of that budget.</p>"
-            + "".join(out) if out else "")
+            "finished within each budget (gen G: exec accuracy / best speedup, seeds left out "
+            f"of both); totals within {compare.BUDGET_TOLERANCE:.0%} of each other are one "
+            "budget (A-B); a cell that spent less in all is left out of that budget.</p>"
+            + notes([noise.rising_best_note(band)]) + "".join(out) if out else "")

@@ -307,9 +307,9 @@ def spend_by_generation(results: Results) -> pd.DataFrame:
 def by_generation(results: Results) -> pd.DataFrame:
     """Returns sequential scaling: `suite_metrics`' accuracies, mean pass@1 and speedups of
     all rows up to each generation, with the compute spent so far (cumulative);
-    `found_accuracy` leaves the seeds out (with correct seeds exec accuracy is 1.0 from
-    generation 0 and says nothing of the search). Computed
-    from each run's first call / first correct generation, not a task table per generation."""
+    `found_accuracy` and `found_speedup_geomean` leave the seeds out (with correct seeds exec
+    accuracy is 1.0 from generation 0 and says nothing of the search). Computed from each
+    run's first call / first correct generation, not a task table per generation."""
     rows, index, tasks = results.evaluations, generations(results), results.task_names
     runs = pd.Series({task: len(results.islands_of(task)) for task in tasks}, dtype=float)
 
@@ -323,6 +323,7 @@ def by_generation(results: Results) -> pd.DataFrame:
               .groupby(["generation", "task"]).size().unstack("task")
               .reindex(index=index, columns=tasks).fillna(0).cumsum())
     best = best_speedup_by_generation(results)
+    found = best_so_far(results, timed_rows(rows[rows["operator"] != SEED_OPERATOR])["speedup"])
     table = pd.DataFrame({
         "call_accuracy": share_of_tasks(first("call_ok", ["task"])),
         "exec_accuracy": share_of_tasks(first("correct", ["task"])),
@@ -330,9 +331,15 @@ def by_generation(results: Results) -> pd.DataFrame:
             first("correct", ["task"], rows[rows["operator"] != SEED_OPERATOR])),
         "pass_at_1": (solved / runs).mean(axis=1) if runs.min() >= 1 else None,
         "speedup_mean": best.mean(axis=1),
-        "speedup_geomean": np.exp(np.log(best.where(best > 0)).mean(axis=1)),
+        "speedup_geomean": _geomeans(best),
+        "found_speedup_geomean": _geomeans(found),
         "fast_1": (best > 1.0).sum(axis=1) / len(tasks)}, index=index)
     return table.join(spend_by_generation(results).reindex(index).fillna(0.0).cumsum())
+
+
+def _geomeans(best: pd.DataFrame) -> pd.Series:
+    """Returns each row's geometric mean over its positive values (NaN: none)."""
+    return np.exp(np.log(best.where(best > 0)).mean(axis=1))
 
 
 def best_speedup_by_generation(results: Results) -> pd.DataFrame:

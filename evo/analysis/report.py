@@ -290,19 +290,24 @@ def print_sweep(report: dict[str, Any], console: Console) -> None:
     grid = report["grid"]
     at = {(p["generations"], p["islands"]): p for p in grid["points"]}
     console.print(_table(
-        "Generations x islands (exec accuracy, seeds left out / best speedup; mean over cells "
-        "sharing a point)", ["generations"] + [f"islands {i}" for i in grid["islands"]],
-        [[str(g)] + [_point_text(at.get((g, i))) for i in grid["islands"]]
-         for g in grid["generations"]]))
+        "Generations x islands (exec accuracy / best speedup, seeds left out of both; mean "
+        "over cells sharing a point)", ["generations"] + [f"islands {i}" for i in grid["islands"]],
+        [[str(g)] + [compare.point_text(at[g, i]) if (g, i) in at else "-"
+                     for i in grid["islands"]] for g in grid["generations"]]))
     labels = plots.spend_labels(backends)
     for measure, found in report["equal_compute"].items():
         console.print(_table(
             f"At equal compute: {labels[measure]} (each cell at the last generation it "
             "finished within the budget; -: it spent less in all)",
-            ["cell"] + [f"<= {number(b['budget'])}" for b in found],
-            [[cell] + [_budget_text(b, cell, meaningful.get(cell)) for b in found]
+            ["cell"] + [compare.budget_heading(b) for b in found],
+            [[cell] + [compare.budget_text(b, cell, meaningful.get(cell))
+                       if cell in b["cells"] else "-" for b in found]
              for cell in sorted({c for b in found for c in {**b["cells"], **b["short"]}})],
-            caption="gen G: found acc / best speedup"))
+            caption=f"gen G: found acc / best speedup, seeds left out of both; totals within "
+                    f"{compare.BUDGET_TOLERANCE:.0%} are one budget (A-B)"))
+    if report["equal_compute"]:
+        console.print(f"[yellow]note: best speedup against compute: "
+                      f"{noise.rising_best_note(report['noise_band'])}[/yellow]")
     for skipped in report["skipped"]:
         console.print(f"[yellow]skipped {skipped['cell']}: {skipped['reason']}[/yellow]")
     said: dict[str, list[str]] = {}
@@ -313,25 +318,6 @@ def print_sweep(report: dict[str, Any], console: Console) -> None:
         console.print(f"[yellow]note ({', '.join(cells)}): {escape(note)}[/yellow]")
     _print_footer({"notes": report["noise_notes"], "figures": report["figures"]}, console)
     console.print(f"rows in pandas: evo.analysis.load_sweep({str(report['sweep'])!r})")
-
-
-def _point_text(point: dict[str, Any] | None) -> str:
-    if point is None:
-        return "-"
-    count = len(point["cells"])
-    speed = speedup_cells.cell(point["speedup_geomean"], "x", point["timing_meaningful"])
-    return (f"{number(point['found_accuracy'], '%')} / {speed}"
-            + (f" ({count} cells)" if count > 1 else ""))
-
-
-def _budget_text(budget: dict[str, Any], cell: str, meaningful: bool | None) -> str:
-    if cell not in budget["cells"]:
-        return "-"
-    at = budget["cells"][cell]
-    if at["generation"] is None:
-        return "nothing finished"
-    return (f"gen {at['generation']}: {number(at['found_accuracy'], '%')} / "
-            f"{speedup_cells.cell(at['speedup_geomean'], 'x', meaningful)}")
 
 
 def _print_footer(report: dict[str, Any], console: Console) -> None:

@@ -17,7 +17,7 @@ from evo.analysis.metrics import all_meaningful
 KNOBS = ("generations", "islands", "population", "offspring")
 """The [search] knobs a cell is placed by: generations is sequential, the rest parallel."""
 PARALLEL = ("islands", "population")
-METRICS = ("exec_accuracy", "found_accuracy", "speedup_geomean")
+METRICS = ("exec_accuracy", "found_accuracy", "speedup_geomean", "found_speedup_geomean")
 
 
 def knob(cell: dict[str, Any], name: str) -> int | None:
@@ -51,7 +51,7 @@ def at_points(cells: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[
         point["cells"] = [c["cell"] for c in members]
         for metric in METRICS:
             point[metric] = _mean([c["suite"][metric] for c in members],
-                                  geometric=metric == "speedup_geomean")
+                                  geometric=metric.endswith("speedup_geomean"))
         point["spend"] = {m: _mean([c["spend"][m] for c in members]) for m in members[0]["spend"]}
         point["timing_meaningful"] = all_meaningful(c["suite"]["timing_meaningful"]
                                                     for c in members)
