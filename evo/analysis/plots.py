@@ -198,7 +198,7 @@ def against_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy"
 METRIC_LABELS = {"exec_accuracy": "exec accuracy",
                  "found_accuracy": "exec accuracy, seeds left out",
                  "speedup_geomean": "best speedup (geomean over tasks)",
-                 "found_speedup_geomean": "best speedup, seeds left out (geomean)"}
+                 "found_speedup_geomean": "best speedup, seeds left out"}
 
 
 def caption(figure: plt.Figure, lines: list[str]) -> None:

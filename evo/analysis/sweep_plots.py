@@ -64,9 +64,11 @@ def vs_generation(curves: dict[str, pd.DataFrame], shown: tuple[str, str], band,
     """Sequential scaling: accuracy and best speedup against generation, a line per cell,
     captioned with `caption` (accuracy_caption) and the rising-best note."""
     figure, panels = _panels(2)
+    last = max(int(t.index.max()) for t in curves.values())
     for axes, metric in zip(panels, shown):
         plots.draw_curves(axes, {cell: t[metric] for cell, t in curves.items()})
-        axes.set(xlabel="generation", title=f"{METRIC_LABELS[metric]} vs generation")
+        axes.set(xlabel="generation", title=f"{METRIC_LABELS[metric]} vs generation",
+                 xlim=(-0.2, last + 0.2))  # every generation, though the seeds' has no speedup
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         _finish(axes, metric, band, meaningful, len(curves))
     plots.caption(figure, [f"accuracy: {caption}" if caption else "",
