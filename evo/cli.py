@@ -158,9 +158,10 @@ def report(
 
 @app.command()
 def export(
-    directory: Path = typer.Argument(..., help="a campaign's results folder"),
+    directory: Path = typer.Argument(..., help="a campaign's results folder, or a sweep's (the "
+                                              "best over every cell)"),
     task: Optional[str] = typer.Option(None, help="the task whose best candidate to write "
-                                                  "(needed when the campaign has several)"),
+                                                  "(needed when the folder has several)"),
     candidate: Optional[str] = typer.Option(None, help="any candidate instead, by id or a "
                                                        "unique prefix of it"),
     out: Optional[Path] = typer.Option(None, help="file to write (default "

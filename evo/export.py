@@ -4,6 +4,8 @@ The file is the candidate's module exactly as the campaign scored it (the `sourc
 its evaluations row), so `evo eval TASK FILE` takes it back and scores it the way the campaign
 did: the way to carry the best kernel of an interpreter run to a GPU, or into a project.
 Without --candidate the task's best is chosen as `evo report` names it (evo.analysis.best).
+DIR may be a sweep folder: the best is then chosen over the rows of every cell, as the sweep's
+report names it, and the line says which cell it came from.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from evo import results
-from evo.analysis import best, metrics, parts
+from evo.analysis import best, metrics, parts, sweep_rows
+from evo.analysis.speedup_cells import NOT_MEANINGFUL
 
 COLUMNS = metrics.EVALUATION_COLUMNS + ("source",)
 
@@ -33,25 +36,30 @@ class Exported:
     speedup: str
     ranking: str  # how it was chosen ("" when named by --candidate)
     eval_command: str
+    cell: str | None = None  # the sweep cell it came from (None: a campaign folder)
 
 
-def _rows(directory: Path) -> tuple[dict, pd.DataFrame]:
-    """Returns campaign.json and the evaluations rows (sources included) of a campaign
-    folder; raises FileNotFoundError / ValueError naming what is missing."""
+def _rows(directory: Path) -> pd.DataFrame:
+    """Returns the evaluations rows (sources included) of a campaign folder, or of every cell
+    of a sweep folder with the cell's name in a `cell` column; raises FileNotFoundError /
+    ValueError naming what is missing."""
     if not directory.is_dir():
         raise FileNotFoundError(f"no results folder at {directory}")
     if not (directory / "campaign.json").is_file():
-        cells = sorted(p.parent.name for p in directory.glob("*/campaign.json"))
-        if cells:
-            raise ValueError(f"{directory} holds campaigns (a sweep folder?): export from one of "
-                             f"them, e.g. evo export {directory / cells[0]}")
-        raise ValueError(f"{directory} holds no campaign results (no campaign.json)")
-    meta = metrics.read_meta(directory)
+        if not any(directory.glob("*/campaign.json")):
+            raise ValueError(f"{directory} holds no campaign results (no campaign.json)")
+        return metrics.comparable_speedups(sweep_rows.load_sweep(directory, COLUMNS))
+    metrics.read_meta(directory)  # a campaign.json that does not read is named here
     table = parts.PartReader().read(directory / "evaluations", COLUMNS, strict=True).table
     rows = metrics.comparable_speedups(parts.frame(table))
     if rows.empty:
         raise ValueError(f"campaign {directory} has no evaluations yet: no candidate to export")
-    return meta, rows
+    return rows
+
+
+def _folder_of(directory: Path, row: pd.Series) -> Path:
+    """Returns the campaign folder a row came from (its cell's, in a sweep folder)."""
+    return directory / row["cell"] if "cell" in row else directory
 
 
 def _by_id(rows: pd.DataFrame, prefix: str, task: str | None) -> pd.Series:
@@ -78,17 +86,22 @@ def _best(rows: pd.DataFrame, task: str | None) -> tuple[pd.Series, dict]:
     tasks = sorted(rows["task"].unique())
     if task is None:
         if len(tasks) > 1:
-            raise ValueError(f"the campaign has {len(tasks)} tasks ({', '.join(tasks)}): name one "
-                             "with --task, or a candidate with --candidate ID")
+            raise ValueError(f"the {_kind(rows)} has {len(tasks)} tasks ({', '.join(tasks)}): name "
+                             "one with --task, or a candidate with --candidate ID")
         task = tasks[0]
     chosen = best.best_candidates(rows[rows["task"] == task])[task]
     if chosen is None:
         raise ValueError(f"task {task} has no correct candidate to export; name any candidate "
                          "with --candidate ID")
-    row = rows[(rows["task"] == task) & (rows["candidate_id"] == chosen["candidate_id"])
-               & (rows["generation"] == chosen["generation"])
-               & (rows["island"] == chosen["island"])].iloc[0]
-    return row, chosen
+    same = ((rows["task"] == task) & (rows["candidate_id"] == chosen["candidate_id"])
+            & (rows["generation"] == chosen["generation"]) & (rows["island"] == chosen["island"]))
+    if "cell" in chosen:
+        same &= rows["cell"] == chosen["cell"]
+    return rows[same].iloc[0], chosen
+
+
+def _kind(rows: pd.DataFrame) -> str:
+    return "sweep" if "cell" in rows else "campaign"
 
 
 def _eval_command(meta: dict, task: str, path: Path) -> str:
@@ -103,14 +116,15 @@ def _eval_command(meta: dict, task: str, path: Path) -> str:
 
 def export(directory: Path | str, task: str | None = None, candidate: str | None = None,
            out: Path | str | None = None) -> Exported:
-    """Writes the best candidate of `task` (the campaign's only task when None), or the
-    candidate whose id starts with `candidate`, to `out` (default
-    DIR/exported/<task>-<id>.py); returns what was written. Raises FileNotFoundError or
-    ValueError naming the problem (no results, an unknown task, an unknown or ambiguous id)."""
+    """Writes the best candidate of `task` (the folder's only task when None; in a sweep
+    folder the best over every cell), or the candidate whose id starts with `candidate`, to
+    `out` (default DIR/exported/<task>-<id>.py); returns what was written. Raises
+    FileNotFoundError or ValueError naming the problem (no results, an unknown task, an
+    unknown or ambiguous id)."""
     directory = Path(directory)
-    meta, rows = _rows(directory)
+    rows = _rows(directory)
     if task is not None and task not in set(rows["task"]):
-        raise ValueError(f"unknown task {task!r}: this campaign's tasks are "
+        raise ValueError(f"unknown task {task!r}: this {_kind(rows)}'s tasks are "
                          f"{', '.join(sorted(rows['task'].unique()))}")
     if candidate:
         row = _by_id(rows, candidate, task)
@@ -128,10 +142,12 @@ def export(directory: Path | str, task: str | None = None, candidate: str | None
                          f"{directory / 'evaluations'}")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(row["source"])
+    meta = metrics.read_meta(_folder_of(directory, row))
     return Exported(path=path, task=name, candidate_id=str(row["candidate_id"]),
                     generation=int(row["generation"]), island=int(row["island"]),
                     operator=str(row["operator"]), speedup=speedup, ranking=ranking,
-                    eval_command=_eval_command(meta, name, path))
+                    eval_command=_eval_command(meta, name, path),
+                    cell=str(row["cell"]) if "cell" in row else None)
 
 
 def _speedup_of(row: pd.Series) -> str:
@@ -139,14 +155,15 @@ def _speedup_of(row: pd.Series) -> str:
     if not row["correct"]:
         return f"n/a (not correct: {row['failure_kind'] or 'failed'})"
     if not row["timing_meaningful"]:
-        return "n/a (interpreter)"
+        return NOT_MEANINGFUL
     return f"{row['speedup']:.2f}x" if pd.notna(row["speedup"]) else "n/a (not timed)"
 
 
 def text(exported: Exported) -> str:
     """Returns the lines `evo export` prints."""
     how = f", {exported.ranking}" if exported.ranking else ""
+    cell = f"cell {exported.cell}, " if exported.cell else ""
     return (f"wrote {exported.path}: {exported.task} candidate {exported.candidate_id[:12]} "
-            f"(generation {exported.generation}, island {exported.island}, "
+            f"({cell}generation {exported.generation}, island {exported.island}, "
             f"{exported.operator}, speedup {exported.speedup}{how})\n"
             f"score it again with: {exported.eval_command}")

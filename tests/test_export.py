@@ -71,8 +71,26 @@ def test_export_errors_name_the_problem(synthetic, tmp_path):
     assert error(tmp_path) == f"error: {tmp_path} holds no campaign results (no campaign.json)"
     assert error(tmp_path / "missing") == f"error: no results folder at {tmp_path / 'missing'}"
     write_campaign(tmp_path / "sweep" / "cell-a", [])
-    assert f"evo export {tmp_path / 'sweep' / 'cell-a'}" in error(tmp_path / "sweep")
+    assert "no cell has evaluation rows yet" in error(tmp_path / "sweep")
     assert "has no evaluations yet" in error(tmp_path / "sweep" / "cell-a")
+
+
+def test_export_of_a_sweep_folder_writes_the_best_over_every_cell_and_names_it(tmp_path):
+    sweep = tmp_path / "sweep"
+    for cell, speedup in (("islands-1", 1.5), ("islands-2", 2.5), ("islands-3", 2.0)):
+        row = evaluation("add", 0, 1, call_ok=True, correct=True, speedup=speedup)
+        row["source"] = f"# the {cell} kernel\n"
+        write_campaign(sweep / cell, [row], islands=1, name=cell)
+    out = tmp_path / "best.py"
+    result = _evo("export", sweep, "--task", "add", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == "# the islands-2 kernel\n"
+    assert result.stdout.splitlines() == [
+        f"wrote {out}: add candidate add-0-1-opti (cell islands-2, generation 1, island 0, "
+        "optimizer, speedup 2.50x, by speedup (fastest correct))",
+        f"score it again with: evo eval add {out}"]
+    unknown = _evo("export", sweep, "--task", "nope")
+    assert unknown.exit_code == 2 and "this sweep's tasks are add" in unknown.output
 
 
 def test_export_by_id_writes_that_candidates_source(tmp_path):

@@ -1,6 +1,7 @@
 """`evo report`: tables, --json shape, figures on disk, sweep folders, clear errors."""
 
 import json
+import re
 
 import matplotlib.image
 import pandas as pd
@@ -8,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evo import cli, ending
+from evo.analysis import html_report
 from synthetic_results import evaluation, example_campaign, llm_call, write_campaign
 
 FIGURES = ("accuracy_vs_generation.png", "pass_at_k.png", "best_speedup_by_generation.png",
@@ -60,9 +62,70 @@ def test_figures_are_written_and_not_blank(campaign, json_report):
 def test_tables_name_tasks_and_say_timing_is_not_meaningful(campaign):
     result = _evo("report", campaign)
     assert result.exit_code == 0, result.output
-    for text in ("softmax", "2.50x", "0.50x*", "By generation", "By runs k", "fast_1.5",
-                 "not meaningful", "figures/pass_at_k.png"):
+    for text in ("softmax", "2.50x", "n/a (interpreter)", "By generation", "By runs k",
+                 "fast_1.5", "not meaningful", "figures/pass_at_k.png"):
         assert text in result.stdout, text
+    assert "0.50x" not in result.stdout  # softmax's interpreter reading, in no table
+
+
+SPEEDUP_TABLES = ("Campaign interpreted: tasks", "Best candidate per task", "Suite",
+                  "By generation", "By runs k", "By difficulty")
+"""Every table of a campaign report that shows a figure made from speedups."""
+
+
+def _tables(text, titles):
+    """Returns {title: the lines of the table printed under it}."""
+    found = {}
+    for title in titles:
+        lines = text[text.index(title + " "):].splitlines()
+        found[title] = lines[:next(i for i, line in enumerate(lines) if line.startswith("└")) + 1]
+    return found
+
+
+def _interpreted(folder, meaningful):
+    """A task on two islands: a seed, a child that read 1.39x and a later correct one (1.10x)."""
+    rows = [evaluation("add", 0, 0, call_ok=True, correct=True, speedup=1.0, operator="seed",
+                       meaningful=meaningful),
+            evaluation("add", 0, 1, call_ok=True, correct=True, speedup=1.39,
+                       meaningful=meaningful),
+            evaluation("add", 1, 2, call_ok=True, correct=True, speedup=1.1,
+                       meaningful=meaningful)]
+    return write_campaign(folder, rows, islands=2, name="interpreted")
+
+
+def test_every_table_leaves_interpreter_speedups_out_the_same_way(tmp_path):
+    """Tasks, best candidate, suite (fast_p too), by generation, by runs and by difficulty:
+    on the interpreter no speedup-derived number, one wording; the JSON keeps the numbers."""
+    folder = _interpreted(tmp_path / "cpu", meaningful=False)
+    text = _evo("report", folder).stdout
+    for title, lines in _tables(text, SPEEDUP_TABLES).items():
+        shown = "\n".join(lines)
+        assert "n/a (interpreter)" in shown, title
+        assert not re.search(r"\d\.\d\dx", shown), shown  # 1.39x, 1.10x, 1.00x: none
+    suite, = [line for line in _tables(text, ["Suite"])["Suite"] if line.startswith("│")]
+    assert suite.count("n/a (interpreter)") == 6  # speedup mean, geomean, fast_0..fast_2
+    report = json.loads(_evo("report", folder, "--json").stdout)
+    assert report["suite"]["timing_meaningful"] is False
+    assert report["suite"]["speedup_mean"] == pytest.approx(1.39)  # recorded, not shown
+    assert report["by_difficulty"]["1"]["timing_meaningful"] is False
+
+    gpu = _evo("report", _interpreted(tmp_path / "gpu", meaningful=True)).stdout
+    tables = _tables(gpu, SPEEDUP_TABLES)
+    assert "n/a" not in gpu
+    assert "1.39x" in "\n".join(tables["Campaign interpreted: tasks"])
+    assert "1.39x" in "\n".join(tables["Best candidate per task"])
+    assert "100.0%" in "\n".join(tables["Suite"])  # fast_1
+
+
+def test_the_campaign_page_leaves_interpreter_speedups_out_as_the_tables_do(tmp_path):
+    page = html_report.render(_interpreted(tmp_path / "cpu", meaningful=False))
+    cards = page[page.index('<div class="cards">'):page.index('<p class="note">')]
+    suite = page[page.index("<h2>Suite</h2>"):page.index('<div class="charts">',
+                                                         page.index("<h2>Suite</h2>"))]
+    facts = page[page.index('<section class="task"'):]
+    facts = facts[:facts.index("</p>")]
+    for part in (cards, suite, facts):
+        assert "n/a (interpreter)" in part and not re.search(r"\d\.\d\dx", part), part
 
 
 def _cell(folder, name, rows, islands, overrides):
@@ -98,10 +161,10 @@ def test_sweep_folder_compares_cells_at_equal_compute(tmp_path):
     assert at_two["budget"] == 2
     assert at_two["cells"]["islands-1"] == pytest.approx(
         {"generation": 1, "spent": 2, "exec_accuracy": 1.0, "found_accuracy": 1.0,
-         "pass_at_1": 1.0, "speedup_geomean": 2.0})
+         "pass_at_1": 1.0, "speedup_geomean": 2.0, "found_speedup_geomean": 2.0})
     assert at_two["cells"]["islands-2"] == pytest.approx(
         {"generation": 0, "spent": 2, "exec_accuracy": 1.0, "found_accuracy": 1.0,
-         "pass_at_1": 0.5, "speedup_geomean": 1.5})
+         "pass_at_1": 0.5, "speedup_geomean": 1.5, "found_speedup_geomean": 1.5})
     pixels = matplotlib.image.imread(tmp_path / "figures" / "sweep_accuracy_vs_spend.png")
     assert pixels[..., :3].std() > 0.05
 
@@ -196,3 +259,23 @@ def test_a_sweep_over_both_kinds_of_device_names_both_seconds(tmp_path):
     sweep = _evo("report", tmp_path)
     assert sweep.exit_code == 0, sweep.output
     assert "GPU/eval-s" in _header_of(sweep.stdout, "Sweep")
+
+
+def test_a_sweep_leaves_out_each_interpreter_cells_speedups_fast_1_included(tmp_path):
+    for name, meaningful in (("gpu", True), ("cpu", False)):
+        _cell(tmp_path, name, [
+            evaluation("add", 0, 0, call_ok=True, correct=True, speedup=1.0, operator="seed",
+                       meaningful=meaningful),
+            evaluation("add", 0, 1, call_ok=True, correct=True, speedup=2.0,
+                       meaningful=meaningful)], 1, {"fitness.device": name})
+    text = _evo("report", tmp_path).stdout
+    rows = {line.split("│")[1].strip(): line for line in _tables(text, ["Sweep"])["Sweep"]
+            if line.startswith("│")}
+    assert rows["cpu"].count("n/a (interpreter)") == 2 and "2.00x" not in rows["cpu"]
+    assert "2.00x" in rows["gpu"] and "100.0%" in rows["gpu"] and "n/a" not in rows["gpu"]
+    grid = "\n".join(_tables(text, ["Generations x islands"])["Generations x islands"])
+    assert "100.0% / n/a (interpreter) (2 cells)" in grid  # a point with an interpreter cell
+    budget = _tables(text, ["At equal compute: evaluations"])["At equal compute: evaluations"]
+    cpu, = [line for line in budget if line.startswith("│ cpu")]
+    gpu, = [line for line in budget if line.startswith("│ gpu")]
+    assert "gen 1: 100.0% / n/a (interpreter)" in cpu and "gen 1: 100.0% / 2.00x" in gpu

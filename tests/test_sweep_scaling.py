@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from evo import sweep
-from evo.analysis import compare, html_report, load_sweep, metrics, report
+from evo.analysis import compare, html_report, load_sweep, metrics, report, sweep_plots
+from evo.analysis.plots import plt
 from offline_sweeps import sweep_toml
 
 pytestmark = pytest.mark.slow  # four real campaigns (about a minute on 2 cores)
@@ -49,7 +50,21 @@ def test_accuracy_leaves_the_correct_seeds_out(json_report):
     assert all(c["suite"]["exec_accuracy"] == 1.0 for c in cells.values())  # the seeds
     first = json_report["equal_compute"]["evaluations"][0]["cells"]
     assert first[WIDEST]["generation"] == 0 and first[WIDEST]["found_accuracy"] == 0.0
+    assert first[WIDEST]["found_speedup_geomean"] is None  # its seeds' speedup left out too
     assert cells[WIDEST]["suite"]["found_accuracy"] == 1.0  # offspring the search made
+
+
+def test_the_figures_say_what_their_rising_curves_are_made_of(swept):
+    cells, _, curves, rows = compare.read_cells(swept)
+    drawn = sweep_plots.figures(cells, curves, compare.compared(cells, curves, rows),
+                                ["interpreter"])
+    said = {name: " ".join(figure.get_suptitle().split()) for name, figure in drawn.items()}
+    for figure in drawn.values():
+        plt.close(figure)
+    assert sweep_plots.OFFLINE_SEEDED in said["sweep_vs_generation"]
+    for name in ("sweep_vs_generation", "sweep_speedup_vs_spend", "sweep_vs_parallel"):
+        assert "more compute, more readings" in said[name], name
+        assert "as the seed against itself read" in said[name], name
 
 
 def test_equal_compute_reads_cells_at_several_budgets(json_report):
@@ -76,7 +91,7 @@ def test_the_text_report_says_it_all(swept, capsys):
     text = capsys.readouterr().out
     for line in ("Generations x islands", "Best candidate per task (over every cell)",
                  "by correctness; timing not meaningful here",
-                 "* interpreter timing: speedups not meaningful", "noise band of vector_add",
+                 "n/a (interpreter)", "noise band of vector_add",
                  "At equal compute: evaluations", f"evo.analysis.load_sweep('{swept}')"):
         assert line in text, line
 
@@ -97,5 +112,6 @@ def test_the_sweep_page_carries_the_caveat_and_the_best(swept):
     for text in ("Best candidate per task (over every cell)", "Generations x islands",
                  "Best speedup vs generation (interpreter timing)", "Accuracy vs islands",
                  "interpreter timing: speedups not meaningful", 'class="band"',
-                 "by correctness; timing not meaningful here", "evo.analysis.load_sweep("):
+                 "by correctness; timing not meaningful here", "evo.analysis.load_sweep(",
+                 sweep_plots.OFFLINE_SEEDED.replace("'", "&#x27;"), "more compute, more readings"):
         assert text in page, text

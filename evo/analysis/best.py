@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from evo.analysis import metrics, noise
+from evo.analysis.speedup_cells import NOT_MEANINGFUL
 
 BY_SPEEDUP = "speedup"
 BY_CORRECTNESS = "correctness"
@@ -81,7 +82,7 @@ def speedup_text(best: dict[str, Any]) -> str:
     correctness."""
     if best["ranked_by"] == BY_SPEEDUP:
         return f"{best['speedup']:.2f}x"
-    return "n/a (interpreter)" if best["ranking"] == INTERPRETER_NOTE else "n/a (not timed)"
+    return NOT_MEANINGFUL if best["ranking"] == INTERPRETER_NOTE else "n/a (not timed)"
 
 
 def of_results(results: metrics.Results) -> dict[str, dict[str, Any] | None]:

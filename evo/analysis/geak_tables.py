@@ -9,7 +9,8 @@ failed); speedup is GEAK's mean (and the geomean) over the tasks solved and time
 fast_1, the share of all tasks faster than the reference. What each table reads: direct
 prompting the first generator candidate of island 0 (the recorded reply; seeds left out);
 sequential island 0 up to generation g, seeds included; parallel islands 0..k-1, all
-generations. Speedups are starred where no row was timed meaningfully (the interpreter).
+generations. Speedups read "n/a (interpreter)" where no row was timed meaningfully, as in
+every table (evo.analysis.speedup_cells).
 
   python -m evo.analysis.geak_tables --direct MODEL=DIR [...] [--search DIR ...] --out OUTDIR
 """
@@ -23,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from evo.analysis import geak_figures, metrics, noise
+from evo.analysis import geak_figures, metrics, noise, speedup_cells
 
 GENERATOR_OPERATOR = "generator"
 """The operator of a recorded reply's candidate (`operators.generations_from`)."""
@@ -37,18 +38,20 @@ HEADERS = {"model": "model", "generation": "generation", "k": "k", "level": "lev
            "timed": "timed", "faster_than_reference": "> ref"}
 SHARES = ("call_accuracy", "exec_accuracy", "faster_than_reference")
 TIMED = ("speedup_mean", "speedup_geomean", "faster_than_reference")
-"""The columns read from speedups: starred when the timing is not meaningful."""
+"""The columns read from speedups: left out when the timing is not meaningful."""
 NAME = "geak_tables"
 
 
 def outcomes(results: metrics.Results, rows: pd.DataFrame) -> pd.DataFrame:
     """Returns one row per campaign task from `rows` (some of its evaluations), as the task
     table `metrics.suite_metrics` reads: one run, called / solved when a row did, the best
-    correct timed speedup (NaN when none); the difficulty from any row of the task."""
-    grouped = rows.groupby("task")
+    correct timed speedup (NaN when none) and its timing_meaningful; the difficulty from any
+    row of the task."""
+    grouped, best = rows.groupby("task"), metrics.best_rows(rows)
     table = pd.DataFrame({"runs_called": grouped["call_ok"].any(),
                           "runs_solved": grouped["correct"].any(),
-                          "best_speedup": metrics.best_rows(rows)["speedup"]})
+                          "best_speedup": best["speedup"],
+                          "timing_meaningful": best["timing_meaningful"]})
     table = table.reindex(results.task_names)
     table[["runs_called", "runs_solved"]] = table[["runs_called", "runs_solved"]].fillna(False)
     table = table.astype({"runs_called": int, "runs_solved": int, "best_speedup": float})
@@ -155,23 +158,22 @@ def tables(direct: dict[str, Path | str], search: list[Path | str]) -> dict[str,
 def _cell(column: str, value: Any, meaningful: bool) -> str:
     if value is None or pd.isna(value):
         return "-"
-    star = "" if meaningful or column not in TIMED else "\\*"
+    if column in TIMED:  # left out on the interpreter, as in every table
+        return speedup_cells.cell(value, "%" if column in SHARES else "x", meaningful)
     if column in SHARES:
-        return f"{100 * value:.1f}%{star}"
-    if column in TIMED:
-        return f"{value:.2f}x{star}"
+        return f"{100 * value:.1f}%"
     return str(value)
 
 
 def table_text(frame: pd.DataFrame, key: str) -> list[str]:
     """Returns a table's markdown lines (level first where rows are grouped by it, model
-    first in Table 2), with the interpreter caveat under starred speedups."""
+    first in Table 2), with the interpreter caveat under speedups left out."""
     shown = [key, *COLUMNS[:-1]] if key == "model" else ["level", key, *COLUMNS[1:-1]]
     lines = ["| " + " | ".join(HEADERS[c] for c in shown) + " |", "|" + "---|" * len(shown)]
     lines += ["| " + " | ".join(_cell(c, row[c], row["timing_meaningful"]) for c in shown) + " |"
               for row in frame.to_dict("records")]
     if not frame["timing_meaningful"].all():
-        lines += ["", f"\\* {noise.INTERPRETER_CAVEAT}"]
+        lines += ["", f"{speedup_cells.NOT_MEANINGFUL}: {noise.INTERPRETER_CAVEAT}"]
     return lines
 
 

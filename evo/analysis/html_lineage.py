@@ -14,8 +14,8 @@ import math
 
 import pandas as pd
 
-from evo.analysis import lineage
-from evo.analysis.html_page import diff_block, esc, number, table
+from evo.analysis import lineage, speedup_cells
+from evo.analysis.html_page import diff_block, esc, table
 from evo.analysis.metrics import SEED_OPERATOR
 
 TRACE_CHARS = 4000
@@ -31,12 +31,16 @@ def _label(step: lineage.Step) -> str:
         return f"seed {step.candidate_id[:10]} (no row)"
     row = step.row
     if row.get("correct"):
-        outcome = number(row.get("speedup"), "x") if _present(row.get("speedup")) else "correct"
+        outcome = _speedup(row) if _present(row.get("speedup")) else "correct"
     else:
         outcome = str(row.get("failure_kind") or "incorrect")
     made_by = ("seed (starting kernel)" if row.get("operator") == SEED_OPERATOR
                else row.get("operator"))
     return f"g{row.get('generation')} i{row.get('island')} {made_by} {outcome}"
+
+
+def _speedup(row: dict) -> str:
+    return speedup_cells.cell(row.get("speedup"), "x", row.get("timing_meaningful"))
 
 
 def _present(value) -> bool:
@@ -100,7 +104,7 @@ def _detail(found: lineage.Lineage, cid: str, keys: dict[str, str], best: str) -
                   ("operator", row.get("operator")), ("stage reached", row.get("stage_reached")),
                   ("correct", row.get("correct")),
                   ("failure kind", row.get("failure_kind")),
-                  ("speedup", number(row.get("speedup"), "x")),
+                  ("speedup", _speedup(row)),
                   ("debug attempts in lineage", row.get("lineage_debug_count", "-"))]
         if row.get("operator") == SEED_OPERATOR:
             facts.append(("origin", SEED_ORIGIN))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from evo.analysis import best, html_lineage, html_outcome, html_sweep, lineage, metrics, noise
-from evo.analysis import snapshot
+from evo.analysis import snapshot, speedup_cells
 from evo.analysis import timelines, torch_comparison
 from evo.analysis.html_page import cards, document, esc, notes, number, table
 from evo.analysis.plots import RUNS_LABELS, seconds_name
@@ -159,8 +159,8 @@ def _header(state: snapshot.Snapshot, tasks: pd.DataFrame) -> str:
                       str(generation)),
                      ("tasks", str(len(tasks))),
                      ("execution accuracy", number(suite["exec_accuracy"], "%")),
-                     ("speedup geomean (solved)", number(suite["speedup_geomean"], "x")
-                      + ("*" if noise.meaningless(results.evaluations) else "")),
+                     ("speedup geomean (solved)", speedup_cells.cell(
+                         suite["speedup_geomean"], "x", suite["timing_meaningful"])),
                      ("evaluations", number(spend["evaluations"])),
                      ("LLM tokens", number(spend["tokens"])), ("USD", number(spend["usd"], "$")),
                      (f"{seconds_name(results.backends)}-seconds", number(spend["gpu_s"]))])
@@ -185,15 +185,12 @@ def _suite(results: metrics.Results, tasks: pd.DataFrame, chosen: dict) -> str:
                          y_label="probability", y_range=(-0.02, 1.02), integer_x=True)]
     rows = [(name, number(t["candidates"]), number(t["correct_rate"], "%"),
              f"{int(t['runs_solved'])}/{int(t['runs'])}",
-             number(t["best_speedup"], "x") + ("" if _meaningful(t) else "*"),
+             speedup_cells.cell(t["best_speedup"], "x", t["timing_meaningful"]),
              *((chosen[name]["candidate_id"], chosen[name]["ranking"]) if chosen.get(name)
                else ("-", "no correct candidate")))
             for name, t in tasks.iterrows()]
-    caveat = ("" if all(_meaningful(t) for _, t in tasks.iterrows()) else
-              '<p class="meta">* timed under the interpreter: not meaningful</p>')
     return ("<h2>Suite</h2>" + table(["task", "candidates", "correct rate", "runs solved",
                                       "fastest (speedup)", "best candidate", "ranked"], rows)
-            + caveat
             + f'<div class="charts">{"".join(charts)}</div>')
 
 
@@ -272,9 +269,10 @@ def _task_section(index: int, task: str, row: pd.Series, context: dict) -> str:
     spent = ("no LLM calls for this task (offline operators): no tokens or dollars"
              if spend is None else f"LLM: {number(spend['tokens'].iloc[-1])} tokens, "
                                    f"{number(spend['usd'].iloc[-1], '$')}")
+    fastest = speedup_cells.cell(row["best_speedup"], "x", row["timing_meaningful"])
     facts = (f"{number(row['candidates'])} candidates · correct {number(row['correct_rate'], '%')}"
-             f" · runs solved {int(row['runs_solved'])}/{int(row['runs'])} · best "
-             f"{number(row['best_speedup'], 'x')} · {spent}")
+             f" · runs solved {int(row['runs_solved'])}/{int(row['runs'])} · best {fastest}"
+             f" · {spent}")
     chosen = context["chosen"].get(task)
     if chosen is None:
         lineage_html, ranked = ("<p>No correct kernel yet: its lineage appears once there is "

@@ -17,7 +17,7 @@ import functools
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -211,6 +211,20 @@ def best_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return timed.loc[timed.groupby("task")["speedup"].idxmax()].set_index("task")
 
 
+def timing_meaningful(rows: pd.DataFrame) -> bool | None:
+    """Returns whether every speedup of these rows was timed meaningfully: False when one
+    was not (the interpreter), None when none was timed. A figure made from them is shown
+    or left out by it (evo.analysis.speedup_cells)."""
+    return all_meaningful(rows.loc[rows["speedup"].notna(), "timing_meaningful"])
+
+
+def all_meaningful(flags: Iterable) -> bool | None:
+    """Returns the `timing_meaningful` of several figures (tasks, cells) taken together:
+    False when one is False, None when none is known (nothing timed), else True."""
+    known = [bool(flag) for flag in flags if flag is not None and pd.notna(flag)]
+    return all(known) if known else None
+
+
 def task_table(results: Results) -> pd.DataFrame:
     """Returns one row per task: candidates, rates, runs called / solved, best kernel."""
     rows = results.evaluations
@@ -231,7 +245,8 @@ def task_table(results: Results) -> pd.DataFrame:
     table["best_speedup"] = best["speedup"]
     table["roofline_fraction"] = best["roofline_fraction"]
     table["best_candidate_id"] = best["candidate_id"]
-    table["timing_meaningful"] = best["timing_meaningful"]
+    table["timing_meaningful"] = pd.Series(
+        {task: timing_meaningful(group) for task, group in rows.groupby("task")}, dtype=object)
     return table
 
 
@@ -242,7 +257,8 @@ def pass_curves(tasks: pd.DataFrame, column: str) -> dict[str, dict[int, float]]
 
 
 def suite_metrics(tasks: pd.DataFrame) -> dict[str, Any]:
-    """Returns GEAK's and KernelBench's suite numbers from a task table."""
+    """Returns GEAK's and KernelBench's suite numbers from a task table, and whether every
+    task's speedups were timed meaningfully (None: no task was timed)."""
     count = len(tasks)
     speedups = tasks["best_speedup"].dropna()
     solved, called = pass_curves(tasks, "runs_solved"), pass_curves(tasks, "runs_called")
@@ -258,6 +274,7 @@ def suite_metrics(tasks: pd.DataFrame) -> dict[str, Any]:
         "pass_at_k": {str(k): float(np.mean([c[k] for c in solved.values()])) for k in common_k},
         "call_pass_at_k": {str(k): float(np.mean([c[k] for c in called.values()]))
                            for k in common_k},
+        "timing_meaningful": all_meaningful(tasks["timing_meaningful"]),
     }
 
 
@@ -290,9 +307,9 @@ def spend_by_generation(results: Results) -> pd.DataFrame:
 def by_generation(results: Results) -> pd.DataFrame:
     """Returns sequential scaling: `suite_metrics`' accuracies, mean pass@1 and speedups of
     all rows up to each generation, with the compute spent so far (cumulative);
-    `found_accuracy` leaves the seeds out (with correct seeds exec accuracy is 1.0 from
-    generation 0 and says nothing of the search). Computed
-    from each run's first call / first correct generation, not a task table per generation."""
+    `found_accuracy` and `found_speedup_geomean` leave the seeds out (with correct seeds exec
+    accuracy is 1.0 from generation 0 and says nothing of the search). Computed from each
+    run's first call / first correct generation, not a task table per generation."""
     rows, index, tasks = results.evaluations, generations(results), results.task_names
     runs = pd.Series({task: len(results.islands_of(task)) for task in tasks}, dtype=float)
 
@@ -306,6 +323,7 @@ def by_generation(results: Results) -> pd.DataFrame:
               .groupby(["generation", "task"]).size().unstack("task")
               .reindex(index=index, columns=tasks).fillna(0).cumsum())
     best = best_speedup_by_generation(results)
+    found = best_so_far(results, timed_rows(rows[rows["operator"] != SEED_OPERATOR])["speedup"])
     table = pd.DataFrame({
         "call_accuracy": share_of_tasks(first("call_ok", ["task"])),
         "exec_accuracy": share_of_tasks(first("correct", ["task"])),
@@ -313,9 +331,15 @@ def by_generation(results: Results) -> pd.DataFrame:
             first("correct", ["task"], rows[rows["operator"] != SEED_OPERATOR])),
         "pass_at_1": (solved / runs).mean(axis=1) if runs.min() >= 1 else None,
         "speedup_mean": best.mean(axis=1),
-        "speedup_geomean": np.exp(np.log(best.where(best > 0)).mean(axis=1)),
+        "speedup_geomean": _geomeans(best),
+        "found_speedup_geomean": _geomeans(found),
         "fast_1": (best > 1.0).sum(axis=1) / len(tasks)}, index=index)
     return table.join(spend_by_generation(results).reindex(index).fillna(0.0).cumsum())
+
+
+def _geomeans(best: pd.DataFrame) -> pd.Series:
+    """Returns each row's geometric mean over its positive values (NaN: none)."""
+    return np.exp(np.log(best.where(best > 0)).mean(axis=1))
 
 
 def best_speedup_by_generation(results: Results) -> pd.DataFrame:

@@ -79,6 +79,17 @@ def suite_band(bands: dict[str, Band]) -> Band | None:
                 sum(b.readings for b in bands.values()))
 
 
+def rising_best_note(band: tuple[float, float] | list[float] | None) -> str:
+    """Returns the note every best-speedup-against-compute trend carries: a best is the
+    highest of its readings, and more compute makes more readings, so with nothing found it
+    still rises, up the seed's own spread (`band`, the suite's [low, high])."""
+    spread = ("" if band is None else
+              f", as the seed against itself read {band[0]:.2f}x-{band[1]:.2f}x")
+    return ("a best speedup is the highest of its readings: more compute, more readings, a "
+            f"higher best even when nothing got faster{spread}; a rise inside that spread is "
+            "noise")
+
+
 def meaningless(evaluations: pd.DataFrame) -> bool:
     """Returns True when the rows were timed, and none meaningfully (the interpreter)."""
     timed = evaluations.loc[evaluations["speedup"].notna(), "timing_meaningful"]

@@ -9,6 +9,7 @@ so lines that coincide stay told apart. Log axes read 0.5, 1, 2, never 5×10⁻�
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Iterable
 
@@ -177,7 +178,7 @@ def against_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy"
     measures = [m for m in labels
                 if any(float(table[m].max()) > 0 for table in curves.values())]
     figure, panels = plt.subplots(1, len(measures), figsize=(4 * len(measures), 3.8), squeeze=False)
-    speed = metric.startswith("speedup")
+    speed = metric.endswith("speedup_geomean")
     for axes, measure in zip(panels[0], measures):
         draw_curves(axes, {label: pd.Series(table[metric].to_numpy(), index=table[measure].to_numpy())
                        for label, table in curves.items()})
@@ -196,7 +197,16 @@ def against_spend(curves: dict[str, pd.DataFrame], metric: str = "exec_accuracy"
 
 METRIC_LABELS = {"exec_accuracy": "exec accuracy",
                  "found_accuracy": "exec accuracy, seeds left out",
-                 "speedup_geomean": "best speedup (geomean over tasks)"}
+                 "speedup_geomean": "best speedup (geomean over tasks)",
+                 "found_speedup_geomean": "best speedup, seeds left out"}
+
+
+def caption(figure: plt.Figure, lines: list[str]) -> None:
+    """Writes `lines` (empty ones left out) above a figure's panels, wrapped to its width."""
+    width = int(figure.get_figwidth() * 15)  # characters of 8-point text per inch
+    text = "\n".join(textwrap.fill(line, width, break_on_hyphens=False) for line in lines if line)
+    if text:
+        figure.suptitle(text, fontsize=8, x=0.01, ha="left")
 
 
 def noise_band(axes: plt.Axes, band: tuple[float, float] | None) -> None:

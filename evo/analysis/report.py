@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evo.analysis import best, compare, noise, outcome, plots, torch_comparison
+from evo.analysis import best, compare, noise, outcome, plots, speedup_cells, torch_comparison
 from evo.analysis import metrics as analysis
 from evo.analysis.html_page import number
 
@@ -41,14 +41,12 @@ class Tables:
 def tables_of(results: analysis.Results) -> Tables:
     """Returns the metrics tables of `results`."""
     tasks = analysis.task_table(results)
-    rows = results.evaluations
-    timed = rows.loc[rows["speedup"].notna(), "timing_meaningful"].astype(bool)
     return Tables(tasks=tasks, generations=analysis.by_generation(results),
                   runs=analysis.by_runs(results, tasks),
                   best=analysis.best_speedup_by_generation(results),
                   solved_curves=analysis.pass_curves(tasks, "runs_solved"),
                   called_curves=analysis.pass_curves(tasks, "runs_called"),
-                  meaningful=bool(timed.all()) if len(timed) else None)
+                  meaningful=analysis.timing_meaningful(results.evaluations))
 
 
 def campaign_figures(results: analysis.Results, tables: Tables) -> dict[str, Figure]:
@@ -83,7 +81,6 @@ def campaign_report(results: analysis.Results,
     ended = outcome.outcome(results.path, results.meta, results.llm_calls)
     suite = analysis.suite_metrics(tables.tasks)
     suite["spend"] = {m: float(tables.generations[m].iloc[-1]) for m in analysis.SPEND_MEASURES}
-    suite["timing_meaningful"] = tables.meaningful
     return {
         "campaign": results.name,
         "path": str(results.path),
@@ -121,10 +118,13 @@ def _table(title: str, columns: list[str], rows: list[list[str]], caption: str =
 
 
 def _suite_row(suite: dict[str, Any]) -> list[str]:
+    def speed(value, kind: str) -> str:
+        return speedup_cells.cell(value, kind, suite["timing_meaningful"])
+
     return [number(suite["call_accuracy"], "%"), number(suite["exec_accuracy"], "%"),
-            number(suite["pass_at_k"].get("1"), "%"), number(suite["speedup_mean"], "x"),
-            number(suite["speedup_geomean"], "x")] + [number(v, "%")
-                                                      for v in suite["fast_p"].values()]
+            number(suite["pass_at_k"].get("1"), "%"), speed(suite["speedup_mean"], "x"),
+            speed(suite["speedup_geomean"], "x")] + [speed(v, "%")
+                                                     for v in suite["fast_p"].values()]
 
 
 SUITE_COLUMNS = ["call acc", "exec acc", "pass@1", "speedup mean", "speedup geomean",
@@ -137,30 +137,31 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
               number(t["call_rate"], "%"), number(t["correct_rate"], "%"),
               f"{t['runs_solved']}/{t['runs']}", number(t["pass_at_k"].get("1"), "%"),
               number(t["pass_at_k"].get(str(t["runs"])), "%"),
-              number(t["best_speedup"], "x") + ("" if t["timing_meaningful"] is not False else "*"),
+              speedup_cells.cell(t["best_speedup"], "x", t["timing_meaningful"]),
               number(t["roofline_fraction"], "%")]
              for name, t in report["tasks"].items()]
     console.print(_table(f"Campaign {report['campaign']}: tasks",
                          ["task", "difficulty", "candidates", "call rate", "correct rate",
-                          "runs solved", "pass@1", "pass@n", "best speedup", "roofline"], tasks,
-                         caption="* timed under the interpreter: not meaningful"
-                         if any(t["timing_meaningful"] is False for t in report["tasks"].values())
-                         else ""))
+                          "runs solved", "pass@1", "pass@n", "best speedup", "roofline"], tasks))
     _print_best(report, console)
+    meaningful = report["suite"]["timing_meaningful"]  # by generation and by runs: the campaign's
     console.print(_table("Suite", SUITE_COLUMNS, [_suite_row(report["suite"])]))
     console.print(_table("By generation (cumulative)",
                          ["gen", "call acc", "exec acc", "pass@1", "speedup geomean", "fast_1",
                           "evals", "tokens", "USD", plots.seconds_name(report["backends"]) + "-s"],
                          [[str(g["generation"]), number(g["call_accuracy"], "%"),
                            number(g["exec_accuracy"], "%"), number(g["pass_at_1"], "%"),
-                           number(g["speedup_geomean"], "x"), number(g["fast_1"], "%"),
+                           speedup_cells.cell(g["speedup_geomean"], "x", meaningful),
+                           speedup_cells.cell(g["fast_1"], "%", meaningful),
                            number(g["evaluations"]), number(g["tokens"]), f"{g['usd']:.4f}",
                            number(g["gpu_s"])] for g in report["by_generation"]]))
     console.print(_table("By runs k (parallel scaling)",
                          ["k", "pass@k", "call pass@k", "expected best speedup"],
                          [[str(r["k"]), number(r["pass_at_k"], "%"),
                            number(r["call_pass_at_k"], "%"),
-                           number(r["expected_best_speedup"], "x")] for r in report["by_runs"]]))
+                           speedup_cells.cell(r["expected_best_speedup"], "x",
+                                              meaningful)]
+                          for r in report["by_runs"]]))
     console.print(_table("By difficulty", ["difficulty", "tasks"] + SUITE_COLUMNS,
                          [[d, str(s["tasks"])] + _suite_row(s)
                           for d, s in report["by_difficulty"].items()]))
@@ -178,7 +179,7 @@ def _print_best(report: dict[str, Any], console: Console) -> None:
                c["operator"], best.speedup_text(c), c["ranking"]] if c else
             [task] + ["-"] * (5 + in_cells) + ["no correct candidate"]
             for task, c in chosen.items()]
-    folder = report.get("path") or f"{report['sweep']}/CELL"
+    folder = report.get("path") or report["sweep"]  # a sweep's: the best over every cell
     console.print(_table("Best candidate per task" + (" (over every cell)" if in_cells else ""),
                          ["task"] + ["cell"] * in_cells + ["candidate", "generation", "island",
                                                             "operator", "speedup", "ranked"],
@@ -271,8 +272,7 @@ def print_sweep(report: dict[str, Any], console: Console) -> None:
     islands grid, equal compute at several budgets, the noise and the notes."""
     keys = sorted({k for cell in report["cells"] for k in cell["overrides"]})
     backends = [backend for cell in report["cells"] for backend in cell["backends"]]
-    mark = "" if report["timing_meaningful"] is not False else "*"
-    caption = f"* {noise.INTERPRETER_CAVEAT}" if mark else ""
+    meaningful = {c["cell"]: c["suite"]["timing_meaningful"] for c in report["cells"]}
     console.print(_table(
         f"Sweep {report['sweep']}", ["cell", *keys, "status", "exec acc", "found acc", "pass@1",
                                      "best speedup", "fast_1", "evals", "tokens", "USD",
@@ -280,28 +280,34 @@ def print_sweep(report: dict[str, Any], console: Console) -> None:
         [[c["cell"], *[str(c["overrides"].get(k, "-")) for k in keys], c["status"],
           number(c["suite"]["exec_accuracy"], "%"), number(c["suite"]["found_accuracy"], "%"),
           number(c["suite"]["pass_at_k"].get("1"), "%"),
-          number(c["suite"]["speedup_geomean"], "x") + mark,
-          number(c["suite"]["fast_p"]["1"], "%"), number(c["spend"]["evaluations"]),
+          speedup_cells.cell(c["suite"]["speedup_geomean"], "x", meaningful[c["cell"]]),
+          speedup_cells.cell(c["suite"]["fast_p"]["1"], "%", meaningful[c["cell"]]),
+          number(c["spend"]["evaluations"]),
           number(c["spend"]["tokens"]), f"{c['spend']['usd']:.4f}", number(c["spend"]["gpu_s"])]
          for c in report["cells"]],
-        caption=(caption + "; " if caption else "") + "found acc: seeds left out"))
+        caption="found acc: seeds left out"))
     _print_best(report, console)
     grid = report["grid"]
     at = {(p["generations"], p["islands"]): p for p in grid["points"]}
     console.print(_table(
-        "Generations x islands (exec accuracy, seeds left out / best speedup; mean over cells "
-        "sharing a point)", ["generations"] + [f"islands {i}" for i in grid["islands"]],
-        [[str(g)] + [_point_text(at.get((g, i)), mark) for i in grid["islands"]]
-         for g in grid["generations"]], caption=caption))
+        "Generations x islands (exec accuracy / best speedup, seeds left out of both; mean "
+        "over cells sharing a point)", ["generations"] + [f"islands {i}" for i in grid["islands"]],
+        [[str(g)] + [compare.point_text(at[g, i]) if (g, i) in at else "-"
+                     for i in grid["islands"]] for g in grid["generations"]]))
     labels = plots.spend_labels(backends)
     for measure, found in report["equal_compute"].items():
         console.print(_table(
             f"At equal compute: {labels[measure]} (each cell at the last generation it "
             "finished within the budget; -: it spent less in all)",
-            ["cell"] + [f"<= {number(b['budget'])}" for b in found],
-            [[cell] + [_budget_text(b, cell, mark) for b in found]
+            ["cell"] + [compare.budget_heading(b) for b in found],
+            [[cell] + [compare.budget_text(b, cell, meaningful.get(cell))
+                       if cell in b["cells"] else "-" for b in found]
              for cell in sorted({c for b in found for c in {**b["cells"], **b["short"]}})],
-            caption="gen G: found acc / best speedup" + (f"; {caption}" if caption else "")))
+            caption=f"gen G: found acc / best speedup, seeds left out of both; totals within "
+                    f"{compare.BUDGET_TOLERANCE:.0%} are one budget (A-B)"))
+    if report["equal_compute"]:
+        console.print(f"[yellow]note: best speedup against compute: "
+                      f"{noise.rising_best_note(report['noise_band'])}[/yellow]")
     for skipped in report["skipped"]:
         console.print(f"[yellow]skipped {skipped['cell']}: {skipped['reason']}[/yellow]")
     said: dict[str, list[str]] = {}
@@ -312,24 +318,6 @@ def print_sweep(report: dict[str, Any], console: Console) -> None:
         console.print(f"[yellow]note ({', '.join(cells)}): {escape(note)}[/yellow]")
     _print_footer({"notes": report["noise_notes"], "figures": report["figures"]}, console)
     console.print(f"rows in pandas: evo.analysis.load_sweep({str(report['sweep'])!r})")
-
-
-def _point_text(point: dict[str, Any] | None, mark: str) -> str:
-    if point is None:
-        return "-"
-    count = len(point["cells"])
-    return (f"{number(point['found_accuracy'], '%')} / {number(point['speedup_geomean'], 'x')}"
-            f"{mark}" + (f" ({count} cells)" if count > 1 else ""))
-
-
-def _budget_text(budget: dict[str, Any], cell: str, mark: str) -> str:
-    if cell not in budget["cells"]:
-        return "-"
-    at = budget["cells"][cell]
-    if at["generation"] is None:
-        return "nothing finished"
-    return (f"gen {at['generation']}: {number(at['found_accuracy'], '%')} / "
-            f"{number(at['speedup_geomean'], 'x')}{mark}")
 
 
 def _print_footer(report: dict[str, Any], console: Console) -> None:

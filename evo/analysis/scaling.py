@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from evo.analysis.metrics import all_meaningful
+
 KNOBS = ("generations", "islands", "population", "offspring")
 """The [search] knobs a cell is placed by: generations is sequential, the rest parallel."""
 PARALLEL = ("islands", "population")
-METRICS = ("exec_accuracy", "found_accuracy", "speedup_geomean")
+METRICS = ("exec_accuracy", "found_accuracy", "speedup_geomean", "found_speedup_geomean")
 
 
 def knob(cell: dict[str, Any], name: str) -> int | None:
@@ -37,7 +39,8 @@ def _mean(values: list[float | None], geometric: bool = False) -> float | None:
 
 def at_points(cells: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[str, Any]]:
     """Returns one point per distinct value of the knobs `names`, sorted: the cells there,
-    their mean accuracies, the geomean of their speedup geomeans and their mean spend."""
+    their mean accuracies, the geomean of their speedup geomeans, their mean spend and
+    whether their speedups were all timed meaningfully."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for cell in cells:
         groups.setdefault(tuple(knob(cell, n) for n in names), []).append(cell)
@@ -48,8 +51,10 @@ def at_points(cells: list[dict[str, Any]], names: tuple[str, ...]) -> list[dict[
         point["cells"] = [c["cell"] for c in members]
         for metric in METRICS:
             point[metric] = _mean([c["suite"][metric] for c in members],
-                                  geometric=metric == "speedup_geomean")
+                                  geometric=metric.endswith("speedup_geomean"))
         point["spend"] = {m: _mean([c["spend"][m] for c in members]) for m in members[0]["spend"]}
+        point["timing_meaningful"] = all_meaningful(c["suite"]["timing_meaningful"]
+                                                    for c in members)
         points.append(point)
     return points
 

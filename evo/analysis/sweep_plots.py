@@ -2,9 +2,11 @@
 
 Accuracy and best speedup against generations (sequential), against islands and population
 (parallel: one line per generations setting), against each unit of compute, and the
-generations x islands grid. Accuracy leaves the seeds out when some task starts from a
-correct seed (else every curve is flat at 1.0 from generation 0); every speedup is drawn over
-the seeds' noise band, and under the interpreter says it is not meaningful.
+generations x islands grid. Accuracy and speedup leave the seeds out when some task starts
+from a correct seed (else every accuracy curve is flat at 1.0 from generation 0); then an
+offline cell's accuracy says why it jumps at generation 1. Every speedup is drawn over the
+seeds' noise band with the note that a best rises with compute by itself
+(noise.rising_best_note), and under the interpreter says it is not meaningful.
 """
 
 from __future__ import annotations
@@ -16,16 +18,29 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from evo.analysis import plots, scaling
+from evo.analysis import noise, plots, scaling
 from evo.analysis.plots import METRIC_LABELS, noise_band, plt, timing_caveat
 
+OFFLINE_SEEDED = ("seeds left out; an offline cell's children keep a correct seed's code and "
+                  "change only its launch values, so they are almost always correct: its jump "
+                  "to 100% at generation 1 is that, not the search finding kernels")
+"""What an offline, seeded sweep's accuracy against generations needs said beside it."""
 
-def accuracy_metric(curves: dict[str, pd.DataFrame]) -> str:
-    """Returns "found_accuracy" when a seed solves some task at generation 0, else
-    "exec_accuracy"."""
+
+def shown_metrics(curves: dict[str, pd.DataFrame]) -> tuple[str, str]:
+    """Returns the accuracy and speedup a sweep shows: ("found_accuracy",
+    "found_speedup_geomean") when a seed solves some task at generation 0, seeds left out
+    of both alike; else ("exec_accuracy", "speedup_geomean")."""
     seeded = any(float(t["exec_accuracy"].iloc[0]) > float(t["found_accuracy"].iloc[0])
                  for t in curves.values())
-    return "found_accuracy" if seeded else "exec_accuracy"
+    return (("found_accuracy", "found_speedup_geomean") if seeded
+            else ("exec_accuracy", "speedup_geomean"))
+
+
+def accuracy_caption(cells: list[dict[str, Any]], accuracy: str) -> str:
+    """Returns OFFLINE_SEEDED when seeds are left out and some cell ran offline, else ""."""
+    offline = any(cell.get("mode") == "offline" for cell in cells)
+    return OFFLINE_SEEDED if accuracy == "found_accuracy" and offline else ""
 
 
 def _panels(count: int) -> tuple[plt.Figure, list[plt.Axes]]:
@@ -35,7 +50,7 @@ def _panels(count: int) -> tuple[plt.Figure, list[plt.Axes]]:
 
 def _finish(axes: plt.Axes, metric: str, band, meaningful: bool, lines: int) -> None:
     axes.set_ylabel(METRIC_LABELS[metric])
-    if metric.startswith("speedup"):
+    if metric.endswith("speedup_geomean"):
         noise_band(axes, band)
         timing_caveat(axes, meaningful)
     else:
@@ -44,18 +59,24 @@ def _finish(axes: plt.Axes, metric: str, band, meaningful: bool, lines: int) -> 
         axes.legend(fontsize=7)
 
 
-def vs_generation(curves: dict[str, pd.DataFrame], accuracy: str, band, meaningful: bool):
-    """Sequential scaling: accuracy and best speedup against generation, a line per cell."""
+def vs_generation(curves: dict[str, pd.DataFrame], shown: tuple[str, str], band,
+                  meaningful: bool, caption: str):
+    """Sequential scaling: accuracy and best speedup against generation, a line per cell,
+    captioned with `caption` (accuracy_caption) and the rising-best note."""
     figure, panels = _panels(2)
-    for axes, metric in zip(panels, (accuracy, "speedup_geomean")):
+    last = max(int(t.index.max()) for t in curves.values())
+    for axes, metric in zip(panels, shown):
         plots.draw_curves(axes, {cell: t[metric] for cell, t in curves.items()})
-        axes.set(xlabel="generation", title=f"{METRIC_LABELS[metric]} vs generation")
+        axes.set(xlabel="generation", title=f"{METRIC_LABELS[metric]} vs generation",
+                 xlim=(-0.2, last + 0.2))  # every generation, though the seeds' has no speedup
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         _finish(axes, metric, band, meaningful, len(curves))
+    plots.caption(figure, [f"accuracy: {caption}" if caption else "",
+                           f"speedup: {noise.rising_best_note(band)}"])
     return figure
 
 
-def vs_parallel(cells: list[dict[str, Any]], accuracy: str, band, meaningful: bool):
+def vs_parallel(cells: list[dict[str, Any]], shown: tuple[str, str], band, meaningful: bool):
     """Parallel scaling: final accuracy and best speedup against each parallel knob the
     sweep varies, one line per generations setting (cells sharing a point averaged)."""
     knobs = scaling.varied(cells)
@@ -63,7 +84,7 @@ def vs_parallel(cells: list[dict[str, Any]], accuracy: str, band, meaningful: bo
     for index, knob in enumerate(knobs):
         points = scaling.at_points(cells, ("generations", knob))
         by_generations = sorted({p["generations"] for p in points}, key=lambda g: g or 0)
-        for offset, metric in enumerate((accuracy, "speedup_geomean")):
+        for offset, metric in enumerate(shown):
             axes = panels[2 * index + offset]
             plots.draw_curves(axes, {f"{g} generations": pd.Series(
                 [p[metric] if p[metric] is not None else np.nan for p in points
@@ -73,14 +94,16 @@ def vs_parallel(cells: list[dict[str, Any]], accuracy: str, band, meaningful: bo
             axes.set(xlabel=knob, title=f"{METRIC_LABELS[metric]} vs {knob}")
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
             _finish(axes, metric, band, meaningful, len(by_generations))
+    plots.caption(figure, [f"speedup: {noise.rising_best_note(band)}"])
     return figure
 
 
-def grid(found: dict[str, Any], accuracy: str, meaningful: bool):
+def grid(found: dict[str, Any], shown: tuple[str, str], meaningful: bool):
     """The generations x islands grid: each point's accuracy and best speedup written in,
     shaded by speedup where timing means something, else by accuracy."""
     rows, columns = found["generations"], found["islands"]
-    shade = "speedup_geomean" if meaningful else accuracy
+    accuracy, speedup = shown
+    shade = speedup if meaningful else accuracy
     values = np.full((len(rows), len(columns)), np.nan)
     figure, axes = plt.subplots(figsize=(1.8 * len(columns) + 2.5, 1.0 * len(rows) + 1.8))
     for point in found["points"]:
@@ -88,7 +111,7 @@ def grid(found: dict[str, Any], accuracy: str, meaningful: bool):
             continue
         r, c = rows.index(point["generations"]), columns.index(point["islands"])
         values[r, c] = np.nan if point[shade] is None else point[shade]
-        speed = "-" if point["speedup_geomean"] is None else f"{point['speedup_geomean']:.2f}x"
+        speed = "-" if point[speedup] is None else f"{point[speedup]:.2f}x"
         accuracy_text = "-" if point[accuracy] is None else f"{point[accuracy]:.0%}"
         axes.text(c, r, f"{accuracy_text}\n{speed}{'' if meaningful else '*'}",
                   ha="center", va="center", fontsize=9)
@@ -103,18 +126,26 @@ def grid(found: dict[str, Any], accuracy: str, meaningful: bool):
     return figure
 
 
+def figures(cells: list[dict[str, Any]], curves: dict[str, pd.DataFrame], found: dict[str, Any],
+            backends: Iterable[str]) -> dict[str, plt.Figure]:
+    """Returns every sweep figure by file name (without .png), drawn, not saved."""
+    shown = shown_metrics(curves)
+    meaningful = found["timing_meaningful"] is not False
+    band = found["noise_band"]
+    speed = plots.against_spend(curves, shown[1], backends, band, meaningful)
+    plots.caption(speed, [noise.rising_best_note(band)])
+    return {
+        "sweep_accuracy_vs_spend": plots.against_spend(curves, shown[0], backends),
+        "sweep_speedup_vs_spend": speed,
+        "sweep_vs_generation": vs_generation(curves, shown, band, meaningful,
+                                             accuracy_caption(cells, shown[0])),
+        "sweep_vs_parallel": vs_parallel(cells, shown, band, meaningful),
+        "sweep_grid": grid(found["grid"], shown, meaningful),
+    }
+
+
 def draw_all(cells: list[dict[str, Any]], curves: dict[str, pd.DataFrame], found: dict[str, Any],
              backends: Iterable[str], folder: Path) -> list[Path]:
     """Draws and saves every sweep figure; returns their paths."""
-    accuracy = accuracy_metric(curves)
-    meaningful = found["timing_meaningful"] is not False
-    band = found["noise_band"]
-    drawn = {
-        "sweep_accuracy_vs_spend": plots.against_spend(curves, accuracy, backends),
-        "sweep_speedup_vs_spend": plots.against_spend(curves, "speedup_geomean", backends,
-                                                      band, meaningful),
-        "sweep_vs_generation": vs_generation(curves, accuracy, band, meaningful),
-        "sweep_vs_parallel": vs_parallel(cells, accuracy, band, meaningful),
-        "sweep_grid": grid(found["grid"], accuracy, meaningful),
-    }
-    return [plots.save(figure, folder / f"{name}.png") for name, figure in drawn.items()]
+    return [plots.save(figure, folder / f"{name}.png")
+            for name, figure in figures(cells, curves, found, backends).items()]
