@@ -1,7 +1,8 @@
 """The judge's clock: how a walk times one case of the module loaded in its worker, candidate
 or baseline alike (docs/design.md, "The timed batch").
 
-Every batch gets new inputs from the checker and is judged (runs drawn after it). On a GPU the
+Every batch gets new inputs from the checker and is judged (runs drawn once the worker has
+committed to it); a case's batches run in one device hold. On a GPU the
 checker's events around go..done are the latency; on the interpreter the CPU time of the
 worker's whole process tree, read from /proc around the request with the tree stopped at the
 end. The worker's replies carry outputs' places and audit observations, never a number.
