@@ -1,5 +1,10 @@
 """The device lock: many holders share the device for compile/check, timing holds it alone; a
-readers-writer lock that prefers the writer and accounts the device's busy and waiting time."""
+readers-writer lock that prefers the writer and accounts the device's busy and waiting time.
+
+Every hold is a walk's `with` around requests that end at their limits (the watchdog's
+backstop included), so every wait here ends; `wait_limit_s` (the Evaluator's: a multiple of
+the longest stage limit) is the bound that says so: a wait past it raises `DeviceHeld`, as a
+device whose holders outlive every limit is not coming back."""
 
 from __future__ import annotations
 
@@ -28,11 +33,6 @@ class DeviceLock:
     so a candidate whose call keeps the device busy past the straggler wait would otherwise
     make every candidate of the task look faster. The wait is bounded by the holders' own
     stage limits, and a baseline is timed once per task.
-
-    Every hold is a walk's `with` around requests that end at their limits (the watchdog's
-    backstop included), so every wait here ends; `wait_limit_s` (the Evaluator's: a multiple
-    of the longest stage limit) is the bound that says so: a wait past it raises
-    `DeviceHeld`, as a device whose holders outlive every limit is not coming back.
     """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3,
