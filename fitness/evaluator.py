@@ -92,6 +92,7 @@ class Evaluator:
 
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
         """Returns the candidate's Evaluation on this device."""
+        self._check_stuck()
         if self._unresponsive:
             return self._device_down(task, candidate)
         activity = Activity(task.name, candidate.id)
@@ -105,9 +106,7 @@ class Evaluator:
         finally:
             with self._lock:
                 del self._under_way[id(activity)]
-        stuck = self._stuck()
-        if stuck:
-            self._take_out(stuck[0])
+        self._check_stuck()
         if not self.settings.sandboxed:
             evaluation = dataclasses.replace(evaluation, sandboxed=False)
         with self._lock:
@@ -116,8 +115,11 @@ class Evaluator:
             self._gpu_s += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
         return evaluation
 
-    def _stuck(self) -> list[str]:
-        return self._candidates.stuck + self._baselines.stuck + self._checkers.stuck
+    def _check_stuck(self) -> None:
+        """Takes the device out once a killed process of its pools has outlived its SIGKILL."""
+        stuck = self._candidates.stuck + self._baselines.stuck + self._checkers.stuck
+        if stuck:
+            self._take_out(stuck[0])
 
     def _take_out(self, cause: str) -> None:
         """Stops using the device: every later evaluation is a quick harness_error, and one

@@ -2,6 +2,8 @@
 worker does and whoever waits on it, never waits for the exit, and frees the device lock
 with the holder (real sandboxed interpreter workers, no GPU)."""
 
+import pathlib
+import sys
 import threading
 import time
 
@@ -11,6 +13,8 @@ from fitness.device import DeviceInfo
 from fitness.processes import watchdog
 from fitness.processes.device_lock import DeviceLock
 from fitness.processes.pool import WorkerFault, WorkerPool, _tree
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "experiments" / "perf"))
 
 INTERPRETER = DeviceInfo("interpreter", "cpu-interpreter")
 LIMIT_S = 1.5
@@ -120,3 +124,30 @@ def _try_shared(gate: DeviceLock, failed: list) -> None:
             pass
     except Exception as error:  # noqa: BLE001 - the test reads which
         failed.append(error)
+
+
+def test_a_killed_process_that_outlives_its_sigkill_takes_the_device_out_in_one_line(
+        monkeypatch, capsys):
+    """`STUCK_S` 0: the spinning candidate's worker, killed at its limit, has not exited the
+    instant the reaper first looks, as a GPU process whose kernel does not stop never does."""
+    import spinning_kernel
+    from benchmarks.registry import builtin
+    from evo.records import make_candidate
+    from fitness import Evaluator, Limits, Settings
+
+    task = builtin().get("vector_add")
+    monkeypatch.setattr(watchdog, "STUCK_S", 0.0)
+    with Evaluator(Settings(device="interpreter", workers=1, spares=0,
+                            timeouts=Limits.uniform(LIMIT_S))) as evaluator:
+        spinning = evaluator.evaluate(task, make_candidate("vector_add", spinning_kernel.SPINNING_SOURCE))
+        assert spinning.failure_kind == "timeout", spinning.error_trace
+        time.sleep(0.5)  # the reaper's first look
+        start = time.monotonic()
+        after = [evaluator.evaluate(task, make_candidate(
+            "vector_add", source)) for source in spinning_kernel.ordinary_sources(task, 2)]
+        assert time.monotonic() - start < 1.0  # none was walked
+        assert [a.failure_kind for a in after] == ["harness_error"] * 2
+        assert "have not exited 0 s after their SIGKILL" in after[0].error_trace
+        assert not evaluator.stats()["device_ok"]
+    lines = [line for line in capsys.readouterr().err.splitlines() if "out of this campaign" in line]
+    assert len(lines) == 1 and "cpu-interpreter" in lines[0]

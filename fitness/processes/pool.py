@@ -521,24 +521,25 @@ class WorkerProcess:
         here waits for a process killed inside a GPU driver call to die."""
         self.retired = True
         watchdog.WATCHDOG.disarm(self._ticket)
-        self._signal_tree()
+        tree = _tree(self.proc.pid)
+        watchdog.end_tree(tree, self.proc.pid)
         self._close_pipes()
         if self.control is not None:
             self.control.close()
         if not self._reaped:
             self._reaped = True
-            watchdog.reap(self.proc, self._remove_dirs, self._stuck)
+            watchdog.reap(self.proc, tree, self._remove_dirs, self._stuck)
 
     def _remove_dirs(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.input_dir is not None:
             shutil.rmtree(self.input_dir, ignore_errors=True)
 
-    def _stuck(self, seconds: float) -> None:
+    def _stuck(self, seconds: float, pids: list[int]) -> None:
         if self.on_stuck is not None:
-            self.on_stuck(f"a {self.role} process (pid {self.proc.pid}) on {self.device.name} has "
-                          f"not exited {seconds:g} s after its SIGKILL: its device context is "
-                          "not torn down")
+            self.on_stuck(f"{len(pids)} process(es) of a {self.role} worker on {self.device.name} "
+                          f"(pids {', '.join(map(str, pids))}) have not exited {seconds:g} s "
+                          "after their SIGKILL: a device context is not torn down")
 
 
 def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_s: float) -> None:

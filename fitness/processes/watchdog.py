@@ -91,23 +91,48 @@ class Watchdog:
 WATCHDOG = Watchdog()
 """The engine's one watchdog (a thread, started at import)."""
 
-def reap(proc: subprocess.Popen, then, on_stuck) -> None:
-    """Waits for an ended process on a thread of its own, then calls `then()` (removes its
-    directories); if it is not gone `STUCK_S` after its end, `on_stuck(seconds)` is called
-    first, and the wait goes on (bounded: `STUCK_S` times `_STUCK_WAITS`)."""
+def reap(proc: subprocess.Popen, tree: list[int], then, on_stuck) -> None:
+    """Waits on a thread of its own until an ended process and every process of its `tree`
+    (read before the SIGKILL: a sandbox's outer process dies at once, the GPU process inside
+    it may not) are gone, then calls `then()` (removes its directories). If one is still
+    there `STUCK_S` after the end, `on_stuck(seconds, pids still there)` is called first
+    (at once when `STUCK_S` is 0: the first look is made here); the wait goes on,
+    bounded (`STUCK_S` times `_STUCK_WAITS`)."""
+    started = {pid: _start_time(pid) for pid in tree}
+    ended = time.monotonic()
+    reported = []
+
+    def gone() -> bool:
+        """Whether all are gone; past `STUCK_S` (first looked at here, at the end) says so once."""
+        proc.poll()  # reaps the leader
+        alive = [pid for pid, since in started.items() if since and _start_time(pid) == since]
+        if proc.returncode is not None and not alive:
+            return True
+        if not reported and time.monotonic() - ended >= STUCK_S:
+            reported.append(True)
+            on_stuck(STUCK_S, alive or [proc.pid])
+        return False
 
     def wait() -> None:
-        for waits in range(_STUCK_WAITS):
-            try:
-                proc.wait(timeout=STUCK_S)
-                break
-            except subprocess.TimeoutExpired:
-                if waits == 0:
-                    on_stuck(STUCK_S)
+        while not gone() and time.monotonic() - ended < STUCK_S * _STUCK_WAITS:
+            time.sleep(_REAP_POLL_S)
         then()
 
+    gone()
     threading.Thread(target=wait, daemon=True, name=f"reap-{proc.pid}").start()
 
 
+def _start_time(pid: int) -> int | None:
+    """Returns when process `pid` started (clock ticks since boot: tells a reused pid from
+    it), None once it is gone or a zombie (its exit is done)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
+
+
+_REAP_POLL_S = 0.05
 _STUCK_WAITS = 120
 """How many `STUCK_S` a reaper waits for a stuck process before it gives up on it (an hour)."""
