@@ -130,6 +130,12 @@ class Evaluator:
             print(f"kernelevo: device {self.device.name} is out of this campaign: {cause}",
                   file=sys.stderr, flush=True)
 
+    @property
+    def device_error(self) -> str:
+        """Why the device is out of this Evaluator's use ("" while it is in)."""
+        with self._lock:
+            return self._unresponsive
+
     def _device_down(self, task: Task, candidate: Candidate) -> Evaluation:
         return Evaluation(candidate_id=candidate.id, stage_reached="syntax", call_ok=False,
                           correct=False, failure_kind="harness_error",

@@ -499,10 +499,12 @@ class WorkerProcess:
         self.kill()
         return WorkerFault(kind, detail, self.output_tail())
 
-    def _signal_tree(self) -> None:
+    def _signal_tree(self) -> list[int]:
         """SIGKILLs the worker's whole process tree (a fork server's child and what it
-        started lead groups of their own) and its group; waits for nothing."""
-        watchdog.end_tree(_tree(self.proc.pid), self.proc.pid)
+        started lead groups of their own) and its group; waits for nothing. Returns the tree."""
+        tree = _tree(self.proc.pid)
+        watchdog.end_tree(tree, self.proc.pid)
+        return tree
 
     def end(self, reason: str, generation: int) -> None:
         """The watchdog's end of the worker, from its own thread (a no-op once the fork
@@ -521,8 +523,7 @@ class WorkerProcess:
         here waits for a process killed inside a GPU driver call to die."""
         self.retired = True
         watchdog.WATCHDOG.disarm(self._ticket)
-        tree = _tree(self.proc.pid)
-        watchdog.end_tree(tree, self.proc.pid)
+        tree = self._signal_tree()
         self._close_pipes()
         if self.control is not None:
             self.control.close()
