@@ -11,7 +11,9 @@ hands what finished to `collect`.
 A brood reuses only its island's own `known` verdicts, so an island's rows depend on its
 seed alone; `reused` is decided in slot order, so a redone generation gives identical rows.
 An actor that dies or misses a deadline is replaced and what it held goes back to the head
-of the queue, nothing lost or booked twice.
+of the queue, nothing lost or booked twice. An actor whose device is out (it raises
+DeviceUnresponsive: a kernel that never ended left the GPU busy) gets nothing more; what it
+held goes back to the queue for the others, and with none left the campaign ends (`fatal`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Callable
 
 import ray
 
-from evo import actor_faults
+from evo import actor_faults, fatal
 from evo.records import Candidate, Evaluation, Task
 
 POLL_S = 0.5
@@ -119,6 +121,7 @@ class Scorer:
         self._queue: collections.deque = collections.deque()  # (island key, candidate)
         self._in_flight: dict = {}  # ref -> (island key, candidate, actor index, sent, deadline)
         self._finished: dict = {}  # island key -> Outcome, until `collect` hands it over
+        self._out: dict[int, str] = {}  # actor index -> why its device is out of the campaign
 
     def submit(self, key, candidates: list[Candidate], known: dict, recorded: dict) -> None:
         """Opens island `key`'s brood (one at a time per island) and queues its new candidates.
@@ -189,8 +192,9 @@ class Scorer:
         return finished
 
     def _dispatch(self) -> None:
-        while self._queue:
-            index = min(range(len(self._actors)), key=lambda i: self._load[i])
+        live = [index for index in range(len(self._actors)) if index not in self._out]
+        while self._queue and live:
+            index = min(live, key=lambda i: self._load[i])
             if self._load[index] >= self._limit:
                 return
             key, candidate = self._take(index)
@@ -210,7 +214,8 @@ class Scorer:
 
     def _answer(self, ref) -> tuple | None:
         """Returns (island key, candidate, Evaluation) of a finished evaluation, or None when
-        its actor died (the actor is replaced and the candidate queued again)."""
+        its actor died (the actor is replaced) or its device is out (`_take_out`): the
+        candidate is queued again."""
         key, candidate, index, _, _ = self._in_flight[ref]
         try:
             evaluation = ray.get(ref, timeout=self._answer_timeout_s)
@@ -218,6 +223,10 @@ class Scorer:
             self._replace_actor(index, actor_faults.why(error))
             return None
         except ray.exceptions.RayTaskError as error:
+            lost = fatal.carried(error, "DeviceUnresponsive")
+            if lost is not None:
+                self._take_out(index, lost)
+                return None
             self._broods[key].unanswered.add(candidate.id)
             evaluation = unanswered(candidate, f"fitness actor {index} failed: {error}")
         del self._in_flight[ref]
@@ -233,8 +242,23 @@ class Scorer:
             self._replace_actor(index, f"no answer within {self._answer_timeout_s:.0f} s")
 
     def _replace_actor(self, index: int, cause: str) -> None:
-        """Puts a fresh actor in place of actor `index` and queues again, at the head and in
-        the order they were sent, the evaluations it held."""
+        """Puts a fresh actor in place of actor `index` and queues again the evaluations it
+        held (`_requeue`)."""
+        held = self._requeue(index)
+        self._actors[index] = self._replace(index, cause, held)
+
+    def _take_out(self, index: int, cause: str) -> None:
+        """Sends actor `index` nothing more (its device is out: `cause`) and queues again
+        what it held; raises fatal.Fatal when no actor is left."""
+        self._out[index] = cause
+        self._requeue(index)
+        print(f"fitness actor {index} is out of the campaign: {cause}", flush=True)
+        if len(self._out) == len(self._actors):
+            raise fatal.Fatal(f"every fitness device is out of the campaign; the last: {cause}")
+
+    def _requeue(self, index: int) -> int:
+        """Queues again, at the head and in the order they were sent, the evaluations actor
+        `index` held; returns how many."""
         held = sorted(((sent, ref) for ref, (*_, holder, sent, _) in self._in_flight.items()
                        if holder == index), key=lambda entry: entry[0])
         for _, ref in reversed(held):
@@ -242,8 +266,8 @@ class Scorer:
             self._queue.appendleft((key, candidate))
         self._load[index] = 0
         for homes in self._homes.values():
-            homes.discard(index)  # the fresh actor times each task's baseline again
-        self._actors[index] = self._replace(index, cause, len(held))
+            homes.discard(index)  # a fresh actor times each task's baseline again
+        return len(held)
 
     def _book(self, key, candidate: Candidate, evaluation: Evaluation) -> None:
         brood = self._broods[key]

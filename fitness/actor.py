@@ -2,8 +2,10 @@
 
 Methods are `async`, so many evaluations are in flight at once, each in a thread that drives
 one worker process. A thread never outlives its limit: limits are enforced by killing worker
-processes, not by abandoning threads. A device that stops answering turns every evaluation
-into a quick `harness_error` and shows in `stats()["device_ok"]`.
+processes, not by abandoning threads. A device that stops answering (or stays busy after a
+kernel that never ended) is out: `evaluate` raises DeviceUnresponsive instead of a quick
+`harness_error`, so the campaign sends its candidates to the other actors, and
+`stats()["device_ok"]` says so.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from evo.records import Candidate, Evaluation, Task
 from fitness.device import DeviceError, DeviceInfo
 from fitness.evaluator import Evaluator
+from fitness.processes.pool import DeviceUnresponsive
 from fitness.settings import Settings
 
 
@@ -50,14 +53,19 @@ class FitnessService:
         self._in_flight = 0
 
     async def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
-        """Returns the candidate's Evaluation; many calls may be awaited concurrently."""
+        """Returns the candidate's Evaluation; many calls may be awaited concurrently. Raises
+        DeviceUnresponsive for a candidate the device's being out left unscored."""
         loop = asyncio.get_running_loop()
         self._in_flight += 1
         try:
-            return await loop.run_in_executor(self._threads, self._evaluator.evaluate,
-                                              task, candidate)
+            evaluation = await loop.run_in_executor(self._threads, self._evaluator.evaluate,
+                                                    task, candidate)
         finally:
             self._in_flight -= 1
+        lost = self._evaluator.device_error
+        if lost and evaluation.failure_kind == "harness_error":
+            raise DeviceUnresponsive(lost)
+        return evaluation
 
     async def evaluate_batch(self, pairs: Sequence[tuple[Task, Candidate]]) -> list[Evaluation]:
         """Returns the Evaluations of (task, candidate) pairs in completion order."""

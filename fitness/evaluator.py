@@ -3,7 +3,9 @@
 A plain, thread-safe object (the FitnessActor and `evo eval` both drive it from threads):
 `evaluate(task, candidate)` returns an Evaluation and never raises for anything a
 candidate does. If the device stops answering (new workers cannot even start and probe
-it), every later evaluation returns at once with `harness_error` and `stats()` says so.
+it, the device lock is held past every limit, or a killed process does not exit: its
+kernel does not stop), the Evaluator says so in one line on stderr, every later evaluation
+returns at once with `harness_error`, and `stats()` says so: the device is out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import collections
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -20,10 +23,11 @@ from evo.records import Candidate, Evaluation, Task
 from fitness import harness_version
 from fitness.processes import jail
 from fitness.device import DeviceInfo, detect
-from fitness.processes.device_lock import DeviceLock
+from fitness.processes import watchdog
+from fitness.processes.device_lock import DeviceHeld, DeviceLock
 from fitness.judge.activity import Activity
 from fitness.judge.cascade import BASELINE_JOBS, Cascade
-from fitness.processes.pool import DeviceUnresponsive, SandboxSettings, WorkerPool
+from fitness.processes.pool import GRACE_S, DeviceUnresponsive, SandboxSettings, WorkerPool
 from fitness.settings import Settings
 
 _SHM_DIR = "/dev/shm"
@@ -71,7 +75,10 @@ class Evaluator:
                                      ready_timeout_s=limits.ready_s, max_uses=1)
         self._checkers = WorkerPool(self.device, settings.workers + BASELINE_JOBS, "checker",
                                     self._root, pools, ready_timeout_s=limits.ready_s)
-        self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful)
+        longest_s = max(dataclasses.astuple(limits)) + GRACE_S + watchdog.GRACE_S
+        # a hold ends within the longest limit; every walk and baseline job may hold in turn
+        self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful,
+                               wait_limit_s=(settings.workers + BASELINE_JOBS + 1) * longest_s)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
                                 limits, settings.timing, settings.static_gate,
                                 baselines=self._baselines)
@@ -85,6 +92,7 @@ class Evaluator:
 
     def evaluate(self, task: Task, candidate: Candidate) -> Evaluation:
         """Returns the candidate's Evaluation on this device."""
+        self._check_stuck()
         if self._unresponsive:
             return self._device_down(task, candidate)
         activity = Activity(task.name, candidate.id)
@@ -92,13 +100,13 @@ class Evaluator:
             self._under_way[id(activity)] = activity
         try:
             evaluation = self._cascade.evaluate(task, candidate, activity)
-        except DeviceUnresponsive as error:
-            with self._lock:
-                self._unresponsive = str(error)
+        except (DeviceUnresponsive, DeviceHeld) as error:
+            self._take_out(str(error))
             return self._device_down(task, candidate)
         finally:
             with self._lock:
                 del self._under_way[id(activity)]
+        self._check_stuck()
         if not self.settings.sandboxed:
             evaluation = dataclasses.replace(evaluation, sandboxed=False)
         with self._lock:
@@ -106,6 +114,27 @@ class Evaluator:
             self._failures[evaluation.failure_kind or "none"] += 1
             self._gpu_s += evaluation.compile_s + evaluation.check_s + evaluation.bench_s
         return evaluation
+
+    def _check_stuck(self) -> None:
+        """Takes the device out once a killed process of its pools has outlived its SIGKILL."""
+        stuck = self._candidates.stuck + self._baselines.stuck + self._checkers.stuck
+        if stuck:
+            self._take_out(stuck[0])
+
+    def _take_out(self, cause: str) -> None:
+        """Stops using the device: every later evaluation is a quick harness_error, and one
+        line on stderr says why."""
+        with self._lock:
+            first, self._unresponsive = not self._unresponsive, self._unresponsive or cause
+        if first:
+            print(f"kernelevo: device {self.device.name} is out of this campaign: {cause}",
+                  file=sys.stderr, flush=True)
+
+    @property
+    def device_error(self) -> str:
+        """Why the device is out of this Evaluator's use ("" while it is in)."""
+        with self._lock:
+            return self._unresponsive
 
     def _device_down(self, task: Task, candidate: Candidate) -> Evaluation:
         return Evaluation(candidate_id=candidate.id, stage_reached="syntax", call_ok=False,

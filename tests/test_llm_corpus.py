@@ -10,6 +10,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import types
 
 import numpy
 import pytest
@@ -194,6 +195,30 @@ def test_the_table_has_a_row_per_model_then_all_aligned_under_its_header():
     assert "50.0% (NOT MET)" in goals[0] and "1/2 = 50.0% (NOT MET)" in goals[2]
     listed = llm_corpus.disagreement_lines(records)
     assert len(listed) == 2 and "gate_refused_geak_correct" in listed[0] and "accepted_geak_wrong" in listed[1]
+
+
+def test_every_span_past_its_limit_plus_grace_is_named():
+    from fitness import Limits
+    from fitness.processes import watchdog
+
+    limits = Limits.uniform(20)  # a harness run gets 60 s, a timing pass 20 s
+    over = 60 + watchdog.GRACE_S + 0.5
+    ran = types.SimpleNamespace(check_s=over, compile_s=5.0, bench_s=20 + watchdog.GRACE_S)
+    assert [line.split(" ")[:2] for line in llm_corpus.overruns(ran, limits)] == [["harness", "run"]]
+    record = _record("alpha", "t1", False, False)
+    record.over_limit = "; ".join(llm_corpus.overruns(ran, limits))
+    assert llm_corpus.over_limit_lines([record, _record("beta", "t2", True, True)]) == [
+        f"  alpha/t1 (row 0): harness run {over:.1f} s > 60 + {watchdog.GRACE_S:g} s"]
+    assert llm_corpus.summarize([record])[-1]["over_limit"] == 1
+
+
+def test_an_evaluation_running_past_its_bound_is_named_while_it_runs(capsys):
+    late, early = _record("alpha", "t1", False, False), _record("beta", "t2", False, False)
+    now = time.monotonic()
+    llm_corpus.watch([(late, now - 100.0), (early, now - 1.0)], bound_s=50.0)
+    assert late.over_limit.startswith("no verdict 100 s in (bound 50 s)") and not early.over_limit
+    assert capsys.readouterr().out.splitlines() == [
+        f"past its bound: alpha/t1 (row 0): {late.over_limit}"]
 
 
 def test_outputs_are_json_and_csv(tmp_path):

@@ -2,7 +2,8 @@
 
 The actors here are real Ray actors that answer like a FitnessActor after a pause, so the
 test sees the dispatch alone: how many evaluations each actor holds at once, and whether
-each island's brood comes back whole.
+each island's brood comes back whole; and real FitnessActors, one of them with its device out
+(its workers never start), which gets nothing more (issue 49).
 """
 
 import asyncio
@@ -11,8 +12,11 @@ import time
 import pytest
 import ray
 
-from evo import scoring
+from benchmarks.registry import builtin
+from evo import fatal, scoring
 from evo.records import Evaluation, Task, make_candidate
+from fitness import Settings
+from fitness.actor import FitnessActor
 
 
 @ray.remote(num_cpus=0)
@@ -89,3 +93,44 @@ def test_an_actor_takes_a_task_it_knows_then_a_new_task_then_the_head():
     assert scoring.pick(queued, 0, homes) == 0
     assert scoring.pick(queued, 2, homes) == 3  # a third actor starts on the new task
     assert scoring.pick(["beta", "alpha"], 2, homes) == 0  # nothing new: nobody idles
+
+
+def _out_of_order_actor():
+    """A real FitnessActor whose device is out at once: no worker starts within 0.01 s."""
+    return FitnessActor.options(num_gpus=0).remote(
+        Settings(device="interpreter", workers=1, timeouts={"ready_s": 0.01}))
+
+
+def _vector_add_brood(count: int) -> list:
+    source = builtin().get("vector_add").baseline_source
+    return [make_candidate("vector_add", f"{source}\n_VARIANT = {slot}\n") for slot in range(count)]
+
+
+@pytest.mark.slow
+def test_an_actor_whose_device_is_out_gets_nothing_more_and_the_others_score_its_share(
+        interpreter_fitness, capsys):
+    lost = _out_of_order_actor()
+    scorer = scoring.Scorer([lost, interpreter_fitness[0]], {"vector_add": builtin().get("vector_add")},
+                            max_in_flight_per_actor=2, answer_timeout_s=300)
+    scorer.submit(("vector_add", 0), _vector_add_brood(3), known={}, recorded={})
+    assert len(scorer.refs()) == 3  # two went to the actor whose device is out
+    done = _drain(scorer)
+    assert [s.evaluation.correct for s in done[("vector_add", 0)].scored] == [True] * 3
+    said = [line for line in capsys.readouterr().out.splitlines() if "out of the campaign" in line]
+    assert len(said) == 1 and said[0].startswith("fitness actor 0 is out of the campaign: ")
+    assert "failed to start 3 times" in said[0]
+    ray.get(lost.shutdown.remote(), timeout=60)
+    ray.kill(lost)
+
+
+@pytest.mark.slow
+def test_with_every_device_out_the_scorer_ends_the_campaign_in_one_plain_line(shared_ray):
+    lost = _out_of_order_actor()
+    scorer = scoring.Scorer([lost], {"vector_add": builtin().get("vector_add")},
+                            max_in_flight_per_actor=2, answer_timeout_s=300)
+    scorer.submit(("vector_add", 0), _vector_add_brood(1), known={}, recorded={})
+    with pytest.raises(fatal.Fatal) as ended:
+        _drain(scorer)
+    assert fatal.cause(ended.value).startswith("every fitness device is out of the campaign")
+    ray.get(lost.shutdown.remote(), timeout=60)
+    ray.kill(lost)

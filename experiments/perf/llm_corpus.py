@@ -5,8 +5,9 @@ static gate on, and through GEAK-eval's own correctness check on the same code
 
 What it measures: how often our exec verdict (`correct`) agrees with GEAK-eval's; how many we
 accept that GEAK-eval marks wrong (goal: none); how many the gate refuses that GEAK-eval marks
-correct (goal: at most 2% of those); whether any harness run outlived its stage limit plus the
-pool's grace (`check_s` against `Limits.harness_run_s + GRACE_S`; goal: none).
+correct (goal: at most 2% of those); whether any evaluation outlived a limit plus the
+watchdog's grace (`overruns`: its harness run, preparation or timing pass; and the whole walk
+against `walk_bound_s`, watched while it runs), each named as it is found (goal: none).
 
 Run on the GPU machine from the repository root, `.corpus/` carried (it holds the gold files
 as well, `.corpus/geak/TritonBench_G_v1/`); --max-wall-s below a command limit leaves time to
@@ -79,7 +80,7 @@ class Verdicts:
     project_detail: str = ""
     wall_s: float = 0.0
     check_s: float = 0.0
-    over_limit: bool = False
+    over_limit: str = ""  # what ran past its limit plus grace (`overruns`), if anything
     geak_call: bool = False
     geak_exec: bool = False
     geak_reason: str = ""
@@ -108,7 +109,31 @@ def _detail(trace: str) -> str:
     return lines[0][:200] if len(lines) == 1 else f"{lines[0][:160]} ... {lines[-1][:200]}"
 
 
-def score_project(evaluator, task, row: dict, verdicts: Verdicts, stage_limit_s: float) -> None:
+def overruns(evaluation, limits) -> list[str]:
+    """Returns what of an external candidate's walk ran past its limit plus the watchdog's
+    grace: the harness run (`check_s`), the timing pass's preparation (in `compile_s`) or
+    the timing pass (`bench_s`)."""
+    from fitness.processes import watchdog
+
+    spans = (("harness run", evaluation.check_s, limits.harness_run_s),
+             ("preparation", evaluation.compile_s, limits.bench_s),
+             ("timing pass", evaluation.bench_s, limits.bench_s))
+    return [f"{name} {seconds:.1f} s > {limit_s:g} + {watchdog.GRACE_S:g} s"
+            for name, seconds, limit_s in spans if seconds > limit_s + watchdog.GRACE_S]
+
+
+def walk_bound_s(limits) -> float:
+    """Returns how long one external candidate's evaluation may take at most: the task's
+    reference outputs (another walk may be computing them), its harness run, its timing
+    pass's preparation and run, and the reference's timing pass, each to its limit plus the
+    watchdog's grace, once more for a walk tried again after a neighbour's death."""
+    from fitness.processes import watchdog
+
+    once_s = limits.reference_s + limits.harness_run_s + 3 * limits.bench_s + 4 * watchdog.GRACE_S
+    return 2 * once_s
+
+
+def score_project(evaluator, task, row: dict, verdicts: Verdicts, limits) -> None:
     """Fills in the project's verdict on the row's code as a candidate of `task`."""
     from evo.records import make_candidate
     from fitness.eval_cli import stage_name
@@ -122,7 +147,7 @@ def score_project(evaluator, task, row: dict, verdicts: Verdicts, stage_limit_s:
     verdicts.project_correct = evaluation.correct
     verdicts.project_detail = "" if evaluation.correct else _detail(evaluation.error_trace)
     verdicts.check_s = round(evaluation.check_s, 2)
-    verdicts.over_limit = evaluation.check_s > stage_limit_s
+    verdicts.over_limit = "; ".join(overruns(evaluation, limits))
 
 
 def score_geak(checker, gold_path: str, row: dict, verdicts: Verdicts) -> None:
@@ -161,7 +186,7 @@ def _summary(name: str, records: list[Verdicts]) -> dict:
             "gate_refused_geak_correct": kinds.count("gate_refused_geak_correct"),
             "rejected_geak_correct": kinds.count("rejected_geak_correct"),
             "geak_correct": geak_correct,
-            "over_limit": sum(r.over_limit for r in scored),
+            "over_limit": sum(bool(r.over_limit) for r in records if r.task),
             "max_wall_s": max((r.wall_s for r in scored), default=0.0),
             "max_check_s": max((r.check_s for r in scored), default=0.0)}
 
@@ -200,7 +225,7 @@ def goals(overall: dict) -> list[str]:
             f"({marks[overall['accepted_geak_wrong'] == 0]})",
             f"gate-refused of GEAK-correct <= {GOAL_GATE_REFUSED:.0%}: {overall['gate_refused_geak_correct']}"
             f"/{overall['geak_correct']} = {refused_share:.1%} ({marks[refused_share <= GOAL_GATE_REFUSED]})",
-            f"harness runs past limit + grace = 0: {overall['over_limit']} ({marks[overall['over_limit'] == 0]})",
+            f"evaluations past a limit + grace = 0: {overall['over_limit']} ({marks[overall['over_limit'] == 0]})",
             f"both verdicts on every reply with a task: {overall['n']} of {overall['n'] + overall['no_verdict']} "
             f"({overall['unmatched']} replies matched no task)"]
 
@@ -211,6 +236,11 @@ def disagreement_lines(records: list[Verdicts]) -> list[str]:
             f"{r.project_kind or 'correct'}: {r.project_detail or '-'} | GEAK call={r.geak_call} "
             f"exec={r.geak_exec}: {r.geak_reason or '-'}"
             for r in records if r.task and r.done and not r.agree]
+
+
+def over_limit_lines(records: list[Verdicts]) -> list[str]:
+    """Returns one line per evaluation past a limit plus grace, by name, with what ran over."""
+    return [f"  {r.model}/{r.task} (row {r.row}): {r.over_limit}" for r in records if r.over_limit]
 
 
 def write_outputs(path: str, info: dict, records: list[Verdicts], summaries: list[dict]) -> None:
@@ -290,7 +320,6 @@ def main() -> None:
     started = time.monotonic()  # --max-wall-s counts from here
     args = _parse_args()
     from fitness import Evaluator, Limits, Settings
-    from fitness.processes.pool import GRACE_S
 
     rows = load_corpus(args.corpus, [m for m in args.models.split(",") if m] or None, args.limit)
     folder = common.find_folder(args.geak, tritonbench.SUITE, tritonbench.SUBPATHS)
@@ -300,7 +329,7 @@ def main() -> None:
     limits = Limits.uniform(args.timeout) if args.timeout else Limits()
     settings = Settings(device=args.device, workers=args.workers, sandbox=args.sandbox,
                         static_gate=True, timeouts=limits)
-    stage_limit_s = limits.harness_run_s + GRACE_S
+    bound_s = walk_bound_s(limits)
     records = [Verdicts(row["model"], row["task"] and common.task_name(row["task"]), row["row"])
                for row in rows]
     records = [dataclasses.replace(r, task=None) if r.task not in tasks else r for r in records]
@@ -311,21 +340,23 @@ def main() -> None:
     pools = {"project": concurrent.futures.ThreadPoolExecutor(args.workers),
              "geak": concurrent.futures.ThreadPoolExecutor(args.geak_workers)}
     jobs = {"project": lambda row, record: score_project(evaluator, tasks[record.task], row, record,
-                                                         stage_limit_s),
+                                                         limits),
             "geak": lambda row, record: score_geak(checker, tasks[record.task].source_path, row, record)}
-    pending = score_all(work, pools, jobs, started + args.max_wall_s, started)
+    pending = score_all(work, pools, jobs, started + args.max_wall_s, started, bound_s)
     info = {"device": evaluator.device.name, "backend": evaluator.device.backend,
             "date": time.strftime("%Y-%m-%d %H:%M"), "wall_s": round(time.monotonic() - started, 1),
             "settings": {"workers": args.workers, "geak_workers": args.geak_workers,
-                         "limits": dataclasses.asdict(limits), "stage_limit_s": stage_limit_s,
+                         "limits": dataclasses.asdict(limits), "walk_bound_s": bound_s,
                          "geak_timeout_s": args.geak_timeout, "sandbox": args.sandbox,
                          "corpus": args.corpus, "models": args.models or "all", "limit": args.limit},
             "pending_at_deadline": pending}
     summaries = summarize(records)
     print(f"device: {info['device']} ({info['backend']}), {info['date']}, wall {info['wall_s']} s, "
-          f"stage limit + grace {stage_limit_s:g} s, GEAK step limit {args.geak_timeout:g} s")
+          f"an evaluation's bound {bound_s:g} s, GEAK step limit {args.geak_timeout:g} s")
     print(table(summaries))
     print("\n".join(goals(summaries[-1])))
+    over = over_limit_lines(records)
+    print(f"past a limit + grace: {len(over)}" + ("" if not over else "\n" + "\n".join(over)))
     lines = disagreement_lines(records)
     print(f"disagreements: {len(lines)}" + ("" if not lines else "\n" + "\n".join(lines)))
     if pending:
@@ -341,21 +372,35 @@ def main() -> None:
         os._exit(0)  # a thread that never returned would hold the interpreter's exit
 
 
-def score_all(work: list, pools: dict, jobs: dict, deadline: float, started: float) -> int:
+def score_all(work: list, pools: dict, jobs: dict, deadline: float, started: float,
+              bound_s: float) -> int:
     """Runs each job (project, GEAK) on every (row, record) in its pool, until done or the
     deadline (monotonic); marks the records with both verdicts done; returns how many jobs
-    were still pending."""
-    lock, finished = threading.Lock(), [0]
+    were still pending. A project job running past `bound_s` is named at once (`watch`)."""
+    lock, finished, running = threading.Lock(), [0], {}
 
     def run(name, row, record):
-        jobs[name](row, record)
-        with lock:
-            finished[0] += 1
-            if finished[0] % 50 == 0:
-                print(f"[{finished[0]}/{2 * len(work)} verdicts, {time.monotonic() - started:.0f} s]", flush=True)
+        if name == "project":
+            with lock:
+                running[id(record)] = (record, time.monotonic())
+        try:
+            jobs[name](row, record)
+        finally:
+            with lock:
+                if name == "project":
+                    running.pop(id(record), None)
+                finished[0] += 1
+                if finished[0] % 50 == 0:
+                    print(f"[{finished[0]}/{2 * len(work)} verdicts, {time.monotonic() - started:.0f} s]", flush=True)
 
     futures = {pools[name].submit(run, name, row, record): record for name in pools for row, record in work}
-    done, pending = concurrent.futures.wait(futures, timeout=max(1.0, deadline - time.monotonic()))
+    pending = set(futures)
+    while pending and time.monotonic() < deadline:
+        _, pending = concurrent.futures.wait(pending, timeout=min(5.0, max(0.0, deadline - time.monotonic())))
+        with lock:
+            watched = list(running.values())
+        watch(watched, bound_s)
+    done = set(futures) - pending
     halves: dict[int, int] = {}
     for future in done:
         record = futures[future]
@@ -366,6 +411,17 @@ def score_all(work: list, pools: dict, jobs: dict, deadline: float, started: flo
     for record in {id(record): record for record in futures.values()}.values():
         record.done = halves.get(id(record), 0) == 2
     return len(pending)
+
+
+def watch(running: list[tuple[Verdicts, float]], bound_s: float) -> None:
+    """Names each evaluation still running past `bound_s` (once): it has no verdict yet and
+    keeps its pool thread, which the Evaluator's limits should never allow."""
+    now = time.monotonic()
+    for record, since in running:
+        if now - since > bound_s and not record.over_limit:
+            record.over_limit = f"no verdict {now - since:.0f} s in (bound {bound_s:g} s)"
+            print(f"past its bound: {record.model}/{record.task} (row {record.row}): "
+                  f"{record.over_limit}", flush=True)
 
 
 def _dump(folder: str, rows: list[dict], records: list[Verdicts]) -> None:

@@ -1,11 +1,20 @@
 """The device lock: many holders share the device for compile/check, timing holds it alone; a
-readers-writer lock that prefers the writer and accounts the device's busy and waiting time."""
+readers-writer lock that prefers the writer and accounts the device's busy and waiting time.
+
+Every hold is a walk's `with` around requests that end at their limits (the watchdog's
+backstop included), so every wait here ends; `wait_limit_s` (the Evaluator's: a multiple of
+the longest stage limit) is the bound that says so: a wait past it raises `DeviceHeld`, as a
+device whose holders outlive every limit is not coming back."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
+
+
+class DeviceHeld(RuntimeError):
+    """A wait for the device lock outlasted `DeviceLock.wait_limit_s`."""
 
 
 class DeviceLock:
@@ -26,9 +35,11 @@ class DeviceLock:
     stage limits, and a baseline is timed once per task.
     """
 
-    def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3):
+    def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3,
+                 wait_limit_s: float = 3600.0):
         self._exclusive_timing = exclusive_timing
         self._straggler_wait_s = straggler_wait_s
+        self._wait_limit_s = wait_limit_s
         self._cond = threading.Condition()
         self._shared = 0
         self._compiling = 0
@@ -41,6 +52,15 @@ class DeviceLock:
         self._drain_wait_s = 0.0
         self._stragglers = 0
         self._shared_wait_s = 0.0
+
+    def _wait(self, asked: float, timeout_s: float | None = None) -> None:
+        """Waits on the condition `timeout_s` at most (None: until `wait_limit_s` after
+        `asked`); raises DeviceHeld once `wait_limit_s` has passed since `asked`."""
+        left_s = asked + self._wait_limit_s - time.monotonic()
+        if left_s <= 0:
+            raise DeviceHeld(f"the device lock was not free within {self._wait_limit_s:g} s: "
+                             "a holder outlived every stage limit")
+        self._cond.wait(left_s if timeout_s is None else min(timeout_s, left_s))
 
     def _enter(self) -> None:
         if self._shared == 0 and not self._exclusive:
@@ -59,7 +79,7 @@ class DeviceLock:
         asked = time.monotonic()
         with self._cond:
             while self._exclusive or self._writers_waiting:
-                self._cond.wait()
+                self._wait(asked)
             self._shared_wait_s += time.monotonic() - asked
             self._enter()
             self._shared += 1
@@ -87,26 +107,11 @@ class DeviceLock:
         asked = time.monotonic()
         with self._cond:
             self._writers_waiting += 1
-            while self._exclusive:
-                self._cond.wait()
-            draining = time.monotonic()
-            deadline = draining + self._straggler_wait_s
-            while True:
-                if alone:
-                    if not self._shared:
-                        break
-                    self._cond.wait()
-                    continue
-                left_s = deadline - time.monotonic()
-                short = self._shared - self._compiling - self._loading > 0 and left_s > 0
-                if not (short or self._loading):
-                    break
-                self._cond.wait(timeout=max(0.0, left_s) if short else None)
-            self._stragglers += self._shared - self._compiling - self._loading > 0
-            self._drain_wait_s += time.monotonic() - draining
-            while self._exclusive:
-                self._cond.wait()
-            self._writers_waiting -= 1
+            try:
+                self._drain(asked, alone)
+            finally:
+                self._writers_waiting -= 1
+                self._cond.notify_all()
             self._enter()
             self._exclusive = True
             self._exclusive_wait_s += time.monotonic() - asked
@@ -117,6 +122,29 @@ class DeviceLock:
                 self._exclusive = False
                 self._leave()
                 self._cond.notify_all()
+
+    def _drain(self, asked: float, alone: bool) -> None:
+        """`exclusive`'s wait, the condition held: for an exclusive holder, then for shared
+        holders as the class docstring says, then for an exclusive holder again."""
+        while self._exclusive:
+            self._wait(asked)
+        draining = time.monotonic()
+        deadline = draining + self._straggler_wait_s
+        while True:
+            if alone:
+                if not self._shared:
+                    break
+                self._wait(asked)
+                continue
+            left_s = deadline - time.monotonic()
+            short = self._shared - self._compiling - self._loading > 0 and left_s > 0
+            if not (short or self._loading):
+                break
+            self._wait(asked, max(0.0, left_s) if short else None)
+        self._stragglers += self._shared - self._compiling - self._loading > 0
+        self._drain_wait_s += time.monotonic() - draining
+        while self._exclusive:
+            self._wait(asked)
 
     def counters(self) -> dict:
         """Returns the seconds during which the device had a holder ("busy_s"); the seconds

@@ -1,11 +1,12 @@
 """Worker processes: spawned sandboxed, limited by killing, replaced after any fault.
 
 A time limit is enforced here and nowhere else: the parent waits on the reply pipe with a
-deadline and, when it passes, SIGKILLs the worker's whole process group (it runs in its
-own session). A worker that dies, floods its output, or breaks the protocol is likewise
-killed and replaced; its fault is reported as a `WorkerFault` naming the failure kind.
-No wait here is unbounded: a request ends within its limit plus `GRACE_S` (a killed worker
-stuck in the driver is given up on, not waited for), so a stuck evaluation frees its walk.
+deadline and, when it passes, SIGKILLs the worker's whole process tree; the watchdog
+(`fitness.processes.watchdog`) does the same at the limit plus its grace when nobody waits on
+the reply. A worker that dies, floods its output, or breaks the protocol is likewise killed
+and replaced; its fault is reported as a `WorkerFault` naming the failure kind. No wait here
+is unbounded, and none waits for a killed process to exit (a reaper does), so a stuck
+evaluation frees its walk, and the device lock its walk holds, at its limit.
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ import time
 from fitness.processes import jail
 from fitness.processes import protocol
 from fitness.processes import shared_memory
+from fitness.processes import watchdog
 from fitness.device import DeviceInfo
 
 _POLL_S = 0.05
 GRACE_S = 10.0
-"""Seconds past a request's limit (or past its reply pipe closing) that waiting for the
-worker's exit may take: a process killed inside a GPU driver call can take long to die (two
-external evaluations went on for minutes past 30 s limits), and the walk does not wait for it."""
+"""Seconds past its reply pipe closing that waiting for a dying worker's exit status may take
+(to name its death), and a checker's allowance past the limit of the request it times."""
+_IDLE_WAIT_S = 60.0
+"""Longest wait for an idle worker to lend: one is always given back at once (a faulted one
+is replaced by a process starting), so a longer wait means the pool is broken."""
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sandbox-spawner")
 """Every worker is started from this one thread, which lives as long as the process: bwrap's
 --die-with-parent kills a sandbox when the *thread* that started it exits, so a worker
@@ -56,12 +60,6 @@ class WorkerFault(Exception):
 
 class DeviceUnresponsive(RuntimeError):
     """New workers cannot start or answer a trivial device probe: the device is gone."""
-
-
-def kill_group(pid: int) -> None:
-    """SIGKILLs the process group led by `pid` (every worker starts its own session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 _CHECKER_ENV = jail.ENV_ALLOWLIST + ("PATH", "CC", "CXX")
@@ -89,15 +87,22 @@ class SandboxSettings:
 
 def _descendant(pid: int) -> int:
     """Returns the innermost single-child descendant of `pid` (the sandboxed Python)."""
+    return _single_children(pid)[-1]
+
+
+def _single_children(pid: int) -> list[int]:
+    """Returns `pid` and its descendants down the line of only children."""
+    line = [pid]
     while True:
         try:
             with open(f"/proc/{pid}/task/{pid}/children") as handle:
                 children = handle.read().split()
         except OSError:
-            return pid
+            return line
         if len(children) != 1:
-            return pid
+            return line
         pid = int(children[0])
+        line.append(pid)
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -174,6 +179,11 @@ class WorkerProcess:
         self.uses = 0
         self.retired = False
         self.ready = False
+        self.ended_by: str | None = None  # why the watchdog ended it, once it has
+        self.on_stuck = None  # called with a line if the process outlives its SIGKILL
+        self._ticket: int | None = None  # the watchdog's, while a request is under way
+        self._reaped = False
+        self._server_chain: list[int] = []  # the sandbox's processes down to its fork server
         self._flood_limit_bytes = flood_limit_bytes
         self._tail_bytes = tail_bytes
         self._tail = bytearray()
@@ -248,7 +258,17 @@ class WorkerProcess:
 
     def renew(self) -> None:
         """Replaces the candidate worker by a fresh one from the fork server: one worker
-        serves one candidate. Raises WorkerFault when the fork server is gone."""
+        serves one candidate. The last candidate may have stopped the fork server (which
+        then never forks) and left a process to stop it again, so every process of the
+        sandbox below or beside the server is killed from here first, then the server and
+        its ancestors are sent SIGCONT. Raises WorkerFault when the fork server is gone."""
+        watchdog.WATCHDOG.disarm(self._ticket)
+        if self._server_chain:
+            watchdog.end_tree([pid for pid in _tree(self.proc.pid)
+                               if pid not in self._server_chain])
+            for pid in self._server_chain:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGCONT)
         self.uses = 0
         self._tail.clear()
         self._output_total, self._flooded = 0, False
@@ -318,7 +338,7 @@ class WorkerProcess:
             del self._tail[:-self._tail_bytes]
             if self._output_total > self._flood_limit_bytes and not self._flooded:
                 self._flooded = True
-                kill_group(self.proc.pid)
+                self._signal_tree()
 
     def output_tail(self, max_chars: int = 2000) -> str:
         return bytes(self._tail).decode(errors="replace")[-max_chars:]
@@ -343,10 +363,14 @@ class WorkerProcess:
         return self.finish(request, self.start(request, timeout_s), timeout_s)
 
     def start(self, request: dict, timeout_s: float) -> float:
-        """Sends `request` without waiting for its reply (`early`, `finish`); returns its
-        deadline."""
+        """Sends `request` without waiting for its reply (`early`, `finish`), the watchdog
+        armed for it; returns its deadline."""
         deadline = time.monotonic() + timeout_s
         self.limit_cpu(timeout_s)
+        watchdog.WATCHDOG.disarm(self._ticket)
+        self._ticket = watchdog.WATCHDOG.arm(
+            timeout_s, f"the {self.role}'s {request.get('op', 'stage')} request",
+            functools.partial(self.end, generation=self.generation))
         self._send(request, deadline)
         return deadline
 
@@ -384,6 +408,9 @@ class WorkerProcess:
                                   f"the worker did not start within {timeout_s:g} s")
         self.ready = reply.get("ok", False)
         self.shares = self.channel is not None and reply.get("shares") is True
+        if self.control is not None and self.ready and not self._server_chain:
+            # the first child has run no candidate yet: the line ends server, child
+            self._server_chain = _single_children(self.proc.pid)[:-1]
         if not self.ready:
             self.kill()
             raise WorkerFault("harness_error", reply.get("trace", "worker failed to start"))
@@ -399,7 +426,10 @@ class WorkerProcess:
             except protocol.ProtocolError as error:
                 raise self._fault("worker_crash", f"protocol violation: {error}") from None
             if reply is not None:
+                watchdog.WATCHDOG.disarm(self._ticket)
                 return reply
+            if self.ended_by is not None:
+                raise self._fault("timeout", self.ended_by)
             if self._flooded:
                 raise self._fault("output_flood", f"the candidate wrote more than "
                                   f"{self._flood_limit_bytes >> 20} MiB to stdout/stderr")
@@ -447,6 +477,8 @@ class WorkerProcess:
         return -(code - 128) if self.untrusted and 128 < code < 160 else code
 
     def _death_reason(self) -> tuple[str, str]:
+        if self.ended_by is not None:
+            return "timeout", self.ended_by
         code = self._exit_code()
         if code is None:
             return "timeout", f"the worker closed its pipe but had not exited {GRACE_S:g} s later"
@@ -467,20 +499,48 @@ class WorkerProcess:
         self.kill()
         return WorkerFault(kind, detail, self.output_tail())
 
-    def kill(self) -> None:
-        """Kills the worker's process tree and group and removes its directory."""
+    def _signal_tree(self) -> list[int]:
+        """SIGKILLs the worker's whole process tree (a fork server's child and what it
+        started lead groups of their own) and its group; waits for nothing. Returns the tree."""
+        tree = _tree(self.proc.pid)
+        watchdog.end_tree(tree, self.proc.pid)
+        return tree
+
+    def end(self, reason: str, generation: int) -> None:
+        """The watchdog's end of the worker, from its own thread (a no-op once the fork
+        server's child of `generation` was replaced): the process tree gets SIGKILL, and
+        whoever waits on a reply (now or later) gets a timeout naming `reason`; the pipes
+        and directories go with `kill`, on the walk's thread."""
+        if generation != self.generation:
+            return
+        self.ended_by = reason
         self.retired = True
-        for pid in _tree(self.proc.pid)[1:]:  # a fork server's child leads a group of its own
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        kill_group(self.proc.pid)
-        self._exited(GRACE_S)
+        self._signal_tree()
+
+    def kill(self) -> None:
+        """Kills the worker's process tree and group at once, and hands the process to a
+        reaper (`watchdog.reap`), which removes its directories once it has exited: nothing
+        here waits for a process killed inside a GPU driver call to die."""
+        self.retired = True
+        watchdog.WATCHDOG.disarm(self._ticket)
+        tree = self._signal_tree()
         self._close_pipes()
         if self.control is not None:
             self.control.close()
+        if not self._reaped:
+            self._reaped = True
+            watchdog.reap(self.proc, tree, self._remove_dirs, self._stuck)
+
+    def _remove_dirs(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.input_dir is not None:
             shutil.rmtree(self.input_dir, ignore_errors=True)
+
+    def _stuck(self, seconds: float, pids: list[int]) -> None:
+        if self.on_stuck is not None:
+            self.on_stuck(f"{len(pids)} process(es) of a {self.role} worker on {self.device.name} "
+                          f"(pids {', '.join(map(str, pids))}) have not exited {seconds:g} s "
+                          "after their SIGKILL: a device context is not torn down")
 
 
 def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_s: float) -> None:
@@ -534,11 +594,13 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closed = False
         self.respawns = 0
+        self.stuck: list[str] = []  # a line per killed process that outlived its SIGKILL
         for _ in range(size + spares):
             self._give_back(self._spawn())
 
     def _spawn(self) -> WorkerProcess:
         worker = self._new_worker()
+        worker.on_stuck = self.stuck.append
         with self._lock:
             self._all.add(worker)
         return worker
@@ -552,8 +614,9 @@ class WorkerPool:
         """Returns the longest idle worker that is ready or has answered its start-up, else
         the longest idle one."""
         with self._available:
-            while not self._idle:
-                self._available.wait()
+            if not self._available.wait_for(lambda: self._idle, timeout=_IDLE_WAIT_S):
+                raise DeviceUnresponsive(f"no {self.role} worker on {self.device.name} came back "
+                                         f"to the pool within {_IDLE_WAIT_S:g} s")
             chosen = next((worker for worker in self._idle if worker.answered()), self._idle[0])
             self._idle.remove(chosen)
             return chosen
@@ -623,9 +686,12 @@ class WorkerPool:
             yield
 
     def close(self) -> None:
-        """Kills every worker."""
+        """Kills every worker, then waits `GRACE_S` at most, all together, for them to exit."""
         with self._lock:
             self._closed = True
             workers = list(self._all)
         for worker in workers:
             worker.kill()
+        deadline = time.monotonic() + GRACE_S
+        for worker in workers:
+            worker._exited(max(0.0, deadline - time.monotonic()))
