@@ -191,14 +191,16 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
+def run_cells(sweep: Sweep, cells: list[Cell], out: Path,
+              continue_command: str = "the same command") -> dict[str, str]:
     """Runs the cells not done yet, in grid order; returns cell -> outcome.
 
     A cell that raises, or that stopped because its LLM calls kept failing, is recorded as
     failed (a later run of the sweep resumes it) and the sweep goes on with the next, so one
     bad night for one cell does not cost the others; a stop signal stops the sweep (the cell
     marked stopped, CellStopped raised). Endpoints were checked before the first cell
-    (`_check_endpoints`), so cells skip that check.
+    (`_check_endpoints`), so cells skip that check. `continue_command`: what a cell's
+    one line names if the local Ray dies under it (the process then exits).
     """
     from evo import campaign  # Ray and torch load only when something runs
 
@@ -217,7 +219,8 @@ def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
         _write_marker(folder, cell, status="running", started_at=_now())
         try:
             summary = campaign.run_campaign(cell.config, folder, resume=state == "partial",
-                                            check_endpoint=False)
+                                            check_endpoint=False,
+                                            continue_command=lambda: continue_command)
         except stopping.Stopped as stop:  # the sweep stops here; a rerun resumes this cell
             _write_marker(folder, cell, status="stopped", stopped_by=stop.signal.name,
                           stopped_at=_now())
@@ -287,15 +290,15 @@ def main(sweep_file: Path | str, out: Path | str | None = None,
     if check_endpoints:
         _check_endpoints(cells)
     folder = Path(out) if out is not None else Path("results") / sweep.name
+    again = shlex.join(["evo", "sweep", str(sweep_file)] + (["--out", str(out)] if out else [])
+                       + ([] if check_endpoints else ["--no-preflight"]))
     with stopping.listening():
         try:
-            outcomes = run_cells(sweep, cells, folder)
+            outcomes = run_cells(sweep, cells, folder, again)
         except CellStopped as stop:
-            again = ["evo", "sweep", str(sweep_file)] + (["--out", str(out)] if out else []) + (
-                [] if check_endpoints else ["--no-preflight"])
             print(f"sweep {sweep.name} stopped by {stop.signal.name} in {stop.where} (the cell "
-                  "keeps its last checkpoint); run the same command to continue: "
-                  f"{shlex.join(again)}", file=sys.stderr, flush=True)
+                  f"keeps its last checkpoint); run the same command to continue: {again}",
+                  file=sys.stderr, flush=True)
             return stop.exit_status
     for name, outcome in outcomes.items():
         print(f"{name}: {outcome}")
