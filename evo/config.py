@@ -131,7 +131,10 @@ class Operators(_Section):
     """The crossover role combines two correct parents; off, no offspring slot mates
     (LLM modes)."""
     price_usd_per_mtok: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    """Model -> [input, output] USD per million tokens, for spend and `budget.max_usd`."""
+    """Model -> [input, output] USD per million tokens, for spend and `budget.max_usd`
+    (`{ "my-model" = [0.5, 1.5] }`); empty: the list prices of a few OpenAI models
+    (`operators/prices.py`). With `budget.max_usd` above 0, a model without a price is
+    refused at load: its calls would count as $0 and the cap could not stop them."""
     max_completion_tokens: int = Field(default=4096, ge=1)
     """Cap on tokens per answer."""
     request_timeout_s: float = Field(default=300.0, gt=0)
@@ -291,9 +294,25 @@ def _describe(error: pydantic.ValidationError) -> str:
     return "invalid config:\n  " + "\n  ".join(lines)
 
 
+def _check_priced(config: Config) -> None:
+    """Raises ConfigError when `budget.max_usd` could not stop the run: the model's calls
+    have no price, so they would count as $0 (`max_usd = 0` says the model is free)."""
+    from operators import prices  # the client's own table and rule
+
+    ops, max_usd = config.operators, config.budget.max_usd
+    if ops.mode != "llm" or not max_usd or ops.model in prices.table(ops.price_usd_per_mtok):
+        return
+    raise ConfigError(
+        f"budget.max_usd = {max_usd:g} cannot stop this run: model {ops.model!r} has no price "
+        f"in operators.price_usd_per_mtok, so its calls count as $0; set its price, e.g. "
+        f"operators.price_usd_per_mtok = {{ \"{ops.model}\" = [0.5, 1.5] }} (USD per million "
+        f"input, output tokens), or budget.max_usd = 0 for a model that costs nothing")
+
+
 def _check_consistency(config: Config) -> None:
     """Raises ConfigError for combinations no single key's validation can catch."""
     ops = config.operators
+    _check_priced(config)
     if ops.mode == "offline" and not (config.campaign.seed_with_baseline or ops.generations_from):
         raise ConfigError("campaign.seed_with_baseline must be true when operators.mode = "
                           "\"offline\" (offline operators only rewrite existing kernels) unless "
