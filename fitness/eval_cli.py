@@ -95,9 +95,11 @@ def _summary_line(path: str, evaluation: Evaluation) -> str:
 
 
 def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
-                   timeout_s: float = 60.0, suite: str | None = None, path: str | None = None,
-                   sandbox: str = "bwrap") -> list[Evaluation]:
-    """Evaluates each file against `task`; prints one line (or JSON object) per file, in order."""
+                   timeout_s: float | None = None, suite: str | None = None,
+                   path: str | None = None, sandbox: str = "bwrap") -> list[Evaluation]:
+    """Evaluates each file against `task`; prints one line (or JSON object) per file, in order;
+    returns the Evaluations. `timeout_s`: one limit for every stage; None: a campaign's own
+    limits (`Limits()`), so a file is scored exactly as a campaign scores it."""
     from pydantic import ValidationError
 
     from fitness.device import DeviceError
@@ -107,7 +109,7 @@ def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, devic
 
     if not files:
         raise UsageError("give at least one candidate file")
-    if timeout_s <= 0:
+    if timeout_s is not None and timeout_s <= 0:
         raise UsageError(f"--timeout must be positive, got {timeout_s}")
     if sandbox not in SANDBOX_MODES:
         raise UsageError(f"--sandbox must be one of {', '.join(SANDBOX_MODES)}, got {sandbox!r}")
@@ -117,7 +119,8 @@ def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, devic
     workers = max(1, min(len(files), _MAX_WORKERS))
     try:
         evaluator = Evaluator(Settings(device=device, workers=workers, sandbox=sandbox,
-                                       timeouts=Limits.uniform(timeout_s)))
+                                       timeouts=Limits() if timeout_s is None
+                                       else Limits.uniform(timeout_s)))
     except (DeviceError, SandboxUnavailable) as error:
         raise UsageError(str(error)) from None
     except ValidationError as error:
