@@ -8,6 +8,7 @@ overrides go through the same validation as the file. docs/config.md lists every
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 import typing
 from pathlib import Path
@@ -242,8 +243,8 @@ def apply_override(raw: dict[str, Any], override: str) -> dict[str, Any]:
     if not sep or not dot or not section or not key:
         raise ConfigError(f"override {override!r} is not of the form section.key=value")
     if section not in SECTIONS:
-        raise ConfigError(f"override {override!r}: unknown section {section!r}; "
-                          f"allowed: {', '.join(SECTIONS)}")
+        raise ConfigError(f"override {override!r}: unknown section {section!r}"
+                          f"{did_you_mean(section, SECTIONS)}; allowed: {', '.join(SECTIONS)}")
     try:
         value = tomllib.loads(f"value = {text.strip()}")["value"]
     except tomllib.TOMLDecodeError:
@@ -263,8 +264,8 @@ def from_dict(raw: dict[str, Any]) -> Config:
     """Returns the validated config for a parsed TOML document; raises ConfigError."""
     for section, body in raw.items():
         if section not in SECTIONS:
-            raise ConfigError(f"unknown section [{section}]; allowed: "
-                              f"{', '.join(f'[{s}]' for s in SECTIONS)}")
+            raise ConfigError(f"unknown section [{section}]{did_you_mean(section, SECTIONS)}; "
+                              f"allowed: {', '.join(f'[{s}]' for s in SECTIONS)}")
         if not isinstance(body, dict):
             raise ConfigError(f"[{section}] must be a table of keys, got {body!r}")
     if "campaign" not in raw:
@@ -277,6 +278,13 @@ def from_dict(raw: dict[str, Any]) -> Config:
     return config
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Returns " (did you mean 'x'?)" for the choice closest to a misspelt `word` (difflib),
+    or "" when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _describe(error: pydantic.ValidationError) -> str:
     """Returns one line per problem, each naming `section.key` and what is allowed."""
     lines = []
@@ -286,7 +294,8 @@ def _describe(error: pydantic.ValidationError) -> str:
         section = SECTIONS.get(location[0]) if location else None
         if problem["type"] == "extra_forbidden" and section is not None and len(location) == 2:
             allowed = ", ".join(section.model_fields)
-            lines.append(f"{key}: unknown key; allowed keys in [{location[0]}]: {allowed}")
+            lines.append(f"{key}: unknown key{did_you_mean(location[1], section.model_fields)}; "
+                         f"allowed keys in [{location[0]}]: {allowed}")
         elif problem["type"] == "missing":
             lines.append(f"{key}: required key is missing")
         else:
