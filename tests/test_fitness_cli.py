@@ -82,3 +82,15 @@ def test_eval_without_the_sandbox_says_so_on_every_line(tmp_path, capsys):
                                   timeout_s=30, sandbox="off")
     assert evaluation.correct and evaluation.sandboxed is False
     assert "UNSANDBOXED" in capsys.readouterr().out
+
+
+def test_eval_stage_limits_default_to_a_campaigns_and_timeout_sets_one_for_every_stage():
+    from evo import config as config_lib
+    from fitness import eval_cli
+    from fitness.settings import Limits
+
+    campaign = config_lib.from_dict({"campaign": {"name": "x"}}).fitness.timeouts
+    assert eval_cli.stage_limits(None) == campaign
+    assert campaign.compile_s == 180.0  # the README's "exactly as a campaign would"
+    assert eval_cli.stage_limits(30) == Limits.uniform(30)
+    assert {eval_cli.stage_limits(30).compile_s, eval_cli.stage_limits(30).check_s} == {30.0}
