@@ -76,8 +76,9 @@ def _check_key(key: str, where: str) -> None:
                           f"of {', '.join(config_lib.SECTIONS)}")
     allowed = config_lib.SECTIONS[section].model_fields
     if name not in allowed:
-        raise ConfigError(f"{where} key {key!r}: unknown key{config_lib.did_you_mean(name, allowed)}"
-                          f"; allowed keys in [{section}]: {', '.join(allowed)}")
+        meant = config_lib.did_you_mean(name, allowed)
+        raise ConfigError(f"{where} key {key!r}: unknown key{meant}; allowed keys in "
+                          f"[{section}]: {', '.join(allowed)}")
 
 
 def load_sweep(path: Path | str, overrides: Iterable[str] = ()) -> Sweep:
@@ -116,6 +117,7 @@ def load_sweep(path: Path | str, overrides: Iterable[str] = ()) -> Sweep:
     for override in overrides:
         (section, body), = config_lib.apply_override({}, override).items()
         (key, value), = body.items()
+        _check_key(f"{section}.{key}", "--set")
         if f"{section}.{key}" in grid:
             raise ConfigError(f"--set {override}: {section}.{key} is a [grid] key of {path}, "
                               "which gives it its values; change the grid instead")

@@ -50,3 +50,9 @@ def test_evo_sweep_set_is_validated_with_every_cell_before_any_runs(sweep_file, 
     assert "sweep cell islands-1: invalid config" in ran.stderr, ran.stderr[-2000:]
     assert "search.generations" in ran.stderr
     assert not out.exists()  # nothing ran
+
+
+def test_a_misspelt_key_in_set_says_what_was_meant(sweep_file):
+    with pytest.raises(ConfigError, match=r"--set key 'search.generatons': unknown key "
+                                          r"\(did you mean 'generations'\?\)"):
+        sweep_lib.load_sweep(sweep_file, ["search.generatons=1"])

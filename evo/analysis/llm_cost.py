@@ -22,7 +22,8 @@ def of(results: metrics.Results) -> dict[str, Any] | None:
     calls = results.llm_calls
     if calls.empty:
         return None
-    tokens = int(calls["prompt_tokens"].fillna(0).sum() + calls["completion_tokens"].fillna(0).sum())
+    tokens = int(calls["prompt_tokens"].fillna(0).sum()
+                 + calls["completion_tokens"].fillna(0).sum())
     usd = float(calls["cost_usd"].fillna(0.0).sum())
     rows = results.evaluations
     made = rows[rows["llm_model"].notna()] if "llm_model" in rows else rows.iloc[:0]
