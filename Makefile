@@ -67,8 +67,9 @@ run: $(VENV)/.installed sandbox
 test: setup
 	$(BIN)/python -m pytest -q
 
-# Campaign-level and sweep tests (marked slow) left out: about 2.5 minutes on 2 cores (`test`: about 30); CI runs `test`.
-test-fast: setup
+# Campaign-level and sweep tests (marked slow, the browser's among them) left out: about 2.5
+# minutes on 2 cores (`test`: about 30); CI runs `test`. No Chromium: only `test` sets it up.
+test-fast: $(VENV)/.installed sandbox
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The offline install for a GPU box without network, built on a machine with network:

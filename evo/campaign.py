@@ -348,7 +348,7 @@ def _answers(actor) -> bool:
 
 def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
                  address: str | None = None, fitness_actors=None,
-                 check_endpoint: bool = True) -> Summary:
+                 check_endpoint: bool = True, continue_command=None) -> Summary:
     """Runs (or, with `resume`, continues) the campaign `config` into `out`; returns its Summary.
 
     Checked before Ray starts, cheapest first: the folder (free, writable, with room for a
@@ -358,6 +358,8 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
     fatal.CampaignFailed (traceback in DIR/evo-run.log); inside `stopping.listening`, a stop
     signal raises stopping.Stopped. `fitness_actors`: FitnessActor handles shared with the
     caller (a sweep, a test session) and left running; by default the campaign starts its own.
+    A local Ray that dies under the campaign ends the process with one line on stderr
+    (`_lost`), naming `continue_command()`, the command that continues (a callable).
     """
     started = time.monotonic()
     out = Path(out)
@@ -372,9 +374,10 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
         preflight.check(config)
     state = _prepare_folder(out, resume)
     log = run_log.RunLog(out)
+    on_lost = functools.partial(_lost, out, log, continue_command)
     try:
         campaign, backend = _run(config, out, tasks, state, address, fitness_actors, resume,
-                                 recorded)
+                                 recorded, on_lost)
     except stopping.Stopped as stop:
         ending.record(out, stop.signal.name, str(stop))
         raise
@@ -392,12 +395,22 @@ def run_campaign(config: config_lib.Config, out: Path, resume: bool = False,
     return summary
 
 
+def _lost(out: Path, log: run_log.RunLog, continue_command, cause: str, logged: str) -> None:
+    """Says that the local Ray died under the campaign in `out`: `logged` into its log, the
+    cause into campaign.json's "stop", and the one line on stderr (then `ray_watch` exits)."""
+    where = log.write(logged)
+    ending.record(out, ending.FATAL, cause, [f"traceback in {where}"])
+    _say(cause, out, continue_command() if continue_command else "the same command", where)
+
+
 def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState,
-         address: str | None, fitness_actors, resume: bool, recorded) -> tuple[Campaign, str]:
+         address: str | None, fitness_actors, resume: bool, recorded,
+         on_lost) -> tuple[Campaign, str]:
     """Starts Ray and the campaign's actors, runs the campaign, stops them; returns the
     finished Campaign and where fitness ran. A resumed campaign's progress starts from what
-    its checkpoint covers (`_resumed`); `recorded`: the generator's file replies, or None."""
-    with ray_session(address):
+    its checkpoint covers (`_resumed`); `recorded`: the generator's file replies, or None;
+    `on_lost`: what to do if the local Ray dies (`ray_session`)."""
+    with ray_session(address, on_lost):
         with wiring.start(config, tasks, state, fitness_actors, recorded) as parts:
             stopping.check()  # a signal during the start-up stops before anything is written
             if (out / "campaign.json").exists():
@@ -472,7 +485,7 @@ def main(config_path, out=None, resume: bool = False, overrides=(), address=None
     with stopping.listening():
         try:
             summary = run_campaign(config, out, resume=resume, address=address,
-                                   check_endpoint=check_endpoint)
+                                   check_endpoint=check_endpoint, continue_command=again)
         except ReplayMissError as error:  # the replayed campaign asked something never recorded
             raise config_lib.ConfigError(f"operators.replay_from: {error}") from None
         except stopping.Stopped as stop:

@@ -50,25 +50,35 @@ def tasks(
         listing.print_table(found)
 
 
+EVAL_FAILED = 1
+"""`evo eval`'s exit status when a file's verdict is FAILED (2 is a usage error)."""
+
+
 @app.command("eval")
 def eval_(
     task: str = typer.Argument(..., help="task name (see `evo tasks`)"),
     files: List[Path] = typer.Argument(..., help="candidate module files"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object per file, one per line"),
     device: str = typer.Option("auto", help="auto | cuda | rocm | interpreter"),
-    timeout: float = typer.Option(60.0, help="time limit per stage, in seconds"),
+    timeout: Optional[float] = typer.Option(
+        None, help="one time limit for every stage, in seconds (default: a campaign's own "
+                   "limits, [fitness.timeouts] in docs/config.md)"),
     suite: Optional[str] = typer.Option(None, help="suite of the task (default builtin)"),
     path: Optional[Path] = typer.Option(None, help="local checkout of an external suite"),
     sandbox: str = typer.Option("bwrap", help="bwrap (score inside the OS sandbox) | off "
                                               "(without it; every line then says so)"),
 ) -> None:
-    """Evaluate candidate files against a task (exit 0 whatever the verdicts)."""
+    """Evaluate candidate files against a task. Exit status: 0 every file correct, 1 some
+    file FAILED (its line says why), 2 a usage error (nothing scored)."""
     import fitness
 
     with _failing_on(fitness.UsageError):
-        fitness.evaluate_files(task, [str(f) for f in files], as_json=as_json, device=device,
-                               timeout_s=timeout, suite=suite, path=str(path) if path else None,
-                               sandbox=sandbox)
+        evaluations = fitness.evaluate_files(
+            task, [str(f) for f in files], as_json=as_json, device=device, timeout_s=timeout,
+            suite=suite, path=str(path) if path else None, sandbox=sandbox)
+    if not all(evaluation.correct for evaluation in evaluations):
+        raise typer.Exit(code=EVAL_FAILED)
+
 
 
 @app.command("gate")
@@ -193,12 +203,15 @@ def sweep(
     sweep_file: Path = typer.Argument(..., help="sweep definition (TOML)"),
     out: Optional[Path] = typer.Option(None, help="sweep folder"),
     preflight: bool = typer.Option(True, help="check each LLM endpoint once before any cell runs"),
+    overrides: List[str] = typer.Option([], "--set", help="section.key=value in every cell, "
+                                                          "over the file's [set] (repeatable)"),
 ) -> None:
     """Run every cell of a sweep (cells done are skipped, one cut short resumes; 130/143:
     stopped by SIGINT/SIGTERM, rerun the same command to continue)."""
     from evo import config as config_lib, sweep as sweep_lib
 
     with _failing_on(config_lib.ConfigError):
-        status = sweep_lib.main(sweep_file, out=out, check_endpoints=preflight)
+        status = sweep_lib.main(sweep_file, out=out, check_endpoints=preflight,
+                                overrides=overrides)
     if status:
         raise typer.Exit(code=status)

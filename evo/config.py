@@ -8,6 +8,7 @@ overrides go through the same validation as the file. docs/config.md lists every
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 import typing
 from pathlib import Path
@@ -131,7 +132,10 @@ class Operators(_Section):
     """The crossover role combines two correct parents; off, no offspring slot mates
     (LLM modes)."""
     price_usd_per_mtok: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    """Model -> [input, output] USD per million tokens, for spend and `budget.max_usd`."""
+    """Model -> [input, output] USD per million tokens, for spend and `budget.max_usd`
+    (`{ "my-model" = [0.5, 1.5] }`); empty: the list prices of a few OpenAI models
+    (`operators/prices.py`). With `budget.max_usd` above 0, a model without a price is
+    refused at load: its calls would count as $0 and the cap could not stop them."""
     max_completion_tokens: int = Field(default=4096, ge=1)
     """Cap on tokens per answer."""
     request_timeout_s: float = Field(default=300.0, gt=0)
@@ -239,8 +243,8 @@ def apply_override(raw: dict[str, Any], override: str) -> dict[str, Any]:
     if not sep or not dot or not section or not key:
         raise ConfigError(f"override {override!r} is not of the form section.key=value")
     if section not in SECTIONS:
-        raise ConfigError(f"override {override!r}: unknown section {section!r}; "
-                          f"allowed: {', '.join(SECTIONS)}")
+        raise ConfigError(f"override {override!r}: unknown section {section!r}"
+                          f"{did_you_mean(section, SECTIONS)}; allowed: {', '.join(SECTIONS)}")
     try:
         value = tomllib.loads(f"value = {text.strip()}")["value"]
     except tomllib.TOMLDecodeError:
@@ -260,8 +264,8 @@ def from_dict(raw: dict[str, Any]) -> Config:
     """Returns the validated config for a parsed TOML document; raises ConfigError."""
     for section, body in raw.items():
         if section not in SECTIONS:
-            raise ConfigError(f"unknown section [{section}]; allowed: "
-                              f"{', '.join(f'[{s}]' for s in SECTIONS)}")
+            raise ConfigError(f"unknown section [{section}]{did_you_mean(section, SECTIONS)}; "
+                              f"allowed: {', '.join(f'[{s}]' for s in SECTIONS)}")
         if not isinstance(body, dict):
             raise ConfigError(f"[{section}] must be a table of keys, got {body!r}")
     if "campaign" not in raw:
@@ -274,6 +278,13 @@ def from_dict(raw: dict[str, Any]) -> Config:
     return config
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """Returns " (did you mean 'x'?)" for the choice closest to a misspelt `word` (difflib),
+    or "" when none is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def _describe(error: pydantic.ValidationError) -> str:
     """Returns one line per problem, each naming `section.key` and what is allowed."""
     lines = []
@@ -283,7 +294,8 @@ def _describe(error: pydantic.ValidationError) -> str:
         section = SECTIONS.get(location[0]) if location else None
         if problem["type"] == "extra_forbidden" and section is not None and len(location) == 2:
             allowed = ", ".join(section.model_fields)
-            lines.append(f"{key}: unknown key; allowed keys in [{location[0]}]: {allowed}")
+            lines.append(f"{key}: unknown key{did_you_mean(location[1], section.model_fields)}; "
+                         f"allowed keys in [{location[0]}]: {allowed}")
         elif problem["type"] == "missing":
             lines.append(f"{key}: required key is missing")
         else:
@@ -291,9 +303,25 @@ def _describe(error: pydantic.ValidationError) -> str:
     return "invalid config:\n  " + "\n  ".join(lines)
 
 
+def _check_priced(config: Config) -> None:
+    """Raises ConfigError when `budget.max_usd` could not stop the run: the model's calls
+    have no price, so they would count as $0 (`max_usd = 0` says the model is free)."""
+    from operators import prices  # the client's own table and rule
+
+    ops, max_usd = config.operators, config.budget.max_usd
+    if ops.mode != "llm" or not max_usd or ops.model in prices.table(ops.price_usd_per_mtok):
+        return
+    raise ConfigError(
+        f"budget.max_usd = {max_usd:g} cannot stop this run: model {ops.model!r} has no price "
+        f"in operators.price_usd_per_mtok, so its calls count as $0; set its price, e.g. "
+        f"operators.price_usd_per_mtok = {{ \"{ops.model}\" = [0.5, 1.5] }} (USD per million "
+        f"input, output tokens), or budget.max_usd = 0 for a model that costs nothing")
+
+
 def _check_consistency(config: Config) -> None:
     """Raises ConfigError for combinations no single key's validation can catch."""
     ops = config.operators
+    _check_priced(config)
     if ops.mode == "offline" and not (config.campaign.seed_with_baseline or ops.generations_from):
         raise ConfigError("campaign.seed_with_baseline must be true when operators.mode = "
                           "\"offline\" (offline operators only rewrite existing kernels) unless "

@@ -169,6 +169,7 @@ class Progress:
         self._live = None
         self._started = time.monotonic()
         self._waits: list[str] = []  # `waiting`'s lines, shown under the table
+        self._noted: set[str] = set()  # the rankings `_note_ranking` has explained
 
     def __enter__(self) -> "Progress":
         if self.stream.isatty():
@@ -246,12 +247,30 @@ class Progress:
         shown.generations[island] = generation
         self._waits = []
         where = f" island {island}" if self.islands > 1 else ""
-        scope = " so far" + (f" on its {self.islands} islands" if self.islands > 1 else "")
-        failure = f"; last LLM failure: {shown.llm.last_error}" if shown.llm.last_error else ""
-        self._print(f"gen {generation}/{self.generations} {task}{where}: {shown.text(scope)}, "
-                    f"LLM {shown.llm.text()} ${shown.usd:.4f}, "
-                    f"{self.time_name} time {shown.eval_seconds:.1f} s{failure}")
+        self._note_ranking(shown)
+        self._print(f"gen {generation}/{self.generations} {task}{where}: {self._counts(shown)}"
+                    f"{_llm_text(shown)}, {self.time_name} time {shown.eval_seconds:.1f} s"
+                    f"{_failure_text(shown)}")
         self._refresh()
+
+    def _counts(self, shown: TaskProgress) -> str:
+        """Returns "5 candidates on 2 islands (2 reused), 4 correct, best 1.40x": a task's
+        rows over all its islands, in few words (the table's columns name them in full); a
+        best that reads "n/a" is explained once (`_note_ranking`)."""
+        on = f" on {self.islands} islands" if self.islands > 1 else ""
+        reused = f" ({shown.repeats} reused)" if shown.repeats else ""
+        chosen = shown.choice()
+        best_text = "n/a" if chosen and chosen["ranking"] else shown.speedup_text()
+        return (f"{candidates_text(shown.candidates, 0)}{on}{reused}, {shown.correct} correct, "
+                f"best {best_text}")
+
+    def _note_ranking(self, shown: TaskProgress) -> None:
+        """Says once per campaign, on a line of its own, why a best reads n/a (the
+        interpreter's timings rank nothing), instead of on every line."""
+        chosen = shown.choice()
+        if chosen and chosen["ranking"] and chosen["ranking"] not in self._noted:
+            self._noted.add(chosen["ranking"])
+            self._print(f"best {best.speedup_text(chosen)}: ranked {chosen['ranking']}")
 
     def waiting(self, lingering: list[tuple]) -> None:
         """Shows what the islands are waiting on: one line per evaluation out long, given as
@@ -295,6 +314,22 @@ class Progress:
                           str(sum(shown.llm.failed.values())), f"{shown.usd:.2f}",
                           f"{shown.eval_seconds:.0f}")
         return table
+
+
+LLM_ERROR_SHOWN = 100
+"""Characters of an LLM call's last error a progress line shows (llm_calls/ holds it whole)."""
+
+
+def _llm_text(shown: TaskProgress) -> str:
+    """Returns ", LLM 6 calls, 1 failed (...) $0.0123" for a task whose islands called an
+    LLM, "" for one that never did (offline)."""
+    return f", LLM {shown.llm.text()} ${shown.usd:.4f}" if shown.llm.calls else ""
+
+
+def _failure_text(shown: TaskProgress) -> str:
+    """Returns "; last LLM failure: ..." (its first LLM_ERROR_SHOWN characters), or ""."""
+    error = shown.llm.last_error
+    return f"; last LLM failure: {error[:LLM_ERROR_SHOWN]}" if error else ""
 
 
 def _wait_text(key, generation: int, candidate_id: str, out_s: float,

@@ -20,10 +20,11 @@ import logging
 import os
 import secrets
 import signal
+from typing import Callable
 
 import ray
 
-from evo import stopping
+from evo import ray_watch, stopping
 from evo.fatal import Fatal
 
 _RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
@@ -38,9 +39,10 @@ a candidate, and Ray's default (100,000) let the GCS grow all night."""
 
 
 @contextlib.contextmanager
-def session(address: str | None):
+def session(address: str | None, on_lost: Callable[[str, str], None] | None = None):
     """Connects to Ray for the campaign: the caller's, a cluster at `address`, or a local one
-    on loopback (shut down afterwards)."""
+    on loopback (shut down afterwards, and watched meanwhile: if it dies, `on_lost` is
+    called with the cause and what to log, and the process exits; see `evo.ray_watch`)."""
     if ray.is_initialized():
         yield
         return
@@ -73,10 +75,13 @@ def session(address: str | None):
     # One block from here to the end of the shutdown: a second SIGINT that lands between
     # two blocks would find nothing to kill, and the raylet's agents would outlive the run.
     with stopping.on_second_sigint(started):
+        watch = ray_watch.Watch(started, on_lost) if address is None and on_lost else None
         try:
             stopping.check()  # a signal came while Ray started: stop before any actor does
             yield
         finally:
+            if watch is not None:
+                watch.stop()  # before the GCS and raylet go on purpose
             processes = started()  # before the raylet goes
             ray.shutdown()
             _reap(processes)

@@ -9,9 +9,10 @@ A sweep file names a base config (a path relative to it, or an inline `[base]` t
     [grid]
     "operators.knowledge" = [true, false]
 
-Every cell is validated before any runs: a typo fails at once, not after a night. A cell's
-folder is named by its overrides alone, so a rerun skips finished cells, resumes one cut
-short and continues one whose `search.generations` or budget cap was raised.
+`--set section.key=value` sets a key in every cell, over [set] (not a [grid] key). Every
+cell is validated before any runs: a typo fails at once, not after a night. A cell's folder
+is named by its overrides alone, so a rerun skips finished cells, resumes one cut short and
+continues one whose `search.generations` or budget cap was raised.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import shlex
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from evo import config as config_lib
 from evo import provenance, results, stopping
@@ -75,12 +76,15 @@ def _check_key(key: str, where: str) -> None:
                           f"of {', '.join(config_lib.SECTIONS)}")
     allowed = config_lib.SECTIONS[section].model_fields
     if name not in allowed:
-        raise ConfigError(f"{where} key {key!r}: unknown key; allowed keys in [{section}]: "
-                          f"{', '.join(allowed)}")
+        meant = config_lib.did_you_mean(name, allowed)
+        raise ConfigError(f"{where} key {key!r}: unknown key{meant}; allowed keys in "
+                          f"[{section}]: {', '.join(allowed)}")
 
 
-def load_sweep(path: Path | str) -> Sweep:
-    """Reads and checks a sweep file (not yet its cells); raises ConfigError."""
+def load_sweep(path: Path | str, overrides: Iterable[str] = ()) -> Sweep:
+    """Reads and checks a sweep file (not yet its cells); raises ConfigError. `overrides`:
+    `evo sweep --set section.key=value`, read as `evo run --set` reads them, set in every
+    cell over the file's [set] (a [grid] key is refused: the grid gives it its values)."""
     path = Path(path)
     raw = config_lib.read_toml(path, "sweep file")
     unknown = set(raw) - {"sweep", "base", "grid", "set"}
@@ -110,6 +114,14 @@ def load_sweep(path: Path | str) -> Sweep:
         _check_key(key, "set")
         if key in grid:
             raise ConfigError(f"key {key!r} is both in [grid] and in [set]; keep one")
+    for override in overrides:
+        (section, body), = config_lib.apply_override({}, override).items()
+        (key, value), = body.items()
+        _check_key(f"{section}.{key}", "--set")
+        if f"{section}.{key}" in grid:
+            raise ConfigError(f"--set {override}: {section}.{key} is a [grid] key of {path}, "
+                              "which gives it its values; change the grid instead")
+        fixed = {**fixed, f"{section}.{key}": value}
     return Sweep(name=str(header.get("name", path.stem)), base=base,
                  grid={k: tuple(v) for k, v in grid.items()}, fixed=dict(fixed))
 
@@ -191,14 +203,16 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
+def run_cells(sweep: Sweep, cells: list[Cell], out: Path,
+              continue_command: str = "the same command") -> dict[str, str]:
     """Runs the cells not done yet, in grid order; returns cell -> outcome.
 
     A cell that raises, or that stopped because its LLM calls kept failing, is recorded as
     failed (a later run of the sweep resumes it) and the sweep goes on with the next, so one
     bad night for one cell does not cost the others; a stop signal stops the sweep (the cell
     marked stopped, CellStopped raised). Endpoints were checked before the first cell
-    (`_check_endpoints`), so cells skip that check.
+    (`_check_endpoints`), so cells skip that check. `continue_command`: what a cell's
+    one line names if the local Ray dies under it (the process then exits).
     """
     from evo import campaign  # Ray and torch load only when something runs
 
@@ -217,7 +231,8 @@ def run_cells(sweep: Sweep, cells: list[Cell], out: Path) -> dict[str, str]:
         _write_marker(folder, cell, status="running", started_at=_now())
         try:
             summary = campaign.run_campaign(cell.config, folder, resume=state == "partial",
-                                            check_endpoint=False)
+                                            check_endpoint=False,
+                                            continue_command=lambda: continue_command)
         except stopping.Stopped as stop:  # the sweep stops here; a rerun resumes this cell
             _write_marker(folder, cell, status="stopped", stopped_by=stop.signal.name,
                           stopped_at=_now())
@@ -273,29 +288,32 @@ def _check_endpoints(cells: list[Cell]) -> None:
 
 
 def main(sweep_file: Path | str, out: Path | str | None = None,
-         check_endpoints: bool = True) -> int:
+         check_endpoints: bool = True, overrides: Iterable[str] = ()) -> int:
     """What `evo sweep` calls: validate every cell (and, unless `check_endpoints` is False,
-    its LLM endpoint), run what is left, summarize; returns the exit status.
+    its LLM endpoint), run what is left, summarize; returns the exit status. `overrides`:
+    `--set section.key=value`, applied to every cell (`load_sweep`).
 
     Exits non-zero (SystemExit) when any cell failed, after running all the others. A stop
     signal (Ctrl-C, SIGTERM) stops the cell running at its last checkpoint, marks it
     "stopped", prints one line naming it and the command that continues, and returns 130/143.
     """
-    sweep = load_sweep(sweep_file)
+    overrides = list(overrides)
+    sweep = load_sweep(sweep_file, overrides)
     cells = expand(sweep)
     _check_tasks(cells)
     if check_endpoints:
         _check_endpoints(cells)
     folder = Path(out) if out is not None else Path("results") / sweep.name
+    again = shlex.join(["evo", "sweep", str(sweep_file)] + (["--out", str(out)] if out else [])
+                       + [part for override in overrides for part in ("--set", override)]
+                       + ([] if check_endpoints else ["--no-preflight"]))
     with stopping.listening():
         try:
-            outcomes = run_cells(sweep, cells, folder)
+            outcomes = run_cells(sweep, cells, folder, again)
         except CellStopped as stop:
-            again = ["evo", "sweep", str(sweep_file)] + (["--out", str(out)] if out else []) + (
-                [] if check_endpoints else ["--no-preflight"])
             print(f"sweep {sweep.name} stopped by {stop.signal.name} in {stop.where} (the cell "
-                  "keeps its last checkpoint); run the same command to continue: "
-                  f"{shlex.join(again)}", file=sys.stderr, flush=True)
+                  f"keeps its last checkpoint); run the same command to continue: {again}",
+                  file=sys.stderr, flush=True)
             return stop.exit_status
     for name, outcome in outcomes.items():
         print(f"{name}: {outcome}")

@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import itertools
 import math
-import sys
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -107,7 +106,6 @@ def start(config: Config, tasks: list[Task], state: CampaignState, fitness_actor
         client = None
         if config.operators.mode != "offline":
             client = llm_client(config, LedgerProxy(ledger))
-            _warn_if_unpriced(config, client)
         if recorded is not None:
             from operators.recorded_generations import FileGenerator
 
@@ -230,7 +228,7 @@ def llm_client(config: Config, budget=None):
                            mode=ops.mode, temperature=config.search.temperature,
                            max_tokens=ops.max_completion_tokens, timeout_s=ops.request_timeout_s,
                            max_retries=ops.max_retries, max_concurrency=ops.max_concurrent_requests,
-                           prices=dict(ops.price_usd_per_mtok) or None, budget=budget,
+                           prices=dict(ops.price_usd_per_mtok), budget=budget,
                            recording=ops.replay_from, replay_match=ops.replay_match,
                            seed=config.campaign.seed)
     except (ValueError, FileNotFoundError) as error:
@@ -256,16 +254,6 @@ def recorded_generations(config: Config, tasks: list[Task]):
                                          [task.name for task in tasks])
     except (ValueError, FileNotFoundError) as error:
         raise ConfigError(f"operators.generations_from: {error}") from None
-
-
-def _warn_if_unpriced(config: Config, client) -> None:
-    """Warns when a USD cap cannot work: the model has no price, so its calls are booked at $0."""
-    model = config.operators.model
-    if (config.budget.max_usd is not None and config.operators.mode == "llm"
-            and model not in client.prices):
-        print(f"warning: budget.max_usd is set but model {model!r} has no price in "
-              f"operators.price_usd_per_mtok: its calls count as $0 and the cap cannot stop them",
-              file=sys.stderr, flush=True)
 
 
 def _knowledge(config: Config, device) -> str:

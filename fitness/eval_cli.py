@@ -94,20 +94,30 @@ def _summary_line(path: str, evaluation: Evaluation) -> str:
             f"{first_line[:300]}{_location(path, evaluation.error_trace)}{mark}")
 
 
+def stage_limits(timeout_s: float | None):
+    """Returns the stage limits of `evo eval --timeout timeout_s`: that one limit for every
+    stage, or, by default (None), a campaign's own (`[fitness.timeouts]`'s defaults), so a
+    file is scored exactly as a campaign would score it."""
+    from fitness.settings import Limits
+
+    return Limits() if timeout_s is None else Limits.uniform(timeout_s)
+
+
 def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, device: str = "auto",
-                   timeout_s: float = 60.0, suite: str | None = None, path: str | None = None,
-                   sandbox: str = "bwrap") -> list[Evaluation]:
-    """Evaluates each file against `task`; prints one line (or JSON object) per file, in order."""
+                   timeout_s: float | None = None, suite: str | None = None,
+                   path: str | None = None, sandbox: str = "bwrap") -> list[Evaluation]:
+    """Evaluates each file against `task`; prints one line (or JSON object) per file, in order;
+    returns the Evaluations. `timeout_s`: see `stage_limits`."""
     from pydantic import ValidationError
 
     from fitness.device import DeviceError
     from fitness.evaluator import Evaluator
     from fitness.processes.jail import SandboxUnavailable
-    from fitness.settings import SANDBOX_MODES, Limits, Settings
+    from fitness.settings import SANDBOX_MODES, Settings
 
     if not files:
         raise UsageError("give at least one candidate file")
-    if timeout_s <= 0:
+    if timeout_s is not None and timeout_s <= 0:
         raise UsageError(f"--timeout must be positive, got {timeout_s}")
     if sandbox not in SANDBOX_MODES:
         raise UsageError(f"--sandbox must be one of {', '.join(SANDBOX_MODES)}, got {sandbox!r}")
@@ -117,7 +127,7 @@ def evaluate_files(task: str, files: Sequence[str], as_json: bool = False, devic
     workers = max(1, min(len(files), _MAX_WORKERS))
     try:
         evaluator = Evaluator(Settings(device=device, workers=workers, sandbox=sandbox,
-                                       timeouts=Limits.uniform(timeout_s)))
+                                       timeouts=stage_limits(timeout_s)))
     except (DeviceError, SandboxUnavailable) as error:
         raise UsageError(str(error)) from None
     except ValidationError as error:

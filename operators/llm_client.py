@@ -29,23 +29,13 @@ from typing import Any, Mapping, Protocol, Sequence
 import openai
 
 from evo.records import LLMUsage
-from operators import call_failures
+from operators import call_failures, prices as prices_lib
 from operators.call_failures import Failure
+from operators.prices import DEFAULT_PRICES
 from operators.replay import MATCHES, Position, Recording, ReplayMissError
 
 __all__ = ["LLMClient", "LLMReply", "BudgetExceeded", "EndpointUnusable", "ReplayMissError", "request_hash",
            "call_row", "DEFAULT_PRICES"]
-
-DEFAULT_PRICES: Mapping[str, tuple[float, float]] = {
-    # model: (USD per 1M prompt tokens, USD per 1M completion tokens); list prices when written.
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
-}
-"""Used when the config gives no price table; a model missing from the table costs 0."""
 
 MODES = ("llm", "replay")
 
@@ -142,7 +132,7 @@ class LLMClient:
         self.temperature, self.max_tokens, self.timeout_s = temperature, max_tokens, timeout_s
         self.max_retries, self.backoff_base_s, self.backoff_max_s = max_retries, backoff_base_s, backoff_max_s
         self.max_concurrency, self.stream, self.budget = max_concurrency, stream, budget
-        self.prices = dict(DEFAULT_PRICES if prices is None else prices)
+        self.prices = prices_lib.table(prices)
         self._recording = _as_recording(recording)
         self.replay_match = replay_match
         if mode == "replay" and replay_match == "position" and not self._recording.has_positions:

@@ -107,9 +107,8 @@ def test_progress_and_summary_count_candidates_once_and_say_eval_time(run):
     last = [line for line in printed.splitlines() if "gen 2/2 vector_add island" in line][-1]
     # The last island to finish books the last rows: its line counts them all, repeats named.
     repeats = int(rows.reused.sum())
-    assert candidates_text(len(rows), repeats, " so far on its 3 islands") in last
-    assert f"{len(rows)} candidates so far on its 3 islands ({repeats} repeats, their " \
-           "verdicts reused)" in last  # at least the two islands that took the seed's verdict
+    assert f"{len(rows)} candidates on 3 islands ({repeats} reused)" in last
+    assert repeats >= 2  # at least the two islands that took the seed's verdict
     text = summary.text()
     assert (f"vector_add: {candidates_text(len(rows), int(rows.reused.sum()))}, "
             f"{int(rows.correct.sum())} correct, best speedup") in text

@@ -119,3 +119,24 @@ def test_config_is_frozen():
     config = config_lib.from_dict({"campaign": {"name": "x"}})
     with pytest.raises(Exception):
         config.search.generations = 3
+
+
+@pytest.mark.parametrize("raw, said", [
+    ({"campaign": {"name": "x"}, "search": {"generatons": 3}},
+     "search.generatons: unknown key (did you mean 'generations'?); allowed keys in [search]: "),
+    ({"campaign": {"name": "x"}, "budget": {"max_dollars": 3}},
+     "budget.max_dollars: unknown key; allowed keys in [budget]: "),  # nothing close: no guess
+    ({"campaign": {"name": "x"}, "serch": {}},
+     "unknown section [serch] (did you mean 'search'?); allowed: [campaign], "),
+], ids=["key", "nothing-close", "section"])
+def test_an_unknown_key_or_section_says_what_was_meant(raw, said):
+    with pytest.raises(ConfigError) as error:
+        config_lib.from_dict(raw)
+    assert said in str(error.value)
+
+
+def test_an_unknown_key_in_a_set_override_says_what_was_meant(tmp_path):
+    path = _write(tmp_path, '[campaign]\nname = "x"\n')
+    with pytest.raises(ConfigError, match=r"search\.temprature: unknown key \(did you mean "
+                                          r"'temperature'\?\)"):
+        config_lib.load(path, ["search.temprature=0.5"])

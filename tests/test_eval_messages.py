@@ -30,6 +30,9 @@ BAD_FILES = {
     "gate.py": "import os\nimport torch\n\n\ndef vector_add(x, y):\n    os.getpid()\n    return x + y\n",
     "wrong_name.py": "import torch\n\n\ndef vector_sum(x, y):\n    return x + y\n\n\n"
                      "def helper():\n    return None\n",
+    # the only name close to the entry point is private: a helper, never what to rename
+    "private_near_name.py": "import torch\n\n\ndef _vector_addx(x, y):\n    return x + y\n\n\n"
+                            "def launch(x, y):\n    return _vector_addx(x, y)\n",
     # right on the first block of 1024 elements, wrong past it: N=1 passes, N=1025 and N=3000 fail
     "past_first_block.py": _baseline_storing("tl.where(offsets < 1024, x + y, x - y)"),
     # as above, and NaN in the blocks bounded past 2048 elements: N=3000 fails with another kind
@@ -44,7 +47,7 @@ def _evo_eval(tmp_path, *options):
     result = subprocess.run([*EVO, "eval", "vector_add", *paths, "--device", "interpreter",
                              "--timeout", "60", *options], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # every file FAILED
     return dict(zip(paths, [line for line in result.stdout.splitlines() if line.strip()]))
 
 
@@ -81,6 +84,13 @@ def test_a_wrong_entry_point_name_lists_the_functions_found(verdicts):
     assert record["error_trace"] == ("the module defines no function 'vector_add', the task's "
                                      "entry point; its top-level functions and classes: "
                                      "vector_sum, helper; did you mean 'vector_sum'?")
+
+
+def test_a_missing_entry_point_suggests_no_private_name(verdicts):
+    _, record = verdicts["cands/private_near_name.py"]
+    assert record["error_trace"] == ("the module defines no function 'vector_add', the task's "
+                                     "entry point; its top-level functions and classes: "
+                                     "_vector_addx, launch")
 
 
 def test_a_mismatch_names_the_wrong_cases_with_their_errors(verdicts):

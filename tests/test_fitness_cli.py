@@ -1,4 +1,5 @@
-"""`evo eval`: one JSON object per file, exit 0 whatever the verdicts, usage errors non-zero."""
+"""`evo eval`: one JSON object per file; exit status 0 when every file is correct, 1 when a
+file FAILED, 2 for a usage error."""
 
 import json
 import os
@@ -28,7 +29,7 @@ def test_eval_prints_one_json_object_per_file_in_order(tmp_path):
     bad.write_text("def vector_add(x, y)\n")
     result = run_evo("eval", "vector_add", "good.py", "bad.py", "--json",
                      "--device", "interpreter", "--timeout", "30", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # bad.py FAILED
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert [line["candidate"] for line in lines] == ["good.py", "bad.py"]
     assert lines[0]["correct"] is True and lines[0]["stage_reached"] == "timed"
@@ -40,16 +41,23 @@ def test_eval_prints_one_json_object_per_file_in_order(tmp_path):
         assert field in lines[0]
 
 
+def test_eval_exits_0_when_every_file_is_correct_with_a_campaigns_stage_limits(tmp_path):
+    (tmp_path / "good.py").write_text(builtin().get("vector_add").baseline_source)
+    result = run_evo("eval", "vector_add", "good.py", "--device", "interpreter", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("good.py: correct"), result.stdout
+
+
 def test_eval_unknown_task_is_a_usage_error(tmp_path):
     (tmp_path / "c.py").write_text("x = 1\n")
     result = run_evo("eval", "no_such_task", "c.py", "--json", cwd=tmp_path)
-    assert result.returncode != 0
+    assert result.returncode == 2
     assert "unknown task 'no_such_task'" in result.stderr and "vector_add" in result.stderr
 
 
 def test_eval_missing_file_is_a_usage_error(tmp_path):
     result = run_evo("eval", "vector_add", "missing.py", cwd=pathlib.Path(tmp_path))
-    assert result.returncode != 0
+    assert result.returncode == 2
     assert "no such candidate file: missing.py" in result.stderr
 
 
@@ -74,3 +82,15 @@ def test_eval_without_the_sandbox_says_so_on_every_line(tmp_path, capsys):
                                   timeout_s=30, sandbox="off")
     assert evaluation.correct and evaluation.sandboxed is False
     assert "UNSANDBOXED" in capsys.readouterr().out
+
+
+def test_eval_stage_limits_default_to_a_campaigns_and_timeout_sets_one_for_every_stage():
+    from evo import config as config_lib
+    from fitness import eval_cli
+    from fitness.settings import Limits
+
+    campaign = config_lib.from_dict({"campaign": {"name": "x"}}).fitness.timeouts
+    assert eval_cli.stage_limits(None) == campaign
+    assert campaign.compile_s == 180.0  # the README's "exactly as a campaign would"
+    assert eval_cli.stage_limits(30) == Limits.uniform(30)
+    assert {eval_cli.stage_limits(30).compile_s, eval_cli.stage_limits(30).check_s} == {30.0}

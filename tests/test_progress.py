@@ -50,24 +50,23 @@ def test_lines_give_one_count_of_candidates_and_name_its_repeats():
     assert len(lines) == 2
     assert lines[0].endswith("] gen 0/3 add: seed kernel correct, GPU time 1.8 s")
     assert lines[1].endswith(
-        "] gen 1/3 add island 0: 5 candidates so far on its 2 islands (2 repeats, their "
-        "verdicts reused), 4 correct, best speedup 1.40x, LLM 0 calls $0.0000, GPU time 2.8 s")
+        "] gen 1/3 add island 0: 5 candidates on 2 islands (2 reused), 4 correct, best 1.40x, "
+        "GPU time 2.8 s")
 
 
-def test_one_island_lines_say_so_far_and_no_repeats_when_there_are_none():
+def test_one_island_lines_name_no_islands_and_no_repeats_when_there_are_none():
     stream = io.StringIO()
     with Progress(["add"], 2, "rocm", stream=stream) as progress:
         progress.island_done(("add", 0), 1, [_offspring(0.9)], [])
     assert stream.getvalue().rstrip().endswith(
-        "] gen 1/2 add: 1 candidate so far, 1 correct, best speedup 0.90x, LLM 0 calls "
-        "$0.0000, GPU time 0.0 s")
+        "] gen 1/2 add: 1 candidate, 1 correct, best 0.90x, GPU time 0.0 s")
     assert candidates_text(7, 1) == "7 candidates (1 a repeat, its verdict reused)"
 
 
 def test_interpreter_lines_and_table_say_eval_time_never_gpu_or_device():
     lines, progress = _run("interpreter")
     assert lines[0].endswith("gen 0/3 add: seed kernel correct, eval time 1.8 s")
-    assert lines[1].endswith(", eval time 2.8 s")
+    assert lines[2].endswith(", eval time 2.8 s")
     table = io.StringIO()
     Console(file=table, width=200).print(progress._table())
     shown = table.getvalue()
@@ -80,15 +79,35 @@ def test_interpreter_lines_and_table_name_no_best_by_speed_and_say_why():
     """The interpreter's 1.40x is its clock's noise: the line counts the correct candidates
     and ranks them by correctness, as `evo report` and `evo export` do, never by that 1.40x."""
     lines, progress = _run("interpreter")
-    assert lines[1].endswith(
-        "4 correct, best speedup n/a (interpreter), ranked by correctness; timing not "
-        "meaningful here, LLM 0 calls $0.0000, eval time 2.8 s")
+    assert lines[1].endswith("] best n/a (interpreter): ranked by correctness; timing not "
+                             "meaningful here")
+    assert lines[2].endswith("4 correct, best n/a, eval time 2.8 s")
     table = io.StringIO()
     Console(file=table, width=200).print(progress._table())
     shown = table.getvalue()
     assert "n/a (interpreter)" in shown
     assert "n/a: ranked by correctness; timing not meaningful here" in shown
     assert "1.40" not in "\n".join(lines) + shown
+
+
+def test_lines_stay_short_and_say_the_interpreter_caveat_once():
+    """Many generations on the interpreter, with LLM calls: the caveat is one line of its own,
+    said once; each generation's line is at most 150 characters (it was about 250)."""
+    stream = io.StringIO()
+    calls = [{"cost_usd": 0.01, "failure_kind": None}, {"cost_usd": 0.01, "failure_kind": None}]
+    with Progress(["softmax_online"], 20, "interpreter", stream=stream, islands=4) as progress:
+        for generation in range(1, 21):
+            for island in range(4):
+                progress.island_done(("softmax_online", island), generation,
+                                     [_offspring(1.4, reused=generation % 2 == 0,
+                                                 meaningful=False)], calls)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 81
+    assert sum("timing not meaningful" in line for line in lines) == 1
+    assert max(len(line) for line in lines) <= 150, max(lines, key=len)
+    assert lines[-1].endswith("] gen 20/20 softmax_online island 3: 80 candidates on 4 islands "
+                              "(40 reused), 80 correct, best n/a, LLM 160 calls $1.6000, eval "
+                              "time 0.0 s")
 
 
 ROW_SETS = {

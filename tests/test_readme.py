@@ -150,7 +150,7 @@ def test_the_sweep_reports_the_grid_equal_compute_its_figures_and_the_noise(swee
     if not ON_GPU:  # no best by speed anywhere: the report, and the cells' progress lines
         assert "interpreter timing: speedups not meaningful" in shown
         assert "n/a (interpreter)" in shown and "x (interpreter)" not in shown
-        assert ("best speedup n/a (interpreter), ranked by correctness; timing not meaningful "
+        assert ("best n/a (interpreter): ranked by correctness; timing not meaningful "
                 "here") in shown
 
 

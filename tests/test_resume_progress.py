@@ -31,7 +31,7 @@ def test_resume_says_what_is_resumed_and_counts_from_the_recorded_rows(
                         "generation 3 of 3 (checkpoint at generation 2)"), said
     progress = [line for line in lines if line.startswith("gen 3/3 vector_add")]
     assert len(progress) == 2, said  # one line per island
-    counted = [int(re.search(r": (\d+) candidates so far", line).group(1)) for line in progress]
+    counted = [int(re.search(r": (\d+) candidates on ", line).group(1)) for line in progress]
     total = pq.read_table(out / "evaluations").num_rows
     assert recorded < counted[0] < counted[1] == total, said
     assert not any(line.startswith("gen 0/") for line in lines)  # the seeds: recorded before

@@ -78,7 +78,8 @@ def test_inline_base_is_accepted(tmp_path):
 
 
 @pytest.mark.parametrize("grid, message", [
-    ('"search.generatoins" = [1, 2]', "unknown key; allowed keys in \\[search\\]"),
+    ('"search.generatoins" = [1, 2]',
+     "unknown key \\(did you mean 'generations'\\?\\); allowed keys in \\[search\\]"),
     ('"searchgenerations" = [1]', "not of the form section.key"),
     ('"search.islands" = []', "non-empty list"),
     ('"search.islands" = 3', "non-empty list"),

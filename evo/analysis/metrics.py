@@ -36,7 +36,7 @@ REQUIRED_EVALUATION_COLUMNS = (
 )
 EVALUATION_COLUMNS = REQUIRED_EVALUATION_COLUMNS + (
     "suite", "difficulty", "failure_kind", "reused", "case_names", "latency_us",
-    "ref_latency_us", "device", "backend")
+    "ref_latency_us", "device", "backend", "llm_model")
 """The evaluations columns the numbers read (sources, strategies and traces are left out)."""
 CALL_COLUMNS = ("task", "generation", "prompt_tokens", "completion_tokens", "cost_usd",
                 "failure_kind", "error", "finished_at")

@@ -20,7 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evo.analysis import best, compare, noise, outcome, plots, speedup_cells, torch_comparison
+from evo.analysis import (best, compare, llm_cost, noise, outcome, plots, speedup_cells,
+                          torch_comparison)
 from evo.analysis import metrics as analysis
 from evo.analysis.html_page import number
 
@@ -99,12 +100,14 @@ def campaign_report(results: analysis.Results,
         "torch": versus_torch,
         "stop": ended["stop"],
         "llm": ended["llm"],
+        "llm_cost": llm_cost.of(results),
         "notes": analysis.timing_notes(results) + ended["notes"],
         "figures": [str(p) for p in figures],
     }
 
 
-LEFT_COLUMNS = ("task", "cell", "failure kind", "latest error", "candidate", "operator", "ranked")
+LEFT_COLUMNS = ("task", "spent on", "cell", "failure kind", "latest error", "candidate", "operator",
+                "ranked")
 
 
 def _table(title: str, columns: list[str], rows: list[list[str]], caption: str = "") -> Table:
@@ -166,8 +169,25 @@ def print_campaign(report: dict[str, Any], console: Console) -> None:
                          [[d, str(s["tasks"])] + _suite_row(s)
                           for d, s in report["by_difficulty"].items()]))
     _print_torch(report["torch"], console)
+    _print_llm_cost(report["llm_cost"], console)
     _print_outcome(report, console)
     _print_footer(report, console)
+
+
+def _print_llm_cost(cost: dict[str, Any] | None, console: Console) -> None:
+    """Prints the LLM's tokens and dollars in all, per candidate and per correct candidate
+    (evo.analysis.llm_cost); nothing when no LLM was called."""
+    if cost is None:
+        return
+    rows = [["all LLM calls", number(cost["calls"]), number(cost["tokens"]),
+             number(cost["usd"], "$")]]
+    for name, count, per in (("per candidate", cost["candidates"], cost["per_candidate"]),
+                             ("per correct candidate", cost["correct"], cost["per_correct"])):
+        rows.append([name, number(count)] + ([number(per["tokens"]), number(per["usd"], "$")]
+                                             if per else ["-", "-"]))
+    console.print(_table("LLM cost", ["spent on", "count", "tokens", "USD"], rows,
+                         caption="every call counts, divided among the candidates LLM answers "
+                                 "became (docs/metrics.md, \"LLM cost\")"))
 
 
 def _print_best(report: dict[str, Any], console: Console) -> None:

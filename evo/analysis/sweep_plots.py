@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from evo.analysis import noise, plots, scaling
 from evo.analysis.plots import METRIC_LABELS, noise_band, plt, timing_caveat
@@ -115,8 +115,11 @@ def grid(found: dict[str, Any], shown: tuple[str, str], meaningful: bool):
         accuracy_text = "-" if point[accuracy] is None else f"{point[accuracy]:.0%}"
         axes.text(c, r, f"{accuracy_text}\n{speed}{'' if meaningful else '*'}",
                   ha="center", va="center", fontsize=9)
-    image = axes.imshow(values, cmap="Blues", aspect="auto", alpha=0.7)
-    figure.colorbar(image, ax=axes, label=METRIC_LABELS[shade])
+    low, high = _shade_range(values, shade)
+    image = axes.imshow(values, cmap="Blues", aspect="auto", alpha=0.7, vmin=low, vmax=high)
+    bar = figure.colorbar(image, ax=axes, label=METRIC_LABELS[shade])
+    if shade != "speedup_geomean":
+        bar.ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     axes.set_xticks(range(len(columns)), [str(c) for c in columns])
     axes.set_yticks(range(len(rows)), [str(r) for r in rows])
     axes.set(xlabel="islands", ylabel="generations",
@@ -124,6 +127,18 @@ def grid(found: dict[str, Any], shown: tuple[str, str], meaningful: bool):
     if not meaningful:
         axes.set_title(axes.get_title() + "\n(*: interpreter timing, not meaningful)", fontsize=9)
     return figure
+
+
+def _shade_range(values: np.ndarray, shade: str) -> tuple[float, float]:
+    """Returns the colour scale of the grid: an accuracy's whole range, 0-100%, and a
+    speedup's values with 1.0x among them; never a span around one value that every cell
+    shares (matplotlib's 0.90-1.10 when every cell reads 100%)."""
+    if shade != "speedup_geomean":
+        return 0.0, 1.0
+    finite = values[np.isfinite(values)]
+    low = min([1.0, *finite.tolist()])
+    high = max([1.0, *finite.tolist()])
+    return low, high if high > low else low + 1.0
 
 
 def figures(cells: list[dict[str, Any]], curves: dict[str, pd.DataFrame], found: dict[str, Any],

@@ -44,7 +44,8 @@ def syntax_error_text(error: SyntaxError) -> str:
 
 def missing_entry_point(source: str, entry_point: str) -> str:
     """Returns why a module without `entry_point` fails: the functions and classes it
-    defines at top level instead, and the closest name among them."""
+    defines at top level instead, and the closest public name among them (a `_private`
+    helper is never what the entry point was meant to be called)."""
     try:
         body = parse_source(source).body
     except (SyntaxError, ValueError):
@@ -52,7 +53,8 @@ def missing_entry_point(source: str, entry_point: str) -> str:
     defined = [node.name for node in body
                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     found = ", ".join(defined) if defined else "none"
-    close = difflib.get_close_matches(entry_point, defined, n=1)
+    public = [name for name in defined if not name.startswith("_")]
+    close = difflib.get_close_matches(entry_point, public, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return (f"the module defines no function {entry_point!r}, the task's entry point; its "
             f"top-level functions and classes: {found}{hint}")
