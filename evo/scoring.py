@@ -8,12 +8,12 @@ scores a task compiles and times its baseline once, so spreading every task over
 would make that cost grow with the GPUs. The driver drains `refs()` with `ray.wait` and
 hands what finished to `collect`.
 
-A brood reuses only its island's own `known` verdicts, so an island's rows depend on its
-seed alone; `reused` is decided in slot order, so a redone generation gives identical rows.
-An actor that dies or misses a deadline is replaced and what it held goes back to the head
-of the queue, nothing lost or booked twice. An actor whose device is out (it raises
-DeviceUnresponsive: a kernel that never ended left the GPU busy) gets nothing more; what it
-held goes back to the queue for the others, and with none left the campaign ends (`fatal`).
+A brood reuses only its island's own `known` verdicts (`reused` decided in slot order), so
+an island's rows depend on its seed alone and a redone generation gives identical rows. An
+actor that dies or misses a deadline is replaced and what it held goes back to the head of
+the queue, nothing lost or booked twice. An actor whose device is out (DeviceUnresponsive: a
+kernel that never ended left the GPU busy) gets nothing more; what it held goes back to the
+queue for the others, and with none left the campaign ends (`fatal`).
 """
 
 from __future__ import annotations

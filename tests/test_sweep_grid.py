@@ -7,9 +7,12 @@ import pytest
 from evo.analysis import sweep_plots
 
 
+SHOWN = ("found_accuracy", "found_speedup_geomean")
+
+
 def _found(accuracy: float, speedups: list[float]) -> dict:
     points = [{"generations": g, "islands": i, "found_accuracy": accuracy,
-               "speedup_geomean": speedups[k]}
+               "found_speedup_geomean": speedups[k]}
               for k, (g, i) in enumerate([(1, 1), (1, 2), (2, 1), (2, 2)])]
     return {"generations": [1, 2], "islands": [1, 2], "points": points}
 
@@ -23,7 +26,7 @@ def _bar(figure):
 
 
 def test_a_grid_of_equal_accuracies_is_shaded_on_a_0_to_100_percent_bar():
-    limits, labels = _bar(sweep_plots.grid(_found(1.0, [1.9, 2.1, 2.0, 2.2]), "found_accuracy",
+    limits, labels = _bar(sweep_plots.grid(_found(1.0, [1.9, 2.1, 2.0, 2.2]), SHOWN,
                                            meaningful=False))
     assert limits == (0.0, 1.0)
     assert labels[0] == "0%" and labels[-1] == "100%"
@@ -33,5 +36,5 @@ def test_a_grid_of_equal_accuracies_is_shaded_on_a_0_to_100_percent_bar():
                                               ([0.5, 0.8, 0.6, 0.7], (0.5, 1.0)),
                                               ([1.0, 1.0, 1.0, 1.0], (1.0, 2.0))])
 def test_a_meaningful_speedup_grid_is_shaded_from_its_values_and_1x(speedups, limits):
-    shown, _ = _bar(sweep_plots.grid(_found(1.0, speedups), "found_accuracy", meaningful=True))
+    shown, _ = _bar(sweep_plots.grid(_found(1.0, speedups), SHOWN, meaningful=True))
     assert shown == pytest.approx(limits)

@@ -115,10 +115,10 @@ def grid(found: dict[str, Any], shown: tuple[str, str], meaningful: bool):
         accuracy_text = "-" if point[accuracy] is None else f"{point[accuracy]:.0%}"
         axes.text(c, r, f"{accuracy_text}\n{speed}{'' if meaningful else '*'}",
                   ha="center", va="center", fontsize=9)
-    low, high = _shade_range(values, shade)
+    low, high = _shade_range(values, shade == speedup)
     image = axes.imshow(values, cmap="Blues", aspect="auto", alpha=0.7, vmin=low, vmax=high)
     bar = figure.colorbar(image, ax=axes, label=METRIC_LABELS[shade])
-    if shade != "speedup_geomean":
+    if shade != speedup:
         bar.ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     axes.set_xticks(range(len(columns)), [str(c) for c in columns])
     axes.set_yticks(range(len(rows)), [str(r) for r in rows])
@@ -129,11 +129,11 @@ def grid(found: dict[str, Any], shown: tuple[str, str], meaningful: bool):
     return figure
 
 
-def _shade_range(values: np.ndarray, shade: str) -> tuple[float, float]:
+def _shade_range(values: np.ndarray, speedup: bool) -> tuple[float, float]:
     """Returns the colour scale of the grid: an accuracy's whole range, 0-100%, and a
     speedup's values with 1.0x among them; never a span around one value that every cell
     shares (matplotlib's 0.90-1.10 when every cell reads 100%)."""
-    if shade != "speedup_geomean":
+    if not speedup:
         return 0.0, 1.0
     finite = values[np.isfinite(values)]
     low = min([1.0, *finite.tolist()])
