@@ -3,10 +3,9 @@
 The new candidates of every island's brood (`submit`) join one first-come queue that feeds
 the least-loaded live actor up to `max_in_flight_per_actor`, so every actor is busy whichever
 islands have work. A free actor takes, among the first `AFFINITY_LOOKAHEAD` queued, the first
-of a task it has scored, else of a task no actor has had, else the head: each actor that
-scores a task compiles and times its baseline once, so spreading every task over every GPU
-would make that cost grow with the GPUs. The driver drains `refs()` with `ray.wait` and
-hands what finished to `collect`.
+of a task it has scored, else of a task no actor has had, else the head: an actor compiles
+and times a task's baseline once, a cost that spreading every task over every GPU would
+multiply. The driver drains `refs()` with `ray.wait` and hands what finished to `collect`.
 
 A brood reuses only its island's own `known` verdicts (`reused` decided in slot order), so
 an island's rows depend on its seed alone and a redone generation gives identical rows. An
