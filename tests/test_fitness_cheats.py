@@ -6,6 +6,7 @@ import warnings
 import pytest
 
 import cheats
+import compromised
 from benchmarks.registry import builtin
 from cheats.tasks import ROW_SOFTMAX
 from evo.records import FAILURE_KINDS, make_candidate
@@ -77,9 +78,11 @@ def honest(fitness_evaluator):
 
 
 HONEST_BOUND = 1.5
-"""A cheat scored correct may read at most this many times an honest kernel's speedup on the
-interpreter, whose CPU-time latency scatters by tens of percent; a trick that worked would
-skip the work and read several times faster (the GPU bound is measured by
+"""A cheat scored correct may read at most this many times an honest kernel's speed on the
+interpreter (the geometric mean over the cases both timed, as the compromised-worker suite
+weighs it), whose CPU-time latency scatters by tens of percent a case under a full suite's
+load (one case of a correct cheat read 0.64 of its twin once); a trick that worked would
+skip the work and read several times faster on every case (the GPU bound is measured by
 experiments/perf/cheat_sweep.py)."""
 
 
@@ -90,9 +93,9 @@ def _judged_as_promised(path, evaluation, ungated: bool, honest: dict) -> None:
                                     f"(speedup {evaluation.speedup})")
         fields = cheats.header(path)
         twin = honest[fields.get("twin", fields["task"])]
-        slower = [c / h for c, h in zip(evaluation.latency_us, twin.latency_us) if c and h]
-        assert slower and min(slower) >= 1 / HONEST_BOUND, (
-            f"{path.name}: scored correct and {1 / min(slower):.2f}x as fast as the honest "
+        slower = compromised.slower_by(evaluation, twin)
+        assert slower is not None and slower >= 1 / HONEST_BOUND, (
+            f"{path.name}: scored correct and {1 / (slower or 1):.2f}x as fast as the honest "
             "baseline: its trick bought time")
         return
     assert evaluation.speedup is None
