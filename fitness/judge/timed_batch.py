@@ -111,9 +111,9 @@ class TimedBatch:
     def poison(self) -> None:
         """GPU: fills every region with a byte drawn now (NaN or a huge negative in every
         float dtype), on this process's stream: output a run leaves unwritten fails. Done
-        when the batch before is over (and once at the start), not right before the clock
-        starts: a worker writing where another process has just filled ran up to 250 us a
-        batch slower (RESULTS.md §20)."""
+        once at the start and when each batch is over, so a batch's own path to the clock
+        holds only its inputs (moving it there from right before the fill left the judge's
+        latency as it was: RESULTS.md §20b)."""
         poison = _DRAW.randrange(0x80, 0x100)
         with torch.cuda.stream(self.stream):
             for region in self.regions:
