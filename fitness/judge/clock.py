@@ -132,13 +132,13 @@ def _cpu_batch(walk, worker, checker, token: str, number: int, case) -> tuple[fl
     reads and judges the outputs."""
     c = walk.c
     prefix = f"{token}b{number}"
-    before_s = worker.cpu_s()
+    before = worker.cpu()
     files = walk._request(checker, {"op": "timed_files", "token": token, "prefix": prefix},
                           c.limits.check_s)["runs"]
     reply = walk._request(worker, {"op": "run_batch", "runs": files, "prefix": prefix},
                           c.limits.bench_s)
     with worker.frozen():
-        elapsed_us = (worker.cpu_s() - before_s) * 1e6
+        elapsed_us = worker.cpu().since(before) * 1e6
         walk.observe(worker, reply)
         _judged(walk, checker, token, reply.get("outputs"), case, worker)
     return elapsed_us, None

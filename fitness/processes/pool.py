@@ -131,24 +131,67 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def _process_cpu_s(pid: int) -> float:
-    """Returns the CPU seconds of process `pid`, its reaped children's included: the larger of
-    its threads' scheduler run times (nanoseconds, live threads only) and its tick counts
-    (every thread that ever ran, in 10-ms ticks). Neither can be lowered from inside."""
+TICK_S = 0.01
+"""What a process's tick counts in /proc round down by, at most (`CpuReading.since`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CpuReading:
+    """The CPU seconds of a worker's process tree, read from /proc outside it (`seconds`),
+    with what that sum could lose later: the live threads it counted by their exact run
+    time (`threads`: (pid, tid) pairs) and each process's reaped children's ticks
+    (`children`: pid -> seconds)."""
+
+    seconds: float
+    threads: frozenset
+    children: dict
+
+    def since(self, before: "CpuReading") -> float:
+        """Returns the CPU seconds used since `before`, never less than the tree really used.
+        A thread that ends (a child that exits or is reaped with it) leaves the exact run
+        time it was counted by for tick counts rounded down, and a process that reaps a
+        child adds the child's time rounded down: a candidate could lower its reading by
+        each, up to `TICK_S`. So each thread of `before` gone now, and each process whose
+        reaped children's time moved, is charged `TICK_S`: honest code, which does neither
+        inside a batch, pays nothing."""
+        ended = len(before.threads - self.threads)
+        reaped = sum(1 for pid, seconds in self.children.items()
+                     if seconds != before.children.get(pid, seconds))
+        return self.seconds - before.seconds + TICK_S * (ended + reaped)
+
+
+def _process_cpu(pid: int) -> tuple[float, list, float]:
+    """Returns (the CPU seconds of process `pid`, its reaped children's included: the larger
+    of its threads' scheduler run times (nanoseconds, live threads only) and its tick counts
+    (every thread that ever ran, in 10-ms ticks); its live threads' ids; its reaped
+    children's seconds)."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
+        return 0.0, [], 0.0
     ticks = sum(int(field) for field in fields[11:15]) / _CLOCK_TICKS
-    ran_ns = 0
+    children = sum(int(f) for f in fields[13:15]) / _CLOCK_TICKS
+    ran_ns, threads = 0, []
     try:
         for thread in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{thread}/schedstat") as handle:
                 ran_ns += int(handle.read().split()[0])
+            threads.append(thread)
     except (OSError, ValueError, IndexError):
         pass
-    return max(ticks, ran_ns * 1e-9 + sum(int(f) for f in fields[13:15]) / _CLOCK_TICKS)
+    return max(ticks, ran_ns * 1e-9 + children), threads, children
+
+
+def cpu_reading(root: int) -> CpuReading:
+    """Reads the CPU time of `root`'s whole process tree (`CpuReading`)."""
+    seconds, threads, children = 0.0, set(), {}
+    for pid in _tree(root):
+        used, alive, reaped = _process_cpu(pid)
+        seconds += used
+        threads.update((pid, thread) for thread in alive)
+        children[pid] = reaped
+    return CpuReading(seconds, frozenset(threads), children)
 
 
 def _stopped(pid: int) -> bool:
@@ -296,10 +339,10 @@ class WorkerProcess:
             _, hard = resource.prlimit(self._inner_pid, resource.RLIMIT_CPU)
             resource.prlimit(self._inner_pid, resource.RLIMIT_CPU, (min(soft, hard), hard))
 
-    def cpu_s(self) -> float:
-        """Returns the CPU seconds every process of the worker's tree has used: the judge's
-        clock on the interpreter (read from /proc, outside the worker)."""
-        return sum(_process_cpu_s(pid) for pid in _tree(self.proc.pid))
+    def cpu(self) -> CpuReading:
+        """Reads the CPU time every process of the worker's tree has used: the judge's clock
+        on the interpreter (read from /proc, outside the worker; `CpuReading.since`)."""
+        return cpu_reading(self.proc.pid)
 
     @contextlib.contextmanager
     def frozen(self, settle_s: float = 1.0):
