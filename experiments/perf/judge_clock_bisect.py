@@ -33,11 +33,11 @@ import torch  # noqa: E402
 
 from benchmarks.registry import builtin  # noqa: E402
 from fitness.device import detect  # noqa: E402
-from fitness.judge import clock, timed_batch  # noqa: E402
-from fitness.measure import timing  # noqa: E402
+from fitness.judge import timed_batch  # noqa: E402
 from fitness.processes import shared_memory  # noqa: E402
 from fitness.sandbox.timed import TimedCase  # noqa: E402
-from judge_clock_diagnose import BATCHES, _caller, _entry, worker_caller  # noqa: E402
+from judge_clock_diagnose import (BATCHES, _caller, _entry, events_and_runs,  # noqa: E402
+                                  worker_caller)
 
 
 def serve(channel_fd: int, control_fd: int, instrumented: bool) -> None:
@@ -139,13 +139,11 @@ def main() -> None:
             entry = _entry(task)
             for case in task.cases_for(device.backend)[:args.cases]:
                 started = time.monotonic()
-                inputs = task.make_inputs(case.params, 0, device.torch_device)
-                [events] = timing.bench([lambda: entry(*inputs)], device)
-                runs = clock.batch_runs(events.median_us, True)
+                events_us, runs = events_and_runs(task, case.params, device, entry)
                 judged, kinds, held, method = two_process(child, task, case.params, runs, device)
                 row = {"task": name, "case": case.name, "instrumented": args.instrumented,
-                       "events_us": events.median_us, "two_process_us": statistics.median(judged),
-                       "ratio": round(statistics.median(judged) / events.median_us, 3),
+                       "events_us": events_us, "two_process_us": statistics.median(judged),
+                       "ratio": round(statistics.median(judged) / events_us, 3),
                        "all_us": judged, "runs": held, "method": method, "kinds": kinds,
                        "seconds": round(time.monotonic() - started, 1)}
                 print(json.dumps(row), flush=True)

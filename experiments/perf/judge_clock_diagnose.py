@@ -92,6 +92,14 @@ def worker_caller(device, entry, path: str):
     return instrumented._timed_call(worker._Observed())
 
 
+def events_and_runs(task, params: dict, device, entry) -> tuple[float, int]:
+    """Returns the baseline's median on the case by in-process event timing (the cache
+    flushed before every run) and the runs the judge would put in a batch of it."""
+    inputs = task.make_inputs(params, 0, device.torch_device)
+    [events] = timing.bench([lambda: entry(*inputs)], device)
+    return events.median_us, clock.batch_runs(events.median_us, True)
+
+
 def judge_batches(task, params, runs, device, entry, before=None,
                   call=None) -> tuple[list, list, int]:
     """Returns (per-run microseconds of each batch, verdict kinds and the method, the runs a
@@ -142,14 +150,12 @@ def main() -> None:
         entry = _entry(task)
         for case_spec in task.cases_for(device.backend)[:args.cases]:
             started = time.monotonic()
-            inputs = task.make_inputs(case_spec.params, 0, device.torch_device)
-            [events] = timing.bench([lambda: entry(*inputs)], device)
-            runs = clock.batch_runs(events.median_us, True)
-            row = {"task": name, "case": case_spec.name, "events_us": events.median_us}
+            events_us, runs = events_and_runs(task, case_spec.params, device, entry)
+            row = {"task": name, "case": case_spec.name, "events_us": events_us}
             judged, kinds, held = judge_batches(task, case_spec.params, runs, device, entry)
             row.update(judge_us=statistics.median(judged), judge_all=judged, kinds=kinds,
                        runs=held)
-            print(f"  {name} {case_spec.name}: events {events.median_us:.1f} us, in-process "
+            print(f"  {name} {case_spec.name}: events {events_us:.1f} us, in-process "
                   f"batch of {held} {row['judge_us']:.1f} us {kinds}", flush=True)
             saved = timed_batch.BATCH_BYTES
             timed_batch.BATCH_BYTES = 12 << 30
@@ -181,7 +187,7 @@ def main() -> None:
                        flush_us=statistics.median(flush_only), kinds_flushed=kinds,
                        seconds=round(time.monotonic() - started, 1))
             for key in ("judge_us", "judge64_us", "worker_us", "flushed_us"):
-                row[key.replace("_us", "/events")] = round(row[key] / events.median_us, 3)
+                row[key.replace("_us", "/events")] = round(row[key] / events_us, 3)
             print(json.dumps({k: v for k, v in row.items() if k != "judge_all"}), flush=True)
             with open(args.out, "a") as handle:
                 handle.write(json.dumps(row) + "\n")

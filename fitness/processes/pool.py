@@ -170,8 +170,8 @@ def _process_cpu(pid: int) -> tuple[float, list, float]:
             fields = handle.read().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0, [], 0.0
-    ticks = sum(int(field) for field in fields[11:15]) / _CLOCK_TICKS
     children = sum(int(f) for f in fields[13:15]) / _CLOCK_TICKS
+    ticks = sum(int(f) for f in fields[11:13]) / _CLOCK_TICKS + children
     ran_ns, threads = 0, []
     try:
         for thread in os.listdir(f"/proc/{pid}/task"):
