@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchmarks.external.platforms import BACKENDS
-from evo.records import Task
+from evo.records import Task, parse_source
 from operators import offline, tables
 
 PIPED_WIDTH = 10_000
@@ -75,7 +75,7 @@ def signature(task: Task) -> str:
     """Returns the entry point's signature as the baseline writes it
     (`softmax(x: torch.Tensor) -> torch.Tensor`); "" when the baseline does not parse."""
     try:
-        body = ast.parse(task.baseline_source or "").body
+        body = parse_source(task.baseline_source or "").body
     except SyntaxError:
         return ""
     classes = {node.name: node for node in body if isinstance(node, ast.ClassDef)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import math
 
-from evo.records import Task
+from evo.records import Task, parse_source
 
 
 class TaskError(ValueError):
@@ -24,7 +24,7 @@ def _is_power_of_two(value: int) -> bool:
 
 
 def _defines_function(source: str, name: str) -> bool:
-    tree = ast.parse(source)
+    tree = parse_source(source)
     # A class counts too: KernelBench's entry point is `class ModelNew`.
     return any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name
                for node in tree.body)

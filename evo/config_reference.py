@@ -25,6 +25,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel
 
 from evo import config as config_lib
+from evo.records import parse_source
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "config.md"
 SWEEP = Path(__file__).resolve().parent / "sweep.py"  # its docstring is the sweep file format
@@ -77,7 +78,7 @@ def _attribute_entries(doc: str) -> dict[str, str]:
 
 def _attribute_docstrings(klass: type) -> dict[str, str]:
     """Returns name -> the string literal right below each annotated key of the class body."""
-    body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+    body = parse_source(textwrap.dedent(inspect.getsource(klass))).body[0].body
     found = {}
     for statement, after in zip(body, body[1:]):
         if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
@@ -200,7 +201,7 @@ def render() -> str:
              ""]
     for name, section in config_lib.SECTIONS.items():
         lines += _table(name, section) + [""]
-    sweep_format = ast.get_docstring(ast.parse(SWEEP.read_text()))  # not imported: no pandas
+    sweep_format = ast.get_docstring(parse_source(SWEEP.read_text()))  # not imported: no pandas
     lines += ["## Sweep files (`evo sweep`)", "", sweep_format, ""]
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ import dataclasses
 import re
 from typing import Mapping
 
+from evo.records import parse_source
 from operators import autotune, tables
 
 BLOCK_RANGE = (16, 8192)  # 1-D elements per program
@@ -98,7 +99,7 @@ class Knob:
 
 def find(source: str, backend: str) -> list[Knob]:
     """Returns the knobs of `source` in source order; raises SyntaxError if it does not parse."""
-    tree = ast.parse(source)
+    tree = parse_source(source)
     offsets = _line_offsets(source)
     uses_dot = "tl.dot" in source or ".dot(" in source
     jitted, autotuned = _kernels(tree)

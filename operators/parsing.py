@@ -13,6 +13,8 @@ import ast
 import dataclasses
 import re
 
+from evo.records import parse_source
+
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.DOTALL | re.MULTILINE)
 _PYTHON_TAGS = ("python", "py", "python3", "")
 MAX_NOTES_CHARS = 4000
@@ -40,7 +42,7 @@ def defines(source_tree: ast.Module, name: str) -> bool:
 def check_module(source: str, entry_point: str) -> str:
     """Returns "" if `source` parses and defines `entry_point`, else the failure reason."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError as error:
         return f"syntax_error: line {error.lineno}: {error.msg}"
     except (ValueError, RecursionError) as error:

@@ -19,7 +19,7 @@ import pathlib
 import re
 from typing import Sequence
 
-from evo.records import Task, normalize_source
+from evo.records import Task, normalize_source, parse_source
 
 EXEMPLARS_DIR = pathlib.Path(__file__).parent / "exemplars"
 NEAR_IDENTICAL = 0.8
@@ -44,7 +44,7 @@ def load_exemplars(folder: pathlib.Path = EXEMPLARS_DIR) -> list[Exemplar]:
     exemplars = []
     for path in sorted(folder.glob("*.py")):
         source = path.read_text()
-        tree = ast.parse(source, filename=str(path))
+        tree = parse_source(source, filename=str(path))
         if not any(isinstance(n, ast.FunctionDef) and n.name == path.stem for n in tree.body):
             raise ValueError(f"exemplar {path} must define a top-level function `{path.stem}`")
         summary = (ast.get_docstring(tree) or "").strip().splitlines()

@@ -19,6 +19,8 @@ from __future__ import annotations
 import ast
 import dataclasses
 
+from evo.records import parse_source
+
 TABLE = "CONFIGS"
 VALUES = "KNOBS"
 DESIGN = "DESIGN"
@@ -82,7 +84,7 @@ def space(source: str) -> dict:
     "bucket_rule": the return expressions of the module's `_bucket` function, as text};
     empty fields for a module without a table.
     """
-    tree = ast.parse(source)
+    tree = parse_source(source)
     tables = _module_tables(tree)
     buckets: dict[str, dict[str, int]] = {}
     for entry in entries(tree):

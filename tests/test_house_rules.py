@@ -96,3 +96,19 @@ def test_no_file_names_a_machine_s_own_folder():
              for number, line in enumerate((ROOT / name).read_bytes().decode(errors="replace")
                                            .splitlines(), 1) if MACHINE_PATH.search(line)]
     assert not found, "a machine's own folder named:\n" + "\n".join(found)
+
+
+def test_product_code_parses_python_only_through_parse_source():
+    """CPython 3.11 can fail two `ast.parse` calls made at once in one process ("AST
+    constructor recursion depth mismatch"); `evo.records.parse_source` serialises them, which
+    holds only if no product module calls `ast.parse` itself (CI failed on a registry built
+    while the evaluator parsed a candidate)."""
+    direct = []
+    for path in product_files():
+        if path == ROOT / "evo" / "records.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr == "parse"
+                    and isinstance(node.value, ast.Name) and node.value.id == "ast"):
+                direct.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not direct, "ast.parse outside evo.records.parse_source:\n" + "\n".join(direct)

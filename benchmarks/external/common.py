@@ -14,7 +14,7 @@ import re
 from typing import Iterable
 
 from benchmarks.external.platforms import platform_limits
-from evo.records import Case, Task
+from evo.records import Case, Task, parse_source
 
 SEPARATOR = "#" * 146
 """The line between a GEAK file's kernel code and its test code."""
@@ -84,7 +84,7 @@ def read_instructions(folder: pathlib.Path, names: Iterable[str]) -> dict[str, d
 
 
 def top_level_functions(source: str) -> list[ast.FunctionDef]:
-    return [node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
+    return [node for node in parse_source(source).body if isinstance(node, ast.FunctionDef)]
 
 
 def _is_jit(function: ast.FunctionDef) -> bool:
@@ -108,7 +108,7 @@ def launching_definitions(source: str) -> set[str]:
     """Returns the top-level names (functions, classes, assignments) that launch a Triton
     kernel: the @jit kernels, and every definition that names one of them, directly or
     through other such definitions (a wrapper calling an autograd Function's `apply`)."""
-    body = ast.parse(source).body
+    body = parse_source(source).body
     launching = {node.name for node in body if isinstance(node, ast.FunctionDef) and _is_jit(node)}
     grew = True
     while grew:
@@ -127,7 +127,7 @@ def pick_entry_point(kernel: str, tests: str, where: str) -> str:
     nothing, so they are passed over.
     """
     functions = top_level_functions(kernel)
-    used_by_tests = _names_in(ast.parse(tests))
+    used_by_tests = _names_in(parse_source(tests))
     used = [function.name for function in functions if function.name in used_by_tests]
     launching = launching_definitions(kernel)
     jitted = [function.name for function in functions if _is_jit(function)]
@@ -165,8 +165,8 @@ def task_name(stem: str) -> str:
 
 def interface(kernel: str, tests: str) -> list[str]:
     """Returns the kernel-side names (functions, classes) the test code uses, in kernel order."""
-    used = _names_in(ast.parse(tests))
-    defined = [node.name for node in ast.parse(kernel).body
+    used = _names_in(parse_source(tests))
+    defined = [node.name for node in parse_source(kernel).body
                if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
     return [name for name in defined if name in used]
 

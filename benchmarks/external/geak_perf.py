@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+from evo.records import parse_source
+
 FOLDERS = ("../../performance_metrics/perf_G/golden_metrics", "../performance_metrics/perf_G/golden_metrics",
            "performance_metrics/perf_G/golden_metrics", "golden_metrics")
 """Where a kernel folder's performance files are looked for, relative to it (GEAK-eval keeps
@@ -60,7 +62,7 @@ def prepare(text: str, stem: str, where: str) -> str:
     """Returns the performance file `text` of kernel module `stem`, ready for the worker; raises
     UnusablePerfFile naming what is missing."""
     try:
-        module = ast.parse(text)
+        module = parse_source(text)
     except SyntaxError as error:
         raise UnusablePerfFile(f"{where}: not valid Python ({error.msg}, line {error.lineno})") from None
     references = {alias.asname or alias.name for node in module.body if _dropped(node)

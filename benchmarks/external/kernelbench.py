@@ -20,7 +20,7 @@ import pathlib
 import re
 
 from benchmarks.external import common
-from evo.records import Case, Task
+from evo.records import Case, Task, parse_source
 
 SUITE = "kernelbench"
 SUBPATHS = ("KernelBench", "")
@@ -55,7 +55,7 @@ def baseline_source(source: str) -> str:
 def load_file(path: pathlib.Path, level: int) -> Task:
     """Returns the Task of one KernelBench problem file."""
     source = path.read_text()
-    defined = {node.name for node in ast.parse(source).body
+    defined = {node.name for node in parse_source(source).body
                if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
     missing = [name for name in _REQUIRED if name not in defined]
     if missing:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import re
 
+from evo.records import parse_source
+
 AMD_ONLY_FEATURES = (
     *((dtype, f"the fnuz fp8 dtype {dtype}")
       for dtype in ("float8_e4m3fnuz", "float8_e5m2fnuz", "fp8e4b8", "fp8e5b16")),
@@ -35,7 +37,7 @@ def _outside_hip_functions(source: str) -> str:
     """Returns `source` without its top-level functions named for HIP (`get_hip_autotune_config`):
     GEAK files pick those only when the backend is HIP, so what they use is no AMD-only need."""
     try:
-        hip = [(f.lineno, f.end_lineno) for f in ast.parse(source).body
+        hip = [(f.lineno, f.end_lineno) for f in parse_source(source).body
                if isinstance(f, ast.FunctionDef) and "hip" in f.name.lower()]
     except SyntaxError:
         return source
@@ -52,7 +54,7 @@ def launches_with_list_grid(source: str) -> bool:
     name bound to a list or to a lambda returning one): a GPU takes it, the interpreter
     only takes tuples."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError:
         return False
     lists = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _list_grid(node.value)

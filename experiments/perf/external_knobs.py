@@ -15,6 +15,7 @@ import ast
 import collections
 
 from benchmarks.external import load_suite
+from evo.records import parse_source
 from operators import knobs, offline, tables
 
 SUITES = ("tritonbench-revised", "rocm")
@@ -38,7 +39,7 @@ def origin(knob: knobs.Knob) -> str:
 
 def why_none(source: str) -> str:
     """Returns what the reference's launches pass instead of literal sizes and options."""
-    tree = ast.parse(source)
+    tree = parse_source(source)
     launches = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Subscript) and isinstance(node.func.value, ast.Name)]
     computed = [f"{kw.arg or '**'}={ast.unparse(kw.value)}" for call in launches for kw in call.keywords
