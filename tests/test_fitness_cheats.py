@@ -63,37 +63,50 @@ def test_gpu_only_cheats_are_listed_as_not_applicable_here():
     warnings.warn(f"not applicable on the interpreter (device: cuda): {', '.join(names)}")
 
 
+class Honest:
+    """What an honest kernel reads: each task's baseline scored as a candidate, and each
+    twin (`tests/cheats/twins`: a cheat's own kernel with no trick) by file name; `again`
+    scores one of them anew (`compromised.slower_than_twin`)."""
+
+    def __init__(self, evaluator):
+        self.evaluator = evaluator
+        names = [name for name, task in TASKS.items() if task.baseline_source]
+        names += [path.name for path in sorted(cheats.TWINS_DIR.glob("*.py"))]
+        self.scored = {name: self.again(name, "honest") for name in names}
+
+    def again(self, name: str, copy: str = "again"):
+        if name in TASKS:
+            task, source = TASKS[name], TASKS[name].baseline_source
+        else:
+            path = cheats.TWINS_DIR / name
+            task, source = TASKS[path.stem.split("_block")[0]], path.read_text()
+        return self.evaluator.evaluate(task, make_candidate(task.name, f"{source}\n# {copy}\n"))
+
+
 @pytest.fixture(scope="module")
 def honest(fitness_evaluator):
-    """What an honest kernel reads: each task's baseline scored as a candidate, and each
-    twin (`tests/cheats/twins`: a cheat's own kernel with no trick) by file name."""
-    scored = {name: fitness_evaluator.evaluate(task, make_candidate(name, task.baseline_source
-                                                                     + "\n# honest\n"))
-              for name, task in TASKS.items() if task.baseline_source}
-    for path in sorted(cheats.TWINS_DIR.glob("*.py")):
-        task = TASKS[path.stem.split("_block")[0]]
-        scored[path.name] = fitness_evaluator.evaluate(task, make_candidate(task.name,
-                                                                            path.read_text()))
-    return scored
+    return Honest(fitness_evaluator)
 
 
 HONEST_BOUND = 1.5
 """A cheat scored correct may read at most this many times an honest kernel's speed on the
 interpreter (the geometric mean over the cases both timed, as the compromised-worker suite
 weighs it), whose CPU-time latency scatters by tens of percent a case under a full suite's
-load (one case of a correct cheat read 0.64 of its twin once); a trick that worked would
+load (one case of a correct cheat read 0.64 of its twin once: the twin is scored again
+while a cheat reads past it, `compromised.slower_than_twin`); a trick that worked would
 skip the work and read several times faster on every case (the GPU bound is measured by
 experiments/perf/cheat_sweep.py)."""
 
 
-def _judged_as_promised(path, evaluation, ungated: bool, honest: dict) -> None:
+def _judged_as_promised(path, evaluation, ungated: bool, honest: Honest) -> None:
     expected = cheats.expected_kinds(cheats.header(path), ungated, "interpreter")
     if evaluation.correct:
         assert "none" in expected, (f"{path.name}: expected {expected}, scored correct "
                                     f"(speedup {evaluation.speedup})")
         fields = cheats.header(path)
-        twin = honest[fields.get("twin", fields["task"])]
-        slower = compromised.slower_by(evaluation, twin)
+        name = fields.get("twin", fields["task"])
+        slower = compromised.slower_than_twin(evaluation, honest.scored[name],
+                                              lambda: honest.again(name), HONEST_BOUND)
         assert slower is not None and slower >= 1 / HONEST_BOUND, (
             f"{path.name}: scored correct and {1 / (slower or 1):.2f}x as fast as the honest "
             "baseline: its trick bought time")

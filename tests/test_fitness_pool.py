@@ -68,8 +68,8 @@ def test_spares_start_beside_the_lent_workers_but_lend_no_more_at_once(pool_fact
 
 def test_a_tree_reaping_its_children_cannot_lower_its_cpu_reading():
     """Reaping exited children moves their exact run time into the parent's tick counts,
-    rounded down (measured: -7 ms over 4 children): `CpuReading.since` charges each ended
-    thread and each reaping process a tick, so the reading never falls below zero."""
+    rounded down (measured: -7 ms over 4 children): `CpuReading.since` charges each reaping
+    process a tick, so the reading never falls below zero."""
     import time
 
     from fitness.processes.pool import cpu_reading
@@ -89,3 +89,28 @@ def test_a_tree_reaping_its_children_cannot_lower_its_cpu_reading():
         for pid in children:
             os.waitpid(pid, 0)
         assert cpu_reading(os.getpid()).since(before) >= 0.0
+
+
+def test_a_thread_that_ends_keeps_its_exact_time_in_the_reading():
+    """A thread's run time stays in its process's reading once it ends, exactly (the process
+    CPU clock): ending threads neither lowers a candidate's reading nor charges honest code
+    that ends one inside a batch the 10 ms that tick counts would round by."""
+    import threading
+    import time
+
+    from fitness.processes.pool import cpu_reading
+
+    for burn_s in (0.004, 0.0155, 0.025):
+        burned = []
+
+        def burn():
+            while time.thread_time() < burn_s:
+                pass
+            burned.append(time.thread_time())
+
+        before = cpu_reading(os.getpid())
+        thread = threading.Thread(target=burn)
+        thread.start()
+        thread.join(10)
+        used = cpu_reading(os.getpid()).since(before)
+        assert burned[0] <= used <= burned[0] + 0.005, (burn_s, burned, used)

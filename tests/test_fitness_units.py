@@ -205,6 +205,31 @@ def test_timing_holds_the_device_alone():
     assert gate.counters()["busy_s"] >= 0.2
 
 
+def test_interpreter_timing_holds_take_turns_beside_shared_holders():
+    """Where timing is CPU time (not exclusive), one timing hold at a time: the clock stops
+    every other candidate worker while it times one, and two holds at once would each stop
+    the other's worker for good. Shared holders still go on beside a timing hold."""
+    gate = DeviceLock(exclusive_timing=False)
+    events = []
+
+    def timing(name: str) -> None:
+        with gate.exclusive():
+            events.append(f"{name}-start")
+            time.sleep(0.2)
+            events.append(f"{name}-end")
+
+    first = threading.Thread(target=timing, args=("first",))
+    first.start()
+    time.sleep(0.05)
+    second = threading.Thread(target=timing, args=("second",))
+    second.start()
+    with gate.shared():
+        events.append("shared")
+    first.join(5)
+    second.join(5)
+    assert events == ["first-start", "shared", "first-end", "second-start", "second-end"]
+
+
 def test_timing_does_not_wait_out_a_hung_shared_holder():
     # A candidate spinning until its stage limit holds the device shared; timing must not
     # stall the whole pool for that limit, and new shared holders must still wait for it.

@@ -82,6 +82,30 @@ def test_a_walk_waiting_on_its_request_ends_it_at_the_limit_and_never_waits_for_
         assert LIMIT_S <= time.monotonic() - start < LIMIT_S + SLACK_S
 
 
+def test_time_the_judge_holds_a_worker_stopped_counts_in_none_of_its_limits(pool):
+    """The judge stops other workers while it times one (`WorkerPool.frozen`): a request
+    held stopped past its limit plus the grace must still end normally, neither the waiting
+    thread nor the watchdog counting the stopped seconds."""
+    source = "import time\ntime.sleep(1.0)\n\ndef f():\n    return 0\n"
+    outcome = {}
+
+    def run(worker) -> None:
+        try:
+            outcome["reply"] = worker.request(_load(source), LIMIT_S)
+        except WorkerFault as fault:
+            outcome["fault"] = f"{fault.kind}: {fault.detail}"
+
+    with pool.lease() as worker:
+        waiter = threading.Thread(target=run, args=(worker,))
+        waiter.start()
+        time.sleep(0.3)
+        with pool.frozen():
+            time.sleep(LIMIT_S + watchdog.GRACE_S + 1.0)
+        waiter.join(30)
+    assert "fault" not in outcome, outcome["fault"]
+    assert outcome["reply"].get("ok"), outcome["reply"]
+
+
 def test_the_device_lock_is_free_once_its_holder_is_ended(pool):
     gate = DeviceLock(exclusive_timing=True)
     held = threading.Event()

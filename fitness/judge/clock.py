@@ -57,7 +57,10 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     batch judged: {"median_us", "p20_us", "p80_us", "runs", "method", "stopped"}. A judged
     failure raises Failed at stage "timed". `give_up_us`: past two batches whose fastest run
     is slower, the case stops as "slower" (a clear loser). `alone`: a baseline's denominator:
-    the device is held with every holder gone and every candidate worker stopped."""
+    the device is held with every holder gone and every candidate worker stopped. Timed by
+    CPU time, every other candidate worker is stopped too: a neighbour's work on the host
+    slows the timed tree's own (shared caches and cores), and copies of one file scattered
+    1.8x under load (RESULTS.md#interpreter-clock)."""
     c = walk.c
     share = worker.shares and checker.shares
     with c.device_lock.shared():
@@ -77,8 +80,9 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         # One hold for all of a case's batches: each hold waits for the device to drain, and
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
         # a GPU walk's time. The checker makes every batch's inputs inside `release`.
+        quiet = (alone or not share) and c.candidates
         with c.device_lock.exclusive(alone=alone), (
-                c.candidates.frozen() if alone and c.candidates else contextlib.nullcontext()):
+                c.candidates.frozen(but=worker) if quiet else contextlib.nullcontext()):
             for number in range(batches):
                 if share:
                     elapsed_us, outputs = _gpu_batch(walk, worker, checker, token)

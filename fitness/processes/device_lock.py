@@ -41,6 +41,7 @@ class DeviceLock:
         self._straggler_wait_s = straggler_wait_s
         self._wait_limit_s = wait_limit_s
         self._cond = threading.Condition()
+        self._timing = threading.Lock()  # the timing holds' own, where they share the device
         self._shared = 0
         self._compiling = 0
         self._loading = 0
@@ -97,12 +98,23 @@ class DeviceLock:
 
     @contextlib.contextmanager
     def exclusive(self, alone: bool = False):
-        """Holds the device alone (timing); a no-op share when timing is not meaningful.
-        `alone`: wait for every shared holder to leave, with no straggler cut-off and
-        compiling holders included (a baseline's timing)."""
+        """Holds the device alone (timing). Where timing is not meaningful (the interpreter:
+        CPU time, read per process tree) it is a share that only other timing holds wait
+        for: one tree is timed at a time, the rest held stopped (`clock.time_case`), and
+        two timing at once would each stop the other. `alone`: wait for every shared holder
+        to leave, with no straggler cut-off and compiling holders included (a baseline's
+        timing)."""
         if not self._exclusive_timing:
-            with self.shared():
-                yield
+            asked = time.monotonic()
+            if not self._timing.acquire(timeout=self._wait_limit_s):
+                raise DeviceHeld(f"no timing hold came free within {self._wait_limit_s:g} s")
+            try:
+                with self._cond:
+                    self._exclusive_wait_s += time.monotonic() - asked
+                with self.shared():
+                    yield
+            finally:
+                self._timing.release()
             return
         asked = time.monotonic()
         with self._cond:

@@ -133,65 +133,57 @@ def _tree(pid: int) -> list[int]:
 
 TICK_S = 0.01
 """What a process's tick counts in /proc round down by, at most (`CpuReading.since`)."""
+_PROCESS_CLOCK = 2
+"""CPUCLOCK_SCHED of a process-wide CPU clock id (`clock_getcpuclockid`'s encoding: the pid,
+bit-inverted, shifted past three bits of clock kind): the scheduler's exact run time of all
+of a process's threads, those that ended included."""
 
 
 @dataclasses.dataclass(frozen=True)
 class CpuReading:
-    """The CPU seconds of a worker's process tree, read from /proc outside it (`seconds`),
-    with what that sum could lose later: the live threads it counted by their exact run
-    time (`threads`: (pid, tid) pairs) and each process's reaped children's ticks
-    (`children`: pid -> seconds)."""
+    """The CPU seconds of a worker's process tree, read from outside it (`seconds`), with
+    each process's reaped children's seconds (`children`: pid -> seconds), which a reading
+    could lose later."""
 
     seconds: float
-    threads: frozenset
     children: dict
 
     def since(self, before: "CpuReading") -> float:
         """Returns the CPU seconds used since `before`, never less than the tree really used.
-        A thread that ends (a child that exits or is reaped with it) leaves the exact run
-        time it was counted by for tick counts rounded down, and a process that reaps a
-        child adds the child's time rounded down: a candidate could lower its reading by
-        each, up to `TICK_S`. So each thread of `before` gone now, and each process whose
-        reaped children's time moved, is charged `TICK_S`: honest code, which does neither
-        inside a batch, pays nothing."""
-        ended = len(before.threads - self.threads)
+        A process's own time is exact, ended threads included; a child it reaps moves into
+        its children's time in ticks rounded down, so a candidate could lower its reading by
+        up to `TICK_S` a reap. Each process whose reaped children's time moved is charged
+        `TICK_S`: honest code, which reaps no process inside a batch, pays nothing."""
         reaped = sum(1 for pid, seconds in self.children.items()
                      if seconds != before.children.get(pid, seconds))
-        return self.seconds - before.seconds + TICK_S * (ended + reaped)
+        return self.seconds - before.seconds + TICK_S * reaped
 
 
-def _process_cpu(pid: int) -> tuple[float, list, float]:
-    """Returns (the CPU seconds of process `pid`, its reaped children's included: the larger
-    of its threads' scheduler run times (nanoseconds, live threads only) and its tick counts
-    (every thread that ever ran, in 10-ms ticks); its live threads' ids; its reaped
-    children's seconds)."""
+def _process_cpu(pid: int) -> tuple[float, float]:
+    """Returns (the CPU seconds of process `pid`, its reaped children's included; those
+    children's seconds): its own from its process CPU clock (exact), or its tick counts
+    where that clock cannot be read (it is being reaped)."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0, [], 0.0
+        return 0.0, 0.0
     children = sum(int(f) for f in fields[13:15]) / _CLOCK_TICKS
-    ticks = sum(int(f) for f in fields[11:13]) / _CLOCK_TICKS + children
-    ran_ns, threads = 0, []
     try:
-        for thread in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{thread}/schedstat") as handle:
-                ran_ns += int(handle.read().split()[0])
-            threads.append(thread)
-    except (OSError, ValueError, IndexError):
-        pass
-    return max(ticks, ran_ns * 1e-9 + children), threads, children
+        own = time.clock_gettime((~pid << 3) | _PROCESS_CLOCK)
+    except OSError:
+        own = sum(int(f) for f in fields[11:13]) / _CLOCK_TICKS
+    return own + children, children
 
 
 def cpu_reading(root: int) -> CpuReading:
     """Reads the CPU time of `root`'s whole process tree (`CpuReading`)."""
-    seconds, threads, children = 0.0, set(), {}
+    seconds, children = 0.0, {}
     for pid in _tree(root):
-        used, alive, reaped = _process_cpu(pid)
+        used, reaped = _process_cpu(pid)
         seconds += used
-        threads.update((pid, thread) for thread in alive)
         children[pid] = reaped
-    return CpuReading(seconds, frozenset(threads), children)
+    return CpuReading(seconds, children)
 
 
 def _stopped(pid: int) -> bool:
@@ -225,6 +217,8 @@ class WorkerProcess:
         self.ended_by: str | None = None  # why the watchdog ended it, once it has
         self.on_stuck = None  # called with a line if the process outlives its SIGKILL
         self._ticket: int | None = None  # the watchdog's, while a request is under way
+        self._stopped_s = 0.0  # seconds held stopped by the judge (`frozen`), past holds
+        self._stopped_at: float | None = None  # when the hold under way began
         self._reaped = False
         self._server_chain: list[int] = []  # the sandbox's processes down to its fork server
         self._flood_limit_bytes = flood_limit_bytes
@@ -350,6 +344,7 @@ class WorkerProcess:
         is seen stopped (`settle_s` at most): what the judge reads there (its CPU time, a
         timed run's outputs) no later code of the candidate can have changed."""
         pids = _tree(self.proc.pid)
+        self._stopped_at = time.monotonic()
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGSTOP)
@@ -362,6 +357,14 @@ class WorkerProcess:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGCONT)
+            self._stopped_s, self._stopped_at = self.stopped_s, None
+
+    @property
+    def stopped_s(self) -> float:
+        """Seconds the judge has held this worker stopped (`frozen`), the hold under way
+        included: none of its limits counts them."""
+        since = self._stopped_at
+        return self._stopped_s + (time.monotonic() - since if since is not None else 0.0)
 
     @property
     def alive(self) -> bool:
@@ -411,9 +414,11 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout_s
         self.limit_cpu(timeout_s)
         watchdog.WATCHDOG.disarm(self._ticket)
+        stopped_before = self.stopped_s
         self._ticket = watchdog.WATCHDOG.arm(
             timeout_s, f"the {self.role}'s {request.get('op', 'stage')} request",
-            functools.partial(self.end, generation=self.generation))
+            functools.partial(self.end, generation=self.generation),
+            extension=lambda: self.stopped_s - stopped_before)
         self._send(request, deadline)
         return deadline
 
@@ -462,7 +467,9 @@ class WorkerProcess:
     def _await_reply(self, deadline: float, timeout_detail: str,
                      fault_on_time: bool = True) -> dict:
         """Returns the next reply; past `deadline` the worker is killed (a timeout fault), or
-        with `fault_on_time` False TimeoutError is raised and it lives on."""
+        with `fault_on_time` False TimeoutError is raised and it lives on. Time the judge
+        held it stopped meanwhile moves `deadline` on."""
+        stopped_before = self.stopped_s
         while True:
             try:
                 reply = self._reader.take()
@@ -476,7 +483,7 @@ class WorkerProcess:
             if self._flooded:
                 raise self._fault("output_flood", f"the candidate wrote more than "
                                   f"{self._flood_limit_bytes >> 20} MiB to stdout/stderr")
-            remaining = deadline - time.monotonic()
+            remaining = deadline + self.stopped_s - stopped_before - time.monotonic()
             if remaining <= 0:
                 if not fault_on_time:
                     raise TimeoutError(timeout_detail)
@@ -717,12 +724,13 @@ class WorkerPool:
                     self._replace(worker)
 
     @contextlib.contextmanager
-    def frozen(self):
-        """Holds every worker of this pool stopped for the block (`WorkerProcess.frozen`):
-        no candidate code runs on the host while a baseline is timed, so none can load the
-        machine to slow the number every speedup of its task is divided by."""
+    def frozen(self, but=None):
+        """Holds every worker of this pool but `but` stopped for the block
+        (`WorkerProcess.frozen`): no candidate code runs on the host while a baseline is
+        timed, so none can load the machine to slow the number every speedup of its task is
+        divided by."""
         with self._lock:
-            workers = [worker for worker in self._all if worker.alive]
+            workers = [worker for worker in self._all if worker.alive and worker is not but]
         with contextlib.ExitStack() as stack:
             for worker in workers:
                 stack.enter_context(worker.frozen(settle_s=0.1))

@@ -57,16 +57,18 @@ class Watchdog:
         self.ended = 0
         threading.Thread(target=self._watch, daemon=True, name="watchdog").start()
 
-    def arm(self, limit_s: float, what: str, end) -> int:
+    def arm(self, limit_s: float, what: str, end, extension=lambda: 0.0) -> int:
         """Returns a ticket: `end(reason)` is called `limit_s + GRACE_S` from now unless the
-        ticket is disarmed first; `what` names the request in the reason."""
+        ticket is disarmed first; `what` names the request in the reason. `extension()`
+        says how far the deadline has moved since (the seconds the judge held the process
+        stopped: a stopped process runs none of its limit)."""
         ticket = next(self._tickets)
         deadline = time.monotonic() + limit_s + GRACE_S
         reason = (f"{what} ran past its {limit_s:g} s limit + {GRACE_S:g} s grace: its process "
                   "tree was ended by the watchdog")
         with self._cond:
             self._armed.add(ticket)
-            heapq.heappush(self._heap, (deadline, ticket, end, reason))
+            heapq.heappush(self._heap, (deadline, ticket, (end, extension, 0.0), reason))
             self._cond.notify()
         return ticket
 
@@ -80,7 +82,12 @@ class Watchdog:
             with self._cond:
                 while not self._heap or self._heap[0][0] > time.monotonic():
                     self._cond.wait(self._heap[0][0] - time.monotonic() if self._heap else 1.0)
-                _, ticket, end, reason = heapq.heappop(self._heap)
+                deadline, ticket, (end, extension, applied), reason = heapq.heappop(self._heap)
+                moved = extension() - applied if ticket in self._armed else 0.0
+                if moved > 0:  # not due yet: back in the heap at its moved deadline
+                    heapq.heappush(self._heap, (deadline + moved, ticket,
+                                                (end, extension, applied + moved), reason))
+                    continue
                 due = ticket in self._armed
                 self._armed.discard(ticket)
             if due:
