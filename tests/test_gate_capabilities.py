@@ -4,7 +4,8 @@ beside it passes.
 The lint is no boundary (docs/design.md, "Fitness cascade and its trust boundary"): torch on
 the host, reflection, caches and hooks are admitted here, on every suite; whether torch did
 the task's work, or a cheat gained anything, is the judge's to say at run time.
-tests/fixtures/honest_gate_external/ holds host-torch idioms of real model replies.
+tests/fixtures/honest_gate_external/ holds idioms of real model replies (host torch, launch
+grids that call helpers).
 """
 
 import pathlib
@@ -37,7 +38,7 @@ def _vector_add(body, before=""):
 
 
 @pytest.mark.parametrize("path", HONEST_EXTERNAL, ids=lambda p: p.stem)
-def test_host_torch_of_model_replies_passes_on_a_tritonbench_task(path):
+def test_idioms_of_model_replies_pass_on_a_tritonbench_task(path):
     task = TRITONBENCH[path.read_text().splitlines()[0].split(":", 1)[1].strip()]
     assert policy.check(path.read_text(), task) is None
 
