@@ -263,8 +263,10 @@ def summary_lines(rows: list[dict], calls: list[dict], table: list[dict],
         mine = [row for row in rows if row["suite"] == suite]
         timed = [row for row in mine if row["stage"] == "timed"]
         goal = f" (goal >= {GOAL_TIMED})" if suite == "tritonbench-revised" else ""
+        left = expected.get(suite, len(mine)) - len(mine)
         lines.append(f"{suite}: {len(timed)} of {expected.get(suite, len(mine))} references timed{goal}; "
-                     f"{len(mine)} scored, {sum(row['correct'] for row in mine)} correct")
+                     f"{len(mine)} scored, {sum(row['correct'] for row in mine)} correct"
+                     + (f", {left} not scored yet" if left > 0 else ""))
         for row in mine:
             if row["stage"] != "timed":
                 lines.append(f"  not timed: {row['task']}: {row.get('untimed_kind')}: "

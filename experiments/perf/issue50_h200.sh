@@ -17,6 +17,7 @@ WORKERS=${WORKERS:-12}
 CALL_S=${CALL_S:-500}          # this call's wall time, the environment's set-up included
 SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the one command
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
+REDO=${REDO:-}                  # words of untimed kinds to score again ("harness_error timeout")
 TASKS_PER_LEVEL=${TASKS_PER_LEVEL:-6}
 SEARCH_MINUTES=${SEARCH_MINUTES:-12}  # the one command's campaigns, over all calls
 py=${PYTHON:-python3}
@@ -40,7 +41,7 @@ if [ $refs_s -ge 30 ]; then
   step "the references, ${refs_s} s at most, resuming from ${#resume[@]} rows files"
   timeout $(( refs_s + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm --no-geak \
     --workers $WORKERS --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
-    --out $OUT/geak_timing.json --resume "${resume[@]}" > $OUT/geak_timing.log 2>&1
+    --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO > $OUT/geak_timing.log 2>&1
   echo "exit $?"; grep -E "^\[|tasks done in earlier|deadline" $OUT/geak_timing.log | tail -5 | cut -c1-300
   gpu
 fi
