@@ -115,6 +115,20 @@ def rows(folder: pathlib.Path) -> int:
     return sum(pq.ParquetFile(part).metadata.num_rows for part in (folder / "evaluations").rglob("*.parquet"))
 
 
+def stages(folder: pathlib.Path, since: float, wall_s: float) -> str:
+    """Returns where the evaluations written since `since` (a file time) spent their time: the
+    median and sum of each stage's seconds (compile_s: the timing pass's preparation on an
+    external suite; bench_s: the timing pass, the device held alone) against the wall."""
+    import pandas
+
+    parts = [part for part in (folder / "evaluations").rglob("*.parquet") if part.stat().st_mtime >= since]
+    if not parts:
+        return "no evaluation written"
+    frame = pandas.concat([pandas.read_parquet(part, columns=["compile_s", "check_s", "bench_s"]) for part in parts])
+    return ", ".join(f"{stage} median {frame[stage].median():.2f} sum {frame[stage].sum():.0f}"
+                     for stage in frame.columns) + f" (s, {len(frame)} evaluations, wall {wall_s:.0f} s)"
+
+
 def run_campaign(out: pathlib.Path, name: str, config: str, resume: bool = False,
                  deadline: float | None = None) -> pathlib.Path:
     """Writes the config beside the results and runs `evo run` on it (`--resume` when
@@ -131,7 +145,7 @@ def run_campaign(out: pathlib.Path, name: str, config: str, resume: bool = False
         return folder
     command = [sys.executable, "-m", "evo", "run", str(config_path), "--out", str(folder)]
     command += ["--resume"] if resume and (folder / "campaign.json").exists() else []
-    started, rows_before = time.monotonic(), rows(folder)
+    started, since, rows_before = time.monotonic(), time.time(), rows(folder)
     print(f"== {name}: {' '.join(command[1:])}", flush=True)
     process = subprocess.Popen(command, cwd=ROOT)
     try:
@@ -146,7 +160,7 @@ def run_campaign(out: pathlib.Path, name: str, config: str, resume: bool = False
             code = process.wait()
     wall_s, scored = time.monotonic() - started, rows(folder) - rows_before
     print(f"== {name}: exit {code} after {wall_s:.0f} s: {scored} evaluations in this call, "
-          f"{scored / wall_s * 60:.1f}/min", flush=True)
+          f"{scored / wall_s * 60:.1f}/min; {stages(folder, since, wall_s)}", flush=True)
     return folder
 
 
