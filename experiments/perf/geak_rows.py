@@ -101,14 +101,14 @@ def breakdown_lines(rows: list[dict], calls: list[dict]) -> list[str]:
     share of the summed wall), then the calls' evaluations per minute and their Evaluator
     meters summed (seconds and counts of each kind of request, waits for a worker and for
     the device lock)."""
-    timed = [row for row in rows if all(isinstance(row.get(stage), (int, float)) for stage in STAGES)]
+    measured = [row for row in rows if all(isinstance(row.get(stage), (int, float)) for stage in STAGES)]
     lines = []
-    if timed:
-        wall = sum(row["wall_s"] for row in timed) or 1.0
-        lines.append(f"where an evaluation's time went, over {len(timed)} rows (seconds):")
+    if measured:
+        wall = sum(row["wall_s"] for row in measured) or 1.0
+        lines.append(f"where an evaluation's time went, over {len(measured)} rows (seconds):")
         lines.append(f"  {'stage':10} {'median':>8} {'p90':>8} {'sum':>9} {'of wall':>8}")
         for stage in STAGES:
-            values = [row[stage] for row in timed]
+            values = [row[stage] for row in measured]
             lines.append(f"  {stage:10} {statistics.median(values):8.2f} {_quantile(values, 0.9):8.2f} "
                          f"{sum(values):9.1f} {sum(values) / wall:8.1%}")
     wall_s = sum(call["wall_s"] for call in calls)
@@ -128,6 +128,7 @@ def breakdown_lines(rows: list[dict], calls: list[dict]) -> list[str]:
         counts.update(stats.get("requests", {}))
         totals.update({f"lock.{key}": stats.get(key, 0.0)
                        for key in ("busy_s", "timing_wait_s", "drain_wait_s", "walk_wait_s")})
+        totals.update({f"evaluator.{key}": stats.get(key, 0) for key in ("kernel_s", "retries", "respawns")})
     if totals:
         lines.append("the Evaluator's meter, summed over the calls (request: count, seconds):")
         for name in sorted(totals):
