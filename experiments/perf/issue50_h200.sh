@@ -50,7 +50,7 @@ if [ $search_s -ge 60 ]; then
   step "the one command's offline arm, $search_s s at most"
   last=""; for prev in "${PREV[@]}"; do [ -d "$prev/geak" ] && last="$prev/geak"; done
   if [ -n "$last" ]; then cp -r "$last" $OUT/geak && chmod -R u+w $OUT/geak; fi
-  timeout $(( search_s + 90 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
+  timeout $(( search_s + 30 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
     --suites tritonbench-revised --workers $WORKERS --tasks-per-level $TASKS_PER_LEVEL \
     --minutes $SEARCH_MINUTES --search-generations 3 --islands 2 --offspring 2 --out $OUT/geak \
     --call-minutes $(awk "BEGIN { print $search_s / 60 }") --resume > $OUT/geak_benchmarks.log 2>&1
