@@ -100,6 +100,17 @@ def test_rows_of_a_call_killed_mid_write_are_read_up_to_the_cut_and_a_redone_tas
     assert geak_rows.latest(rows, "project") == {"t": {"side": "project", "task": "t", "stage": "timed"}}
 
 
+def test_a_call_killed_before_its_own_row_is_counted_from_its_task_rows():
+    geak_rows = _rows_module()
+    rows = [{"side": "project", "call": "a", "task": "t", "queue_s": 0.0, "wall_s": 5.0},
+            {"side": "call", "call": "a", "rows": 1, "wall_s": 6.0},
+            {"side": "project", "call": "b", "task": "u", "queue_s": 0.0, "wall_s": 4.0},
+            {"side": "project", "call": "b", "task": "v", "queue_s": 3.0, "wall_s": 7.0}]  # then killed
+    found = geak_rows.calls(rows)
+    assert [(call["call"], call["rows"], call["wall_s"]) for call in found] == [("a", 1, 6.0), ("b", 2, 10.0)]
+    assert "all calls: 3 evaluations in 16 s" in "\n".join(geak_rows.breakdown_lines(rows[:1] + rows[2:], found))
+
+
 def test_an_untimed_reference_says_why_and_its_kind_is_counted():
     geak_rows = _rows_module()
     tasks = registry.load("tritonbench-revised", str(SUITE))

@@ -53,6 +53,25 @@ def latest(rows: list[dict], side: str) -> dict[str, dict]:
     return {row["task"]: row for row in rows if row.get("side") == side}
 
 
+def calls(rows: list[dict]) -> list[dict]:
+    """Returns one row per call in the order the calls began: its own, or for a call killed
+    before it wrote it (an outer time limit) one made from its project rows (their count;
+    the end of the last as its wall)."""
+    order, own, made = [], {}, collections.defaultdict(list)
+    for row in rows:
+        if row.get("side") not in ("call", "project") or (row["side"] == "project" and "call" not in row):
+            continue  # a GEAK-eval row, or one of a campaign's (`--from-results`): no call of ours
+        if row.get("call") not in order:
+            order.append(row.get("call"))
+        if row["side"] == "call":
+            own[row.get("call")] = row
+        else:
+            made[row.get("call")].append(row)
+    return [own.get(call) or {"side": "call", "call": call, "rows": len(made[call]), "device": "-", "cut": True,
+                              "wall_s": max(row["queue_s"] + row["wall_s"] for row in made[call])}
+            for call in order]
+
+
 def untimed(evaluation, task) -> tuple[str, str]:
     """Returns (reason, kind) of a reference scored as its own candidate that was not timed,
     ("", "") if it was: the reason in full as the walk wrote it, the kind a short label the

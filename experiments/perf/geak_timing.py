@@ -367,7 +367,7 @@ def main() -> None:
     union = geak_rows.read(sources)
     rows = sorted(geak_rows.latest(union, "project").values(), key=lambda row: (row["suite"], row["task"]))
     geak = geak_rows.latest(union, "geak")
-    calls = [row for row in union if row.get("side") == "call"]
+    calls = geak_rows.calls(union)
     table = comparison(rows, geak, geak_root)
     lines = summary_lines(rows, calls, table, expected)
     print("\n".join(lines))
