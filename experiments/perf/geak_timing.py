@@ -172,11 +172,13 @@ def rows_of_results(folder: str) -> list[dict]:
         timed = group[group["stage_reached"] == "timed"]
         first = timed.iloc[0] if len(timed) else group.iloc[0]
         trace = str(first["error_trace"] or "")
+        failure = first["failure_kind"] if isinstance(first["failure_kind"], str) else None
         rows.append({"side": "project", "task": task, "suite": "tritonbench-revised",
                      "stage": first["stage_reached"], "correct": bool(group["correct"].any()),
-                     "failure_kind": first["failure_kind"], "trace": trace[-300:],
+                     "failure_kind": failure, "trace": trace[-300:],
                      "untimed_reason": "" if len(timed) else trace,
-                     "untimed_kind": "" if len(timed) else f"{first['failure_kind']} at {first['stage_reached']}",
+                     "untimed_kind": "" if len(timed) else (f"{failure} at {first['stage_reached']}" if failure
+                                                            else "correct, not timed"),
                      "ref_latency_us": [float(v) for v in first["ref_latency_us"]] if len(timed) else [],
                      "speedup": None})
     return rows
