@@ -19,13 +19,22 @@ went. It bounds the generations, not the seeds: every task's seeds are scored wh
 budget (a resume starts there), so a run over many tasks takes at least their seeding (on
 the H200, 13 TritonBench-revised tasks seeded in about 340 s with 14 workers: RESULTS.md §19). `--tasks-per-level N` keeps the first N tasks of
 each difficulty level of each suite (by name), for a run smaller than the whole benchmark.
+
+Several device calls add up: `--call-minutes M` bounds this call (the campaign running then
+gets SIGTERM and stops at its last checkpoint; none starts after; the tables are built from
+what there is), and `--resume` continues the campaigns OUT already holds (`evo run --resume`;
+one that ended on its own, every generation or a budget cap, is left as it is). A call's
+OUT is the union: copy the earlier call's OUT there first. The suite path is written
+relative to the repository when it lies inside it, so a campaign resumes on another machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -39,6 +48,10 @@ from operators import recorded_generations  # noqa: E402
 SUITES = ("tritonbench-revised", "rocm")
 DIRECT_SHARE = 0.2
 """Of `--minutes`, the direct-prompting campaigns' share (their replies are mostly untimed)."""
+STOP_GRACE_S = 60.0
+"""How long a campaign sent SIGTERM at the call's end has to stop at its checkpoint."""
+TABLES_S = 45.0
+"""Of `--call-minutes`, what is kept for the stop and the tables."""
 
 
 def runnable_tasks(path: str, suites: list[str], device: str, per_level: int | None) -> dict[str, list[str]]:
@@ -66,7 +79,7 @@ def campaign_config(name: str, suite: str, path: str, tasks: list[str], search: 
                     seed_with_baseline: bool) -> str:
     """Returns a campaign's TOML."""
     sections = {
-        "campaign": {"name": name, "suite": suite, "path": str(pathlib.Path(path).resolve()),
+        "campaign": {"name": name, "suite": suite, "path": portable(path),
                      "tasks": tasks, "seed": 0, "seed_with_baseline": seed_with_baseline},
         "search": {"population": 2, "migration_interval": 0, **search},
         "operators": {"mode": "offline", **operators},
@@ -77,15 +90,77 @@ def campaign_config(name: str, suite: str, path: str, tasks: list[str], search: 
                    for section, keys in sections.items())
 
 
-def run_campaign(out: pathlib.Path, name: str, config: str) -> pathlib.Path:
-    """Writes the config beside the results and runs `evo run` on it; returns its folder."""
+def portable(path: str) -> str:
+    """Returns `path` relative to the repository when it lies inside it (the campaign's
+    `evo run` runs there), else absolute: the same config on every machine of a resume."""
+    resolved = pathlib.Path(path).resolve()
+    return os.path.relpath(resolved, ROOT) if resolved.is_relative_to(ROOT) else str(resolved)
+
+
+def finished(folder: pathlib.Path) -> bool:
+    """Whether the campaign in `folder` ended on its own (every generation, a budget cap, its
+    LLM calls): a resume has nothing to add. One stopped by a signal, a fatal cause or a
+    kill (no "stop" recorded) has."""
+    try:
+        stop = json.loads((folder / "campaign.json").read_text()).get("stop")
+    except FileNotFoundError:
+        return False
+    return bool(stop) and not str(stop.get("stopped_by")).startswith("SIG") and stop.get("stopped_by") != "fatal"
+
+
+def rows(folder: pathlib.Path) -> int:
+    """Returns how many evaluations the campaign in `folder` has written (0 for none yet)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(part).metadata.num_rows for part in (folder / "evaluations").rglob("*.parquet"))
+
+
+def stages(folder: pathlib.Path, since: float, wall_s: float) -> str:
+    """Returns where the evaluations written since `since` (a file time) spent their time: the
+    median and sum of each stage's seconds (compile_s: the timing pass's preparation on an
+    external suite; bench_s: the timing pass, the device held alone) against the wall."""
+    import pandas
+
+    parts = [part for part in (folder / "evaluations").rglob("*.parquet") if part.stat().st_mtime >= since]
+    if not parts:
+        return "no evaluation written"
+    frame = pandas.concat([pandas.read_parquet(part, columns=["compile_s", "check_s", "bench_s"]) for part in parts])
+    return ", ".join(f"{stage} median {frame[stage].median():.2f} sum {frame[stage].sum():.0f}"
+                     for stage in frame.columns) + f" (s, {len(frame)} evaluations, wall {wall_s:.0f} s)"
+
+
+def run_campaign(out: pathlib.Path, name: str, config: str, resume: bool = False,
+                 deadline: float | None = None) -> pathlib.Path:
+    """Writes the config beside the results and runs `evo run` on it (`--resume` when
+    `resume` and the folder holds the campaign); at `deadline` (monotonic) sends it SIGTERM;
+    returns its folder."""
     folder = out / name
     config_path = out / f"{name}.toml"
     config_path.write_text(config)
-    started = time.monotonic()
-    print(f"== {name}: evo run {config_path} --out {folder}", flush=True)
-    done = subprocess.run([sys.executable, "-m", "evo", "run", str(config_path), "--out", str(folder)], cwd=ROOT)
-    print(f"== {name}: exit {done.returncode} after {time.monotonic() - started:.0f} s", flush=True)
+    if resume and finished(folder):
+        print(f"== {name}: ended in an earlier call, left as it is", flush=True)
+        return folder
+    if deadline is not None and time.monotonic() >= deadline:
+        print(f"== {name}: not started, this call's time is up (--resume continues)", flush=True)
+        return folder
+    command = [sys.executable, "-m", "evo", "run", str(config_path), "--out", str(folder)]
+    command += ["--resume"] if resume and (folder / "campaign.json").exists() else []
+    started, since, rows_before = time.monotonic(), time.time(), rows(folder)
+    print(f"== {name}: {' '.join(command[1:])}", flush=True)
+    process = subprocess.Popen(command, cwd=ROOT)
+    try:
+        code = process.wait(timeout=None if deadline is None else max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        print(f"== {name}: this call's time is up: SIGTERM (it stops at its last checkpoint)", flush=True)
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            code = process.wait()
+    wall_s, scored = time.monotonic() - started, rows(folder) - rows_before
+    print(f"== {name}: exit {code} after {wall_s:.0f} s: {scored} evaluations in this call, "
+          f"{scored / wall_s * 60:.1f}/min; {stages(folder, since, wall_s)}", flush=True)
     return folder
 
 
@@ -112,7 +187,12 @@ def main() -> None:
     parser.add_argument("--search-generations", type=int, default=4)
     parser.add_argument("--islands", type=int, default=4)
     parser.add_argument("--offspring", type=int, default=2)
+    parser.add_argument("--call-minutes", type=float, default=None,
+                        help="this call's wall time: then SIGTERM, no new campaign, the tables")
+    parser.add_argument("--resume", action="store_true", help="continue the campaigns OUT holds")
     args = parser.parse_args()
+    deadline = (None if args.call_minutes is None
+                else time.monotonic() + args.call_minutes * 60 - TABLES_S)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tasks = runnable_tasks(args.path, args.suites.split(","), args.device, args.tasks_per_level)
@@ -125,9 +205,9 @@ def main() -> None:
             f"direct-{model}", "tritonbench-revised", args.path,
             covered(generations, args.path, tasks["tritonbench-revised"]),
             {"generations": 0, "islands": 1, "offspring": 1},
-            {"generations_from": str(pathlib.Path(generations).resolve())}, args,
+            {"generations_from": portable(generations)}, args,
             budget_s * DIRECT_SHARE / len(args.generations), seed_with_baseline=False)
-        direct[model] = run_campaign(out, f"direct-{model}", config)
+        direct[model] = run_campaign(out, f"direct-{model}", config, args.resume, deadline)
     search = {}
     search_s = budget_s * (1 - DIRECT_SHARE if args.generations else 1.0)
     weights = {suite: len(names) for suite, names in tasks.items() if names}
@@ -136,13 +216,15 @@ def main() -> None:
             f"search-{suite}", suite, args.path, tasks[suite],
             {"generations": args.search_generations, "islands": args.islands, "offspring": args.offspring},
             {}, args, search_s * count / sum(weights.values()), seed_with_baseline=True)
-        search[suite] = run_campaign(out, f"search-{suite}", config)
-    command = [sys.executable, "-m", "evo.analysis.geak_tables", "--out", str(out / "tables")]
-    for model, folder in direct.items():
-        command += ["--direct", f"{model}={folder}"]
-    for folder in search.values():
-        command += ["--search", str(folder)]
-    subprocess.run(command, cwd=ROOT, check=True)
+        search[suite] = run_campaign(out, f"search-{suite}", config, args.resume, deadline)
+    arguments = [*(part for model, folder in direct.items() if rows(folder)
+                   for part in ("--direct", f"{model}={folder}")),
+                 *(part for folder in search.values() if rows(folder) for part in ("--search", str(folder)))]
+    if not arguments:
+        print("== tables: no campaign has rows yet", flush=True)
+        return
+    subprocess.run([sys.executable, "-m", "evo.analysis.geak_tables", "--out", str(out / "tables"), *arguments],
+                   cwd=ROOT, check=True)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -51,6 +52,40 @@ def test_its_campaign_configs_load_as_written(tmp_path):
     assert loaded.search.migration_interval == 0 and loaded.budget.max_wall_seconds == 60
 
 
+def test_a_campaign_that_ended_on_its_own_is_done_and_one_stopped_or_killed_resumes(tmp_path):
+    command = _command_module()
+
+    def folder(name: str, stop) -> pathlib.Path:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "campaign.json").write_text(json.dumps({"config": {}, "stop": stop}))
+        return tmp_path / name
+
+    assert command.finished(folder("every", {"stopped_by": None, "reason": "completed after generation 3"}))
+    assert command.finished(folder("cap", {"stopped_by": "max_wall_seconds", "reason": "cap"}))
+    assert not command.finished(folder("term", {"stopped_by": "SIGTERM", "reason": "signal"}))
+    assert not command.finished(folder("fatal", {"stopped_by": "fatal", "reason": "disk full"}))
+    assert not command.finished(folder("killed", None))
+    assert not command.finished(tmp_path / "never-started")
+
+
+def test_a_resumed_call_runs_no_finished_campaign_and_starts_none_past_its_end(tmp_path, capsys):
+    command = _command_module()
+    done = tmp_path / "search-rocm"
+    done.mkdir()
+    (done / "campaign.json").write_text(json.dumps({"stop": {"stopped_by": None}}))
+    assert command.run_campaign(tmp_path, "search-rocm", "[campaign]\n", resume=True) == done
+    assert "ended in an earlier call, left as it is" in capsys.readouterr().out
+    command.run_campaign(tmp_path, "search-x", "[campaign]\n", resume=True, deadline=time.monotonic() - 1)
+    assert "not started, this call's time is up" in capsys.readouterr().out
+    assert not (tmp_path / "search-x").exists() and command.rows(tmp_path / "search-x") == 0
+
+
+def test_the_suite_path_is_written_relative_to_the_repository_so_a_resume_moves(tmp_path):
+    command = _command_module()
+    assert command.portable(str(FIXTURE_SUITE)) == "tests/fixtures/external/tritonbench"
+    assert command.portable(str(tmp_path)) == str(tmp_path.resolve())
+
+
 @pytest.mark.slow
 def test_one_command_writes_direct_prompting_and_search_campaigns_and_the_tables(tmp_path):
     out = tmp_path / "geak"
@@ -74,3 +109,29 @@ def test_one_command_writes_direct_prompting_and_search_campaigns_and_the_tables
     assert report  # the same tables as data
     exec_acc = direct.groupby("task").correct.any().mean()  # one reply a task, island 0
     assert f"{exec_acc:.1%}" in tables
+
+
+@pytest.mark.slow
+def test_a_call_cut_by_its_end_stops_the_campaign_and_the_next_call_completes_it(tmp_path):
+    out = tmp_path / "geak"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+           "RAY_USAGE_STATS_ENABLED": "0"}
+
+    def call(*limit: str) -> str:
+        done = subprocess.run([sys.executable, str(COMMAND), "--path", str(FIXTURE_SUITE),
+                               "--suites", "tritonbench-revised", "--device", "interpreter", "--workers", "2",
+                               "--out", str(out), "--minutes", "10", "--search-generations", "2",
+                               "--islands", "2", "--offspring", "1", "--resume", *limit],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
+
+    first = call("--call-minutes", "0.9")  # SIGTERM 9 s in: the campaign takes longer here
+    assert "this call's time is up: SIGTERM" in first
+    assert not _command_module().finished(out / "search-tritonbench-revised")
+    second = call()
+    assert "completed after generation 2" in second
+    search = pd.read_parquet(out / "search-tritonbench-revised" / "evaluations")
+    last = search.groupby(["task", "island"]).generation.max()
+    assert set(last.index) == {(t, i) for t in ("scale_shift", "row_max") for i in (0, 1)} and set(last) == {2}
+    assert not search.duplicated(["task", "island", "generation", "candidate_id"]).any()

@@ -11,7 +11,11 @@ What it prints and writes:
   .get_runtime`: triton.testing.do_bench, median, on the same inputs: GEAK-eval's
   `geak_eval/perf/performance_utils.py` imported from the checkout) and the MI300X golden
   results GEAK-eval committed; and the reference scored as its own candidate (a speedup of 1
-  up to noise).
+  up to noise);
+- where an evaluation's time goes (geak_rows.STAGES): per row its wait for a thread, its
+  wall time, the timing pass's preparation, the check, the timing pass held alone and the
+  rest; per call the Evaluator's meter (each kind of harness run, the reference's apart, the
+  waits for a worker and for the device lock).
 
 GEAK-eval's clock runs in child processes (a few tasks each, one at a time: the device is
 timed alone; a child that fails a task stops there, a CUDA error being sticky), importing the kernel and the performance file as GEAK-eval's scripts do, with
@@ -20,9 +24,17 @@ Its do_bench settings default to the class's own (warm-up 25 ms, 100 ms of runs)
 GEAK-eval's 100/1000 ms, so that the 184 tasks fit a device call; `--geak-warmup-ms` and
 `--geak-rep-ms` restore them.
 
+Several device calls add up (geak_rows.py): each appends a row per task as it finishes to
+the `.jsonl` beside `--out`; `--resume A.jsonl ...` (an earlier call's rows, brought back
+and carried in) skips their tasks; no task starts after `--project-wall-s` less `--drain-s`
+and none is waited for after it (left to the next call), so a call ends inside its limit
+with every row written; the tables are over the union, `--tables-from A.jsonl B.jsonl`
+builds them alone. An untimed reference says why on its
+progress line and in its row (`untimed_reason`, `untimed_kind`), and the summary counts them.
+
   source experiments/perf/gpu_env.sh .wheelhouse
   python3 experiments/perf/geak_timing.py --path .external/GEAK-eval --workers 12 \\
-      --out $OUT/geak_timing.json
+      --out $OUT/geak_timing.json [--resume earlier/geak_timing.jsonl]
 """
 
 from __future__ import annotations
@@ -45,6 +57,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import registry  # noqa: E402
 from benchmarks.external import geak_perf  # noqa: E402
+
+import geak_rows  # noqa: E402  (beside this script)
 
 GOAL_TIMED = 175
 GOAL_PER_MIN = 100.0
@@ -84,44 +98,67 @@ for stem in stems:
 '''
 
 
-def project_side(tasks, device: str, workers: int, timeout: float | None,
-                 deadline: float) -> tuple[list[dict], float, str]:
-    """Scores every task's reference as a candidate through the Evaluator, until done or the
-    deadline (monotonic; what is still running then is left out); returns (rows, wall
-    seconds, device name)."""
+def project_side(tasks, device: str, workers: int, timeout: float | None, start_by: float,
+                 deadline: float, rows_path: pathlib.Path) -> tuple[list[dict], dict]:
+    """Scores every task's reference as a candidate through the Evaluator, appending each
+    row to `rows_path` as it finishes; starts no task after `start_by` and waits for none
+    after `deadline` (monotonic: those are left to the next call). Returns (rows, the call's
+    row: wall seconds, device, the Evaluator's meter)."""
     from evo.records import make_candidate
     from fitness import Evaluator, Limits, Settings
 
     settings = Settings(device=device, workers=workers, static_gate=True,
                         timeouts=Limits.uniform(timeout) if timeout else Limits())
+    set_up = time.monotonic()
     evaluator = Evaluator(settings)
     started = time.monotonic()
+    call_id = f"{time.time():.0f}-{os.getpid()}"  # ties a row to its call: rates are per call
 
-    def score(task) -> dict:
+    def score(task) -> dict | None:
+        begun = time.monotonic()
+        if begun > start_by:
+            return None  # too late to finish inside this call
         evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
-        return {"task": task.name, "suite": task.suite, "difficulty": task.difficulty,
+        wall_s = time.monotonic() - begun
+        reason, kind = geak_rows.untimed(evaluation, task)
+        return {"side": "project", "call": call_id, "task": task.name, "suite": task.suite, "difficulty": task.difficulty,
                 "stage": evaluation.stage_reached, "correct": evaluation.correct,
-                "failure_kind": evaluation.failure_kind, "untimed": task.untimed_reason,
-                "trace": (evaluation.error_trace or "")[-300:],
+                "failure_kind": evaluation.failure_kind, "untimed_reason": _shortened(reason),
+                "untimed_kind": kind, "trace": (evaluation.error_trace or "")[-300:],
                 "latency_us": list(evaluation.latency_us or ()),
-                "ref_latency_us": list(evaluation.ref_latency_us or ()),
-                "speedup": evaluation.speedup, "check_s": evaluation.check_s, "bench_s": evaluation.bench_s}
+                "ref_latency_us": list(evaluation.ref_latency_us or ()), "speedup": evaluation.speedup,
+                "queue_s": begun - started, "wall_s": wall_s, "compile_s": evaluation.compile_s,
+                "check_s": evaluation.check_s, "bench_s": evaluation.bench_s,
+                "other_s": wall_s - evaluation.compile_s - evaluation.check_s - evaluation.bench_s}
 
     pool = concurrent.futures.ThreadPoolExecutor(workers)
-    futures = {pool.submit(score, task): task for task in tasks}
+    futures = [pool.submit(score, task) for task in tasks]
     rows = []
-    for future in concurrent.futures.as_completed(futures, timeout=None):
-        rows.append(future.result())
-        row = rows[-1]
-        print(f"[{len(rows)}/{len(tasks)} {time.monotonic() - started:.0f} s] {row['task']}: {row['stage']} "
-              f"{row['failure_kind'] or ''} check {row['check_s']:.1f} s bench {row['bench_s']:.1f} s", flush=True)
-        if time.monotonic() > deadline:
-            break
+    try:
+        for future in concurrent.futures.as_completed(futures, timeout=max(0.0, deadline - time.monotonic())):
+            row = future.result()
+            if row is None:
+                continue
+            geak_rows.append(rows_path, row)
+            rows.append(row)
+            why = f" untimed ({row['untimed_kind']}): {row['untimed_reason'][-200:]}" if row["untimed_kind"] else ""
+            print(f"[{len(rows)}/{len(tasks)} {time.monotonic() - started:.0f} s] {row['task']}: {row['stage']} "
+                  f"{row['failure_kind'] or ''} wall {row['wall_s']:.1f} s (prep {row['compile_s']:.1f}, check "
+                  f"{row['check_s']:.1f}, bench {row['bench_s']:.1f}){why}".replace("\n", " "), flush=True)
+    except concurrent.futures.TimeoutError:
+        print(f"deadline: {sum(not f.done() for f in futures)} tasks left to the next call", flush=True)
     pool.shutdown(wait=False, cancel_futures=True)
-    wall_s = time.monotonic() - started
-    device = evaluator.device.name
+    call = {"side": "call", "call": call_id, "rows": len(rows), "wall_s": time.monotonic() - started,
+            "setup_s": started - set_up, "workers": workers, "device": evaluator.device.name,
+            "stats": evaluator.stats()}
     threading.Thread(target=evaluator.close, daemon=True).start()
-    return rows, wall_s, device
+    return rows, call
+
+
+def _shortened(text: str, limit: int = 2000) -> str:
+    """Returns `text`, its middle left out past `limit` characters (head: what failed; tail:
+    the trace's end)."""
+    return text if len(text) <= limit else f"{text[:300]} ... {text[-(limit - 305):]}"
 
 
 def rows_of_results(folder: str) -> list[dict]:
@@ -134,17 +171,23 @@ def rows_of_results(folder: str) -> list[dict]:
     for task, group in frame.groupby("task"):
         timed = group[group["stage_reached"] == "timed"]
         first = timed.iloc[0] if len(timed) else group.iloc[0]
-        rows.append({"task": task, "suite": "tritonbench-revised", "stage": first["stage_reached"],
-                     "correct": bool(group["correct"].any()), "failure_kind": first["failure_kind"],
-                     "untimed": "", "trace": str(first["error_trace"] or ""),
+        trace = str(first["error_trace"] or "")
+        failure = first["failure_kind"] if isinstance(first["failure_kind"], str) else None
+        rows.append({"side": "project", "task": task, "suite": "tritonbench-revised",
+                     "stage": first["stage_reached"], "correct": bool(group["correct"].any()),
+                     "failure_kind": failure, "trace": trace[-300:],
+                     "untimed_reason": "" if len(timed) else trace,
+                     "untimed_kind": "" if len(timed) else (f"{failure} at {first['stage_reached']}" if failure
+                                                            else "correct, not timed"),
                      "ref_latency_us": [float(v) for v in first["ref_latency_us"]] if len(timed) else [],
                      "speedup": None})
     return rows
 
 
 def geak_side(geak_root: pathlib.Path, stems: list[str], warmup_ms: float, rep_ms: float,
-              per_child: int, deadline: float) -> dict[str, dict]:
-    """Times each task's reference with GEAK-eval's code; returns {stem: {"ms", "error"}}."""
+              per_child: int, deadline: float, rows_path: pathlib.Path) -> dict[str, dict]:
+    """Times each task's reference with GEAK-eval's code, appending a "geak" row per task to
+    `rows_path` as each child ends; returns {stem: {"ms", "error"}}."""
     kernel_folder = registry.load("tritonbench-revised", str(geak_root)).tasks()[0].source_path
     kernel_folder = str(pathlib.Path(kernel_folder).parent)
     perf_folder = str(geak_perf.find(pathlib.Path(kernel_folder), stems[0]).parent)
@@ -161,14 +204,17 @@ def geak_side(geak_root: pathlib.Path, stems: list[str], warmup_ms: float, rep_m
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
                 pass
-            if os.path.exists(out):
-                for line in open(out):
-                    record = json.loads(line)
-                    results[record["task"]] = record
-            done = [stem for stem in chunk if stem in results]
+            found = {record["task"]: record for record in geak_rows.read([out])}
+            done = [stem for stem in chunk if stem in found]
             stuck = chunk[len(done)] if len(done) < len(chunk) else None
-            if stuck is not None:  # the child died or hung on it: record, go on after it
-                results[stuck] = {"task": stuck, "ms": None, "error": "the child died or timed out here"}
+            if stuck is not None and time.monotonic() < deadline:  # the child died or hung on it
+                found[stuck] = {"task": stuck, "ms": None, "error": "the child died or timed out here"}
+            for stem in chunk:
+                if stem in found and stem not in results:
+                    results[stem] = found[stem]
+                    geak_rows.append(rows_path, {"side": "geak", **found[stem]})
+            if stuck is not None and stuck not in results:
+                break  # cut by the deadline: the rest is the next call's
             left = [stem for stem in left if stem not in results]
     return results
 
@@ -209,20 +255,32 @@ def comparison(rows: list[dict], geak: dict[str, dict], geak_root: pathlib.Path)
     return table
 
 
-def summary_lines(rows: list[dict], wall_s: float, table: list[dict], device: str) -> list[str]:
-    lines = [f"device: {device}"]
+def summary_lines(rows: list[dict], calls: list[dict], table: list[dict],
+                  expected: dict[str, int]) -> list[str]:
+    """Returns the summary of the union of the calls' rows: coverage per suite, every untimed
+    reference with its reason and the reasons counted, where the time went, the clocks
+    compared. `expected`: {suite: tasks it has here}, to say how many are not scored yet."""
+    lines = [f"device: {calls[-1]['device'] if calls else '-'}; {len(calls)} calls"]
     for suite in ("tritonbench-revised", "rocm"):
         mine = [row for row in rows if row["suite"] == suite]
         timed = [row for row in mine if row["stage"] == "timed"]
         goal = f" (goal >= {GOAL_TIMED})" if suite == "tritonbench-revised" else ""
-        lines.append(f"{suite}: {len(timed)} of {len(mine)} references timed{goal}; "
-                     f"{sum(row['correct'] for row in mine)} correct")
+        left = expected.get(suite, len(mine)) - len(mine)
+        lines.append(f"{suite}: {len(timed)} of {expected.get(suite, len(mine))} references timed{goal}; "
+                     f"{len(mine)} scored, {sum(row['correct'] for row in mine)} correct"
+                     + (f", {left} not scored yet" if left > 0 else ""))
         for row in mine:
             if row["stage"] != "timed":
-                why = row["untimed"] or f"{row['stage']} {row['failure_kind']}: {row['trace'][-160:]}"
-                lines.append(f"  not timed: {row['task']}: {why}".replace("\n", " "))
-    if wall_s:
-        lines.append(f"external evaluations: {len(rows)} in {wall_s:.0f} s = {len(rows) / wall_s * 60:.1f}/min "
+                lines.append(f"  not timed: {row['task']}: {row.get('untimed_kind')}: "
+                             f"{(row.get('untimed_reason') or row['trace'])[-200:]}".replace("\n", " "))
+        if len(mine) > len(timed):
+            lines.append(f"{suite}: untimed references by reason:")
+            lines += geak_rows.reason_counts(mine)
+    lines += geak_rows.breakdown_lines(rows, calls)
+    if calls:
+        scored = sum(call["rows"] for call in calls)
+        wall_s = sum(call["wall_s"] for call in calls)
+        lines.append(f"external evaluations: {scored} in {wall_s:.0f} s = {scored / max(wall_s, 1e-9) * 60:.1f}/min "
                      f"(goal >= {GOAL_PER_MIN:g})")
     both = [row for row in table if row["ours_over_geak"] is not None]
     for key, label in (("ours_over_geak", "all inputs"), ("ours_over_geak_small", "inputs under 20 us (GEAK)"),
@@ -255,39 +313,69 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=None, help="uniform stage limit (s)")
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
     parser.add_argument("--no-rocm", action="store_true", help="TritonBench-revised only")
+    parser.add_argument("--no-geak", action="store_true", help="the project's side only")
     parser.add_argument("--geak-warmup-ms", type=float, default=25.0)
     parser.add_argument("--geak-rep-ms", type=float, default=100.0)
     parser.add_argument("--geak-per-child", type=int, default=12)
     parser.add_argument("--max-wall-s", type=float, default=540.0)
     parser.add_argument("--project-wall-s", type=float, default=300.0,
                         help="the project side's share of --max-wall-s")
-    parser.add_argument("--out", default="geak_timing.json")
+    parser.add_argument("--drain-s", type=float, default=60.0,
+                        help="no task starts in the project side's last DRAIN_S seconds")
+    parser.add_argument("--out", default="geak_timing.json", help="the summary; rows go to its .jsonl")
+    parser.add_argument("--resume", nargs="*", default=[],
+                        help="earlier calls' rows files: their tasks are skipped, their rows join the tables")
+    parser.add_argument("--redo", nargs="*", default=[],
+                        help="score again the tasks whose untimed kind holds one of these words")
+    parser.add_argument("--tables-from", nargs="*", default=None,
+                        help="rows files: build the tables from their union, score nothing")
     parser.add_argument("--from-results", default="",
                         help="a TritonBench-revised campaign's results folder: its reference "
                              "latencies instead of scoring the references here")
     args = parser.parse_args()
     started = time.monotonic()
     geak_root = pathlib.Path(args.path)
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows_path = out.with_suffix(".jsonl")
     wanted = {name for name in args.tasks.split(",") if name}
     suites = ("tritonbench-revised",) if args.no_rocm else ("tritonbench-revised", "rocm")
     tasks = [task for suite in suites for task in registry.load(suite, str(geak_root)).tasks()
              if (not wanted or task.name in wanted) and args.device in task.runnable_on]
-    if args.from_results:  # the references' latencies as a campaign measured them
-        rows, wall_s, device = rows_of_results(args.from_results), 0.0, args.device
-    else:
-        rows, wall_s, device = project_side(tasks, args.device, args.workers, args.timeout,
-                                            started + args.project_wall_s)
-    print(f"project side: {len(rows)} evaluations in {wall_s:.0f} s", flush=True)
-    stems = [row["task"] for row in rows if row["suite"] == "tritonbench-revised"]
-    geak = geak_side(geak_root, stems, args.geak_warmup_ms, args.geak_rep_ms, args.geak_per_child,
-                     started + args.max_wall_s) if stems and args.device == "cuda" else {}
+    expected = {suite: sum(task.suite == suite for task in tasks) for suite in suites}
+    sources = args.tables_from if args.tables_from is not None else [
+        *args.resume, *([rows_path] if str(rows_path) not in args.resume else [])]
+    if args.tables_from is None:
+        done = {task: row for task, row in geak_rows.latest(geak_rows.read(sources), "project").items()
+                if not any(word in (row.get("untimed_kind") or "") for word in args.redo)}
+        left = [task for task in tasks if task.name not in done]
+        print(f"{len(done)} tasks done in earlier calls, {len(left)} to score", flush=True)
+        if args.from_results:  # the references' latencies as a campaign measured them
+            for row in rows_of_results(args.from_results):
+                geak_rows.append(rows_path, row)
+        elif left:
+            rows, call = project_side(left, args.device, args.workers, args.timeout,
+                                      started + args.project_wall_s - args.drain_s,
+                                      started + args.project_wall_s, rows_path)
+            geak_rows.append(rows_path, call)
+            print(f"project side: {len(rows)} evaluations in {call['wall_s']:.0f} s", flush=True)
+        union = geak_rows.read(sources)
+        timed_by_geak = geak_rows.latest(union, "geak")
+        stems = [task for task, row in geak_rows.latest(union, "project").items()
+                 if row["suite"] == "tritonbench-revised" and task not in timed_by_geak]
+        if stems and args.device == "cuda" and not args.no_geak:
+            geak_side(geak_root, stems, args.geak_warmup_ms, args.geak_rep_ms, args.geak_per_child,
+                      started + args.max_wall_s, rows_path)
+    union = geak_rows.read(sources)
+    rows = sorted(geak_rows.latest(union, "project").values(), key=lambda row: (row["suite"], row["task"]))
+    geak = geak_rows.latest(union, "geak")
+    calls = geak_rows.calls(union)
     table = comparison(rows, geak, geak_root)
-    lines = summary_lines(rows, wall_s, table, device)
+    lines = summary_lines(rows, calls, table, expected)
     print("\n".join(lines))
-    pathlib.Path(args.out).write_text(json.dumps(
-        {"device": device, "wall_s": wall_s, "settings": vars(args), "rows": rows, "geak": geak,
-         "table": table}, indent=1))
-    pathlib.Path(args.out).with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    out.write_text(json.dumps({"sources": [str(path) for path in sources], "settings": vars(args),
+                               "calls": calls, "rows": rows, "geak": geak, "table": table}, indent=1))
+    out.with_suffix(".txt").write_text("\n".join(lines) + "\n")
     os._exit(0)  # an evaluation still running at the deadline would hold the interpreter's exit
 
 

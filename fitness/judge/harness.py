@@ -228,7 +228,9 @@ class HarnessWalk(Walk):
         lock = self.c.device_lock
         access = (functools.partial(lock.exclusive, alone=self.candidate is None) if mode == "time"
                   else lock.shared)
+        asked = time.monotonic()
         with self.c.candidates.lease() as worker:
+            self.c.meter.request("candidate.lease", time.monotonic() - asked)  # the wait for one
             start = time.monotonic()
             try:
                 with contextlib.ExitStack() as held:

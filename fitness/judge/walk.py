@@ -119,6 +119,9 @@ class Walk:
         """Sends `request` to a worker or checker; returns its reply, or raises Failed with
         the failure it reports (a checker's is the task's or the harness's fault)."""
         name = f"{process.role}.{request['op']}"
+        mode = request.get("mode")  # a harness run's (outputs, prepare, time), the reference's apart
+        if isinstance(mode, str):
+            name += f".{'reference-' if self.candidate is None else ''}{mode}"
         started = time.monotonic()
         self.activity.waiting_on(name, limit_s)
         try:

@@ -21,7 +21,7 @@ class Meter:
         self._lock = threading.Lock()
         self.retries = 0
         self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
-        self.request_s: dict[str, float] = {}  # "role.op" -> wall seconds of its requests
+        self.request_s: dict[str, float] = {}  # "role.op[.mode]" -> wall seconds of its requests
         self.requests: dict[str, int] = {}
 
     def request(self, name: str, seconds: float) -> None:

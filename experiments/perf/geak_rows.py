@@ -1,0 +1,163 @@
+"""The rows of a measurement that spans several device calls (geak_timing.py): one JSON line
+per task, appended and flushed as each finishes, so that a call cut short keeps what it
+finished. The next call reads the earlier calls' files, skips their tasks, and the tables
+are built from the union (a task's last row wins). A line cut by a kill mid-write is skipped.
+
+Three sides share a file: "project" (a reference scored through the Evaluator, with where
+its wall time went), "geak" (GEAK-eval's clock on the same reference) and "call" (one per
+device call: its wall time, rows and the Evaluator's meter: the evaluations per minute and
+the breakdown are over calls, not over one).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+import re
+import statistics
+
+_REFERENCE_FAILED = re.compile(r"failed its own harness on \w+ \((\w+) at stage (\w+)\)")
+STAGES = ("queue_s", "wall_s", "compile_s", "check_s", "bench_s", "other_s")
+"""A project row's seconds: waiting for a thread of the call (queue), then the evaluation's
+wall time, split into the timing pass's preparation (`compile_s`: import, inputs, first calls,
+the device shared), the harness run that checks the outputs (`check_s`), the timing pass held
+alone (`bench_s`) and the rest (`other_s`: the reference's own runs when this walk made them,
+waits for a worker and for the device lock, the static checks)."""
+
+
+def append(path: pathlib.Path, row: dict) -> None:
+    """Appends `row` as one line and flushes it: it is on disk when the next task starts."""
+    with open(path, "a") as handle:
+        handle.write(json.dumps(row) + "\n")
+        handle.flush()
+
+
+def read(paths) -> list[dict]:
+    """Returns the rows of `paths` in order (files that do not exist hold none)."""
+    rows = []
+    for path in paths:
+        path = pathlib.Path(path)
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # the last line of a call killed while writing it
+    return rows
+
+
+def latest(rows: list[dict], side: str) -> dict[str, dict]:
+    """Returns {task: its last row of `side`}: a task redone in a later call counts once."""
+    return {row["task"]: row for row in rows if row.get("side") == side}
+
+
+def calls(rows: list[dict]) -> list[dict]:
+    """Returns one row per call in the order the calls began: its own, or for a call killed
+    before it wrote it (an outer time limit) one made from its project rows (their count;
+    the end of the last as its wall)."""
+    order, own, made = [], {}, collections.defaultdict(list)
+    for row in rows:
+        if row.get("side") not in ("call", "project") or (row["side"] == "project" and "call" not in row):
+            continue  # a GEAK-eval row, or one of a campaign's (`--from-results`): no call of ours
+        if row.get("call") not in order:
+            order.append(row.get("call"))
+        if row["side"] == "call":
+            own[row.get("call")] = row
+        else:
+            made[row.get("call")].append(row)
+    return [own.get(call) or {"side": "call", "call": call, "rows": len(made[call]), "device": "-", "cut": True,
+                              "wall_s": max(row["queue_s"] + row["wall_s"] for row in made[call])}
+            for call in order]
+
+
+def untimed(evaluation, task) -> tuple[str, str]:
+    """Returns (reason, kind) of a reference scored as its own candidate that was not timed,
+    ("", "") if it was: the reason in full as the walk wrote it, the kind a short label the
+    summary counts (the task has no usable performance file; the reference's own timing pass
+    or harness failed, and how; or the failure that stopped the walk)."""
+    if evaluation.stage_reached == "timed":
+        return "", ""
+    trace = evaluation.error_trace or ""
+    failed = _REFERENCE_FAILED.search(trace)
+    if evaluation.correct:
+        if task.untimed_reason:
+            return task.untimed_reason, "no usable performance file"
+        kind = f"reference timing pass: {failed.group(1)}" if failed else "reference timing pass failed"
+        return trace or "correct but not timed, no reason given", kind
+    kind = (f"reference harness: {failed.group(1)} at {failed.group(2)}" if failed
+            else f"{evaluation.failure_kind} at {evaluation.stage_reached}")
+    return f"{evaluation.stage_reached} {evaluation.failure_kind}: {trace}", kind
+
+
+def reason_counts(rows: list[dict]) -> list[str]:
+    """Returns one line per kind of untimed reason, most frequent first, with its tasks."""
+    tasks = collections.defaultdict(list)
+    for row in rows:
+        if row["stage"] != "timed":
+            tasks[row.get("untimed_kind") or "no reason recorded"].append(row["task"])
+    return [f"  {len(names):3d} {kind}: {', '.join(sorted(names))}"
+            for kind, names in sorted(tasks.items(), key=lambda item: -len(item[1]))]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _steady(rows: list[dict], call: dict) -> str:
+    """Returns the call's rate while tasks were still starting (the rows that finished by its
+    last start over that time: no drain at the end, no set-up), as ", steady N/min"."""
+    mine = [row for row in rows if row.get("call") == call.get("call") and "queue_s" in row]
+    last_start_s = max((row["queue_s"] for row in mine), default=0.0)
+    finished = sum(row["queue_s"] + row["wall_s"] <= last_start_s for row in mine)
+    return f", steady {finished / last_start_s * 60:.1f}/min" if finished and last_start_s else ""
+
+
+def breakdown_lines(rows: list[dict], calls: list[dict]) -> list[str]:
+    """Returns where the time went: per stage of the project rows (median, p90, sum and its
+    share of the summed wall), then the calls' evaluations per minute and their Evaluator
+    meters summed (seconds and counts of each kind of request, waits for a worker and for
+    the device lock)."""
+    measured = [row for row in rows if all(isinstance(row.get(stage), (int, float)) for stage in STAGES)]
+    lines = []
+    if measured:
+        wall = sum(row["wall_s"] for row in measured) or 1.0
+        lines.append(f"where an evaluation's time went, over {len(measured)} rows (seconds):")
+        lines.append(f"  {'stage':10} {'median':>8} {'p90':>8} {'sum':>9} {'of wall':>8}")
+        for stage in STAGES:
+            values = [row[stage] for row in measured]
+            lines.append(f"  {stage:10} {statistics.median(values):8.2f} {_quantile(values, 0.9):8.2f} "
+                         f"{sum(values):9.1f} {sum(values) / wall:8.1%}")
+    wall_s = sum(call["wall_s"] for call in calls)
+    scored = sum(call["rows"] for call in calls)
+    for number, call in enumerate(calls, 1):
+        lines.append(f"call {number}: {call['rows']} evaluations in {call['wall_s']:.0f} s = "
+                     f"{call['rows'] / max(call['wall_s'], 1e-9) * 60:.1f}/min, {call.get('workers')} "
+                     f"workers, set-up {call.get('setup_s', 0):.0f} s{_steady(rows, call)}")
+    if calls:
+        lines.append(f"all calls: {scored} evaluations in {wall_s:.0f} s = "
+                     f"{scored / max(wall_s, 1e-9) * 60:.1f}/min")
+    totals: dict[str, float] = collections.Counter()
+    counts: dict[str, int] = collections.Counter()
+    for call in calls:
+        stats = call.get("stats") or {}
+        totals.update(stats.get("request_s", {}))
+        counts.update(stats.get("requests", {}))
+        totals.update({f"lock.{key}": stats.get(key, 0.0)
+                       for key in ("busy_s", "timing_wait_s", "drain_wait_s", "walk_wait_s")})
+        totals.update({f"evaluator.{key}": stats.get(key, 0) for key in ("kernel_s", "retries", "respawns")})
+    if totals:
+        lines.append("the Evaluator's meter, summed over the calls (request: count, seconds):")
+        for name in sorted(totals):
+            if name.count(".") > 2:
+                continue  # a reply's own phases: in the JSON, not the table
+            count = f"{counts[name]:6d}" if name in counts else " " * 6
+            lines.append(f"  {name:40} {count} {totals[name]:9.1f}")
+        alone_s = totals.get("candidate.harness.time", 0.0) + totals.get("candidate.harness.reference-time", 0.0)
+        if wall_s and alone_s:
+            lines.append(f"timing passes held the device alone {alone_s:.0f} s of {wall_s:.0f} s "
+                         f"({alone_s / wall_s:.0%}); at that alone, at most "
+                         f"{scored / max(alone_s, 1e-9) * 60:.0f} evaluations/min")
+    return lines

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Issue 50's measurements in device calls that add up (each under 9 min): run on the GPU box
+# from the repository root with the wheelhouse and .external/GEAK-eval carried, as
+#   bash experiments/perf/issue50_h200.sh CALL [PREV ...]
+# CALL: 1, 2 or 3; PREV: folders holding what earlier calls' $OUT brought back, copied into
+# the tree (untracked files travel), oldest first. Each call: TritonBench-revised's references
+# timed (geak_timing.py, skipping the tasks PREV's rows hold) until done or REFS_S, then the
+# one command's offline arm (geak_benchmarks.py, continuing the last PREV's geak/) with what is
+# left of CALL_S, then the tables over the union of every call's rows. Every step writes under
+# $OUT as it goes and has its own time limit, so a call cut short keeps what finished.
+# DEVICE=interpreter PYTHON=... SUITE=tests/fixtures/external/tritonbench rehearses it on a CPU.
+CALL=${1:?CALL: 1, 2 or 3}; shift
+PREV=("$@")
+DEVICE=${DEVICE:-cuda}
+SUITE=${SUITE:-.external/GEAK-eval}
+WORKERS=${WORKERS:-12}
+CALL_S=${CALL_S:-500}          # this call's wall time, the environment's set-up included
+SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the one command
+REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
+REDO=${REDO:-}                  # words of untimed kinds to score again ("harness_error timeout")
+TASKS_PER_LEVEL=${TASKS_PER_LEVEL:-6}
+SEARCH_MINUTES=${SEARCH_MINUTES:-12}  # the one command's campaigns, over all calls
+py=${PYTHON:-python3}
+start=$(date +%s)
+left() { echo $(( CALL_S - ($(date +%s) - start) )); }
+step() { echo "== call $CALL: $1 $(date +%T), $(left) s left"; }
+# the device after each step: memory in use and what still holds it (a context not torn down)
+gpu() { if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
+  nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader; fi; }
+if [ "$DEVICE" = cuda ]; then source experiments/perf/gpu_env.sh .wheelhouse > $OUT/env.txt 2>&1
+  tail -1 $OUT/env.txt
+else
+  export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TRITON_INTERPRET=1 \
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0
+fi
+P=experiments/perf
+resume=(); for prev in "${PREV[@]}"; do [ -f "$prev/geak_timing.jsonl" ] && resume+=("$prev/geak_timing.jsonl"); done
+refs_s=${REFS_S:-$(( $(left) - SEARCH_S - 40 ))}
+if [ $refs_s -ge 30 ]; then
+  step "the references, ${refs_s} s at most, resuming from ${#resume[@]} rows files"
+  timeout $(( refs_s + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm --no-geak \
+    --workers $WORKERS --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
+    --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO > $OUT/geak_timing.log 2>&1
+  echo "exit $?"; grep -E "^\[|tasks done in earlier|deadline" $OUT/geak_timing.log | tail -5 | cut -c1-300
+  gpu
+fi
+search_s=$(( $(left) - 30 ))
+if [ $search_s -ge 60 ]; then
+  step "the one command's offline arm, $search_s s at most"
+  last=""; for prev in "${PREV[@]}"; do [ -d "$prev/geak" ] && last="$prev/geak"; done
+  if [ -n "$last" ]; then cp -r "$last" $OUT/geak && chmod -R u+w $OUT/geak; fi
+  timeout $(( search_s + 30 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
+    --suites tritonbench-revised --workers $WORKERS --tasks-per-level $TASKS_PER_LEVEL \
+    --minutes $SEARCH_MINUTES --search-generations 3 --islands 2 --offspring 2 --out $OUT/geak \
+    --call-minutes $(awk "BEGIN { print $search_s / 60 }") --resume > $OUT/geak_benchmarks.log 2>&1
+  echo "exit $?"; grep -E "^== |evaluations|stopped|generation" $OUT/geak_benchmarks.log | tail -8 | cut -c1-300
+  gpu
+fi
+step "the tables over every call's rows"
+$py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm --out $OUT/union/geak_timing.json \
+  --tables-from "${resume[@]}" $OUT/geak_timing.jsonl > $OUT/union.log 2>&1
+sed -n '1,/^task /p' $OUT/union.log | grep -v "^  not timed" | head -60 | cut -c1-300
+step done

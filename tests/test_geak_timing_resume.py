@@ -1,0 +1,135 @@
+"""The references' timing pass across device calls that add up (experiments/perf/geak_timing.py,
+its rows in geak_rows.py): each call appends a row per task as it finishes, a resumed call
+skips the tasks an earlier call's rows hold, a call past its start-by starts nothing, and the
+tables over the union count both calls' rows and their untimed reasons. Real subprocesses on
+the TritonBench-revised fixture suite under the interpreter (scale_shift is timed; row_max has
+no performance file)."""
+
+import dataclasses
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from benchmarks import registry
+from evo.records import Evaluation
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PERF = ROOT / "experiments" / "perf"
+SUITE = ROOT / "tests" / "fixtures" / "external" / "tritonbench"
+
+
+def _rows_module():
+    spec = importlib.util.spec_from_file_location("geak_rows", PERF / "geak_rows.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _timing(out: pathlib.Path, *arguments: str) -> str:
+    """Runs geak_timing.py on the fixture suite under the interpreter; returns its stdout."""
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, str(PERF / "geak_timing.py"), "--path", str(SUITE),
+                           "--device", "interpreter", "--no-rocm", "--workers", "2", "--timeout", "60",
+                           "--out", str(out / "geak_timing.json"), *arguments],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def _lines(path: pathlib.Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_resumed_call_skips_done_tasks_and_the_union_counts_both_calls(tmp_path):
+    first = _timing(tmp_path / "a", "--tasks", "row_max")
+    assert "untimed (no usable performance file): not timed: no performance file row_max_perf.py" in first
+    rows_a = tmp_path / "a" / "geak_timing.jsonl"
+    assert [row["task"] for row in _lines(rows_a) if row["side"] == "project"] == ["row_max"]
+
+    second = _timing(tmp_path / "b", "--resume", str(rows_a))
+    assert "1 tasks done in earlier calls, 1 to score" in second
+    rows_b = _lines(tmp_path / "b" / "geak_timing.jsonl")
+    assert [row["task"] for row in rows_b if row["side"] == "project"] == ["scale_shift"]
+    timed = next(row for row in rows_b if row["side"] == "project")
+    assert timed["stage"] == "timed" and timed["untimed_kind"] == "" and timed["bench_s"] > 0
+    assert abs(timed["wall_s"] - sum(timed[k] for k in ("compile_s", "check_s", "bench_s", "other_s"))) < 1e-6
+
+    _timing(tmp_path / "union", "--tables-from", str(rows_a), str(tmp_path / "b" / "geak_timing.jsonl"))
+    summary = (tmp_path / "union" / "geak_timing.txt").read_text()
+    assert "tritonbench-revised: 1 of 2 references timed" in summary
+    assert "1 no usable performance file: row_max" in summary
+    assert "all calls: 2 evaluations in" in summary and "call 2: 1 evaluations" in summary
+    assert "candidate.harness.reference-time" in summary  # the meter names the reference's runs
+    union = json.loads((tmp_path / "union" / "geak_timing.json").read_text())
+    assert sorted(row["task"] for row in union["rows"]) == ["row_max", "scale_shift"]
+    assert not (tmp_path / "union" / "geak_timing.jsonl").exists()  # tables alone score nothing
+
+
+def test_redo_scores_again_the_tasks_of_an_untimed_kind_and_their_new_row_wins(tmp_path):
+    geak_rows = _rows_module()
+    _timing(tmp_path / "a", "--tasks", "row_max")
+    rows_a = str(tmp_path / "a" / "geak_timing.jsonl")
+    assert "1 tasks done in earlier calls, 0 to score" in _timing(tmp_path / "b", "--tasks", "row_max",
+                                                                  "--resume", rows_a)
+    again = _timing(tmp_path / "c", "--tasks", "row_max", "--resume", rows_a, "--redo", "performance file")
+    assert "0 tasks done in earlier calls, 1 to score" in again
+    union = geak_rows.read([rows_a, tmp_path / "c" / "geak_timing.jsonl"])
+    calls = [row["call"] for row in union if row["side"] == "call"]
+    assert len(calls) == 2 and geak_rows.latest(union, "project")["row_max"]["call"] == calls[1]
+
+
+def test_a_call_past_its_start_by_starts_no_task_and_records_the_call(tmp_path):
+    out = _timing(tmp_path, "--project-wall-s", "0", "--drain-s", "0")
+    assert "0 tasks done in earlier calls, 2 to score" in out
+    rows = _lines(tmp_path / "geak_timing.jsonl")
+    assert [row["side"] for row in rows] == ["call"] and rows[0]["rows"] == 0
+
+
+def test_rows_of_a_call_killed_mid_write_are_read_up_to_the_cut_and_a_redone_task_counts_once(tmp_path):
+    geak_rows = _rows_module()
+    path = tmp_path / "rows.jsonl"
+    geak_rows.append(path, {"side": "project", "task": "t", "stage": "correct"})
+    geak_rows.append(path, {"side": "project", "task": "t", "stage": "timed"})
+    with open(path, "a") as handle:
+        handle.write('{"side": "project", "task": "u", "sta')  # the kill
+    rows = geak_rows.read([path, tmp_path / "absent.jsonl"])
+    assert len(rows) == 2
+    assert geak_rows.latest(rows, "project") == {"t": {"side": "project", "task": "t", "stage": "timed"}}
+
+
+def test_a_call_killed_before_its_own_row_is_counted_from_its_task_rows():
+    geak_rows = _rows_module()
+    rows = [{"side": "project", "call": "a", "task": "t", "queue_s": 0.0, "wall_s": 5.0},
+            {"side": "call", "call": "a", "rows": 1, "wall_s": 6.0},
+            {"side": "project", "call": "b", "task": "u", "queue_s": 0.0, "wall_s": 4.0},
+            {"side": "project", "call": "b", "task": "v", "queue_s": 3.0, "wall_s": 7.0}]  # then killed
+    found = geak_rows.calls(rows)
+    assert [(call["call"], call["rows"], call["wall_s"]) for call in found] == [("a", 1, 6.0), ("b", 2, 10.0)]
+    assert "all calls: 3 evaluations in 16 s" in "\n".join(geak_rows.breakdown_lines(rows[:1] + rows[2:], found))
+
+
+def test_an_untimed_reference_says_why_and_its_kind_is_counted():
+    geak_rows = _rows_module()
+    tasks = registry.load("tritonbench-revised", str(SUITE))
+    timed_task, static = tasks.get("scale_shift"), tasks.get("row_max")
+    correct = Evaluation(candidate_id="c", stage_reached="correct", call_ok=True, correct=True)
+    broken_timing = dataclasses.replace(correct, error_trace=(
+        "not timed: the reference of 'scale_shift' failed its own harness on cuda (timeout at stage "
+        "timed):\nthe worker's harness request took longer than 60 s"))
+    failed = Evaluation(candidate_id="c", stage_reached="run", call_ok=False, correct=False,
+                        failure_kind="runtime_error", error_trace="RuntimeError: CUDA error")
+    assert geak_rows.untimed(dataclasses.replace(correct, stage_reached="timed"), timed_task) == ("", "")
+    assert geak_rows.untimed(correct, static) == (static.untimed_reason, "no usable performance file")
+    reason, kind = geak_rows.untimed(broken_timing, timed_task)
+    assert kind == "reference timing pass: timeout" and "longer than 60 s" in reason
+    assert geak_rows.untimed(failed, timed_task) == ("run runtime_error: RuntimeError: CUDA error",
+                                                     "runtime_error at run")
+    rows = [{"task": "a", "stage": "correct", "untimed_kind": kind},
+            {"task": "b", "stage": "correct", "untimed_kind": kind},
+            {"task": "c", "stage": "run", "untimed_kind": "runtime_error at run"},
+            {"task": "d", "stage": "timed", "untimed_kind": ""}]
+    assert geak_rows.reason_counts(rows) == ["    2 reference timing pass: timeout: a, b",
+                                             "    1 runtime_error at run: c"]
