@@ -94,23 +94,40 @@ def test_a_tree_reaping_its_children_cannot_lower_its_cpu_reading():
 def test_a_thread_that_ends_keeps_its_exact_time_in_the_reading():
     """A thread's run time stays in its process's reading once it ends, exactly (the process
     CPU clock): ending threads neither lowers a candidate's reading nor charges honest code
-    that ends one inside a batch the 10 ms that tick counts would round by."""
-    import threading
-    import time
+    that ends one inside a batch the 10 ms that tick counts would round by. The process is a
+    child of its own: this one's other threads would run inside the reading."""
+    import subprocess
+    import sys
 
     from fitness.processes.pool import cpu_reading
 
-    for burn_s in (0.004, 0.0155, 0.025):
-        burned = []
+    child = subprocess.Popen([sys.executable, "-c", _BURNS_IN_A_THREAD], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        for burn_s in (0.004, 0.0155, 0.025):
+            before = cpu_reading(child.pid)
+            child.stdin.write(f"{burn_s}\n")
+            child.stdin.flush()
+            burned = float(child.stdout.readline())
+            used = cpu_reading(child.pid).since(before)
+            assert burned <= used <= burned + 0.005, (burn_s, burned, used)
+    finally:
+        child.kill()
+        child.wait(10)
 
-        def burn():
-            while time.thread_time() < burn_s:
-                pass
-            burned.append(time.thread_time())
 
-        before = cpu_reading(os.getpid())
-        thread = threading.Thread(target=burn)
-        thread.start()
-        thread.join(10)
-        used = cpu_reading(os.getpid()).since(before)
-        assert burned[0] <= used <= burned[0] + 0.005, (burn_s, burned, used)
+_BURNS_IN_A_THREAD = """
+import sys, threading, time
+def burn(seconds, burned):
+    while time.thread_time() < seconds:
+        pass
+    burned.append(time.thread_time())
+print("ready", flush=True)
+for line in sys.stdin:
+    burned = []
+    thread = threading.Thread(target=burn, args=(float(line), burned))
+    thread.start()
+    thread.join()
+    print(burned[0], flush=True)
+"""

@@ -342,8 +342,10 @@ class WorkerProcess:
     def frozen(self, settle_s: float = 1.0):
         """Holds every process of the worker's tree stopped (SIGSTOP) for the block, once each
         is seen stopped (`settle_s` at most): what the judge reads there (its CPU time, a
-        timed run's outputs) no later code of the candidate can have changed."""
-        pids = _tree(self.proc.pid)
+        timed run's outputs) no later code of the candidate can have changed. A process
+        already stopped (by the candidate itself) is left so: the judge continues only what
+        it stopped."""
+        pids = [pid for pid in _tree(self.proc.pid) if not _stopped(pid)]  # its own stops stay
         self._stopped_at = time.monotonic()
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
