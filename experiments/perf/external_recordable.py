@@ -51,9 +51,16 @@ _DEFAULT_EXTERNAL = ROOT.parent / "shared" / "external"
 
 def task_spec(task) -> dict:
     """Returns what the child needs of a Task (no project object crosses)."""
-    kernel_names = {node.name: "class" if isinstance(node, ast.ClassDef) else "function"
-                    for node in parse_source(task.baseline_source).body
+    body = parse_source(task.baseline_source).body
+    kernel_names = {node.name: "class" if isinstance(node, ast.ClassDef) else "function" for node in body
                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    for node in body:  # `entry = SomeFunction.apply`: an alias of a function or class defined above
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in kernel_names:
+                kernel_names.update({target.id: "alias" for target in node.targets if isinstance(target, ast.Name)})
     return {"suite": task.suite, "task": task.name, "stem": pathlib.Path(task.source_path).stem,
             "entry_point": task.entry_point, "kernel": task.baseline_source, "tests": task.harness,
             "perf_harness": task.perf_harness, "untimed_reason": task.untimed_reason,
@@ -64,8 +71,8 @@ def survey_task(task, timeout_s: float, memory_bytes: int) -> dict:
     """Returns the task's row: the child's last report, or why there is none."""
     spec = task_spec(task)
     base = {"suite": task.suite, "task": task.name, "entry_point": task.entry_point}
-    if task.suite == "tritonbench-revised" and not task.perf_harness:
-        return {**base, "status": "no performance file", "reason": task.untimed_reason}
+    if task.untimed_reason:  # no performance file, no test_performance
+        return {**base, "status": "no timing code", "reason": task.untimed_reason}
     env = {**os.environ, "TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT),
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     started = time.monotonic()
@@ -143,7 +150,7 @@ def summary(rows: list[dict]) -> str:
         for status, count in statuses.most_common():
             lines.append(f"  {status:42s} {count}")
         failed = [row for row in mine if row["status"] not in ("one entry call per input", "several calls",
-                                                               "no performance file")]
+                                                               "no timing code")]
         for kind, group in collections.Counter(failure_kind(row) for row in failed).most_common():
             names = [row["task"] for row in failed if failure_kind(row) == kind][:3]
             lines.append(f"    why: {kind[:90]:90s} {group}  e.g. {', '.join(names)}")
@@ -163,6 +170,7 @@ def summary(rows: list[dict]) -> str:
         lines.append(f"  tasks whose recorded calls name a class: {sum(bool(row.get('class_calls')) for row in recorded)}; "
                      f"a jit kernel launched directly: {sum(bool(row.get('launches')) for row in recorded)}; "
                      f"names 'cuda' explicitly: {sum(bool(row.get('cuda_named')) for row in recorded)}; "
+                     f"get_input_tensors calls the module: {sum(bool(row.get('generation_calls')) for row in mine)}; "
                      f"entry differs from the task's entry_point: "
                      f"{sum(row.get('entry_mismatch', False) for row in recorded)}")
         checked = [row for row in recorded if row.get("deterministic") is not None]

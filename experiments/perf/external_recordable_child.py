@@ -22,7 +22,8 @@ DIGEST_ELEMENTS = 1 << 18
 
 class Recorder:
     """Stands for a function or class of the kernel module: records each call, returns None.
-    Subscripting (a jit kernel's `[grid]`) gives the recorder of the launch."""
+    Subscripting (a jit kernel's `[grid]`) gives the recorder of the launch, an attribute
+    (`.apply` of an autograd Function) the recorder of that attribute."""
 
     def __init__(self, name: str, kind: str, log: list):
         self.name, self.kind, self.log = name, kind, log
@@ -32,6 +33,11 @@ class Recorder:
 
     def __getitem__(self, grid):
         return Recorder(f"{self.name}[grid]", "launch", self.log)
+
+    def __getattr__(self, attribute):  # `Function.apply`, `kernel.run`: recorded by that name
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        return Recorder(f"{self.name}.{attribute}", self.kind, self.log)
 
 
 def describe(value, depth: int = 0):
@@ -243,7 +249,11 @@ def tritonbench(spec: dict, report: Report, workdir: str) -> None:
         return definition
 
     started = time.perf_counter()
-    definition = generate(SEED)
+    try:
+        definition = generate(SEED)
+    finally:
+        row["generation_calls"] = sorted({call["name"] for call in log})  # inputs made by the module
+    log.clear()
     row["generate_s"] = round(time.perf_counter() - started, 3)
     inputs = list(definition.input_tensors)
     row["input_bytes"] = [nbytes(list(tensors(item))) for item in inputs]
@@ -277,13 +287,13 @@ class _RocmPlugin:
 
     def __init__(self, names: dict, seed: int):
         self.names, self.seed, self.log, self.cases = names, seed, [], {}
-        self.current, self.started, self.in_bench = None, 0.0, False
+        self.current, self.started, self.collect_error = None, 0.0, ""
 
     def pytest_runtest_setup(self, item):
         from fitness.sandbox import harness_run
 
         for name, kind in self.names.items():
-            if name in vars(item.module) and not isinstance(vars(item.module)[name], Recorder):
+            if name in vars(item.module):  # a recorder of an earlier run logs elsewhere: replaced too
                 setattr(item.module, name, Recorder(name, kind, self.log))
         harness_run._seed(self.seed)
         self.current, self.started = item.name, time.perf_counter()
@@ -310,9 +320,15 @@ class _RocmPlugin:
         quantiles = kwargs.get("quantiles")
         return [1.0] * len(quantiles) if quantiles else 1.0
 
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_error = str(report.longrepr).strip().splitlines()[-1][:300]
+
     def pytest_runtest_makereport(self, item, call):
         case = self.cases.get(item.name)
-        if case is not None and call.excinfo is not None and call.when == "call" and not case["benched"]:
+        if case is not None and call.excinfo is not None and call.excinfo.typename == "Skipped":
+            self.cases.pop(item.name)  # a parametrization the test skips is no performance input
+        elif case is not None and call.excinfo is not None and call.when == "call" and not case["benched"]:
             error = call.excinfo.value
             case.update(failure=classify(error, len(self.log)) + " before its bench",
                         error=f"{type(error).__name__}: {str(error)[:200]}")
@@ -364,7 +380,7 @@ def rocm(spec: dict, report: Report, workdir: str) -> None:
                                 f"--rootdir={workdir}", "-k", "test_performance and not test_save_performance_results"],
                                plugins=[plugin])
         if code not in (0, 1) and not plugin.cases:
-            raise RuntimeError(f"pytest exit code {code}: nothing collected")
+            raise RuntimeError(f"pytest exit code {code}: nothing collected: {plugin.collect_error}")
         return plugin.cases
 
     row["phase"] = "test_performance"
@@ -408,8 +424,10 @@ def main(memory_bytes: int) -> None:
             report.row["phase"], report.row["seed_check"] = "done", "failed"
         else:
             memory = isinstance(error, MemoryError) or "can't allocate memory" in str(error)
+            uses = report.row.get("generation_calls") and "None" in str(error)
             report.row.setdefault("failure", f"host memory over the child's limit in {report.row['phase']}"
-                                  if memory else f"{type(error).__name__} in {report.row['phase']}")
+                                  if memory else "get_input_tensors uses a result of the kernel module"
+                                  if uses else f"{type(error).__name__} in {report.row['phase']}")
             report.row["status"] = "failed"
     report.emit()
     sys.stdout.flush()
