@@ -18,6 +18,7 @@ CALL_S=${CALL_S:-500}          # this call's wall time, the environment's set-up
 SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the one command
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
 REDO=${REDO:-}                  # words of untimed kinds to score again ("harness_error timeout")
+GEAK_S=${GEAK_S:-0}             # after the references, GEAK-eval's own clock on them (the validation table)
 TASKS_PER_LEVEL=${TASKS_PER_LEVEL:-6}
 SEARCH_MINUTES=${SEARCH_MINUTES:-12}  # the one command's campaigns, over all calls
 py=${PYTHON:-python3}
@@ -36,10 +37,11 @@ else
 fi
 P=experiments/perf
 resume=(); for prev in "${PREV[@]}"; do [ -f "$prev/geak_timing.jsonl" ] && resume+=("$prev/geak_timing.jsonl"); done
-refs_s=${REFS_S:-$(( $(left) - SEARCH_S - 40 ))}
+refs_s=${REFS_S:-$(( $(left) - SEARCH_S - GEAK_S - 40 ))}
 if [ $refs_s -ge 30 ]; then
   step "the references, ${refs_s} s at most, resuming from ${#resume[@]} rows files"
-  timeout $(( refs_s + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm --no-geak \
+  if [ "$GEAK_S" -gt 0 ]; then geak=(--max-wall-s $(( refs_s + GEAK_S ))); else geak=(--no-geak); fi
+  timeout $(( refs_s + GEAK_S + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm "${geak[@]}" \
     --workers $WORKERS --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
     --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO > $OUT/geak_timing.log 2>&1
   echo "exit $?"; grep -E "^\[|tasks done in earlier|deadline" $OUT/geak_timing.log | tail -5 | cut -c1-300
