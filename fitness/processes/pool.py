@@ -346,7 +346,9 @@ class WorkerProcess:
         already stopped (by the candidate itself) is left so: the judge continues only what
         it stopped."""
         pids = [pid for pid in _tree(self.proc.pid) if not _stopped(pid)]  # its own stops stay
-        self._stopped_at = time.monotonic()
+        outer = self._stopped_at is None  # a hold inside another (a pool's over a walk's) adds none
+        if outer:
+            self._stopped_at = time.monotonic()
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGSTOP)
@@ -359,7 +361,8 @@ class WorkerProcess:
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGCONT)
-            self._stopped_s, self._stopped_at = self.stopped_s, None
+            if outer:
+                self._stopped_s, self._stopped_at = self.stopped_s, None
 
     @property
     def stopped_s(self) -> float:
@@ -730,7 +733,7 @@ class WorkerPool:
         """Holds every worker of this pool but `but` stopped for the block
         (`WorkerProcess.frozen`): no candidate code runs on the host while a baseline is
         timed, so none can load the machine to slow the number every speedup of its task is
-        divided by."""
+        divided by, nor while a case is timed by CPU time (`clock.time_case`)."""
         with self._lock:
             workers = [worker for worker in self._all if worker.alive and worker is not but]
         with contextlib.ExitStack() as stack:
