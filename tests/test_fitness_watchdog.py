@@ -106,6 +106,31 @@ def test_time_the_judge_holds_a_worker_stopped_counts_in_none_of_its_limits(pool
     assert outcome["reply"].get("ok"), outcome["reply"]
 
 
+CONTINUES_ITS_SIBLING = ("import os, signal\n"
+                         "if os.fork() == 0:\n    while True:\n"
+                         "        for pid in [int(name) for name in os.listdir('/proc') if name.isdigit()]:\n"
+                         "            try:\n                os.kill(pid, signal.SIGCONT)\n"
+                         "            except OSError:\n                pass\n"
+                         "if os.fork() == 0:\n    while True:\n        pass\n"
+                         "def f():\n    return 0\n")
+
+
+def test_a_frozen_tree_stays_stopped_though_one_process_keeps_continuing_another(pool):
+    """What the judge reads inside a freeze (CPU time, outputs) must be what the tree left:
+    a process not yet stopped when the judge stops its sibling could continue it, and that
+    sibling would then run (write outputs, work uncounted) while the judge reads."""
+    from fitness.processes.pool import _stopped
+
+    with pool.lease() as worker:
+        assert worker.request(_load(CONTINUES_ITS_SIBLING), 30).get("ok")
+        time.sleep(0.2)
+        with worker.frozen():
+            for _ in range(20):
+                running = [pid for pid in _tree(worker.proc.pid) if not _stopped(pid)]
+                assert not running, f"running inside the freeze: {running}"
+                time.sleep(0.01)
+
+
 def test_the_device_lock_is_free_once_its_holder_is_ended(pool):
     gate = DeviceLock(exclusive_timing=True)
     held = threading.Event()

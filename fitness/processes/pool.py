@@ -342,23 +342,28 @@ class WorkerProcess:
     def frozen(self, settle_s: float = 1.0):
         """Holds every process of the worker's tree stopped (SIGSTOP) for the block, once each
         is seen stopped (`settle_s` at most): what the judge reads there (its CPU time, a
-        timed run's outputs) no later code of the candidate can have changed. A process
-        already stopped (by the candidate itself) is left so: the judge continues only what
-        it stopped."""
-        pids = [pid for pid in _tree(self.proc.pid) if not _stopped(pid)]  # its own stops stay
+        timed run's outputs) no later code of the candidate can have changed. The tree is
+        read and stopped again until none runs: one of its processes not yet stopped can
+        continue another, or fork. A process already stopped (by the candidate itself) is
+        left so: the judge continues only what it stopped."""
+        already = {pid for pid in _tree(self.proc.pid) if _stopped(pid)}  # its own stops stay
         outer = self._stopped_at is None  # a hold inside another (a pool's over a walk's) adds none
         if outer:
             self._stopped_at = time.monotonic()
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGSTOP)
+        stopped: list[int] = []
         deadline = time.monotonic() + settle_s
-        while time.monotonic() < deadline and not all(_stopped(pid) for pid in pids):
+        while (running := [pid for pid in _tree(self.proc.pid) if not _stopped(pid)]) and (
+                time.monotonic() < deadline):
+            for pid in running:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGSTOP)
+                if pid not in already and pid not in stopped:
+                    stopped.append(pid)
             time.sleep(0.0005)
         try:
             yield
         finally:
-            for pid in pids:
+            for pid in stopped:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGCONT)
             if outer:
