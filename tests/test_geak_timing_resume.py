@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -28,10 +29,10 @@ def _rows_module():
     return module
 
 
-def _timing(out: pathlib.Path, *arguments: str) -> str:
+def _timing(out: pathlib.Path, *arguments: str, suite: pathlib.Path = SUITE) -> str:
     """Runs geak_timing.py on the fixture suite under the interpreter; returns its stdout."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, str(PERF / "geak_timing.py"), "--path", str(SUITE),
+    done = subprocess.run([sys.executable, str(PERF / "geak_timing.py"), "--path", str(suite),
                            "--device", "interpreter", "--no-rocm", "--workers", "2", "--timeout", "60",
                            "--out", str(out / "geak_timing.json"), *arguments],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -44,12 +45,15 @@ def _lines(path: pathlib.Path) -> list[dict]:
 
 
 def test_a_resumed_call_skips_done_tasks_and_the_union_counts_both_calls(tmp_path):
-    first = _timing(tmp_path / "a", "--tasks", "row_max")
+    # A long path makes the untimed reason long (CI's checkout cut its head off the progress line).
+    suite = tmp_path / ("a_checkout_folder_with_a_long_name_" * 4) / "tritonbench"
+    shutil.copytree(SUITE, suite)
+    first = _timing(tmp_path / "a", "--tasks", "row_max", suite=suite)
     assert "untimed (no usable performance file): not timed: no performance file row_max_perf.py" in first
     rows_a = tmp_path / "a" / "geak_timing.jsonl"
     assert [row["task"] for row in _lines(rows_a) if row["side"] == "project"] == ["row_max"]
 
-    second = _timing(tmp_path / "b", "--resume", str(rows_a))
+    second = _timing(tmp_path / "b", "--resume", str(rows_a), suite=suite)
     assert "1 tasks done in earlier calls, 1 to score" in second
     rows_b = _lines(tmp_path / "b" / "geak_timing.jsonl")
     assert [row["task"] for row in rows_b if row["side"] == "project"] == ["scale_shift"]

@@ -141,7 +141,7 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
                 continue
             geak_rows.append(rows_path, row)
             rows.append(row)
-            why = f" untimed ({row['untimed_kind']}): {row['untimed_reason'][-200:]}" if row["untimed_kind"] else ""
+            why = f" untimed ({row['untimed_kind']}): {_shortened(row['untimed_reason'], 400)}" if row["untimed_kind"] else ""
             print(f"[{len(rows)}/{len(tasks)} {time.monotonic() - started:.0f} s] {row['task']}: {row['stage']} "
                   f"{row['failure_kind'] or ''} wall {row['wall_s']:.1f} s (prep {row['compile_s']:.1f}, check "
                   f"{row['check_s']:.1f}, bench {row['bench_s']:.1f}){why}".replace("\n", " "), flush=True)
@@ -272,7 +272,7 @@ def summary_lines(rows: list[dict], calls: list[dict], table: list[dict],
         for row in mine:
             if row["stage"] != "timed":
                 lines.append(f"  not timed: {row['task']}: {row.get('untimed_kind')}: "
-                             f"{(row.get('untimed_reason') or row['trace'])[-200:]}".replace("\n", " "))
+                             f"{_shortened(row.get('untimed_reason') or row['trace'], 400)}".replace("\n", " "))
         if len(mine) > len(timed):
             lines.append(f"{suite}: untimed references by reason:")
             lines += geak_rows.reason_counts(mine)
