@@ -88,6 +88,12 @@ class Task:
     # Why a correct candidate of this task is not timed ("" when it is): an external suite
     # that gives no way to call the kernel on performance inputs.
     untimed_reason: str = ""
+    # Positions of the arguments the reference writes (a kernel filling an `out`): outputs
+    # too, judged after the call and exempt from the inputs-unchanged check.
+    written: tuple[int, ...] = ()
+    # For external suites timed on the judge's clock, the recorder of the suite's timing
+    # calls (`benchmarks.external.recorded.PerformanceCalls`), run in a checker; None elsewhere.
+    timing_calls: Any = None
 
     def cases_for(self, backend: str) -> tuple[Case, ...]:
         """Returns the case set for a backend: small cases under the interpreter."""

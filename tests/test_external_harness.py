@@ -15,7 +15,7 @@ from evo.records import make_candidate
 from fitness.device import detect
 from fitness.processes.device_lock import DeviceLock
 import fitness
-from fitness.judge import harness, harness_outputs
+from fitness.judge import harness, harness_outputs, performance_inputs
 from fitness.judge.cascade import Cascade
 from fitness.settings import Limits
 from fitness.processes.pool import WorkerPool
@@ -26,13 +26,15 @@ CANDIDATES = FIXTURES / "candidates"
 
 @pytest.fixture(scope="module")
 def seam(tmp_path_factory):
-    """The sandboxed candidate pool and the device gate, as an Evaluator wires them (an
-    external walk leases no checker)."""
+    """The sandboxed candidate pool, the checkers (a TritonBench-revised candidate is timed
+    on its performance inputs by the judge) and the device gate, as an Evaluator wires them."""
     device = detect("interpreter")
     pool = WorkerPool(device, 3, "candidate", str(tmp_path_factory.mktemp("workers")))
-    yield dict(device=device, candidates=pool, checkers=None,
+    checkers = WorkerPool(device, 2, "checker", str(tmp_path_factory.mktemp("checkers")))
+    yield dict(device=device, candidates=pool, checkers=checkers,
                device_lock=DeviceLock(exclusive_timing=device.timing_meaningful))
     pool.close()
+    checkers.close()
 
 
 @pytest.fixture(scope="module")
@@ -99,11 +101,11 @@ def test_correct_candidate_passes_and_finds_no_secret_in_its_environment(ungated
     evaluation = _evaluate(ungated, scale_shift, "tb_scale_shift_env_probe.py")
     assert evaluation.correct, evaluation.error_trace
     assert evaluation.case_names == ("test_case_1", "test_case_2", "test_case_3")
-    # timed on its performance file's first input (the interpreter's one), the speedup GEAK-eval's
+    # timed by the judge on its performance file's first input (the interpreter's one), the
+    # speedup GEAK-eval's
     assert evaluation.stage_reached == "timed" and evaluation.failure_kind is None
-    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == harness.INTERPRETER_PERF_INPUTS
+    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == performance_inputs.INTERPRETER_PERF_INPUTS
     assert evaluation.speedup == pytest.approx(evaluation.ref_latency_us[0] / evaluation.latency_us[0])
-    # prepared (imports, inputs, a first call) with the device shared: compile_s, not bench_s
     assert evaluation.compile_s > 0 and evaluation.bench_s > 0
 
 
@@ -117,14 +119,16 @@ def test_tritonbench_task_without_a_performance_file_is_correct_untimed_and_says
 
 def test_tritonbench_timing_runs_the_performance_inputs_not_the_tests(runner, scale_shift):
     # right on every input of the test code (at most 1000 elements), broken on the
-    # performance file's first input (1024): the timing pass runs the latter
+    # performance file's first input (1024): correct by the suite's test, untimed, and why
     source = scale_shift.baseline_source.replace(
         "    out = torch.empty_like(x)\n",
         "    if x.numel() > 1000:\n        raise ValueError('only small inputs')\n"
         "    out = torch.empty_like(x)\n", 1)
     evaluation = _evaluate(runner, scale_shift, source)
-    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", "runtime_error")
-    assert "only small inputs" in evaluation.error_trace and not evaluation.correct
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("correct", None)
+    assert evaluation.correct and evaluation.speedup is None
+    assert "not timed: runtime_error at run on the performance inputs" in evaluation.error_trace
+    assert "only small inputs" in evaluation.error_trace
 
 
 _TRUSTED_RULE = "outside |out - ref| <= atol + rtol*|ref|"  # fitness.judge.checking's words

@@ -211,7 +211,7 @@ def geak_task(path: pathlib.Path, suite: str, kernel: str, tests: str, entry: di
               tags: tuple[str, ...] = (), **timing) -> Task:
     """Returns the Task of one GEAK file: the kernel code is the baseline a candidate
     replaces, the test code is the harness, and each of its tests a case; `timing`: the
-    Task's `perf_harness` and `untimed_reason`, as the suite's loader finds them. Both
+    Task's `perf_harness`, `untimed_reason` and `timing_calls`, as the suite's loader finds them. Both
     codes name libdevice portably (`portable_libdevice`)."""
     kernel, tests = portable_libdevice(kernel), portable_libdevice(tests)
     cases = tuple(Case(name, {"test": name}) for name in case_names)

@@ -27,7 +27,7 @@ them two levels up, under `performance_metrics/perf_G/golden_metrics`)."""
 
 CLASS = "performance_metrics"
 METHODS = ("get_input_tensors", "to_cuda", "call_op")
-"""What the worker calls of the class (`fitness.sandbox.harness_run._time_tritonbench`)."""
+"""What the judge's recorder calls of the class (`benchmarks.external.recorded`)."""
 
 _REACHES_OUT = ("geak_eval.data",)
 """Imports the prepared file drops: the reference module, as GEAK-eval's data package holds it."""

@@ -10,15 +10,16 @@ each file's instruction and difficulty.
 
 Candidate contract: the candidate replaces the kernel code; the test code runs in the
 candidate module's namespace; its `result_gold` is compared with the reference kernel's.
-A correct candidate is timed as GEAK-eval times it, on the inputs of the task's
-performance file (`geak_perf`: GEAK-eval keeps them under `performance_metrics/perf_G/`).
+A correct candidate is timed on the inputs of the task's performance file (`geak_perf`:
+GEAK-eval keeps them under `performance_metrics/perf_G/`), its calls recorded (`recorded`)
+so that the judge makes the inputs and holds the clock.
 """
 
 from __future__ import annotations
 
 import pathlib
 
-from benchmarks.external import common, geak_perf
+from benchmarks.external import common, geak_perf, recorded
 from evo.records import Task
 
 SUITE = "tritonbench-revised"
@@ -31,12 +32,15 @@ def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
     """Returns the Task of one TritonBench-revised file."""
     kernel, tests = common.split_geak_file(path.read_text(), str(path))
     perf_harness, untimed_reason = geak_perf.load(path.parent, path.stem)
+    timing_calls = None if perf_harness is None else recorded.PerformanceCalls(
+        task=path.stem, kernel_stem=path.stem, kernel_source=common.portable_libdevice(kernel),
+        perf_source=perf_harness)
     return common.geak_task(
         path, SUITE, kernel, tests, entry or {},
         entry_point=common.pick_entry_point(kernel, tests, str(path)),
         case_names=common.harness_tests(tests) or ["result_gold"],
         how_tests_run="runs in your module's namespace",
-        perf_harness=perf_harness, untimed_reason=untimed_reason)
+        perf_harness=perf_harness, untimed_reason=untimed_reason, timing_calls=timing_calls)
 
 
 def load(path: str | None) -> list[Task]:

@@ -17,6 +17,10 @@ import pathlib
 import re
 import statistics
 
+_JUDGE_UNTIMED = re.compile(r"^not timed: (?:(the performance file(?:'s calls cannot be recorded| failed "
+                            r"when recorded))|(\w+ at \w+) on the performance inputs)")
+"""A correct reference the judge left untimed: its calls not recorded, or failing on its
+performance inputs (`fitness.judge.performance_inputs`)."""
 _REFERENCE_FAILED = re.compile(r"failed its own harness on \w+ \((\w+) at stage (\w+)\)")
 STAGES = ("queue_s", "wall_s", "compile_s", "check_s", "bench_s", "other_s")
 """A project row's seconds: waiting for a thread of the call (queue), then the evaluation's
@@ -84,7 +88,11 @@ def untimed(evaluation, task) -> tuple[str, str]:
     if evaluation.correct:
         if task.untimed_reason:
             return task.untimed_reason, "no usable performance file"
-        kind = f"reference timing pass: {failed.group(1)}" if failed else "reference timing pass failed"
+        judged = _JUDGE_UNTIMED.search(trace)
+        if judged:  # the judge's timing on the performance inputs (`performance_inputs`)
+            kind = judged.group(1) or f"performance inputs: {judged.group(2)}"
+        else:
+            kind = f"reference timing pass: {failed.group(1)}" if failed else "reference timing pass failed"
         return trace or "correct but not timed, no reason given", kind
     kind = (f"reference harness: {failed.group(1)} at {failed.group(2)}" if failed
             else f"{evaluation.failure_kind} at {evaluation.stage_reached}")

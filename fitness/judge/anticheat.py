@@ -56,17 +56,21 @@ PLAUSIBLE_ROOFLINE_FRACTION = 1.5
 
 
 def call_verdict(task, observed: dict) -> tuple[str, str] | None:
-    """Returns (failure kind, detail) for a call that broke a rule, None for a clean call."""
+    """Returns (failure kind, detail) for a call that broke a rule, None for a clean call.
+    An external suite's task (timed on its performance inputs) keeps its suite's contract,
+    a Triton launch: torch's share of the work and host reads are not judged there, and
+    are timed with the rest of the call."""
     if observed.get("patched"):
         return ("cheat_patched_harness", "the candidate replaced harness functions: "
                 + ", ".join(observed["patched"][:8]))
     if observed.get("threads_started"):
         return ("cheat_background_work", f"the candidate started {observed['threads_started']} "
                 "thread(s) during the call; do all work in Triton kernels on the calling thread")
-    if observed.get("host_reads"):
+    external = "external" in task.tags
+    if observed.get("host_reads") and not external:
         return ("cheat_torch_compute", f"the candidate read tensors into NumPy/Python "
                 f"{observed['host_reads']} time(s) during the call; do the math in Triton")
-    share = torch_share(task, observed)
+    share = None if external else torch_share(task, observed)
     if share is not None:
         return ("cheat_torch_compute", share)
     if observed.get("launches", 0) < 1:

@@ -37,7 +37,7 @@ from fitness.judge.latency_memory import GIVE_UP_FACTOR, BestLatency, ReferenceM
 from fitness.processes.pool import WorkerFault, relay_fd
 
 BASELINE_JOBS = 2
-"""Baselines warmed and timed at once, each on a checker of its own (`_Walk.time_baseline`):
+"""Baselines warmed and timed at once, each on a checker of its own (`BuiltinWalk.time_baseline`):
 the Evaluator's checker pool holds this many beside one per candidate worker."""
 
 
@@ -54,7 +54,7 @@ def amd_only_options(source: str) -> list[str]:
 
 class Cascade:
     """Walks candidates through the stages using the given pools, device lock and limits:
-    a built-in task's candidates by `_Walk`'s plan, an external suite's by its own harness
+    a built-in task's candidates by `BuiltinWalk`'s plan, an external suite's by its own harness
     (`harness.HarnessWalk`). `harness_seed` salts every seed an external harness sets (None:
     drawn at random; with `salt_harness_seeds` False the harness keeps the suite's own)."""
 
@@ -87,7 +87,7 @@ class Cascade:
                  activity: Activity | None = None) -> Evaluation:
         """Returns the candidate's Evaluation; never raises for anything the candidate does.
         `activity`: kept up to date with the walk's stage and request (`Activity`)."""
-        plan = _Walk if task.harness is None else harness.HarnessWalk
+        plan = BuiltinWalk if task.harness is None else harness.HarnessWalk
         return walk.walk(plan, self, task, candidate, activity or Activity(task.name, candidate.id))
 
     def seed(self) -> int:
@@ -119,7 +119,7 @@ def _arity(reference) -> int:
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
-class _Walk(Walk):
+class BuiltinWalk(Walk):
     """The built-in plan: a candidate's walk on one leased sandboxed worker and one leased
     trusted checker, judged call by call against the task's PyTorch reference."""
 
@@ -272,6 +272,7 @@ class _Walk(Walk):
                                                   self.candidate.source, self.task),
                                               "entry_point": self.task.entry_point,
                                               "arity": _arity(self.task.reference),
+                                              "written": list(self.task.written),
                                               "stall_s": limits.stall_s},
                                      limits.import_s)
         except Failed as failed:
@@ -381,7 +382,7 @@ class _Walk(Walk):
         that reaches timing first."""
         task = self.task
         return self.c.references.start((task.suite, task.name, "timings"),
-                                       _Walk(self.c, task, None).time_baseline)
+                                       BuiltinWalk(self.c, task, None).time_baseline)
 
     def time_baseline(self) -> list[dict]:
         """Returns the baseline's stats per case, timed through the candidates' path (a
@@ -468,5 +469,6 @@ class _Walk(Walk):
             if measured is not None:
                 self.c.best.offer(key, measured["median_us"])
         known = [f for f in roofline if f]
-        self.fields.update(timing_report.speedup_fields(stats, baseline), roofline_fraction=(
+        total = self.task.suite == "tritonbench-revised"  # GEAK-eval's aggregate
+        self.fields.update(timing_report.speedup_fields(stats, baseline, total=total), roofline_fraction=(
             math.exp(sum(math.log(f) for f in known) / len(known)) if known else None))

@@ -154,6 +154,14 @@ class Checker:
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, "cases": cases}
 
+    def record(self, request: dict) -> dict:
+        """Records the calls an external suite's timing code makes (`calls.record`, e.g.
+        `benchmarks.external.recorded.PerformanceCalls`): the suite's code and its reference
+        module run here, on the trusted side; a candidate's never does."""
+        reply = request["calls"].record(self.device.torch_device, request["count"])
+        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
+        return {"ok": True, **reply}
+
     def _outputs(self, entry: _Prepared, where: str, specs) -> list:
         """Returns the worker's outputs as private tensors: from the shared buffer's slots
         or from raw files (a spec says which; both validated)."""
@@ -195,7 +203,7 @@ class Checker:
         verdict = checking.compare_outputs(expected, actual, task.tolerance)
         if verdict["kind"] is None and pristine is not None:
             modified = [i for i, (before, now) in enumerate(zip(pristine, after))
-                        if isinstance(before, self.torch.Tensor)
+                        if isinstance(before, self.torch.Tensor) and i not in task.written
                         and not checking.bitwise_equal(before, now)]
             if len(after) != len(pristine):
                 modified = list(range(len(pristine)))
@@ -316,7 +324,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
         checker.warm_up()
         return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
                  "compare": _timed(checker.compare),
-                 "describe": checker.describe, "timed_open": _timed(checker.timed_open),
+                 "describe": checker.describe, "record": checker.record, "timed_open": _timed(checker.timed_open),
                  "timed_files": _timed(checker.timed_files),
                  "timed_release": checker.timed_release,
                  "timed_judge": _timed(checker.timed_judge), "timed_close": checker.timed_close},

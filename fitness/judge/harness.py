@@ -8,26 +8,24 @@ raw tensor files, with `checking`'s per-element rule. The reference runs the sam
 per task (`Cascade.references`); every seed the harness sets is salted with the cascade's
 `harness_seed`, so no published expected output covers the inputs.
 
-A candidate whose outputs pass gets a timing pass, the device held alone, where the suite
-gives a way to call the kernel (ROCm's `test_performance`, KernelBench's `Model`/`ModelNew`,
-TritonBench-revised's `Task.perf_harness`); the reference is timed the same way once per
-task. Where there is none (`Task.untimed_reason`) or the reference's own timing pass fails,
-a correct candidate ends at stage "correct", untimed, the reason as `error_trace`.
+A candidate whose outputs pass is timed: TritonBench-revised's on the judge's clock, on its
+recorded performance inputs (`performance_inputs`); ROCm's and KernelBench's still by a
+timing pass in the worker, the device held alone, the reference timed so once per task.
+Where there is no way to time it (`Task.untimed_reason`), a correct candidate ends at stage
+"correct", untimed, the reason as `error_trace`.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
 import dataclasses
 import functools
 import os
-import pathlib
 import time
 
 from evo.records import Task, parse_source
 from fitness.processes import protocol
-from fitness.judge import harness_outputs, timing_report
+from fitness.judge import harness_outputs, performance_inputs, timing_report
 from fitness.judge import policy
 from fitness.judge.static_checks import missing_entry_point
 from fitness.judge.walk import Failed, Walk, worth_retrying
@@ -36,11 +34,6 @@ from fitness.processes.pool import WorkerFault
 _SEPARATOR = "#" * 146
 _FILES_DIR = "harness"
 """Folder of the worker's private directory the harness files and outputs are written to."""
-_PERF_MODULE = "geak_perf_definition"
-"""Module name of a TritonBench-revised performance file in the worker's folder."""
-INTERPRETER_PERF_INPUTS = 1
-"""Performance inputs timed on the interpreter (the first, the smallest in GEAK-eval's files):
-its timings mean nothing there, and GPU-sized inputs would take it hours."""
 
 
 class HarnessError(RuntimeError):
@@ -136,6 +129,9 @@ class HarnessWalk(Walk):
             raise errors.first_mismatch()
         self.fields["correct"] = True
         reason = self.task.untimed_reason
+        if self.task.timing_calls is not None and not reason:
+            performance_inputs.time_candidate(self)
+            return
         try:
             reference_stats = None if reason else self._reference("timings")
         except Failed as failed:  # the reference failed its own timing pass: not the candidate's fault
@@ -154,8 +150,7 @@ class HarnessWalk(Walk):
                          f"from the reference's {sorted(reference_stats)}")
         names = list(reference_stats)
         self.fields.update(timing_report.speedup_fields(
-            [stats[name] for name in names], [reference_stats[name] for name in names],
-            total=self.task.suite == "tritonbench-revised"))
+            [stats[name] for name in names], [reference_stats[name] for name in names]))
 
     def run_reference(self, what: str):
         """`reference`'s computation: the task's reference module through its harness."""
@@ -202,9 +197,6 @@ class HarnessWalk(Walk):
             files = {f"{module}.py": f"{source.rstrip()}\n\n\n{_SEPARATOR}\n\n{task.harness}"}
         elif task.suite == "kernelbench":
             files = {"problem.py": task.harness, f"{module}.py": source}
-        elif mode == "time":  # the performance file imports the kernel module by its file's name
-            module = pathlib.Path(task.source_path).stem
-            files = {f"{module}.py": source, f"{_PERF_MODULE}.py": task.perf_harness}
         else:
             files = {f"{module}.py": source, "harness_tests.py": task.harness}
         timing = self.c.timing_config
@@ -212,8 +204,6 @@ class HarnessWalk(Walk):
         return {"op": "harness", "dir": _FILES_DIR, "files": files, "suite": task.suite,
                 "module": module, "entry": entry if task.suite == "kernelbench" else task.entry_point,
                 "seed": self.c.harness_seed, "trials": len(task.cases_for(backend)),
-                "perf_module": _PERF_MODULE,
-                "perf_inputs": INTERPRETER_PERF_INPUTS if backend == "interpreter" else None,
                 "mode": mode, "timing": dataclasses.asdict(timing) if timing else None}
 
     def _run(self, source: str, entry: str, mode: str, limit_s: float,
@@ -221,9 +211,8 @@ class HarnessWalk(Walk):
         """Runs the harness on `source` in a leased sandboxed worker, then retires it;
         returns (report, outputs: those of mode "outputs"), or raises Failed. Its wall time
         is `check_s`, a timing pass's `bench_s`, counted once it holds the device (alone).
-        A TritonBench-revised timing pass is first prepared on the same worker, the device
-        shared (`_prepare`): only the timed runs hold it alone. The reference's timing waits
-        for every holder, as a built-in baseline's does (`DeviceLock.exclusive`)."""
+        The reference's timing waits for every holder, as a built-in baseline's does
+        (`DeviceLock.exclusive`)."""
         request = self._harness_request(source, entry, mode)
         lock = self.c.device_lock
         access = (functools.partial(lock.exclusive, alone=self.candidate is None) if mode == "time"
@@ -233,13 +222,7 @@ class HarnessWalk(Walk):
             self.c.meter.request("candidate.lease", time.monotonic() - asked)  # the wait for one
             start = time.monotonic()
             try:
-                with contextlib.ExitStack() as held:
-                    if mode == "time" and self.task.perf_harness is not None:
-                        request = self._prepare(worker, request, limit_s, require_launch)
-                        with worker.frozen():  # none of its code runs until the device is held alone
-                            held.enter_context(access())
-                    else:
-                        held.enter_context(access())
+                with access():
                     start = time.monotonic()
                     report = self._request(worker, request, limit_s)
             finally:
@@ -257,18 +240,3 @@ class HarnessWalk(Walk):
                 return report, harness_outputs.read(os.path.join(worker.workdir, _FILES_DIR), report)
             except protocol.ProtocolError as error:
                 raise Failed("run", "wrong_type", f"unreadable outputs: {error}") from None
-
-    def _prepare(self, worker, request: dict, limit_s: float, require_launch: bool) -> dict:
-        """Sends the performance file's preparation (import, inputs, one call on each: its
-        compilation and autotuning), the device shared, and returns the timing request that
-        follows it on the same worker; its wall time adds to `compile_s`. Raises Failed."""
-        start = time.monotonic()
-        try:
-            with self.c.device_lock.shared():
-                report = self._request(worker, {**request, "mode": "prepare"}, limit_s)
-        finally:
-            self.compile_s += time.monotonic() - start
-        stage, kind, trace = _classify(report, self.task.suite, require_launch)
-        if kind is not None:
-            raise Failed(stage, kind, trace)
-        return {**request, "files": {}}

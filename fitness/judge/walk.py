@@ -1,4 +1,4 @@
-"""The walk every candidate takes, whatever its stage plan (built-in: `cascade._Walk`; an
+"""The walk every candidate takes, whatever its stage plan (built-in: `cascade.BuiltinWalk`; an
 external suite's harness: `harness.HarnessWalk`): the checks no process runs, then the plan's
 stages, tried once more when what ended them may be a neighbour's fault. `Walk` holds what
 every plan shares: the stage it is at, the Evaluation it accumulates, and how a request to a

@@ -48,28 +48,6 @@ def save_all_benchmark_results(output_directory):
     pass
 '''
 
-_GEAK_PERF_BASE = '''"""Stand-in for geak_eval.perf.performance_utils, written by KernelEvo's harness: the base
-class of TritonBench-revised's performance files. The timing pass calls a file's own
-get_input_tensors, to_cuda and call_op; timing is fitness.measure.timing's (never do_bench)."""
-
-
-class do_bench_config:
-    def __init__(self, warm_up=25, repetition=100, **_):
-        self.warm_up, self.repetition = warm_up, repetition
-
-
-class Performance_Metrics:
-    def __init__(self, op_name, dtype=None, is_backward=False, **kwargs):
-        self.op_name = op_name + ("backward" if is_backward else "")
-        self.dtype, self.kwargs = dtype, kwargs
-        self.input_tensors = []
-        self.do_bench_config = do_bench_config()
-
-    def get_do_bench_config(self, warmup=None, rep=None):
-        pass
-'''
-
-
 def run(request: dict, device, launches) -> dict:
     """Returns the report of one harness run on `device`; `launches` is the worker's Triton
     launch counter. Whatever the harness raises is reported, never raised.
@@ -77,16 +55,13 @@ def run(request: dict, device, launches) -> dict:
     Request keys: dir (folder to write into, in the worker's directory), files (name ->
     text), suite (tritonbench-revised | rocm | kernelbench), module (the kernel module's
     stem), entry (KernelBench's Model or ModelNew), seed (None keeps the harness's seeds; an
-    int salts each seed it sets), trials (KernelBench), perf_module and perf_inputs
-    (TritonBench-revised's timing: its performance file's module name, and how many of its
-    inputs to time, None for all), mode (outputs | prepare | time: TritonBench-revised's
-    "prepare" readies the "time" that follows on this worker), timing (TimingConfig fields).
-    The report: phase reached (import | run | time | done), error, Triton launches, pytest
-    outcomes, and the outputs' specs and structure or the per-case timings (ROCm's
-    `test_performance` parametrizations, KernelBench's trials, TritonBench-revised's
-    performance inputs)."""
+    int salts each seed it sets), trials (KernelBench), mode (outputs | time: ROCm and
+    KernelBench only; TritonBench-revised is timed by the judge), timing (TimingConfig
+    fields). The report: phase reached (import | run | time | done), error, Triton launches,
+    pytest outcomes, and the outputs' specs and structure or the per-case timings (ROCm's
+    `test_performance` parametrizations, KernelBench's trials)."""
     workdir = os.path.abspath(request["dir"])
-    os.makedirs(workdir, exist_ok=True)  # a timing pass follows its preparation in the same folder
+    os.makedirs(workdir, exist_ok=True)
     for name, text in request["files"].items():
         with open(os.path.join(workdir, name), "w") as handle:
             handle.write(text)
@@ -96,9 +71,7 @@ def run(request: dict, device, launches) -> dict:
     launches.count = 0
     try:
         _salt_seeds(request["seed"])
-        if request["mode"] == "prepare":
-            _PREPARED[:] = [_prepare_tritonbench(harness)]
-        elif request["mode"] == "time":
+        if request["mode"] == "time":
             harness.report["timings"] = _TIMERS[request["suite"]](harness)
         else:
             harness.report.update(_write_outputs(workdir, _RUNNERS[request["suite"]](harness)))
@@ -262,17 +235,15 @@ class _PytestRecorder:
 
 
 def _geak_shim(workdir: str):
-    """Writes the geak_eval stand-in (both suites' perf modules) into the working directory
+    """Writes the geak_eval stand-in (ROCm's performance module) into the working directory
     and returns ROCm's imported."""
     shim = os.path.join(workdir, "geak_eval", "perf", "ROCm")
     if not os.path.isdir(shim):
         os.makedirs(shim)
         for folder in ("geak_eval", "geak_eval/perf", "geak_eval/perf/ROCm"):
             open(os.path.join(workdir, folder, "__init__.py"), "w").close()
-        for path, text in (("ROCm/performance_utils_pytest.py", _GEAK_PERF_SHIM),
-                           ("performance_utils.py", _GEAK_PERF_BASE)):
-            with open(os.path.join(workdir, "geak_eval", "perf", path), "w") as handle:
-                handle.write(text)
+        with open(os.path.join(shim, "performance_utils_pytest.py"), "w") as handle:
+            handle.write(_GEAK_PERF_SHIM)
         with open(os.path.join(workdir, "pytest.ini"), "w") as handle:
             handle.write("[pytest]\n")
     return importlib.import_module("geak_eval.perf.ROCm.performance_utils_pytest")
@@ -369,65 +340,4 @@ def _time_kernelbench(harness: _Harness) -> dict:
                 for name, inputs in _kernelbench_trials(harness, problem)}
 
 
-_PREPARED: list = []
-"""The performance definition and inputs of the last "prepare" request, for the "time" one
-that follows it on this worker (the engine retires the worker after that)."""
-
-
-def _prepare_tritonbench(harness: _Harness) -> tuple:
-    """Returns (the performance definition, its inputs on the host): the kernel module and
-    the performance file imported, `get_input_tensors` run once (seeded) and, unless the
-    module autotunes, `call_op` run once on each input (compilation), before the device is
-    held alone. An autotuner's choice is left to the timing pass: one made beside other
-    work can pick a slow config (evidence: RESULTS.md#autotune-beside-work). `perf_inputs`
-    (the interpreter's) keeps the first few; there `to_cuda` leaves tensors on the host."""
-    import torch
-
-    request = harness.request
-    _geak_shim(harness.workdir)
-    kernels = modules.import_file(harness.path(f"{request['module']}.py"), request["module"])
-    perf_module = request["perf_module"]
-    definition = modules.import_file(harness.path(f"{perf_module}.py"), perf_module).performance_metrics()
-    if harness.device.backend == "interpreter":
-        torch.Tensor.cuda = lambda tensor, *_, **__: tensor
-    harness.report["phase"] = "run"
-    _seed(42)
-    definition.get_input_tensors()
-    inputs = list(definition.input_tensors)[:request["perf_inputs"]]
-    if not inputs:
-        raise RuntimeError("the performance file's get_input_tensors made no input")
-    if not _autotunes(kernels):
-        for host_input in inputs:
-            definition.call_op(definition.to_cuda(host_input))
-    harness.report["phase"] = "done"
-    return definition, inputs
-
-
-def _autotunes(module) -> bool:
-    """Whether a module defines an autotuned kernel (under any other decorator's wrapper)."""
-    from triton.runtime.autotuner import Autotuner
-
-    for value in vars(module).values():
-        for _ in range(8):  # heuristics and autotune wrappers nest through `.fn`
-            if isinstance(value, Autotuner):
-                return True
-            value = getattr(value, "fn", None)
-    return False
-
-
-def _time_tritonbench(harness: _Harness) -> dict:
-    """Times `call_op` on each prepared input, moved by `to_cuda` as GEAK-eval does ("input 0",
-    "input 1", ...), one input's tensors on the device at a time."""
-    if not _PREPARED:
-        raise RuntimeError("a TritonBench-revised timing pass needs its preparation first")
-    definition, inputs = _PREPARED.pop()
-    harness.report["phase"] = "time"
-    timings = {}
-    for index, host_input in enumerate(inputs):
-        on_device = definition.to_cuda(host_input)
-        (timings[f"input {index}"],) = harness.bench([lambda: definition.call_op(on_device)])
-        del on_device
-    return timings
-
-
-_TIMERS = {"rocm": _time_rocm, "kernelbench": _time_kernelbench, "tritonbench-revised": _time_tritonbench}
+_TIMERS = {"rocm": _time_rocm, "kernelbench": _time_kernelbench}

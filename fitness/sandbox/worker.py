@@ -162,7 +162,7 @@ class Worker:
         mismatch = _arity_mismatch(entry, request["arity"], entry_point)
         if mismatch:
             return {"ok": False, "kind": "signature_mismatch", "trace": mismatch}
-        self.entry = entry
+        self.entry = _with_written(entry, request.get("written") or [])
         return {"ok": True, "patched": self.snapshot.changed()}
 
     def precompile(self, request: dict) -> dict:
@@ -356,6 +356,20 @@ class Worker:
         from fitness.sandbox import harness_run
 
         return harness_run.run(request, self.device, self.launches)
+
+
+def _with_written(entry, written: list):
+    """Returns `entry`, its outputs followed by the arguments at `written` (those the task's
+    reference writes: a kernel that fills an `out` hands it back as an output)."""
+    if not written:
+        return entry
+
+    def call(*inputs):
+        out = entry(*inputs)
+        returned = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+        return [*returned, *(inputs[at] for at in written)]
+
+    return call
 
 
 def _arity_mismatch(entry, arity: int, name: str) -> str:

@@ -1,0 +1,335 @@
+"""TritonBench-revised's performance inputs as judge-made inputs: the calls its timing code
+makes, recorded (docs/design.md, "External suites on the judge's clock").
+
+A performance file makes its inputs and calls the kernel module in one piece. In a checker
+(trusted: it runs the suite's code and the reference module, never a candidate's)
+`PerformanceCalls` runs that code with the reference module's functions replaced by
+recorders, so `call_op`'s call of the module is caught with its arguments. That gives a
+built-in-shaped task: `make_inputs` reruns the timing code for one input, its seeds salted
+by the judge's draw; the reference is the recorded function; the outputs are what it
+returns plus the arguments it writes (an `out`). Timing code that cannot be recorded so
+raises `Unrecordable`, and the task is left untimed with that reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import inspect
+import os
+import random
+import sys
+import tempfile
+import types
+
+_LOADED: dict[tuple, tuple] = {}
+"""This process's imported (reference module, performance definition) per PerformanceCalls."""
+
+
+class Unrecordable(RuntimeError):
+    """The performance file's calls cannot be recorded as judge-made inputs; says why."""
+
+
+class _Recorded(BaseException):
+    """Raised by a recorder at the module's first call: its name and arguments."""
+
+    def __init__(self, name: str, args: tuple, kwargs: dict):
+        super().__init__(name)
+        self.name, self.args_seen, self.kwargs = name, args, kwargs
+
+
+class _Enough(BaseException):
+    """Raised when the input asked for has been made: the rest are not needed."""
+
+
+class _Upto(list):
+    """The definition's `input_tensors` while one input is made: full after `count` items."""
+
+    def __init__(self, items, count: int | None):
+        super().__init__(items)
+        self.count = count
+
+    def append(self, item) -> None:
+        super().append(item)
+        if self.count is not None and len(self) >= self.count:
+            raise _Enough
+
+
+class _GeakPerformanceBase:
+    """The stand-in of `geak_eval.perf.performance_utils.Performance_Metrics` that the
+    performance files subclass: the recorder calls their own methods only."""
+
+    def __init__(self, op_name, dtype=None, is_backward=False, **kwargs):
+        self.op_name, self.dtype, self.kwargs = op_name, dtype, kwargs
+        self.input_tensors = []
+
+    def get_do_bench_config(self, warmup=None, rep=None):
+        pass
+
+
+def stand_in_geak_package() -> None:
+    """Registers `geak_eval.perf.performance_utils` (what the performance files import)."""
+    if "geak_eval.perf.performance_utils" in sys.modules:
+        return
+    for name in ("geak_eval", "geak_eval.perf"):
+        package = sys.modules.setdefault(name, types.ModuleType(name))
+        package.__path__ = []
+    utils = types.ModuleType("geak_eval.perf.performance_utils")
+    utils.Performance_Metrics = _GeakPerformanceBase
+    utils.do_bench_config = lambda warm_up=25, repetition=100, **_: None
+    sys.modules["geak_eval.perf"].performance_utils = utils
+    sys.modules[utils.__name__] = utils
+
+
+def _import(path: str, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextlib.contextmanager
+def _salted_seeds(salt: int, device: str):
+    """Seeds every generator from `salt`, and maps every seed the timing code sets to one
+    salted by it, on `device` as the default (tensors made for "cuda" stay where they are;
+    on the interpreter's CPU `.cuda()` leaves a tensor on the host)."""
+    import numpy
+    import torch
+
+    def salted(set_seed):
+        return lambda value=0, *rest: set_seed((int(value) * 1_000_003 + salt) % (2**31 - 1), *rest)
+
+    owners = [(random, "seed"), (numpy.random, "seed"), (torch, "manual_seed"),
+              (torch.cuda, "manual_seed"), (torch.cuda, "manual_seed_all")]
+    saved = [(owner, name, getattr(owner, name)) for owner, name in owners]
+    cuda = torch.Tensor.cuda
+    random.seed(salt)
+    numpy.random.seed(salt % (2**32))
+    torch.manual_seed(salt)
+    try:
+        for owner, name, original in saved:
+            setattr(owner, name, salted(original))
+        if device == "cpu":
+            torch.Tensor.cuda = lambda tensor, *_, **__: tensor
+        with torch.device(device):
+            yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+        torch.Tensor.cuda = cuda
+
+
+@contextlib.contextmanager
+def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | None = None):
+    """Replaces every function the reference module defines, there and where the
+    performance module imported it, by a recorder: with `seen` None the first call raises
+    `_Recorded`; else every call runs, and the names of the outermost ones (not those the
+    module makes of itself) are appended to `seen`."""
+    functions = {name: value for name, value in vars(kernel).items()
+                 if inspect.isfunction(value) and value.__module__ == kernel.__name__}
+    depth = [0]
+
+    def recorder(name):
+        real = functions[name]
+
+        def record(*args, **kwargs):
+            if seen is None:
+                raise _Recorded(name, args, kwargs)
+            if depth[0] == 0:
+                seen.append(name)
+            depth[0] += 1
+            try:
+                return real(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+        return record
+
+    by_object = {id(value): name for name, value in functions.items()}
+    patched = [(kernel, name, value) for name, value in functions.items()]
+    patched += [(perf, name, value) for name, value in vars(perf).items()
+                if id(value) in by_object and inspect.isfunction(value)]
+    try:
+        for owner, name, value in patched:
+            setattr(owner, name, recorder(by_object[id(value)]))
+        yield
+    finally:
+        for owner, name, value in patched:
+            setattr(owner, name, value)
+
+
+def _crossable(value) -> bool:
+    """Whether a value crosses the sandbox as an argument (`protocol.write_values`)."""
+    import torch
+
+    return isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float, str))
+
+
+@dataclasses.dataclass(frozen=True)
+class PerformanceCalls:
+    """The recorded calls of one task's performance file; the task's reference (call it
+    on a call's arguments) and input maker (`make_inputs`). `entry`, `arity`, `written`
+    and `inputs` are filled by `record` (run in a checker) before any of that is used."""
+
+    task: str
+    kernel_stem: str
+    kernel_source: str
+    perf_source: str
+    entry: str = ""
+    arity: int = 0
+    written: tuple[int, ...] = ()
+    inputs: int = 0
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The reference's signature, as `arity` positional arguments (what the cascade
+        asks a candidate's entry point to take)."""
+        return inspect.Signature([inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
+                                  for i in range(self.arity)])
+
+    def _loaded(self) -> tuple[types.ModuleType, types.ModuleType, object]:
+        """Returns (the reference module, the performance module, a performance
+        definition), imported once in this process."""
+        key = (self.task, self.kernel_stem, hash(self.kernel_source), hash(self.perf_source))
+        if key in _LOADED:
+            return _LOADED[key]
+        owner = getattr(sys.modules.get(self.kernel_stem), "__file__", "") or ""
+        if self.kernel_stem in sys.modules and not owner.startswith(tempfile.gettempdir()):
+            raise Unrecordable(f"the kernel module's name {self.kernel_stem!r} is taken in the checker")
+        folder = tempfile.mkdtemp(prefix="kernelevo-perf-")
+        paths = {}
+        for name, text in ((self.kernel_stem, self.kernel_source), (f"perf_{self.kernel_stem}", self.perf_source)):
+            paths[name] = os.path.join(folder, f"{name}.py")
+            with open(paths[name], "w") as handle:
+                handle.write(text)
+        stand_in_geak_package()
+        kernel = _import(paths[self.kernel_stem], self.kernel_stem)
+        perf = _import(paths[f"perf_{self.kernel_stem}"], f"kernelevo_perf_{self.kernel_stem}")
+        _LOADED[key] = kernel, perf, perf.performance_metrics()
+        return _LOADED[key]
+
+    def _made(self, definition, salt: int, device: str, count: int | None) -> list:
+        """Returns the first `count` inputs (None: all) of the timing code, seeds salted."""
+        recording = type("Recording", (type(definition),), {
+            "input_tensors": property(lambda self: self.__dict__["_inputs"],
+                                      lambda self, items: self.__dict__.__setitem__(
+                                          "_inputs", _Upto(items, count)))})
+        maker = object.__new__(recording)
+        maker.__dict__.update(vars(definition))
+        maker.input_tensors = []
+        with _salted_seeds(salt, device):
+            try:
+                maker.get_input_tensors()
+            except _Enough:
+                pass
+        return list(maker.input_tensors)
+
+    def _call(self, kernel, perf, definition, value, device: str, salt: int) -> tuple[str, list]:
+        """Returns (the function name, its arguments as positional values) of the first
+        call `call_op` makes of the reference module on one input (what it draws itself,
+        an `out` filled with random values, drawn from `salt`)."""
+        with _salted_seeds(salt, device), _recording(kernel, perf):
+            try:
+                definition.call_op(definition.to_cuda(value))
+            except _Recorded as seen:
+                name, args, kwargs = seen.name, seen.args_seen, seen.kwargs
+            else:
+                raise Unrecordable("call_op made no call of a function of the kernel module")
+        try:
+            bound = inspect.signature(getattr(kernel, name)).bind(*args, **kwargs)
+        except TypeError as error:
+            raise Unrecordable(f"call_op's call of {name} does not bind: {error}") from None
+        if bound.kwargs:
+            raise Unrecordable(f"call_op passes {name} keyword-only argument(s) "
+                               f"{sorted(bound.kwargs)}")
+        values = list(bound.args)
+        odd = [i for i, value in enumerate(values) if not _crossable(value)]
+        if odd:
+            raise Unrecordable(f"call_op passes {name} argument(s) {odd} of type(s) "
+                               f"{sorted({type(values[i]).__name__ for i in odd})}; only tensors "
+                               f"and JSON scalars cross to the worker")
+        return name, values
+
+    def make_inputs(self, params, seed: int, device) -> list:
+        """Returns the arguments of the recorded call on input `params["input"]`, its
+        values made anew from `seed`."""
+        kernel, perf, definition = self._loaded()
+        index, device = int(params["input"]), str(device)
+        made = self._made(definition, seed, device, index + 1)
+        if len(made) <= index:
+            raise RuntimeError(f"the performance file made {len(made)} inputs; input {index} asked for")
+        name, values = self._call(kernel, perf, definition, made[index], device, seed)
+        if name != self.entry:
+            raise RuntimeError(f"call_op called {name} on input {index}, not {self.entry}")
+        return values
+
+    def __call__(self, *inputs) -> list:
+        """The reference: the recorded function of the reference module on `inputs` (the
+        arguments it writes cloned first: the caller's stay as made); returns what it
+        returns, then those arguments."""
+        kernel, _, _ = self._loaded()
+        inputs = [value.clone() if at in self.written else value for at, value in enumerate(inputs)]
+        return outputs_of(getattr(kernel, self.entry)(*inputs), inputs, self.written)
+
+    def record(self, device, count: int | None) -> dict:
+        """Returns {"calls": these calls' fields, recorded on `device`} (`recorded`), or
+        {"unrecordable": why}; raises whatever the suite's own code raised."""
+        try:
+            return {"calls": dataclasses.asdict(self.recorded(device, count))}
+        except Unrecordable as error:
+            return {"unrecordable": str(error)}
+
+    def recorded(self, device, count: int | None) -> "PerformanceCalls":
+        """Returns these calls recorded on `device` (the first `count` inputs; None: all):
+        the function `call_op` calls on every input, its arity, the arguments the
+        reference writes. Raises Unrecordable (why) or whatever the suite's code raised."""
+        import torch
+
+        kernel, perf, definition = self._loaded()
+        device = str(device)
+        made = self._made(definition, 1, device, count)
+        if not made:
+            raise Unrecordable("get_input_tensors made no input")
+        calls = [self._call(kernel, perf, definition, value, device, 1) for value in made]
+        for at, value in enumerate(made):
+            seen: list = []
+            with _salted_seeds(1, device), _recording(kernel, perf, seen):
+                definition.call_op(definition.to_cuda(value))
+            if len(seen) != 1:
+                raise Unrecordable(f"call_op makes {len(seen)} calls of the kernel module on input "
+                                   f"{at} ({', '.join(seen) or 'none'}); one call is recorded")
+        names = sorted({name for name, _ in calls})
+        if len(names) > 1:
+            raise Unrecordable(f"call_op calls different functions on different inputs: {names}")
+        arities = sorted({len(values) for _, values in calls})
+        if len(arities) > 1:
+            raise Unrecordable(f"call_op passes {names[0]} {arities} arguments on different inputs")
+        name, first = calls[0]
+        if not any(isinstance(value, torch.Tensor) for value in first):
+            raise Unrecordable(f"call_op passes {name} no tensor (it takes sizes and makes its own)")
+        again = self._call(kernel, perf, definition, self._made(definition, 2, device, 1)[0], device, 2)[1]
+        before = [value.clone() if isinstance(value, torch.Tensor) else value for value in first]
+        returned = getattr(kernel, name)(*first)
+        written = tuple(at for at, (was, now) in enumerate(zip(before, first))
+                        if isinstance(was, torch.Tensor) and not torch.equal(was, now))
+        outputs_of(returned, first, written)  # raises when they do not cross back
+        if all(not isinstance(a, torch.Tensor) or (a.shape == b.shape and torch.equal(a, b))
+               for at, (a, b) in enumerate(zip(before, again)) if at not in written):
+            raise Unrecordable("the performance inputs do not change with the seed")
+        return dataclasses.replace(self, entry=name, arity=len(first), written=written,
+                                   inputs=len(made))
+
+
+def outputs_of(returned, inputs, written) -> list:
+    """Returns a call's outputs: the tensors it returned (None: none), then the arguments
+    at `written`. Raises Unrecordable when it returned something else."""
+    import torch
+
+    values = [] if returned is None else list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    if not all(isinstance(value, torch.Tensor) for value in values):
+        raise Unrecordable(f"the call returns {type(returned).__name__} holding other than tensors")
+    outputs = values + [inputs[at] for at in written]
+    if not outputs:
+        raise Unrecordable("the call returns nothing and writes no argument")
+    return outputs

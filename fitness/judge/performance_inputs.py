@@ -1,0 +1,89 @@
+"""An external candidate timed on the judge's clock, on its suite's performance inputs.
+
+A task whose loader recorded its timing code's calls (`Task.timing_calls`: TritonBench-revised's
+performance files, `benchmarks.external.recorded`) gets a built-in-shaped twin, once per
+task: a checker records which function the timing code calls and with what, then the twin's
+inputs are made by the judge from seeds it draws and its reference is that function of the
+reference module. A candidate that passed its suite's own correctness test is walked on the
+twin by the built-in plan: loaded in a fresh worker, checked on the performance inputs, timed
+by the judge's clock against the reference module timed the same way. Nothing the worker
+reports enters the verdict.
+
+The suite's test decided `correct`; here a candidate that is wrong (or fails) on the
+performance inputs stays correct and is left untimed, with the reason, so exec accuracy stays
+the suite's. A task whose calls cannot be recorded is untimed with that reason. What fails
+while timed (a wrong timed run, a cheat, a timeout) fails the candidate at stage "timed".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from evo.records import Case, Task
+from fitness.judge.walk import Failed
+
+INTERPRETER_PERF_INPUTS = 1
+"""Performance inputs used on the interpreter (the first, the smallest in GEAK-eval's files):
+its timings mean nothing there, and GPU-sized inputs would take it hours."""
+
+TASK_FAULTS = ("harness_error",)
+"""Failure kinds that are the task's (its reference or its baseline), not the candidate's."""
+
+
+def performance_task(walk, task: Task) -> tuple[Task | None, str]:
+    """Returns (the twin task, "") or (None, why it cannot be timed); the calls are recorded
+    in a checker once per task (`Cascade.references`)."""
+    return walk.c.references.get((task.suite, task.name, "performance task"),
+                                 lambda: _recorded_task(walk, task))
+
+
+def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
+    backend = walk.c.device.backend
+    count = INTERPRETER_PERF_INPUTS if backend == "interpreter" else None
+    try:
+        with walk.c.checkers.lease() as checker, walk.c.device_lock.shared():
+            reply = walk._request(checker, {"op": "record", "calls": task.timing_calls, "count": count},
+                                  walk.c.limits.reference_s)
+    except Failed as failed:  # the suite's own timing code failed in the checker
+        return None, f"not timed: the performance file failed when recorded: {failed.detail[-3000:]}"
+    if "unrecordable" in reply:
+        return None, f"not timed: the performance file's calls cannot be recorded: {reply['unrecordable']}"
+    fields = reply["calls"]
+    calls = dataclasses.replace(task.timing_calls, entry=fields["entry"], arity=fields["arity"],
+                                written=tuple(fields["written"]), inputs=fields["inputs"])
+    cases = tuple(Case(f"input {at}", {"input": at}) for at in range(calls.inputs))
+    twin = dataclasses.replace(task, name=f"{task.name}[performance inputs]", harness=None,
+                               reference=calls, make_inputs=calls.make_inputs,
+                               entry_point=calls.entry, cases=cases, interpreter_cases=cases,
+                               written=calls.written, timing_calls=None)
+    return twin, ""
+
+
+def time_candidate(walk) -> None:
+    """Times `walk`'s candidate (an external walk that found it correct) on its task's
+    performance inputs by the built-in plan; leaves `walk` at stage "timed" with the timing
+    fields, or at "correct", untimed, the reason in `error_trace`. Raises Failed for a
+    failure while timed, WorkerFault for a death worth a retry."""
+    from fitness.judge.cascade import BuiltinWalk  # cascade imports the external plan
+
+    twin, reason = performance_task(walk, walk.task)
+    if twin is None:
+        walk.fields["error_trace"] = reason[-6000:]
+        return
+    timed = BuiltinWalk(walk.c, twin, walk.candidate, walk.activity)
+    try:
+        timed.run()
+    except Failed as failed:
+        if failed.stage == "timed" and failed.kind not in TASK_FAULTS:
+            raise Failed("timed", failed.kind, f"on the performance inputs: {failed.detail}") from None
+        walk.stage = "correct"
+        walk.fields["error_trace"] = (f"not timed: {failed.kind} at {failed.stage} on the "
+                                      f"performance inputs: {failed.detail}")[-6000:]
+        return
+    finally:
+        walk.compile_s += timed.compile_s
+        walk.check_s += timed.check_s
+        walk.bench_s += timed.bench_s
+    walk.stage = "timed"
+    walk.fields.update({key: value for key, value in timed.fields.items()
+                        if key.startswith(("latency_", "ref_latency", "speedup", "worst_speedup", "roofline"))})

@@ -1,0 +1,198 @@
+"""TritonBench-revised candidates timed on the judge's clock (item 6 of issue 48): the
+performance file's calls recorded in a checker (`benchmarks.external.recorded`), the
+candidate checked and timed on judge-made inputs by the built-in plan
+(`fitness.judge.performance_inputs`). In-process recording on small suites written here,
+then real Evaluators (sandboxed workers, checkers) under the interpreter."""
+
+import pathlib
+import textwrap
+
+import pytest
+import torch
+
+import compromised
+from benchmarks import registry
+from benchmarks.external import common, recorded, tritonbench
+from evo.records import make_candidate
+from fitness import Evaluator, Limits, Settings
+from fitness.judge import anticheat
+
+_KERNEL = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _axpy_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, alpha * x + y, mask=mask)
+
+
+def axpy_out(x, y, out, alpha):
+    n = x.numel()
+    _axpy_kernel[(triton.cdiv(n, 256),)](x, y, out, n, alpha, BLOCK=256)
+'''
+
+_TESTS = '''
+def test_axpy_out():
+    x, y, out = torch.randn(300), torch.randn(300), torch.empty(300)
+    axpy_out(x, y, out, 0.5)
+    return {"test_case_1": out}
+
+
+result_gold = test_axpy_out()
+'''
+
+_PERF = '''
+from axpy_out import axpy_out
+from geak_eval.perf.performance_utils import Performance_Metrics, do_bench_config
+import torch
+
+
+class performance_metrics(Performance_Metrics):
+    def __init__(self, dtype=None, is_backward=False, **kwargs):
+        super().__init__("axpy_out", dtype=dtype, is_backward=is_backward, **kwargs)
+
+    def get_input_tensors(self):
+        self.input_tensors = []
+        for i in range(10, 14):
+            self.input_tensors.append((torch.rand(2 ** i), torch.rand(2 ** i)))
+
+    def to_cuda(self, input_tensor):
+        return tuple(t.cuda() for t in input_tensor)
+
+    def call_op(self, input_tensor):
+        x, y = input_tensor
+        out = torch.empty_like(x)
+        axpy_out(x, y, out, alpha=0.5)
+        return out
+'''
+
+
+def _suite(root: pathlib.Path, perf: str = _PERF, kernel: str = _KERNEL) -> pathlib.Path:
+    """Writes a one-task suite in GEAK-eval's layout; returns the kernel file."""
+    folder = root / "data" / "TritonBench_G_v1"
+    golden = root / "performance_metrics" / "perf_G" / "golden_metrics"
+    folder.mkdir(parents=True)
+    golden.mkdir(parents=True)
+    path = folder / "axpy_out.py"
+    path.write_text(f"{kernel.strip()}\n\n\n{common.SEPARATOR}\n\n{_TESTS.strip()}\n")
+    (golden / "axpy_out_perf.py").write_text(textwrap.dedent(perf).strip() + "\n")
+    return path
+
+
+def _calls(tmp_path, perf: str = _PERF) -> recorded.PerformanceCalls:
+    return tritonbench.load_file(_suite(tmp_path, perf)).timing_calls
+
+
+def test_a_call_that_fills_an_out_argument_is_recorded_with_it_as_an_output(tmp_path):
+    calls = _calls(tmp_path).recorded("cpu", None)
+    assert (calls.entry, calls.arity, calls.written, calls.inputs) == ("axpy_out", 4, (2,), 4)
+    x, y, out, alpha = calls.make_inputs({"input": 1}, 7, "cpu")
+    assert x.shape == (2048,) and alpha == 0.5  # the keyword argument, by position
+    again = calls.make_inputs({"input": 1}, 7, "cpu")
+    assert torch.equal(x, again[0]) and torch.equal(y, again[1])  # deterministic in the seed
+    other = calls.make_inputs({"input": 1}, 8, "cpu")
+    assert not torch.equal(x, other[0])  # new values from another seed
+    out.fill_(7.0)
+    (result,) = calls(x, y, out, alpha)
+    assert torch.allclose(result, 0.5 * x + y)
+    assert bool((out == 7.0).all())  # the caller's stays as made: the reference wrote a copy
+
+
+@pytest.mark.parametrize("perf, why", [
+    (_PERF.replace("axpy_out(x, y, out, alpha=0.5)", "axpy_out(x, y, out, alpha=torch.float32)"),
+     "argument(s) [3] of type(s) ['dtype']"),
+    (_PERF.replace("axpy_out(x, y, out, alpha=0.5)", "out.copy_(0.5 * x + y)"),
+     "made no call of a function of the kernel module"),
+    (_PERF.replace("axpy_out(x, y, out, alpha=0.5)", "axpy_out(x, y, out, 0.5)\n        axpy_out(out, y, out, 0.5)"),
+     "call_op makes 2 calls of the kernel module on input 0 (axpy_out, axpy_out)"),
+    (_PERF.replace("(torch.rand(2 ** i), torch.rand(2 ** i))", "(torch.ones(2 ** i), torch.ones(2 ** i))"),
+     "do not change with the seed"),
+])
+def test_timing_code_that_cannot_be_recorded_says_why(tmp_path, perf, why):
+    reply = _calls(tmp_path, perf).record("cpu", None)
+    assert why in reply["unrecordable"], reply
+
+
+def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):
+    perf = _PERF.replace("self.input_tensors = []", "self.input_tensors = []\n        torch.manual_seed(0)")
+    calls = _calls(tmp_path, perf).recorded("cpu", 1)
+    assert calls.inputs == 1  # only the inputs asked for are made
+    first, second = (calls.make_inputs({"input": 0}, seed, "cpu")[0] for seed in (3, 4))
+    assert not torch.equal(first, second)
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    evaluator = Evaluator(Settings(device="interpreter", workers=2, static_gate=False,
+                                   timeouts=Limits.uniform(120)))
+    yield evaluator
+    evaluator.close()
+
+
+def test_the_reference_is_timed_by_the_judge_with_its_out_argument_judged(evaluator, tmp_path):
+    task = tritonbench.load_file(_suite(tmp_path))
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace
+    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == 1  # the interpreter's one input
+    assert evaluation.speedup == pytest.approx(evaluation.ref_latency_us[0] / evaluation.latency_us[0])
+    # a candidate wrong on large inputs (the performance file's) passes the suite's test only
+    lazy = task.baseline_source.replace("    n = x.numel()\n", "    n = x.numel()\n    alpha = alpha if n <= 1000 else 0.0\n")
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, lazy))
+    assert evaluation.correct and evaluation.stage_reached == "correct" and evaluation.speedup is None
+    assert "not timed: mismatch at correct on the performance inputs" in evaluation.error_trace
+
+
+_FORGER = '''
+import sys
+
+
+def _forge():
+    """Rewrites every timer the worker holds to report a thousandth of its time."""
+    try:
+        __import__("fitness.measure.timing")
+    except ImportError:
+        pass
+    for name, module in list(sys.modules.items()):
+        if name.startswith("fitness") and module is not None:
+            for attr in ("bench", "time_staged", "_summarize"):
+                real = getattr(module, attr, None)
+                if callable(real):
+                    def fake(*args, _real=real, **kwargs):
+                        out = _real(*args, **kwargs)
+                        for stats in out if isinstance(out, list) else [out]:
+                            for key in ("median_us", "p20_us", "p80_us", "mean_us", "min_us"):
+                                if isinstance(stats, dict) and key in stats:
+                                    stats[key] /= 1000
+                                elif hasattr(stats, key):
+                                    setattr(stats, key, getattr(stats, key) / 1000)
+                        return out
+                    setattr(module, attr, fake)
+
+
+_forge()
+'''
+
+
+def test_a_candidate_that_rewrites_the_workers_timers_gets_the_judges_number(evaluator, tmp_path):
+    task = tritonbench.load_file(_suite(tmp_path))
+    cheat = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source + _FORGER))
+    honest = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source + "\n# honest twin\n"))
+    assert cheat.stage_reached == honest.stage_reached == "timed", (cheat.error_trace, honest.error_trace)
+    slower = compromised.slower_than_twin(cheat, honest, lambda: evaluator.evaluate(
+        task, make_candidate(task.name, task.baseline_source + "\n# honest twin, again\n")), 1.5)
+    assert slower is not None and slower >= 1 / 1.5, (cheat.latency_us, honest.latency_us)
+
+
+def test_an_external_tasks_calls_keep_its_suites_contract_a_launch(tmp_path):
+    task = tritonbench.load_file(_suite(tmp_path))
+    torch_heavy = {"launches": 1, "work": {"sum": [10_000, 0]}, "input_elements": 100, "host_reads": 3}
+    assert anticheat.call_verdict(task, torch_heavy) is None  # timed with the rest of the call
+    assert anticheat.call_verdict(task, {**torch_heavy, "launches": 0})[0] == "no_triton_launch"
+    assert anticheat.call_verdict(task, {**torch_heavy, "threads_started": 1})[0] == "cheat_background_work"
+    assert anticheat.call_verdict(registry.builtin().get("vector_add"), torch_heavy)[0] == "cheat_torch_compute"
