@@ -35,6 +35,17 @@ def _axpy_kernel(x_ptr, y_ptr, out_ptr, n, alpha, BLOCK: tl.constexpr):
 def axpy_out(x, y, out, alpha):
     n = x.numel()
     _axpy_kernel[(triton.cdiv(n, 256),)](x, y, out, n, alpha, BLOCK=256)
+
+
+class _Axpy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y, alpha):
+        out = torch.empty_like(x)
+        axpy_out(x, y, out, alpha)
+        return out
+
+
+axpy = _Axpy.apply
 '''
 
 _TESTS = '''
@@ -117,6 +128,15 @@ def test_a_call_that_fills_an_out_argument_is_recorded_with_it_as_an_output(tmp_
 def test_timing_code_that_cannot_be_recorded_says_why(tmp_path, perf, why):
     reply = _calls(tmp_path, perf).record("cpu", None)
     assert why in reply["unrecordable"], reply
+
+
+def test_an_autograd_functions_apply_bound_at_top_level_is_an_entry(tmp_path):
+    perf = _PERF.replace("from axpy_out import axpy_out", "from axpy_out import axpy").replace(
+        "out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha=0.5)\n        return out", "return axpy(x, y, 0.5)")
+    calls = _calls(tmp_path, perf).recorded("cpu", 1)
+    assert (calls.entry, calls.arity, calls.written) == ("axpy", 3, ())  # its inner call not counted
+    x, y, alpha = calls.make_inputs({"input": 0}, 5, "cpu")
+    assert torch.allclose(calls(x, y, alpha)[0], 0.5 * x + y)
 
 
 def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):

@@ -127,8 +127,7 @@ def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | No
     performance module imported it, by a recorder: with `seen` None the first call raises
     `_Recorded`; else every call runs, and the names of the outermost ones (not those the
     module makes of itself) are appended to `seen`."""
-    functions = {name: value for name, value in vars(kernel).items()
-                 if inspect.isfunction(value) and value.__module__ == kernel.__name__}
+    functions = {name: value for name, value in vars(kernel).items() if _entry_like(value, kernel)}
     depth = [0]
 
     def recorder(name):
@@ -148,8 +147,7 @@ def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | No
 
     by_object = {id(value): name for name, value in functions.items()}
     patched = [(kernel, name, value) for name, value in functions.items()]
-    patched += [(perf, name, value) for name, value in vars(perf).items()
-                if id(value) in by_object and inspect.isfunction(value)]
+    patched += [(perf, name, value) for name, value in vars(perf).items() if id(value) in by_object]
     try:
         for owner, name, value in patched:
             setattr(owner, name, recorder(by_object[id(value)]))
@@ -157,6 +155,15 @@ def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | No
     finally:
         for owner, name, value in patched:
             setattr(owner, name, value)
+
+
+def _entry_like(value, kernel: types.ModuleType) -> bool:
+    """Whether a top-level value of the kernel module is a function a caller can name: one
+    it defines, or a method of a class it defines bound at top level (`fn = Fn.apply`)."""
+    if inspect.isfunction(value):
+        return value.__module__ == kernel.__name__
+    owner = getattr(value, "__self__", None)
+    return inspect.isclass(owner) and owner.__module__ == kernel.__name__ and callable(value)
 
 
 def _crossable(value) -> bool:
