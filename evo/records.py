@@ -94,6 +94,12 @@ class Task:
     # For external suites timed on the judge's clock, the recorder of the suite's timing
     # calls (`benchmarks.external.recorded.PerformanceCalls`), run in a checker; None elsewhere.
     timing_calls: Any = None
+    # How the worker calls an entry point that is not a function taking the inputs (external
+    # suites timed on the judge's clock): {"kind": "model", "init": [...], "seed": n} builds a
+    # model class after seeding torch and calls it without autograd (KernelBench);
+    # {"kind": "launch", "args": n, "meta": [names]} launches a kernel: the inputs are its n
+    # arguments, then a 3-int grid, then its meta-parameters' values (ROCm). None: a function.
+    entry_call: Mapping[str, Any] | None = None
 
     def cases_for(self, backend: str) -> tuple[Case, ...]:
         """Returns the case set for a backend: small cases under the interpreter."""

@@ -80,7 +80,7 @@ class Evaluator:
         self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful,
                                wait_limit_s=(settings.workers + BASELINE_JOBS + 1) * longest_s)
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
-                                limits, settings.timing, settings.static_gate,
+                                limits, settings.static_gate,
                                 baselines=self._baselines)
         self._lock = threading.Lock()
         self._started = time.monotonic()

@@ -8,7 +8,6 @@ from typing import Literal, Mapping, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from fitness.measure.timing_rules import TimingConfig
 from fitness.processes.jail import Limits as SandboxLimits
 
 Device = Literal["auto", "cuda", "rocm", "interpreter"]
@@ -23,7 +22,7 @@ class Limits:
       import_s: writing and importing the candidate module.
       compile_s: the precompile (every case's kernels, none launched) and the first call, each.
       check_s: each further correctness call, and each comparison in the checker.
-      bench_s: staging, timing every case, the re-check call (each); an external timing pass.
+      bench_s: staging, timing every case, the re-check call (each).
       reference_s: an external task's reference run through its own harness, once per task
         (it may autotune every config). An external candidate's run gets `harness_run_s`.
       ready_s: a new worker's start-up (charged to no candidate).
@@ -79,8 +78,6 @@ class Settings(BaseModel):
         to start without one); "off" scores them without it, and every row says so.
       static_gate: refuse candidates that break the lint (no launch, I/O, global settings).
       timeouts: each stage's limit in seconds (`Limits`; `compile = 60` or `compile_s = 60`).
-      timing: an external suite harness's warm-up and stopping (`TimingConfig`); unset: 1
-        warm-up and 3 timed runs under the interpreter, its defaults elsewhere.
       sandbox_limits: the hard resource limits of every sandboxed process.
     """
 
@@ -92,7 +89,6 @@ class Settings(BaseModel):
     sandbox: Sandbox = "bwrap"
     static_gate: bool = True
     timeouts: Limits = Field(default_factory=Limits)
-    timing: Optional[TimingConfig] = None
     sandbox_limits: SandboxLimits = Field(default_factory=SandboxLimits)
 
     @field_validator("timeouts", mode="before")

@@ -211,7 +211,7 @@ def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_no
     evaluation = _evaluate(runner, task, "kb_scale_and_add_triton.py")
     assert evaluation.correct, evaluation.error_trace
     assert evaluation.case_names == ("trial 0", "trial 1")
-    _assert_timed(evaluation, cases=2)
+    _assert_timed(evaluation, cases=1)  # by the judge, on get_inputs() made anew
     baseline = _evaluate(ungated, task, task.baseline_source)  # the gate stops it first
     assert baseline.failure_kind == "no_triton_launch"
 
@@ -241,22 +241,26 @@ def _assert_timed(evaluation, cases):
 def test_correct_rocm_candidate_is_timed_against_the_reference_and_the_reference_is_cached(runner):
     task = _task("rocm", "rocm", "test_fx_add")
     first = _evaluate(runner, task, task.baseline_source)
-    _assert_timed(first, cases=2)  # the two test_performance parametrizations
+    _assert_timed(first, cases=1)  # the first test_performance parametrization: the interpreter's one
     second = _evaluate(runner, task, task.baseline_source + "\n# same kernel, another id\n")
-    _assert_timed(second, cases=2)
+    _assert_timed(second, cases=1)
     assert second.ref_latency_us == first.ref_latency_us  # cached per (task, case, device, version)
     assert "has no test_performance" in _task("rocm", "rocm", "test_fx_rowsum").untimed_reason
 
 
 @pytest.mark.slow
-def test_candidate_hanging_only_when_timed_is_killed_as_a_timeout(seam):
+def test_candidate_hanging_on_the_performance_inputs_is_killed_and_left_untimed(seam):
     limit_s = 8.0
     task = _task("kernelbench", "kernelbench", "level1_1_Scale_And_Add")
-    quick = Cascade(**seam, limits=Limits(bench_s=limit_s), harness_seed=1, static_gate=False)
+    quick = Cascade(**seam, limits=Limits(check_s=limit_s, bench_s=limit_s), harness_seed=1, static_gate=False)
+    started = time.monotonic()
     evaluation = _evaluate(quick, task, "kb_scale_and_add_hangs_when_timed.py")
-    assert (evaluation.failure_kind, evaluation.stage_reached) == ("timeout", "timed"), evaluation.error_trace
-    assert not evaluation.correct and evaluation.max_abs_err  # its outputs had passed
-    assert limit_s <= evaluation.bench_s < limit_s + 5.0
+    # right on the suite's two trials, then it spins on the judge's third call: the suite's
+    # verdict stands, and the candidate is not timed
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("correct", None), evaluation.error_trace
+    assert evaluation.correct and evaluation.speedup is None
+    assert "not timed: timeout at correct on the performance inputs" in evaluation.error_trace
+    assert time.monotonic() - started < 4 * limit_s + 30.0
 
 
 def test_every_case_is_judged_and_listed_the_first_failure_is_the_verdict():

@@ -1,7 +1,6 @@
 """Adaptive timing: the stop rule on synthetic sample streams, and bench() on the wall clock."""
 
 import itertools
-import json
 import random
 import statistics
 import time
@@ -160,8 +159,6 @@ def test_wall_clock_bench_gives_up_on_a_clearly_slower_callable():
     assert (stats[0].stopped, stats[0].runs, stats[0].method) == ("slower", 8, "wall")
     assert stats[0].median_us >= 2000.0
     assert stats[1].stopped != "slower" and len(calls) == 2 + stats[1].runs  # warm-up, warm round
-    reports = {str(i): json.loads(json.dumps(s.__dict__)) for i, s in enumerate(stats)}
-    assert timing_report.checked(reports, wall_s=10.0)["0"]["stopped"] == "slower"
 
 
 def test_bench_without_give_up_keeps_the_old_call_and_three_interpreter_runs():
@@ -175,15 +172,6 @@ def test_give_up_and_floors_need_one_entry_per_callable():
     with pytest.raises(ValueError, match="got 2 and 3"):
         timing.bench([lambda: None] * 2, DeviceInfo("interpreter", "cpu"),
                      floors_us=[None, None, None])
-
-
-def test_checked_rejects_an_unknown_stop_reason_and_passes_a_missing_one():
-    report = {"median_us": 10.0, "p20_us": 9.0, "p80_us": 11.0, "runs": 20}
-    assert "stopped" not in timing_report.checked({"a": report}, 1.0)["a"]
-    with pytest.raises(timing_report.ForgedTiming, match="unknown stop reason"):
-        timing_report.checked({"a": {**report, "stopped": "bored"}}, 1.0)
-    with pytest.raises(timing_report.ForgedTiming, match="claims"):  # runs * p20 still bounded
-        timing_report.checked({"a": {**report, "stopped": "ci", "runs": 10**6}}, 1.0)
 
 
 def test_a_screened_candidate_keeps_its_latencies_but_has_no_speedup():

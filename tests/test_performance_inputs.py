@@ -4,6 +4,7 @@ candidate checked and timed on judge-made inputs by the built-in plan
 (`fitness.judge.performance_inputs`). In-process recording on small suites written here,
 then real Evaluators (sandboxed workers, checkers) under the interpreter."""
 
+import dataclasses
 import pathlib
 import textwrap
 
@@ -12,7 +13,7 @@ import torch
 
 import compromised
 from benchmarks import registry
-from benchmarks.external import common, recorded, tritonbench
+from benchmarks.external import common, kernelbench_models, recorded, tritonbench
 from evo.records import make_candidate
 from fitness import Evaluator, Limits, Settings
 from fitness.judge import anticheat
@@ -216,3 +217,110 @@ def test_an_external_tasks_calls_keep_its_suites_contract_a_launch(tmp_path):
     assert anticheat.call_verdict(task, {**torch_heavy, "launches": 0})[0] == "no_triton_launch"
     assert anticheat.call_verdict(task, {**torch_heavy, "threads_started": 1})[0] == "cheat_background_work"
     assert anticheat.call_verdict(registry.builtin().get("vector_add"), torch_heavy)[0] == "cheat_torch_compute"
+
+
+_LINEAR_RELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.maximum(tl.load(x_ptr + offsets, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features, out_features):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x):
+        y = self.linear(x).contiguous()
+        out = torch.empty_like(y)
+        _relu_kernel[(triton.cdiv(y.numel(), 128),)](y, out, y.numel(), BLOCK=128)
+        return out
+'''
+_KERNELBENCH = pathlib.Path(__file__).parent / "fixtures" / "external" / "kernelbench"
+
+
+def test_a_kernelbench_problem_is_recorded_with_how_its_model_is_built():
+    calls = registry.load("kernelbench", str(_KERNELBENCH)).get("level2_1_Linear_ReLU").timing_calls
+    reply = calls.record("cpu", None)
+    assert reply == {"calls": {"arity": 1, "entry_call": {"kind": "model", "init": [24, 10],
+                                                          "seed": kernelbench_models.MODEL_SEED}}}
+    (x,), (again,), (other,) = (calls.make_inputs({}, seed, "cpu") for seed in (3, 3, 4))
+    assert x.shape == (5, 24) and torch.equal(x, again) and not torch.equal(x, other)
+    torch.manual_seed(kernelbench_models.MODEL_SEED)
+    linear = torch.nn.Linear(24, 10)  # the weights KernelBench's seed gives
+    assert torch.allclose(calls(x)[0], torch.relu(linear(x)))
+
+
+def test_a_kernelbench_model_is_timed_by_the_judge_with_the_references_weights(evaluator):
+    task = registry.load("kernelbench", str(_KERNELBENCH)).get("level2_1_Linear_ReLU")
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, _LINEAR_RELU))
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace
+    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == 1
+
+
+_ROCM_TESTS = '''
+import pytest
+import torch
+from geak_eval.perf.ROCm.performance_utils_pytest import PytestBenchmarker, do_bench_config
+
+
+def set_seed(seed=42):
+    torch.manual_seed(seed)
+
+
+@pytest.mark.parametrize("SIZE", [300, pytest.param(700, marks=pytest.mark.skip), 1 << 11])
+@pytest.mark.parametrize("alpha", [0.5, 2.0])
+def test_performance(SIZE, alpha, request):
+    set_seed()
+    x, y = torch.randn(SIZE), torch.randn(SIZE)
+    out = torch.empty_like(x)
+    grid = lambda meta: (triton.cdiv(SIZE, meta["BLOCK"]),)
+    op = lambda: _axpy_kernel[grid](x, y, out, SIZE, alpha, BLOCK=256)
+    PytestBenchmarker(op_callable=op, op_name="axpy", config=do_bench_config()).run_benchmark()
+'''
+
+
+def _launches(tests: str = _ROCM_TESTS):
+    from benchmarks.external import rocm_launches
+
+    return rocm_launches, rocm_launches.LaunchCalls(
+        task="axpy_rocm", module_source=f"{_KERNEL}\n\n{common.SEPARATOR}\n{tests}",
+        kernel_names=("_axpy_kernel", "axpy_out"))
+
+
+def test_a_rocm_launch_is_recorded_with_its_grid_and_meta_parameters():
+    rocm_launches, calls = _launches()
+    module = calls._module()
+    cases = rocm_launches.parametrizations(module.test_performance)
+    assert sorted((case["SIZE"], case["alpha"]) for case in cases) == [(300, 0.5), (300, 2.0), (2048, 0.5), (2048, 2.0)]
+    assert (cases[3]["SIZE"], cases[3]["alpha"]) == (2048, 2.0)  # stacked marks multiply, the skipped left out
+    fields = calls.record("cpu", None)["calls"]
+    assert fields["entry"] == "_axpy_kernel" and fields["written"] == [2] and fields["picked"] == [0, 1, 2, 3]
+    assert fields["entry_call"] == {"kind": "launch", "args": 5, "meta": ["BLOCK"]}
+    calls = dataclasses.replace(calls, **{key: tuple(value) if isinstance(value, list) else value
+                                          for key, value in fields.items()})
+    x, y, out, size, alpha, *grid, block = calls.make_inputs({"input": 3}, 9, "cpu")
+    assert (size, alpha, grid, block) == (2048, 2.0, [8, 1, 1], 256)
+    (result,) = calls(x, y, out, size, alpha, *grid, block)
+    assert torch.allclose(result, 2.0 * x + y)
+    assert not torch.equal(x, calls.make_inputs({"input": 3}, 10, "cpu")[0])  # the body's seed, salted
+
+
+def test_a_grid_of_a_meta_parameter_the_launch_does_not_pass_is_unrecordable():
+    _, calls = _launches(_ROCM_TESTS.replace('meta["BLOCK"]', 'meta["BLOCK_M"]'))
+    assert "the grid of _axpy_kernel needs what the launch does not pass" in calls.record("cpu", None)["unrecordable"]
+
+
+def test_a_rocm_task_is_timed_by_the_judge_on_its_recorded_launch(evaluator):
+    task = registry.load("rocm", str(pathlib.Path(__file__).parent / "fixtures" / "external" / "rocm")).get("test_fx_add")
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace
+    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == 1

@@ -10,7 +10,8 @@ Candidate contract: a module defining `class ModelNew`, constructed with
 same way before building `Model` and `ModelNew`, so layers that draw their weights in the same
 order get the same weights (KernelBench's own rule), then compares outputs on fresh inputs
 per trial. The baseline is the PyTorch `Model` itself (`ModelNew = Model`), which passes the
-comparison but launches no Triton kernel.
+comparison but launches no Triton kernel. A correct candidate is timed by the judge on
+`get_inputs()` made anew from its seeds (`kernelbench_models`), against `Model` timed so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import ast
 import pathlib
 import re
 
-from benchmarks.external import common
+from benchmarks.external import common, kernelbench_models
 from evo.records import Case, Task, parse_source
 
 SUITE = "kernelbench"
@@ -60,9 +61,10 @@ def load_file(path: pathlib.Path, level: int) -> Task:
     missing = [name for name in _REQUIRED if name not in defined]
     if missing:
         raise ValueError(f"{path}: not a KernelBench problem, it lacks {', '.join(missing)}")
+    name = common.task_name(f"level{level}_{path.stem}")
     return common.harness_task(
         SUITE, path, harness=source, sources=(source,),
-        name=common.task_name(f"level{level}_{path.stem}"),
+        name=name,
         instruction=_instruction(source),
         baseline_source=baseline_source(source),
         entry_point=ENTRY_POINT,
@@ -71,6 +73,7 @@ def load_file(path: pathlib.Path, level: int) -> Task:
         difficulty=min(5, level + 1),
         tags=(f"level{level}",),
         dtypes=common.dtypes_in(source) or ("float32",),
+        timing_calls=kernelbench_models.ModelCalls(task=name, problem_source=source),
     )
 
 

@@ -1,5 +1,6 @@
-"""TritonBench-revised's performance inputs as judge-made inputs: the calls its timing code
-makes, recorded (docs/design.md, "External suites on the judge's clock").
+"""External suites' performance inputs as judge-made inputs (docs/design.md, "External
+suites on the judge's clock"): what the suites' recorders share, and TritonBench-revised's
+timing calls, recorded (KernelBench's: `kernelbench_models`; ROCm's: `rocm_launches`).
 
 A performance file makes its inputs and calls the kernel module in one piece. In a checker
 (trusted: it runs the suite's code and the reference module, never a candidate's)
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import types
 
-_LOADED: dict[tuple, tuple] = {}
+LOADED: dict[tuple, tuple] = {}
 """This process's imported (reference module, performance definition) per PerformanceCalls."""
 
 
@@ -31,7 +32,7 @@ class Unrecordable(RuntimeError):
     """The performance file's calls cannot be recorded as judge-made inputs; says why."""
 
 
-class _Recorded(BaseException):
+class Recorded(BaseException):
     """Raised by a recorder at the module's first call: its name and arguments."""
 
     def __init__(self, name: str, args: tuple, kwargs: dict):
@@ -68,21 +69,44 @@ class _GeakPerformanceBase:
         pass
 
 
+class _GeakBenchmarker:
+    """The stand-in of ROCm's `PytestBenchmarker`: its benchmark runs the op once."""
+
+    def __init__(self, op_callable, op_name="", config=None, **_):
+        self.op_callable = op_callable
+
+    def run_benchmark(self, *_, **__):
+        return self.op_callable()
+
+
 def stand_in_geak_package() -> None:
-    """Registers `geak_eval.perf.performance_utils` (what the performance files import)."""
+    """Registers the modules of GEAK-eval's package the suites' timing code imports:
+    `geak_eval.perf.performance_utils` (TritonBench-revised's performance files) and
+    `geak_eval.perf.ROCm.performance_utils_pytest` (ROCm's `test_performance`)."""
     if "geak_eval.perf.performance_utils" in sys.modules:
         return
-    for name in ("geak_eval", "geak_eval.perf"):
+    for name in ("geak_eval", "geak_eval.perf", "geak_eval.perf.ROCm"):
         package = sys.modules.setdefault(name, types.ModuleType(name))
         package.__path__ = []
     utils = types.ModuleType("geak_eval.perf.performance_utils")
     utils.Performance_Metrics = _GeakPerformanceBase
     utils.do_bench_config = lambda warm_up=25, repetition=100, **_: None
-    sys.modules["geak_eval.perf"].performance_utils = utils
-    sys.modules[utils.__name__] = utils
+    rocm = types.ModuleType("geak_eval.perf.ROCm.performance_utils_pytest")
+    rocm.PytestBenchmarker = _GeakBenchmarker
+    rocm.do_bench_config = lambda warm_up=25, repetition=100, **_: {}
+    rocm.save_all_benchmark_results = lambda *_, **__: None
+    for module, parent, attribute in ((utils, "geak_eval.perf", "performance_utils"),
+                                      (rocm, "geak_eval.perf.ROCm", "performance_utils_pytest")):
+        setattr(sys.modules[parent], attribute, module)
+        sys.modules[module.__name__] = module
 
 
-def _import(path: str, name: str) -> types.ModuleType:
+def import_source(source: str, name: str) -> types.ModuleType:
+    """Returns `source` imported as module `name` from a file of its own (Triton reads a
+    kernel's source from its file), registered in sys.modules."""
+    path = os.path.join(tempfile.mkdtemp(prefix="kernelevo-suite-"), f"{name}.py")
+    with open(path, "w") as handle:
+        handle.write(source)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -91,7 +115,7 @@ def _import(path: str, name: str) -> types.ModuleType:
 
 
 @contextlib.contextmanager
-def _salted_seeds(salt: int, device: str):
+def salted_seeds(salt: int, device: str):
     """Seeds every generator from `salt`, and maps every seed the timing code sets to one
     salted by it, on `device` as the default (tensors made for "cuda" stay where they are;
     on the interpreter's CPU `.cuda()` leaves a tensor on the host)."""
@@ -125,7 +149,7 @@ def _salted_seeds(salt: int, device: str):
 def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | None = None):
     """Replaces every function the reference module defines, there and where the
     performance module imported it, by a recorder: with `seen` None the first call raises
-    `_Recorded`; else every call runs, and the names of the outermost ones (not those the
+    `Recorded`; else every call runs, and the names of the outermost ones (not those the
     module makes of itself) are appended to `seen`."""
     functions = {name: value for name, value in vars(kernel).items() if _entry_like(value, kernel)}
     depth = [0]
@@ -135,7 +159,7 @@ def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | No
 
         def record(*args, **kwargs):
             if seen is None:
-                raise _Recorded(name, args, kwargs)
+                raise Recorded(name, args, kwargs)
             if depth[0] == 0:
                 seen.append(name)
             depth[0] += 1
@@ -166,15 +190,27 @@ def _entry_like(value, kernel: types.ModuleType) -> bool:
     return inspect.isclass(owner) and owner.__module__ == kernel.__name__ and callable(value)
 
 
-def _crossable(value) -> bool:
+def crossable(value) -> bool:
     """Whether a value crosses the sandbox as an argument (`protocol.write_values`)."""
     import torch
 
     return isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float, str))
 
 
+class Positional:
+    """A reference whose signature is `arity` positional arguments (what the cascade asks a
+    candidate's entry point to take)."""
+
+    arity: int
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.Signature([inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
+                                  for i in range(self.arity)])
+
+
 @dataclasses.dataclass(frozen=True)
-class PerformanceCalls:
+class PerformanceCalls(Positional):
     """The recorded calls of one task's performance file; the task's reference (call it
     on a call's arguments) and input maker (`make_inputs`). `entry`, `arity`, `written`
     and `inputs` are filled by `record` (run in a checker) before any of that is used."""
@@ -188,33 +224,20 @@ class PerformanceCalls:
     written: tuple[int, ...] = ()
     inputs: int = 0
 
-    @property
-    def __signature__(self) -> inspect.Signature:
-        """The reference's signature, as `arity` positional arguments (what the cascade
-        asks a candidate's entry point to take)."""
-        return inspect.Signature([inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
-                                  for i in range(self.arity)])
-
     def _loaded(self) -> tuple[types.ModuleType, types.ModuleType, object]:
         """Returns (the reference module, the performance module, a performance
         definition), imported once in this process."""
         key = (self.task, self.kernel_stem, hash(self.kernel_source), hash(self.perf_source))
-        if key in _LOADED:
-            return _LOADED[key]
+        if key in LOADED:
+            return LOADED[key]
         owner = getattr(sys.modules.get(self.kernel_stem), "__file__", "") or ""
         if self.kernel_stem in sys.modules and not owner.startswith(tempfile.gettempdir()):
             raise Unrecordable(f"the kernel module's name {self.kernel_stem!r} is taken in the checker")
-        folder = tempfile.mkdtemp(prefix="kernelevo-perf-")
-        paths = {}
-        for name, text in ((self.kernel_stem, self.kernel_source), (f"perf_{self.kernel_stem}", self.perf_source)):
-            paths[name] = os.path.join(folder, f"{name}.py")
-            with open(paths[name], "w") as handle:
-                handle.write(text)
         stand_in_geak_package()
-        kernel = _import(paths[self.kernel_stem], self.kernel_stem)
-        perf = _import(paths[f"perf_{self.kernel_stem}"], f"kernelevo_perf_{self.kernel_stem}")
-        _LOADED[key] = kernel, perf, perf.performance_metrics()
-        return _LOADED[key]
+        kernel = import_source(self.kernel_source, self.kernel_stem)
+        perf = import_source(self.perf_source, f"kernelevo_perf_{self.kernel_stem}")
+        LOADED[key] = kernel, perf, perf.performance_metrics()
+        return LOADED[key]
 
     def _made(self, definition, salt: int, device: str, count: int | None) -> list:
         """Returns the first `count` inputs (None: all) of the timing code, seeds salted."""
@@ -225,7 +248,7 @@ class PerformanceCalls:
         maker = object.__new__(recording)
         maker.__dict__.update(vars(definition))
         maker.input_tensors = []
-        with _salted_seeds(salt, device):
+        with salted_seeds(salt, device):
             try:
                 maker.get_input_tensors()
             except _Enough:
@@ -236,10 +259,10 @@ class PerformanceCalls:
         """Returns (the function name, its arguments as positional values) of the first
         call `call_op` makes of the reference module on one input (what it draws itself,
         an `out` filled with random values, drawn from `salt`)."""
-        with _salted_seeds(salt, device), _recording(kernel, perf):
+        with salted_seeds(salt, device), _recording(kernel, perf):
             try:
                 definition.call_op(definition.to_cuda(value))
-            except _Recorded as seen:
+            except Recorded as seen:
                 name, args, kwargs = seen.name, seen.args_seen, seen.kwargs
             else:
                 raise Unrecordable("call_op made no call of a function of the kernel module")
@@ -251,7 +274,7 @@ class PerformanceCalls:
             raise Unrecordable(f"call_op passes {name} keyword-only argument(s) "
                                f"{sorted(bound.kwargs)}")
         values = list(bound.args)
-        odd = [i for i, value in enumerate(values) if not _crossable(value)]
+        odd = [i for i, value in enumerate(values) if not crossable(value)]
         if odd:
             raise Unrecordable(f"call_op passes {name} argument(s) {odd} of type(s) "
                                f"{sorted({type(values[i]).__name__ for i in odd})}; only tensors "
@@ -301,7 +324,7 @@ class PerformanceCalls:
         calls = [self._call(kernel, perf, definition, value, device, 1) for value in made]
         for at, value in enumerate(made):
             seen: list = []
-            with _salted_seeds(1, device), _recording(kernel, perf, seen):
+            with salted_seeds(1, device), _recording(kernel, perf, seen):
                 definition.call_op(definition.to_cuda(value))
             if len(seen) != 1:
                 raise Unrecordable(f"call_op makes {len(seen)} calls of the kernel module on input "

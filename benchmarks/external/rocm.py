@@ -10,14 +10,15 @@ files with `target_kernel_name` and `instruction`; when present it is the task l
 helper files in the folder, such as `check.py`, are not tasks).
 
 Candidate contract: the candidate replaces the kernel code; the test code is appended to it
-and run by pytest; `result_gold` is compared with the reference kernel's.
+and run by pytest; `result_gold` is compared with the reference kernel's. A correct candidate
+is timed by the judge on `test_performance`'s launches, recorded (`rocm_launches`).
 """
 
 from __future__ import annotations
 
 import pathlib
 
-from benchmarks.external import common
+from benchmarks.external import common, rocm_launches
 from evo.records import Task
 
 SUITE = "rocm"
@@ -35,6 +36,7 @@ def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
     defined = {function.name for function in common.top_level_functions(kernel)}
     target = entry.get("target_kernel_name")
     correctness_tests = common.harness_tests(tests, skip=NOT_CORRECTNESS_TESTS)
+    timed = "test_performance" in common.harness_tests(tests)
     if not correctness_tests:
         raise ValueError(f"{path}: the test code defines no correctness test (test_* other "
                          f"than {', '.join(NOT_CORRECTNESS_TESTS)})")
@@ -44,8 +46,11 @@ def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
         case_names=correctness_tests,
         how_tests_run="is appended to your module and run with pytest",
         tags=("pytest",),
-        untimed_reason="" if "test_performance" in common.harness_tests(tests)
-        else f"not timed: the ROCm benchmark file {path.name} has no test_performance")
+        untimed_reason="" if timed else f"not timed: the ROCm benchmark file {path.name} has no test_performance",
+        timing_calls=rocm_launches.LaunchCalls(
+            task=path.stem, kernel_names=tuple(function.name for function in common.top_level_functions(kernel)),
+            module_source=(f"{common.portable_libdevice(kernel).rstrip()}\n\n\n{common.SEPARATOR}\n\n"
+                           f"{common.portable_libdevice(tests)}")) if timed else None)
 
 
 def load(path: str | None) -> list[Task]:

@@ -374,7 +374,7 @@ def rocm(spec: dict, report: Report, workdir: str) -> None:
 
     def run(seed: int) -> dict:
         plugin = _RocmPlugin(spec["names"], seed)
-        shim.TIMER = plugin.bench
+        shim.PytestBenchmarker.run_benchmark = lambda benchmarker, *_, **__: plugin.bench(benchmarker.op_callable)
         triton.testing.do_bench = plugin.bench
         with mode:
             code = pytest.main([path, "-q", "-p", "no:cacheprovider", f"--confcutdir={workdir}",

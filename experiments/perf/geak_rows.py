@@ -24,10 +24,11 @@ performance inputs (`fitness.judge.performance_inputs`)."""
 _REFERENCE_FAILED = re.compile(r"failed its own harness on \w+ \((\w+) at stage (\w+)\)")
 STAGES = ("queue_s", "wall_s", "compile_s", "check_s", "bench_s", "other_s")
 """A project row's seconds: waiting for a thread of the call (queue), then the evaluation's
-wall time, split into the timing pass's preparation (`compile_s`: import, inputs, first calls,
-the device shared), the harness run that checks the outputs (`check_s`), the timing pass held
-alone (`bench_s`) and the rest (`other_s`: the reference's own runs when this walk made them,
-waits for a worker and for the device lock, the static checks)."""
+wall time, split into compilation on the performance inputs (`compile_s`: import, first
+call), the checks (`check_s`: the suite's harness run, the checked calls on the performance
+inputs), the judge's timed batches (`bench_s`) and the rest (`other_s`: the recording and the
+reference's own runs when this walk made them, waits for a worker and for the device lock,
+the static checks)."""
 
 
 def append(path: pathlib.Path, row: dict) -> None:
@@ -163,9 +164,9 @@ def breakdown_lines(rows: list[dict], calls: list[dict]) -> list[str]:
                 continue  # a reply's own phases: in the JSON, not the table
             count = f"{counts[name]:6d}" if name in counts else " " * 6
             lines.append(f"  {name:40} {count} {totals[name]:9.1f}")
-        alone_s = totals.get("candidate.harness.time", 0.0) + totals.get("candidate.harness.reference-time", 0.0)
-        if wall_s and alone_s:
-            lines.append(f"timing passes held the device alone {alone_s:.0f} s of {wall_s:.0f} s "
+        alone_s = sum(totals.get(name, 0.0) for name in ("checker.timed_release", "checker.timed_judge"))
+        if wall_s and alone_s:  # the requests a walk makes holding the device alone (fitness_bench's HELD_ALONE)
+            lines.append(f"timed batches held the device alone {alone_s:.0f} s of {wall_s:.0f} s "
                          f"({alone_s / wall_s:.0%}); at that alone, at most "
                          f"{scored / max(alone_s, 1e-9) * 60:.0f} evaluations/min")
     return lines

@@ -1,5 +1,6 @@
 """TritonBench-revised's timing checked against GEAK-eval's own: each task's reference scored
-through the project's Evaluator (its timing pass on the task's performance inputs, issue 43),
+through the project's Evaluator (timed by the judge on the task's performance inputs as a
+checker records them: issue 48 item 6),
 then timed by GEAK-eval's timing code on the same inputs and card, with the recorded MI300X
 golden latencies beside them for scale.
 
@@ -7,15 +8,15 @@ What it prints and writes:
 - coverage and throughput: how many references are timed (goal: at least 175 of 184) and
   external evaluations per minute (goal: at least 100 on one GPU), ROCm's references too;
 - per task, the summed latency over its performance inputs by three clocks: the project's
-  (`ref_latency_us`, the reference's own timing pass), GEAK-eval's (`Performance_Metrics
+  (`ref_latency_us`, the judge's clock on the recorded call), GEAK-eval's (`Performance_Metrics
   .get_runtime`: triton.testing.do_bench, median, on the same inputs: GEAK-eval's
   `geak_eval/perf/performance_utils.py` imported from the checkout) and the MI300X golden
   results GEAK-eval committed; and the reference scored as its own candidate (a speedup of 1
   up to noise);
 - where an evaluation's time goes (geak_rows.STAGES): per row its wait for a thread, its
-  wall time, the timing pass's preparation, the check, the timing pass held alone and the
-  rest; per call the Evaluator's meter (each kind of harness run, the reference's apart, the
-  waits for a worker and for the device lock).
+  wall time, the compilation, the checks, the judge's timed batches and the rest; per call
+  the Evaluator's meter (each kind of request, the recording, the waits for a worker and
+  for the device lock).
 
 GEAK-eval's clock runs in child processes (a few tasks each, one at a time: the device is
 timed alone; a child that fails a task stops there, a CUDA error being sticky), importing the kernel and the performance file as GEAK-eval's scripts do, with

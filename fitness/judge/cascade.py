@@ -6,9 +6,9 @@ One candidate walks the stages on one leased sandboxed worker and one leased tru
 checker; the first failure ends the walk and names its kind. Every judgement is made on
 the trusted side: the static gate here, inputs and reference outputs in the checker (from
 seeds drawn from the operating system's RNG, so no candidate can predict them), the
-comparison in the checker, baseline timings in the checker, and the decision here. What the
-worker reports (its observations, its timings) is evidence: observations explain a failure,
-timings are cross-checked against the wall time this process saw and against the roofline.
+comparison in the checker, every latency by the checker's clock, and the decision here.
+What the worker reports (its observations) is evidence that explains a failure; no number it
+reports enters a verdict.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Cascade:
     drawn at random; with `salt_harness_seeds` False the harness keeps the suite's own)."""
 
     def __init__(self, device: DeviceInfo, candidates, checkers, device_lock,
-                 limits: Limits = Limits(), timing_config: timing.TimingConfig | None = None,
+                 limits: Limits = Limits(),
                  static_gate: bool = True, harness_seed: int | None = None,
                  salt_harness_seeds: bool = True, baselines=None):
         self.device = device
@@ -71,7 +71,6 @@ class Cascade:
         self.checkers = checkers
         self.device_lock = device_lock
         self.limits = limits
-        self.timing_config = timing_config
         self.best = BestLatency()
         self.meter = Meter()
         self._baseline_runner = concurrent.futures.ThreadPoolExecutor(
@@ -273,6 +272,7 @@ class BuiltinWalk(Walk):
                                               "entry_point": self.task.entry_point,
                                               "arity": _arity(self.task.reference),
                                               "written": list(self.task.written),
+                                              "entry_call": self.task.entry_call,
                                               "stall_s": limits.stall_s},
                                      limits.import_s)
         except Failed as failed:

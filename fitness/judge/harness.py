@@ -8,24 +8,21 @@ raw tensor files, with `checking`'s per-element rule. The reference runs the sam
 per task (`Cascade.references`); every seed the harness sets is salted with the cascade's
 `harness_seed`, so no published expected output covers the inputs.
 
-A candidate whose outputs pass is timed: TritonBench-revised's on the judge's clock, on its
-recorded performance inputs (`performance_inputs`); ROCm's and KernelBench's still by a
-timing pass in the worker, the device held alone, the reference timed so once per task.
-Where there is no way to time it (`Task.untimed_reason`), a correct candidate ends at stage
-"correct", untimed, the reason as `error_trace`.
+A candidate whose outputs pass is timed on the judge's clock, on its suite's performance
+inputs as a checker recorded them (`performance_inputs`). Where there is no way to time it
+(`Task.untimed_reason`), a correct candidate ends at stage "correct", untimed, the reason
+as `error_trace`.
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
-import functools
 import os
 import time
 
 from evo.records import Task, parse_source
 from fitness.processes import protocol
-from fitness.judge import harness_outputs, performance_inputs, timing_report
+from fitness.judge import harness_outputs, performance_inputs
 from fitness.judge import policy
 from fitness.judge.static_checks import missing_entry_point
 from fitness.judge.walk import Failed, Walk, worth_retrying
@@ -95,18 +92,19 @@ def _classify(report: dict, suite: str, require_launch: bool) -> tuple[str, str 
         return "run", "worker_crash", f"protocol violation: malformed harness report ({error!r})"
 
 
-def reference(judge, task: Task, what: str = "outputs"):
-    """Returns the reference's outputs ("outputs") or its stats per case ("timings"), run
-    through its own harness once per task (`Cascade.references`); raises HarnessError if the
-    reference fails (the reference passing its own harness is exactly this succeeding). A
-    death that may be a neighbour's is raised as the WorkerFault, and not remembered."""
-    return judge.references.get((task.suite, task.name, what),
-                                lambda: HarnessWalk(judge, task, None).run_reference(what))
+def reference(judge, task: Task) -> harness_outputs.Outputs:
+    """Returns the reference's outputs, run through its own harness once per task
+    (`Cascade.references`); raises HarnessError if the reference fails (the reference passing
+    its own harness is exactly this succeeding). A death that may be a neighbour's is raised
+    as the WorkerFault, and not remembered."""
+    return judge.references.get((task.suite, task.name, "outputs"),
+                                lambda: HarnessWalk(judge, task, None).run_reference())
 
 
 class HarnessWalk(Walk):
     """An external candidate's walk: its harness run, the comparison of what it handed back,
-    then its timing pass; `candidate` None: the task's reference (`run_reference`)."""
+    then its timing on the performance inputs (`performance_inputs`); `candidate` None: the
+    task's reference (`run_reference`)."""
 
     def static_checks(self) -> None:
         """`Walk.static_checks`, then the entry point the harness will look for."""
@@ -117,10 +115,10 @@ class HarnessWalk(Walk):
 
     def run(self) -> None:
         self.stage = "import"
-        expected = self._reference("outputs")
+        expected = self._reference()
         source = policy.runnable_source(self.candidate.source, self.task)  # what the gate judged
         self.stage = "run"
-        _, actual = self._run(source, "ModelNew", "outputs", self.c.limits.harness_run_s)
+        _, actual = self._run(source, "ModelNew", self.c.limits.harness_run_s)
         self.stage = "correct"  # entered; `correct` says whether it passed
         self.fields["call_ok"] = True
         errors = harness_outputs.compare(expected, actual, self.task.tolerance)
@@ -128,38 +126,18 @@ class HarnessWalk(Walk):
         if errors.wrong:
             raise errors.first_mismatch()
         self.fields["correct"] = True
-        reason = self.task.untimed_reason
-        if self.task.timing_calls is not None and not reason:
-            performance_inputs.time_candidate(self)
+        if self.task.untimed_reason or self.task.timing_calls is None:
+            self.fields["error_trace"] = (self.task.untimed_reason or "not timed: the suite gives no way to "
+                                          "call the kernel on performance inputs")[-6000:]
             return
-        try:
-            reference_stats = None if reason else self._reference("timings")
-        except Failed as failed:  # the reference failed its own timing pass: not the candidate's fault
-            reason = f"not timed: {failed.detail}"
-        if reason:
-            self.fields["error_trace"] = reason[-6000:]
-            return
-        self.stage = "timed"
-        try:
-            report, _ = self._run(source, "ModelNew", "time", self.c.limits.bench_s)
-            stats = self._timings(report)
-        except Failed as failed:
-            raise Failed("timed", failed.kind, f"timing pass: {failed.detail}") from None
-        if set(stats) != set(reference_stats):
-            raise Failed("timed", "harness_error", f"timing pass: cases {sorted(stats)} differ "
-                         f"from the reference's {sorted(reference_stats)}")
-        names = list(reference_stats)
-        self.fields.update(timing_report.speedup_fields(
-            [stats[name] for name in names], [reference_stats[name] for name in names]))
+        performance_inputs.time_candidate(self)
 
-    def run_reference(self, what: str):
+    def run_reference(self) -> harness_outputs.Outputs:
         """`reference`'s computation: the task's reference module through its harness."""
-        mode, limit_s = ("outputs", self.c.limits.reference_s) if what == "outputs" else (
-            "time", self.c.limits.bench_s)
         try:
-            report, outputs = self._run(self.task.baseline_source, "Model", mode, limit_s,
-                                        require_launch=False)
-            return outputs if mode == "outputs" else self._timings(report)
+            _, outputs = self._run(self.task.baseline_source, "Model", self.c.limits.reference_s,
+                                   require_launch=False)
+            return outputs
         except (Failed, WorkerFault) as failure:
             if isinstance(failure, WorkerFault) and worth_retrying(failure.kind, 0):
                 raise
@@ -168,28 +146,18 @@ class HarnessWalk(Walk):
                                f"{self.c.device.backend} ({failure.kind} at stage {stage}):"
                                f"\n{failure.detail[-4000:]}") from None
 
-    def _reference(self, what: str):
+    def _reference(self) -> harness_outputs.Outputs:
         """`reference`, its failure this walk's: a broken reference is a harness error, and
         a death beside its run a retried one (`walk.worth_retrying`)."""
         try:
-            return reference(self.c, self.task, what)
+            return reference(self.c, self.task)
         except HarnessError as error:
             raise Failed(self.stage, "harness_error", str(error)) from None
         except WorkerFault as fault:
             raise WorkerFault("harness_error", f"the reference's harness run died: "
                               f"{fault.detail}", fault.output_tail) from None
 
-    def _timings(self, report: dict) -> dict[str, dict]:
-        """Returns a timing pass's checked stats per case (`bench_s`: its wall time)."""
-        timings = report.get("timings")
-        try:
-            if not isinstance(timings, dict) or not timings:
-                raise timing_report.ForgedTiming("the timing pass timed no case")
-            return timing_report.checked(timings, self.bench_s)
-        except timing_report.ForgedTiming as error:
-            raise Failed("timed", "cheat_forged_timing", str(error)) from None
-
-    def _harness_request(self, source: str, entry: str, mode: str) -> dict:
+    def _harness_request(self, source: str, entry: str) -> dict:
         """Returns the worker request that writes the module and test files and runs them."""
         task = self.task
         module = "kernel" if task.suite != "rocm" else f"test_{task.name.replace('.', '_')}"
@@ -199,43 +167,30 @@ class HarnessWalk(Walk):
             files = {"problem.py": task.harness, f"{module}.py": source}
         else:
             files = {f"{module}.py": source, "harness_tests.py": task.harness}
-        timing = self.c.timing_config
-        backend = self.c.device.backend
         return {"op": "harness", "dir": _FILES_DIR, "files": files, "suite": task.suite,
                 "module": module, "entry": entry if task.suite == "kernelbench" else task.entry_point,
-                "seed": self.c.harness_seed, "trials": len(task.cases_for(backend)),
-                "mode": mode, "timing": dataclasses.asdict(timing) if timing else None}
+                "seed": self.c.harness_seed, "trials": len(task.cases_for(self.c.device.backend))}
 
-    def _run(self, source: str, entry: str, mode: str, limit_s: float,
-             require_launch: bool = True) -> tuple[dict, harness_outputs.Outputs | None]:
-        """Runs the harness on `source` in a leased sandboxed worker, then retires it;
-        returns (report, outputs: those of mode "outputs"), or raises Failed. Its wall time
-        is `check_s`, a timing pass's `bench_s`, counted once it holds the device (alone).
-        The reference's timing waits for every holder, as a built-in baseline's does
-        (`DeviceLock.exclusive`)."""
-        request = self._harness_request(source, entry, mode)
-        lock = self.c.device_lock
-        access = (functools.partial(lock.exclusive, alone=self.candidate is None) if mode == "time"
-                  else lock.shared)
+    def _run(self, source: str, entry: str, limit_s: float,
+             require_launch: bool = True) -> tuple[dict, harness_outputs.Outputs]:
+        """Runs the harness on `source` in a leased sandboxed worker, the device shared,
+        then retires it; returns (report, outputs), or raises Failed. Its wall time is
+        `check_s`."""
+        request = self._harness_request(source, entry)
         asked = time.monotonic()
         with self.c.candidates.lease() as worker:
             self.c.meter.request("candidate.lease", time.monotonic() - asked)  # the wait for one
             start = time.monotonic()
             try:
-                with access():
+                with self.c.device_lock.shared():
                     start = time.monotonic()
                     report = self._request(worker, request, limit_s)
             finally:
                 worker.retired = True  # external test code may have altered the process
-                if mode == "time":
-                    self.bench_s = time.monotonic() - start
-                else:
-                    self.check_s = time.monotonic() - start
+                self.check_s = time.monotonic() - start
             stage, kind, trace = _classify(report, self.task.suite, require_launch)
             if kind is not None:
                 raise Failed(stage, kind, trace)
-            if mode != "outputs":
-                return report, None
             try:  # inside the lease: the worker's files go with it
                 return report, harness_outputs.read(os.path.join(worker.workdir, _FILES_DIR), report)
             except protocol.ProtocolError as error:

@@ -20,7 +20,8 @@ from __future__ import annotations
 import dataclasses
 
 from evo.records import Case, Task
-from fitness.judge.walk import Failed
+from fitness.judge.walk import Failed, worth_retrying
+from fitness.processes.pool import WorkerFault
 
 INTERPRETER_PERF_INPUTS = 1
 """Performance inputs used on the interpreter (the first, the smallest in GEAK-eval's files):
@@ -48,14 +49,14 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
         return None, f"not timed: the performance file failed when recorded: {failed.detail[-3000:]}"
     if "unrecordable" in reply:
         return None, f"not timed: the performance file's calls cannot be recorded: {reply['unrecordable']}"
-    fields = reply["calls"]
-    calls = dataclasses.replace(task.timing_calls, entry=fields["entry"], arity=fields["arity"],
-                                written=tuple(fields["written"]), inputs=fields["inputs"])
+    fields = {key: tuple(value) if isinstance(value, list) else value for key, value in reply["calls"].items()}
+    calls = dataclasses.replace(task.timing_calls, **fields)
     cases = tuple(Case(f"input {at}", {"input": at}) for at in range(calls.inputs))
     twin = dataclasses.replace(task, name=f"{task.name}[performance inputs]", harness=None,
                                reference=calls, make_inputs=calls.make_inputs,
                                entry_point=calls.entry, cases=cases, interpreter_cases=cases,
-                               written=calls.written, timing_calls=None)
+                               written=calls.written, entry_call=getattr(calls, "entry_call", None),
+                               timing_calls=None)
     return twin, ""
 
 
@@ -63,7 +64,8 @@ def time_candidate(walk) -> None:
     """Times `walk`'s candidate (an external walk that found it correct) on its task's
     performance inputs by the built-in plan; leaves `walk` at stage "timed" with the timing
     fields, or at "correct", untimed, the reason in `error_trace`. Raises Failed for a
-    failure while timed, WorkerFault for a death worth a retry."""
+    failure while timed, WorkerFault for a death while timed or one worth a retry (a
+    neighbour's fault, maybe: `walk.worth_retrying`)."""
     from fitness.judge.cascade import BuiltinWalk  # cascade imports the external plan
 
     twin, reason = performance_task(walk, walk.task)
@@ -76,9 +78,12 @@ def time_candidate(walk) -> None:
     except Failed as failed:
         if failed.stage == "timed" and failed.kind not in TASK_FAULTS:
             raise Failed("timed", failed.kind, f"on the performance inputs: {failed.detail}") from None
-        walk.stage = "correct"
-        walk.fields["error_trace"] = (f"not timed: {failed.kind} at {failed.stage} on the "
-                                      f"performance inputs: {failed.detail}")[-6000:]
+        _untimed(walk, failed.kind, failed.stage, failed.detail)
+        return
+    except WorkerFault as fault:
+        if timed.stage == "timed" or worth_retrying(fault.kind, 0):
+            raise
+        _untimed(walk, fault.kind, timed.stage, fault.detail)
         return
     finally:
         walk.compile_s += timed.compile_s
@@ -87,3 +92,10 @@ def time_candidate(walk) -> None:
     walk.stage = "timed"
     walk.fields.update({key: value for key, value in timed.fields.items()
                         if key.startswith(("latency_", "ref_latency", "speedup", "worst_speedup", "roofline"))})
+
+
+def _untimed(walk, kind: str, stage: str, detail: str) -> None:
+    """Leaves `walk` correct and untimed: its candidate failed `kind` at `stage` on the
+    performance inputs (or the task's baseline did)."""
+    walk.stage = "correct"
+    walk.fields["error_trace"] = f"not timed: {kind} at {stage} on the performance inputs: {detail}"[-6000:]

@@ -1,50 +1,11 @@
-"""Timings turned into speedups, and the timings an external suite's harness reports checked.
-
-A built-in task's latencies come from the judge's clock (`fitness.judge.clock`). An external
-suite's harness still times its candidate in the worker (not yet on the judge's clock):
-its numbers are accepted only when well formed (positive, finite, p20 <= median <= p80, at
-least one run, a known stop reason when one is given) and when the timed work they claim
-fits inside the wall time the trusted side saw for the request. The roofline bound is
-`anticheat.implausible`.
+"""Timings turned into speedups. Every latency comes from the judge's clock
+(`fitness.judge.clock`), external suites' included (`fitness.judge.performance_inputs`); the
+roofline bound is `anticheat.implausible`.
 """
 
 from __future__ import annotations
 
 import math
-
-from fitness.measure.timing import STOP_REASONS
-
-
-class ForgedTiming(ValueError):
-    """A timing report that is malformed or claims more than the wall clock allows."""
-
-
-def checked(reports: dict, wall_s: float) -> dict[str, dict]:
-    """Returns {case: {"median_us", "p20_us", "p80_us", "runs"[, "stopped"]}} from `reports`,
-    or raises ForgedTiming naming the case and what is wrong. "stopped" (why the worker
-    stopped timing, one of `fitness.measure.timing.STOP_REASONS`) is passed on when reported."""
-    stats = {}
-    for name, result in reports.items():
-        try:
-            case = {key: float(result[key]) for key in ("median_us", "p20_us", "p80_us")}
-            runs = int(result["runs"])
-        except (KeyError, TypeError, ValueError):
-            raise ForgedTiming(f"case {name!r}: malformed timing report {str(result)[:200]}") from None
-        if not (runs >= 1 and all(math.isfinite(v) and v > 0 for v in case.values())
-                and case["p20_us"] <= case["median_us"] <= case["p80_us"]):
-            raise ForgedTiming(f"case {name!r}: inconsistent timing report {str(result)[:200]}")
-        stopped = result.get("stopped")
-        if stopped is not None and stopped not in STOP_REASONS:
-            raise ForgedTiming(f"case {name!r}: unknown stop reason {str(stopped)[:40]!r}; "
-                               f"known: {', '.join(STOP_REASONS)}")
-        stats[name] = {**case, "runs": runs}
-        if stopped is not None:
-            stats[name]["stopped"] = stopped
-    claimed_s = sum(case["runs"] * case["p20_us"] for case in stats.values()) * 1e-6
-    if claimed_s > wall_s:
-        raise ForgedTiming(f"the report claims {claimed_s:.3f} s of timed runs inside a request "
-                           f"that took {wall_s:.3f} s of wall time")
-    return stats
 
 
 def speedup_fields(latency: list[dict | None], reference: list[dict], total: bool = False) -> dict:

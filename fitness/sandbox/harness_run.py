@@ -3,19 +3,18 @@
 The worker's "harness" op delegates to `run`. The engine sends the files to write (the
 kernel module, a candidate's or the suite's reference, and the suite's test code) and
 what to do with them; the worker writes them into a folder of its private /sandbox and runs
-the suite's way of exercising the module there. Nothing here judges: with mode "outputs"
-the harness's results are written as raw tensor files (`fitness.processes.protocol.write_values`)
-plus a JSON structure saying where each value sat, for the trusted side to compare; with
-mode "time" each case is timed through `fitness.measure.timing`, the engine's one timer. External
-test code may leave the process altered (patched modules, salted seeds, imported test
-files), so the engine retires the worker after one harness run.
+the suite's way of exercising the module there. Nothing here judges: the harness's results
+are written as raw tensor files (`fitness.processes.protocol.write_values`) plus a JSON
+structure saying where each value sat, for the trusted side to compare. Nothing here times
+either: the judge does (`fitness.judge.performance_inputs`). External test code may leave
+the process altered (patched modules, salted seeds, imported test files), so the engine
+retires the worker after one harness run.
 
 The request's keys and the report's fields are listed in `run`'s docstring.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 import sys
@@ -26,8 +25,7 @@ from fitness.processes import modules, protocol
 _TRACE_CHARS = 6000
 
 _GEAK_PERF_SHIM = '''"""Stand-in for geak_eval.perf.ROCm.performance_utils_pytest, written by KernelEvo's harness:
-hands op_callable to TIMER, which the timing pass sets to fitness.measure.timing (never do_bench)."""
-TIMER = None
+the correctness run deselects test_performance; the judge times it from a recording of its launches."""
 
 
 def do_bench_config(warm_up=25, repetition=100, **_):
@@ -39,9 +37,7 @@ class PytestBenchmarker:
         self.op_callable, self.op_name = op_callable, op_name
 
     def run_benchmark(self, current_params_dict=None, gbps_calculator=None, tflops_calculator=None, **_):
-        if TIMER is None:
-            raise RuntimeError("performance tests run only in KernelEvo's timing pass")
-        return TIMER(self.op_callable)
+        raise RuntimeError("performance tests are timed by the judge, not run in the sandbox")
 
 
 def save_all_benchmark_results(output_directory):
@@ -55,11 +51,9 @@ def run(request: dict, device, launches) -> dict:
     Request keys: dir (folder to write into, in the worker's directory), files (name ->
     text), suite (tritonbench-revised | rocm | kernelbench), module (the kernel module's
     stem), entry (KernelBench's Model or ModelNew), seed (None keeps the harness's seeds; an
-    int salts each seed it sets), trials (KernelBench), mode (outputs | time: ROCm and
-    KernelBench only; TritonBench-revised is timed by the judge), timing (TimingConfig
-    fields). The report: phase reached (import | run | time | done), error, Triton launches,
-    pytest outcomes, and the outputs' specs and structure or the per-case timings (ROCm's
-    `test_performance` parametrizations, KernelBench's trials)."""
+    int salts each seed it sets), trials (KernelBench). The report: phase reached (import |
+    run | done), error, Triton launches, pytest outcomes, and the outputs' specs and
+    structure. Timing is the judge's (`fitness.judge.performance_inputs`), never done here."""
     workdir = os.path.abspath(request["dir"])
     os.makedirs(workdir, exist_ok=True)
     for name, text in request["files"].items():
@@ -71,10 +65,7 @@ def run(request: dict, device, launches) -> dict:
     launches.count = 0
     try:
         _salt_seeds(request["seed"])
-        if request["mode"] == "time":
-            harness.report["timings"] = _TIMERS[request["suite"]](harness)
-        else:
-            harness.report.update(_write_outputs(workdir, _RUNNERS[request["suite"]](harness)))
+        harness.report.update(_write_outputs(workdir, _RUNNERS[request["suite"]](harness)))
         harness.report["phase"] = "done"
     except BaseException as error:  # the report must say what happened, whatever it was
         harness.report["error"] = _error_info(error)
@@ -91,14 +82,6 @@ class _Harness:
 
     def path(self, name: str) -> str:
         return os.path.join(self.workdir, name)
-
-    def bench(self, fns) -> list[dict]:
-        """Times the callables interleaved; returns their LatencyStats as dicts."""
-        from fitness.measure import timing
-
-        config = self.request.get("timing")
-        stats = timing.bench(fns, self.device, timing.TimingConfig(**config) if config else None)
-        return [dataclasses.asdict(item) for item in stats]
 
 
 def _error_info(error: BaseException, trace: str = "") -> dict:
@@ -303,41 +286,3 @@ def _run_kernelbench(harness: _Harness):
 
 
 _RUNNERS = {"tritonbench-revised": _run_tritonbench, "rocm": _run_rocm, "kernelbench": _run_kernelbench}
-
-
-class _PerfTimer:
-    """Pytest plugin of the ROCm timing pass: times each `test_performance` case's op."""
-
-    def __init__(self, harness: _Harness):
-        self.harness, self.current, self.cases = harness, None, {}
-
-    def pytest_runtest_setup(self, item):
-        self.current = item.name
-
-    def time(self, op_callable) -> float:
-        """Returns the op's median in ms (the shim's contract); records the case's stats."""
-        (stats,) = self.harness.bench([op_callable])
-        self.cases[self.current] = stats
-        return stats["median_us"] / 1e3
-
-
-def _time_rocm(harness: _Harness) -> dict:
-    timer = _PerfTimer(harness)
-    _geak_shim(harness.workdir).TIMER = timer.time
-    harness.report["phase"] = "time"
-    _pytest(harness, "test_performance and not test_save_performance_results",
-            [_PytestRecorder(harness.report, seed=42), timer])
-    return timer.cases
-
-
-def _time_kernelbench(harness: _Harness) -> dict:
-    import torch
-
-    problem, model = _kernelbench_models(harness)
-    harness.report["phase"] = "time"
-    with torch.no_grad():
-        return {name: harness.bench([lambda: model(*inputs)])[0]
-                for name, inputs in _kernelbench_trials(harness, problem)}
-
-
-_TIMERS = {"rocm": _time_rocm, "kernelbench": _time_kernelbench}

@@ -159,7 +159,13 @@ class Worker:
         if not callable(entry):
             return {"ok": False, "kind": "missing_entry_point",
                     "trace": f"the module defines no function {entry_point!r}"}
-        mismatch = _arity_mismatch(entry, request["arity"], entry_point)
+        if request.get("entry_call") is not None:
+            try:  # a model's constructor is the candidate's code too: whatever it raises is reported
+                entry = _entry_call(entry, request["entry_call"], self.device.torch_device)
+            except BaseException as error:
+                return {"ok": False, "kind": "runtime_error", "trace": _trace(error, self.module_path)}
+            self._synchronize()
+        mismatch = _arity_mismatch(getattr(entry, "forward", entry), request["arity"], entry_point)
         if mismatch:
             return {"ok": False, "kind": "signature_mismatch", "trace": mismatch}
         self.entry = _with_written(entry, request.get("written") or [])
@@ -356,6 +362,34 @@ class Worker:
         from fitness.sandbox import harness_run
 
         return harness_run.run(request, self.device, self.launches)
+
+
+def _entry_call(entry, spec: dict, device: str):
+    """Returns the function the inputs are handed to when the entry point is not one
+    (`Task.entry_call`): a model `entry` builds from `spec["init"]` after torch is seeded
+    with `spec["seed"]` (KernelBench's rule: the reference's weights come from the same
+    seed), on `device`, called without autograd; or a launch of kernel `entry` whose inputs
+    are its `spec["args"]` arguments, a 3-int grid, then the values of `spec["meta"]`."""
+    import torch
+
+    if spec["kind"] == "launch":
+        count, meta = int(spec["args"]), list(spec["meta"])
+
+        def launch(*inputs):
+            entry[tuple(inputs[count:count + 3])](*inputs[:count], **dict(zip(meta, inputs[count + 3:])))
+
+        launch.__signature__ = inspect.Signature([inspect.Parameter(f"arg{i}", inspect.Parameter.POSITIONAL_ONLY)
+                                                  for i in range(count + 3 + len(meta))])
+        return launch
+    torch.manual_seed(spec["seed"])
+    model = entry(*spec["init"]).to(device)
+
+    def call(*inputs):
+        with torch.no_grad():
+            return model(*inputs)
+
+    call.forward = model.forward  # the signature the arity check reads
+    return call
 
 
 def _with_written(entry, written: list):
