@@ -137,3 +137,18 @@ def test_an_untimed_reference_says_why_and_its_kind_is_counted():
             {"task": "d", "stage": "timed", "untimed_kind": ""}]
     assert geak_rows.reason_counts(rows) == ["    2 reference timing pass: timeout: a, b",
                                              "    1 runtime_error at run: c"]
+
+
+def test_a_reference_the_judge_left_untimed_is_counted_by_why():
+    geak_rows = _rows_module()
+    task = dataclasses.make_dataclass("T", [("untimed_reason", str)])("")
+
+    def kind(trace: str) -> str:
+        evaluation = dataclasses.make_dataclass("E", ["stage_reached", "correct", "failure_kind", "error_trace"])(
+            "correct", True, None, trace)
+        return geak_rows.untimed(evaluation, task)[1]
+
+    assert kind("not timed: the timing code's calls cannot be recorded: call_op makes 2 calls") == \
+        "the timing code's calls cannot be recorded"
+    assert kind("not timed: timeout at correct on the performance inputs: spun") == \
+        "performance inputs: timeout at correct"

@@ -1,6 +1,6 @@
-"""TritonBench-revised candidates timed on the judge's clock (item 6 of issue 48): the
-performance file's calls recorded in a checker (`benchmarks.external.recorded`), the
-candidate checked and timed on judge-made inputs by the built-in plan
+"""External candidates timed on the judge's clock (item 6 of issue 48): the suites' timing
+code recorded in a checker (`benchmarks.external.recorded`, `kernelbench_models`,
+`rocm_launches`), the candidate checked and timed on judge-made inputs by the built-in plan
 (`fitness.judge.performance_inputs`). In-process recording on small suites written here,
 then real Evaluators (sandboxed workers, checkers) under the interpreter."""
 

@@ -29,7 +29,7 @@ LOADED: dict[tuple, tuple] = {}
 
 
 class Unrecordable(RuntimeError):
-    """The performance file's calls cannot be recorded as judge-made inputs; says why."""
+    """A suite's timing code cannot be recorded as judge-made inputs; says why."""
 
 
 class Recorded(BaseException):

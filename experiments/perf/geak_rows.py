@@ -17,7 +17,7 @@ import pathlib
 import re
 import statistics
 
-_JUDGE_UNTIMED = re.compile(r"^not timed: (?:(the performance file(?:'s calls cannot be recorded| failed "
+_JUDGE_UNTIMED = re.compile(r"^not timed: (?:(the timing code(?:'s calls cannot be recorded| failed "
                             r"when recorded))|(\w+ at \w+) on the performance inputs)")
 """A correct reference the judge left untimed: its calls not recorded, or failing on its
 performance inputs (`fitness.judge.performance_inputs`)."""

@@ -1,13 +1,13 @@
 """An external candidate timed on the judge's clock, on its suite's performance inputs.
 
-A task whose loader recorded its timing code's calls (`Task.timing_calls`: TritonBench-revised's
-performance files, `benchmarks.external.recorded`) gets a built-in-shaped twin, once per
-task: a checker records which function the timing code calls and with what, then the twin's
-inputs are made by the judge from seeds it draws and its reference is that function of the
-reference module. A candidate that passed its suite's own correctness test is walked on the
-twin by the built-in plan: loaded in a fresh worker, checked on the performance inputs, timed
-by the judge's clock against the reference module timed the same way. Nothing the worker
-reports enters the verdict.
+A task whose loader gives a recorder of its suite's timing code (`Task.timing_calls`:
+TritonBench-revised's performance file, ROCm's `test_performance`, KernelBench's
+`get_inputs`; `benchmarks.external`) gets a built-in-shaped twin, once per task: a checker
+records what the timing code calls and with what, then the twin's inputs are made by the
+judge from seeds it draws and its reference is that call on the reference. A candidate that
+passed its suite's own correctness test is walked on the twin by the built-in plan: loaded
+in a fresh worker, checked on the performance inputs, timed by the judge's clock against the
+reference timed the same way. Nothing the worker reports enters the verdict.
 
 The suite's test decided `correct`; here a candidate that is wrong (or fails) on the
 performance inputs stays correct and is left untimed, with the reason, so exec accuracy stays
@@ -46,9 +46,9 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
             reply = walk._request(checker, {"op": "record", "calls": task.timing_calls, "count": count},
                                   walk.c.limits.reference_s)
     except Failed as failed:  # the suite's own timing code failed in the checker
-        return None, f"not timed: the performance file failed when recorded: {failed.detail[-3000:]}"
+        return None, f"not timed: the timing code failed when recorded: {failed.detail[-3000:]}"
     if "unrecordable" in reply:
-        return None, f"not timed: the performance file's calls cannot be recorded: {reply['unrecordable']}"
+        return None, f"not timed: the timing code's calls cannot be recorded: {reply['unrecordable']}"
     fields = {key: tuple(value) if isinstance(value, list) else value for key, value in reply["calls"].items()}
     calls = dataclasses.replace(task.timing_calls, **fields)
     cases = tuple(Case(f"input {at}", {"input": at}) for at in range(calls.inputs))
