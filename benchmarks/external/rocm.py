@@ -48,7 +48,7 @@ def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
         tags=("pytest",),
         untimed_reason="" if timed else f"not timed: the ROCm benchmark file {path.name} has no test_performance",
         timing_calls=rocm_launches.LaunchCalls(
-            task=path.stem, kernel_names=tuple(function.name for function in common.top_level_functions(kernel)),
+            task=path.stem, kernel_names=tuple(sorted(common.launching_definitions(kernel))),
             module_source=(f"{common.portable_libdevice(kernel).rstrip()}\n\n\n{common.SEPARATOR}\n\n"
                            f"{common.portable_libdevice(tests)}")) if timed else None)
 

@@ -77,9 +77,11 @@ def _function_recorder(name: str):
 @dataclasses.dataclass(frozen=True)
 class LaunchCalls(Positional):
     """A ROCm file's `test_performance` launches; the task's reference (call it on a case's
-    inputs) and input maker. `record` (in a checker) fills `entry` (the kernel or wrapper
-    launched), `arity`, `written`, `inputs` (cases), `picked` (their parametrizations) and
-    `entry_call` (a launch: arguments, grid and meta-parameter names; None for a wrapper)."""
+    inputs) and input maker. `kernel_names`: the kernel part's names that launch a kernel
+    (`common.launching_definitions`: a helper that launches nothing runs as it is). `record`
+    (in a checker) fills `entry` (the kernel or wrapper launched first), `arity`, `written`,
+    `inputs` (cases), `picked` (their parametrizations) and `entry_call` (a launch: arguments,
+    grid and meta-parameter names; None for a wrapper)."""
 
     task: str
     module_source: str
