@@ -9,8 +9,8 @@ import dataclasses
 import json
 import types
 
-from benchmarks.external.recorded import (LOADED, Positional, Unrecordable, crossable, import_source,
-                                          outputs_of, salted_seeds)
+from benchmarks.external.recorded import (LOADED, Positional, Unrecordable, crossing, import_source,
+                                          outputs_of, salted_seeds, same_values)
 
 MODEL_SEED = 42
 """KernelBench's seed before `get_init_inputs` and before building a model: `Model` and the
@@ -32,8 +32,9 @@ class ModelCalls(Positional):
     written: tuple[int, ...] = ()
     entry_call: dict | None = None
 
-    def _loaded(self, device: str) -> tuple[types.ModuleType, object]:
-        """Returns (the problem module, its Model on `device`), made once in this process."""
+    def _loaded(self, device: str) -> tuple[types.ModuleType, object, list]:
+        """Returns (the problem module, its Model on `device`, the init inputs it was built
+        from), made once in this process."""
         import torch
 
         key = (self.task, hash(self.problem_source), torch.device(device).type)
@@ -46,13 +47,13 @@ class ModelCalls(Positional):
             init = problem.get_init_inputs()
             torch.manual_seed(MODEL_SEED)
             LOADED[key] = problem, problem.Model(*init).to(device), init
-        return LOADED[key][:2]
+        return LOADED[key]
 
     def make_inputs(self, params, seed: int, device) -> list:
         """Returns `get_inputs()` made anew from `seed`, on `device`."""
         import torch
 
-        problem, _ = self._loaded(str(device))
+        problem, _, _ = self._loaded(str(device))
         with salted_seeds(seed, str(device)):
             values = problem.get_inputs()
         return [value.to(device) if isinstance(value, torch.Tensor) else value for value in values]
@@ -63,7 +64,8 @@ class ModelCalls(Positional):
 
         device = next((str(value.device) for value in inputs if isinstance(value, torch.Tensor)), "cpu")
         with torch.no_grad():
-            return outputs_of(self._loaded(device)[1](*inputs), inputs, ())
+            _, model, _ = self._loaded(device)
+            return outputs_of(model(*inputs), inputs, ())
 
     def record(self, device, count: int | None) -> dict:
         """Returns {"calls": the fields `entry_call` and `arity`} once the problem's inputs
@@ -71,20 +73,17 @@ class ModelCalls(Positional):
         import torch
 
         device = str(device)
-        self._loaded(device)
-        init = LOADED[(self.task, hash(self.problem_source), torch.device(device).type)][2]
+        _, _, init = self._loaded(device)
         try:
             init = json.loads(json.dumps(list(init)))
         except TypeError as error:
             return {"unrecordable": f"get_init_inputs returns what does not cross to the worker: {error}"}
         first, again = (self.make_inputs({}, salt, device) for salt in (1, 2))
-        odd = [i for i, value in enumerate(first) if not crossable(value)]
-        if odd or not any(isinstance(value, torch.Tensor) for value in first):
-            return {"unrecordable": f"get_inputs returns argument(s) {odd} that do not cross to the "
-                                   f"worker, or no tensor"}
-        if all(not isinstance(a, torch.Tensor) or torch.equal(a, b) for a, b in zip(first, again)):
-            return {"unrecordable": "get_inputs does not change with the seed"}
         try:
+            if not any(isinstance(value, torch.Tensor) for value in crossing(first, "get_inputs returns")):
+                raise Unrecordable("get_inputs returns no tensor")
+            if same_values(first, again):
+                raise Unrecordable("get_inputs does not change with the seed")
             self(*first)
         except Unrecordable as error:
             return {"unrecordable": str(error)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib.util
 import inspect
 import os
@@ -24,8 +25,9 @@ import sys
 import tempfile
 import types
 
-LOADED: dict[tuple, tuple] = {}
-"""This process's imported (reference module, performance definition) per PerformanceCalls."""
+LOADED: dict[tuple, object] = {}
+"""What each recorder imported in this process (modules, a definition, a model), by a key of
+its own: imported once per checker, whatever the number of calls."""
 
 
 class Unrecordable(RuntimeError):
@@ -55,6 +57,16 @@ class _Upto(list):
         super().append(item)
         if self.count is not None and len(self) >= self.count:
             raise _Enough
+
+
+@functools.lru_cache(maxsize=None)
+def _stopping(definition_class: type) -> type:
+    """Returns a subclass of a performance definition whose `input_tensors`, however the
+    timing code assigns it, is an `_Upto` of the instance's `_count` (made once per class:
+    `make_inputs` runs for every timed run)."""
+    return type("Recording", (definition_class,), {"input_tensors": property(
+        lambda self: self.__dict__["_inputs"],
+        lambda self, items: self.__dict__.__setitem__("_inputs", _Upto(items, self.__dict__["_count"])))})
 
 
 class _GeakPerformanceBase:
@@ -190,11 +202,44 @@ def _entry_like(value, kernel: types.ModuleType) -> bool:
     return inspect.isclass(owner) and owner.__module__ == kernel.__name__ and callable(value)
 
 
-def crossable(value) -> bool:
-    """Whether a value crosses the sandbox as an argument (`protocol.write_values`)."""
+def crossing(values: list, passed: str) -> list:
+    """Returns `values` when each crosses the sandbox as an argument (a tensor or a JSON
+    scalar: `protocol.write_values`); else raises Unrecordable naming those that do not
+    (`passed`: what passes them, "call_op passes f")."""
     import torch
 
-    return isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float, str))
+    odd = [at for at, value in enumerate(values) if not (
+        isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float, str)))]
+    if odd:
+        raise Unrecordable(f"{passed} argument(s) {odd} of type(s) {sorted({type(values[at]).__name__ for at in odd})}"
+                           f"; only tensors and JSON scalars cross to the worker")
+    return values
+
+
+def same_values(first: list, again: list, skip=()) -> bool:
+    """Whether two sets of arguments (one input made from two seeds) hold equal tensors at
+    every position but `skip`."""
+    import torch
+
+    return all(not isinstance(a, torch.Tensor) or (a.shape == b.shape and torch.equal(a, b))
+               for at, (a, b) in enumerate(zip(first, again)) if at not in skip)
+
+
+def written_by(run, first: list, again: list) -> tuple[int, ...]:
+    """Returns the positions of the tensor arguments `run(first)` (the reference's call,
+    in place) writes. Raises Unrecordable when what it returns does not cross back, or when
+    `again` (the same input made from another seed) equals `first` everywhere it does not
+    write: the judge could not make new values."""
+    import torch
+
+    before = [value.clone() if isinstance(value, torch.Tensor) else value for value in first]
+    returned = run(first)
+    written = tuple(at for at, (was, now) in enumerate(zip(before, first))
+                    if isinstance(was, torch.Tensor) and not torch.equal(was, now))
+    outputs_of(returned, first, written)
+    if same_values(before, again, written):
+        raise Unrecordable("the performance inputs do not change with the seed")
+    return written
 
 
 class Positional:
@@ -241,12 +286,8 @@ class PerformanceCalls(Positional):
 
     def _made(self, definition, salt: int, device: str, count: int | None) -> list:
         """Returns the first `count` inputs (None: all) of the timing code, seeds salted."""
-        recording = type("Recording", (type(definition),), {
-            "input_tensors": property(lambda self: self.__dict__["_inputs"],
-                                      lambda self, items: self.__dict__.__setitem__(
-                                          "_inputs", _Upto(items, count)))})
-        maker = object.__new__(recording)
-        maker.__dict__.update(vars(definition))
+        maker = object.__new__(_stopping(type(definition)))
+        maker.__dict__.update(vars(definition), _count=count)
         maker.input_tensors = []
         with salted_seeds(salt, device):
             try:
@@ -273,13 +314,7 @@ class PerformanceCalls(Positional):
         if bound.kwargs:
             raise Unrecordable(f"call_op passes {name} keyword-only argument(s) "
                                f"{sorted(bound.kwargs)}")
-        values = list(bound.args)
-        odd = [i for i, value in enumerate(values) if not crossable(value)]
-        if odd:
-            raise Unrecordable(f"call_op passes {name} argument(s) {odd} of type(s) "
-                               f"{sorted({type(values[i]).__name__ for i in odd})}; only tensors "
-                               f"and JSON scalars cross to the worker")
-        return name, values
+        return name, crossing(list(bound.args), f"call_op passes {name}")
 
     def make_inputs(self, params, seed: int, device) -> list:
         """Returns the arguments of the recorded call on input `params["input"]`, its
@@ -339,14 +374,7 @@ class PerformanceCalls(Positional):
         if not any(isinstance(value, torch.Tensor) for value in first):
             raise Unrecordable(f"call_op passes {name} no tensor (it takes sizes and makes its own)")
         again = self._call(kernel, perf, definition, self._made(definition, 2, device, 1)[0], device, 2)[1]
-        before = [value.clone() if isinstance(value, torch.Tensor) else value for value in first]
-        returned = getattr(kernel, name)(*first)
-        written = tuple(at for at, (was, now) in enumerate(zip(before, first))
-                        if isinstance(was, torch.Tensor) and not torch.equal(was, now))
-        outputs_of(returned, first, written)  # raises when they do not cross back
-        if all(not isinstance(a, torch.Tensor) or (a.shape == b.shape and torch.equal(a, b))
-               for at, (a, b) in enumerate(zip(before, again)) if at not in written):
-            raise Unrecordable("the performance inputs do not change with the seed")
+        written = written_by(lambda values: getattr(kernel, name)(*values), first, again)
         return dataclasses.replace(self, entry=name, arity=len(first), written=written,
                                    inputs=len(made))
 

@@ -17,8 +17,8 @@ import inspect
 import itertools
 import types
 
-from benchmarks.external.recorded import (LOADED, Positional, Recorded, Unrecordable, crossable,
-                                          import_source, outputs_of, salted_seeds, stand_in_geak_package)
+from benchmarks.external.recorded import (LOADED, Positional, Recorded, Unrecordable, crossing, import_source,
+                                          outputs_of, salted_seeds, stand_in_geak_package, written_by)
 
 MAX_CASES = 8
 """Parametrizations timed per task, spread evenly over the file's (a median of 24, up to 1,300)."""
@@ -156,12 +156,7 @@ class LaunchCalls(Positional):
         params = parametrizations(module.test_performance)[index]
         name, grid, args, kwargs = self._seen(module, params, salt, device)
         values, call = self._values(module, name, grid, args, kwargs)
-        odd = [at for at, value in enumerate(values) if not crossable(value)]
-        if odd:
-            raise Unrecordable(f"the launch of {name} passes value(s) {odd} of type(s) "
-                               f"{sorted({type(values[at]).__name__ for at in odd})}; only tensors "
-                               f"and JSON scalars cross to the worker")
-        return name, values, call
+        return name, crossing(values, f"the launch of {name} passes"), call
 
     def make_inputs(self, params, seed: int, device) -> list:
         """Returns case `params["input"]`'s inputs, made anew from `seed`."""
@@ -172,24 +167,22 @@ class LaunchCalls(Positional):
 
     def _run(self, inputs: list):
         """Runs the recorded launch (or call) of the reference's kernel part on `inputs`, in
-        place; returns what it returns."""
+        place; returns what a call returns (a launch: nothing)."""
         target = getattr(self._module(), self.entry)
         if self.entry_call is None:
             return target(*inputs)
         count, meta = self.entry_call["args"], self.entry_call["meta"]
-        return target[tuple(inputs[count:count + 3])](*inputs[:count], **dict(zip(meta, inputs[count + 3:])))
+        target[tuple(inputs[count:count + 3])](*inputs[:count], **dict(zip(meta, inputs[count + 3:])))
+        return None
 
     def __call__(self, *inputs) -> list:
         """The reference: `_run` on `inputs`, the arguments it writes cloned first; returns
-        what a call returns (a launch: nothing), then those arguments."""
+        what it returns, then those arguments."""
         inputs = [value.clone() if at in self.written else value for at, value in enumerate(inputs)]
-        returned = self._run(inputs)
-        return outputs_of(None if self.entry_call else returned, inputs, self.written)
+        return outputs_of(self._run(inputs), inputs, self.written)
 
     def record(self, device, count: int | None) -> dict:
         """Returns {"calls": the fields `record` fills} or {"unrecordable": why}."""
-        import torch
-
         device = str(device)
         try:
             module = self._module()
@@ -204,14 +197,7 @@ class LaunchCalls(Positional):
                 raise Unrecordable(f"test_performance launches differently across parametrizations: {names}")
             name, first, call = cases[0]
             again = self._case(module, picked[0], 2, device)[1]
-            before = [value.clone() if isinstance(value, torch.Tensor) else value for value in first]
-            returned = dataclasses.replace(self, entry=name, entry_call=call)._run(first)
-            written = tuple(at for at, (was, now) in enumerate(zip(before, first))
-                            if isinstance(was, torch.Tensor) and not torch.equal(was, now))
-            outputs_of(None if call else returned, first, written)
-            if all(not isinstance(a, torch.Tensor) or (a.shape == b.shape and torch.equal(a, b))
-                   for at, (a, b) in enumerate(zip(before, again)) if at not in written):
-                raise Unrecordable("the performance inputs do not change with the seed")
+            written = written_by(dataclasses.replace(self, entry=name, entry_call=call)._run, first, again)
         except Unrecordable as error:
             return {"unrecordable": str(error)}
         return {"calls": {"entry": name, "arity": len(first), "written": list(written),
