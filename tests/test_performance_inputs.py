@@ -319,6 +319,17 @@ def test_a_grid_of_a_meta_parameter_the_launch_does_not_pass_is_unrecordable():
     assert "the grid of _axpy_kernel needs what the launch does not pass" in calls.record("cpu", None)["unrecordable"]
 
 
+def test_an_argument_with_a_default_is_no_fixture_and_a_fixture_is_refused():
+    # the suite's tests end in `request, device='cuda'`: pytest passes the default, and so
+    # does the recorder (it refused 8 of the first 31 ROCm files on an H200 before)
+    defaulted = _ROCM_TESTS.replace("def test_performance(SIZE, alpha, request):",
+                                    "def test_performance(SIZE, alpha, request, device='cpu'):")
+    assert _launches(defaulted)[1].record("cpu", None)["calls"]["entry"] == "_axpy_kernel"
+    fixture = _ROCM_TESTS.replace("def test_performance(SIZE, alpha, request):",
+                                  "def test_performance(SIZE, alpha, request, tmp_path):")
+    assert "test_performance takes fixture(s) ['tmp_path']" in _launches(fixture)[1].record("cpu", None)["unrecordable"]
+
+
 def test_a_rocm_task_is_timed_by_the_judge_on_its_recorded_launch(evaluator):
     task = registry.load("rocm", str(pathlib.Path(__file__).parent / "fixtures" / "external" / "rocm")).get("test_fx_add")
     evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))

@@ -1,15 +1,18 @@
-"""The step between `judge_clock_diagnose.py` (both sides of a timed batch in one process:
-at or under event timing) and the Evaluator (`judge_clock_check.py`: 1.2-1.8x on memory-bound
-baselines, and cross_entropy's baseline judged wrong), RESULTS.md §20b.
+"""The judge's clock across two processes without the Evaluator (issue 48, RESULTS.md §26).
 
 The checker's `TimedBatch` stays in this process, exactly as the checker drives it
-(`release`: fill, start, go, wait for done, end, snapshot; then `judge`); the worker's
-`TimedCase` runs in a plain child process started here: no pool, no fork server, no
-sandbox, no engine in between. `--instrumented` gives the child the worker's own timed call
-(its launch counter, op recorder and watches). Per case, one JSON row to --out and stdout:
-events (in-process, cache flushed), this two-process reading, and the batches' verdicts.
-If this reads like events, the gap is in what the Evaluator adds (its processes and request
-loops); if it reads like the Evaluator, it is in these two classes across two processes.
+(`release`: fill, ready, spinning, go, done, snapshot; then `judge`); the worker's
+`TimedCase` runs in a plain child process started here: no pool, no fork server, no sandbox,
+no engine in between. `--instrumented` gives the child the worker's own timed call (its
+launch counter, op recorder and watches). Per case, one JSON row to --out and stdout: events
+(in-process, cache flushed), the judge's reading, the child's own events around its runs
+(after `go`, before `done`: the runs alone, without the handoff), and the batches' verdicts
+(on a wrong run: whether the lent inputs were as made, the output, and the reference on what
+the lent buffer held when the clock stopped).
+
+It told where the device-word design lost 290 us a batch (RESULTS.md#host-clock): against
+the child's events, a wait for `done` pending in the checker's context, and the child's
+stream woken from a front-end wait on `go`.
 
     python experiments/perf/judge_clock_bisect.py --tasks vector_add,cross_entropy --out rows.jsonl
 """
@@ -33,34 +36,82 @@ import torch  # noqa: E402
 
 from benchmarks.registry import builtin  # noqa: E402
 from fitness.device import detect  # noqa: E402
-from fitness.judge import timed_batch  # noqa: E402
-from fitness.processes import shared_memory  # noqa: E402
+from fitness.judge import checking, timed_batch  # noqa: E402
+from fitness.processes import host_words, shared_memory  # noqa: E402
 from fitness.sandbox.timed import TimedCase  # noqa: E402
 from judge_clock_diagnose import (BATCHES, _caller, _entry, events_and_runs,  # noqa: E402
                                   worker_caller)
 
 
+class EventedCase(TimedCase):
+    """`TimedCase` with the child's own events around its runs (after `_await_go`, before
+    `done`): `arm`'s graph or eager runs are bracketed by a subclass of the stream's work."""
+
+    events = None
+
+    def arm(self, go: int) -> list:
+        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        graph, self.graph = self.graph, _Bracketed(self.graph, self.events, self.stream)
+        try:
+            return super().arm(go)
+        finally:
+            self.graph = graph
+
+    def last_us(self) -> float:
+        self.events[1].synchronize()
+        return self.events[0].elapsed_time(self.events[1]) * 1e3
+
+
+class _Bracketed:
+    """Stands in for the captured graph in `TimedCase.arm`: its replay is recorded between
+    two events on the case's stream."""
+
+    def __init__(self, graph, events, stream):
+        self.graph, self.events, self.stream = graph, events, stream
+
+    def replay(self) -> None:
+        self.events[0].record(self.stream)
+        self.graph.replay()
+        self.events[1].record(self.stream)
+
+
 def serve(channel_fd: int, control_fd: int, instrumented: bool) -> None:
-    """The child: stages a case on the buffer it is sent, arms a batch on each request."""
+    """The child: stages a case on the buffer and words it is sent, arms a batch on each
+    request."""
     channel = socket.socket(fileno=channel_fd)
     control = socket.socket(fileno=control_fd).makefile("rw")
     device = detect("cuda")
-    case, buffer = None, None
+    case = None
     for line in control:
         msg = json.loads(line)
         if msg["op"] == "stage":
-            if buffer is not None:
+            if case is not None:
                 torch.cuda.synchronize()
-                buffer.release()
+                case.buffer.release()
+                case.words.release()
             task = builtin().get(msg["task"])
             entry = _entry(task)
             fd = shared_memory.receive_fd(channel, msg["tag"], 30)
             buffer = shared_memory.SharedBuffer.open(fd, msg["size"], torch.cuda.current_device())
             os.close(fd)
+            words = host_words.HostWords.open(
+                shared_memory.receive_fd(channel, msg["tag"] + host_words.TAG, 30))
             call = (worker_caller(device, entry, os.path.abspath(f"diagnose_{task.name}.py"))
                     if instrumented else _caller(entry))
-            case = TimedCase(buffer, msg["where"], call)
+            case = EventedCase(buffer, words, msg["where"], call)
             reply = case.stage()
+            if reply["method"] != "graph":
+                raise SystemExit(f"{task.name}: the bisect brackets graphs only")
+        elif msg["op"] == "last":
+            reply = {"us": case.last_us()}
+        elif msg["op"] == "recheck":  # the child's own outputs on a run's lent inputs, again
+            torch.cuda.synchronize()
+            reply = {}
+            for run in msg["runs"]:
+                plain = _caller(entry)(case.sets[run], None, False)
+                ref = checking.as_list(task.reference(*case.sets[run]))
+                reply[run] = {"plain": [float(t.float().flatten()[0]) for t in plain],
+                              "reference": [float(t.float().flatten()[0]) for t in ref]}
         else:  # arm
             reply = {"specs": case.arm(msg["go"])}
         control.write(json.dumps(reply) + "\n")
@@ -69,7 +120,7 @@ def serve(channel_fd: int, control_fd: int, instrumented: bool) -> None:
 
 class Child:
     """The worker's side in a child process, over a socket pair (requests, one JSON line
-    each) and a datagram pair (the buffer's descriptor)."""
+    each) and a datagram pair (the descriptors)."""
 
     def __init__(self, instrumented: bool):
         self.channel, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -95,29 +146,45 @@ class Child:
         self.process.wait(timeout=30)
 
 
-def two_process(child: Child, task, params, runs: int, device) -> tuple[list, list, int, str]:
-    """Returns (per-run us of each batch, verdict kinds, runs a batch held, the method)."""
+def _wrong_runs(batch, specs) -> dict:
+    """Per checked run: were its lent inputs as made, its output's first element, and the
+    reference's on what the lent buffer held when the clock stopped."""
+    seen = {}
+    for run in batch.checked:
+        got = batch._outputs(run, specs[run], None)
+        on_lent = checking.as_list(batch.task.reference(*batch.lent_after[run]))
+        seen[run] = {"inputs_as_made": batch._inputs_unchanged(run),
+                     "got": [float(t.float().flatten()[0]) for t in got],
+                     "ref_on_lent": [float(t.float().flatten()[0]) for t in on_lent]}
+    return seen
+
+
+def two_process(child: Child, task, params, runs: int, device) -> tuple[list, list, list, int]:
+    """Returns (per-run us of each batch by the judge's clock, and by the child's events
+    around its runs, verdict kinds, runs a batch held)."""
     batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
     tag = f"b{random.randrange(1 << 30)}"
-    fd = batch.buffer.export()
-    shared_memory.send_fd(child.channel, fd, tag)
-    os.close(fd)
-    method = child.ask({"op": "stage", "task": task.name, "tag": tag, "size": batch.buffer.size,
-                        "where": batch.share()})["method"]
-    per_run, kinds = [], []
+    for fd, label in ((batch.buffer.export(), tag), (batch.words.export(), tag + host_words.TAG)):
+        shared_memory.send_fd(child.channel, fd, label)
+        os.close(fd)
+    child.ask({"op": "stage", "task": task.name, "tag": tag, "size": batch.buffer.size,
+               "where": batch.share()})
+    per_run, child_us, kinds = [], [], []
     try:
         for _ in range(BATCHES):
-            go = random.randrange(1, 2**31)
+            go = random.randrange(2, 2**31)
             specs = child.ask({"op": "arm", "go": go}, timeout_s=10)["specs"]
             per_run.append(batch.release(go, 20.0) / batch.runs)
+            child_us.append(child.ask({"op": "last"})["us"] / batch.runs)
             verdict = batch.judge(specs, None)
             kinds.append(verdict["kind"] or "ok")
             if verdict["kind"]:
-                kinds.append(verdict["detail"][:300])
+                kinds += [verdict["detail"][:300], _wrong_runs(batch, specs),
+                          child.ask({"op": "recheck", "runs": batch.checked})]
     finally:
         held = batch.runs
         batch.close()
-    return per_run, kinds, held, method
+    return per_run, child_us, kinds, held
 
 
 def main() -> None:
@@ -126,11 +193,14 @@ def main() -> None:
     parser.add_argument("--instrumented", action="store_true")
     parser.add_argument("--tasks", default="vector_add,embedding,row_sum,cross_entropy")
     parser.add_argument("--cases", type=int, default=1, help="first cases of each task")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", help="JSON lines, one per case (required but in the child)")
     args = parser.parse_args()
     if args.serve:
-        serve(*args.serve, args.instrumented)
+        channel_fd, control_fd = args.serve
+        serve(channel_fd, control_fd, args.instrumented)
         return
+    if not args.out:
+        parser.error("--out is required")
     device = detect("cuda")
     child = Child(args.instrumented)
     try:
@@ -140,11 +210,12 @@ def main() -> None:
             for case in task.cases_for(device.backend)[:args.cases]:
                 started = time.monotonic()
                 events_us, runs = events_and_runs(task, case.params, device, entry)
-                judged, kinds, held, method = two_process(child, task, case.params, runs, device)
+                judged, own, kinds, held = two_process(child, task, case.params, runs, device)
                 row = {"task": name, "case": case.name, "instrumented": args.instrumented,
-                       "events_us": events_us, "two_process_us": statistics.median(judged),
+                       "events_us": events_us, "judge_us": statistics.median(judged),
                        "ratio": round(statistics.median(judged) / events_us, 3),
-                       "all_us": judged, "runs": held, "method": method, "kinds": kinds,
+                       "child_ratio": round(statistics.median(own) / events_us, 3),
+                       "all_us": judged, "runs": held, "kinds": kinds,
                        "seconds": round(time.monotonic() - started, 1)}
                 print(json.dumps(row), flush=True)
                 with open(args.out, "a") as handle:

@@ -38,7 +38,7 @@ from benchmarks.registry import builtin  # noqa: E402
 from fitness.device import detect  # noqa: E402
 from fitness.judge import clock, timed_batch  # noqa: E402
 from fitness.measure import timing  # noqa: E402
-from fitness.processes import modules  # noqa: E402
+from fitness.processes import host_words, modules  # noqa: E402
 from fitness.sandbox.timed import TimedCase  # noqa: E402
 
 BATCHES = 5
@@ -106,7 +106,8 @@ def judge_batches(task, params, runs, device, entry, before=None,
     batch held): the checker's fill, then the worker's runs between two events of the
     worker's stream ordered behind it, then the checker's snapshot and judgement."""
     batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
-    case = TimedCase(batch.buffer, batch.share(), call or _caller(entry, before))
+    case = TimedCase(batch.buffer, host_words.HostWords.open(batch.words.export()), batch.share(),
+                     call or _caller(entry, before))
     method = case.stage()["method"]
     per_run, kinds = [], []
     for _ in range(BATCHES):
@@ -131,6 +132,7 @@ def judge_batches(task, params, runs, device, entry, before=None,
         if verdict["kind"]:
             kinds.append(verdict["detail"][:300])
     held = batch.runs
+    case.words.release()
     batch.close()
     return per_run, kinds + [method], held
 

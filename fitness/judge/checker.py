@@ -23,7 +23,7 @@ import traceback
 
 import torch
 
-from fitness.processes import protocol
+from fitness.processes import host_words, protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
 from fitness.judge import checking
@@ -226,8 +226,8 @@ class Checker:
 
     def timed_open(self, request: dict) -> dict:
         """Makes a timed case's batches (`TimedBatch`, under `token`): with `share`, a buffer
-        lent to the worker (its descriptor goes to the engine); replies with the runs per
-        batch and the buffer's layout."""
+        and a page of host words lent to the worker (their descriptors go to the engine);
+        replies with the runs per batch and the buffer's layout."""
         token = request["token"]
         share = bool(request.get("share")) and self.shares
         batch = self.timed[token] = TimedBatch(request["task"], request["params"],
@@ -235,11 +235,11 @@ class Checker:
                                                request.get("dir"))
         if not share:
             return {"ok": True, "runs": batch.runs}
-        fd = batch.buffer.export()
-        try:
-            shared_memory.send_fd(self.channel, fd, token)
-        finally:
-            os.close(fd)
+        for fd, tag in ((batch.buffer.export(), token), (batch.words.export(), token + host_words.TAG)):
+            try:
+                shared_memory.send_fd(self.channel, fd, tag)
+            finally:
+                os.close(fd)
         return {"ok": True, "runs": batch.runs, "shared": batch.share()}
 
     def timed_files(self, request: dict) -> dict:
@@ -248,7 +248,7 @@ class Checker:
 
     def timed_release(self, request: dict) -> dict:
         """GPU: one batch by the judge's clock (`TimedBatch.release`); replies with the
-        microseconds from its start event to its end event, or the timeout."""
+        microseconds from `go` to `done`, or the timeout."""
         try:
             elapsed_us = self.timed[request["token"]].release(request["go"], request["limit_s"])
         except TimeoutError as error:

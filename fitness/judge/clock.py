@@ -2,10 +2,11 @@
 or baseline alike (docs/design.md, "The timed batch").
 
 Every batch gets new inputs from the checker and is judged (runs drawn once the worker has
-committed to it); a case's batches run in one device hold. On a GPU the
-checker's events around go..done are the latency; on the interpreter the CPU time of the
-worker's whole process tree, read from /proc around the request with the tree stopped at the
-end. The worker's replies carry outputs' places and audit observations, never a number.
+committed to it); a case's batches run in one device hold. On a GPU the checker's monotonic
+clock from storing `go` to reading `done` in a page of host words is the latency; on the
+interpreter the CPU time of the worker's whole process tree, read from /proc around the
+request with the tree stopped at the end. The worker's replies carry outputs' places and
+audit observations, never a number.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import random
 import statistics
 
 from fitness.judge.walk import Failed
+from fitness.processes import host_words
 from fitness.processes.pool import GRACE_S, relay_fd
 
 GPU_BATCHES = 5
@@ -32,12 +34,13 @@ ARM_S = 2.0
 """How long the judge waits for a worker to arm a batch before it lets go anyway: host code
 that synchronizes cannot arm behind `go`, and is then timed with its host work."""
 BATCH_S = 0.005
-"""Seconds a GPU batch aims to last: long beside the go..done handoff (tens of microseconds,
-RESULTS.md#judge-clock), short beside a case's budget."""
+"""Seconds a GPU batch aims to last: long beside the go..done handoff (about 160 us: the
+worker's stream woken from its wait on `go`, RESULTS.md#host-clock), short beside a case's
+budget."""
 MAX_RUNS = 32
 """Runs a batch holds at most: each needs its own inputs and output region, made fresh, and
-its own copy in the worker's captured graph. At 32 the handoff (about 21 us a batch,
-RESULTS.md#judge-clock) stays under 3% of a batch of 20-us runs."""
+its own copy in the worker's captured graph. The handoff (about 160 us a batch,
+RESULTS.md#host-clock) is part of every run's share, the baseline's too."""
 _DRAW = random.SystemRandom()
 
 
@@ -69,7 +72,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                                          "dir": worker.input_dir}, c.limits.check_s)
         runs, method = opened["runs"], "cpu"
         if share:
-            relay_fd(checker, worker, token, c.limits.check_s)
+            for tag in (token, token + host_words.TAG):
+                relay_fd(checker, worker, tag, c.limits.check_s)
             staged = walk._request(worker, {"op": "timed_stage", "where": opened["shared"],
                                             "token": token}, c.limits.bench_s)
             walk.observe(worker, staged)
@@ -108,10 +112,10 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
 
 
 def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
-    """One batch by the checker's events: the worker is asked to arm behind a fresh `go`,
-    the checker releases it (after `ARM_S` at most) and times go..done."""
+    """One batch by the judge's clock: the worker is asked to arm behind a fresh `go`, the
+    checker releases it (after `ARM_S` at most) and times go..done (`TimedBatch.release`)."""
     c = walk.c
-    go = _DRAW.randrange(1, 2**31)
+    go = _DRAW.randrange(1, 2**31)  # the host words start at 0
     request = {"op": "arm", "go": go}
     deadline = worker.start(request, c.limits.bench_s)
     armed = worker.early(ARM_S)

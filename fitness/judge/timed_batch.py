@@ -4,8 +4,8 @@ judge's memory, and on a GPU the judge's clock (docs/design.md, "The timed batch
 One `TimedBatch` per timed case, in the checker. Every batch draws N new seeds from the
 operating system's RNG, makes N input sets from them in this process's private memory (the
 seeds never leave it), and only then puts the values where the worker reads them: on a GPU
-into a buffer lent to the worker, right before the checker's own start event; elsewhere as
-raw files in the worker's input directory, after the engine has read the worker's CPU time.
+into a buffer lent to the worker, right before the judge's clock starts; elsewhere as raw
+files in the worker's input directory, after the engine has read the worker's CPU time.
 The outputs of `CHECKED_RUNS` runs, drawn once the worker has committed to the batch, are
 compared with the reference on those runs' private inputs, and their lent inputs must be
 unchanged.
@@ -20,10 +20,8 @@ import time
 import torch
 
 from fitness.judge import checking
-from fitness.processes import protocol, shared_memory
+from fitness.processes import host_words, protocol, shared_memory
 
-SYNC_BYTES = shared_memory.ALIGN_BYTES
-"""The sync words' region at the buffer's start: `go` (int32 at 0) and `done` (at 4)."""
 BATCH_BYTES = 4 << 30
 """The most bytes a case's lent buffer holds (inputs and regions of every run): it caps the
 runs of a case with large inputs or outputs."""
@@ -35,6 +33,9 @@ checked unchanged, drawn once the worker has committed to the batch (on a GPU: a
 the interpreter: answered it). A candidate that skips the work in a
 fraction p of its runs is caught with probability 1 - (1 - p)^(4 x batches x cases): a run in
 20 skipped (5% faster) goes unseen over 5 batches of 4 cases 1.6% of the time."""
+HOT_S = 0.05
+"""How long the checker reads `done` without pause; past it, every `_POLL_S` (a batch that long
+is a slow candidate's, and 0.2 ms on it is noise)."""
 _DRAW = random.SystemRandom()
 _POLL_S = 0.0002
 
@@ -68,26 +69,23 @@ class TimedBatch:
                  for t in tensors]
         expected = checking.as_list(task.reference(*staging))
         region_bytes = 2 * sum(t.numel() * t.element_size() for t in expected) + REGION_SLACK_BYTES
-        region_bytes = -(-region_bytes // SYNC_BYTES) * SYNC_BYTES
+        region_bytes = -(-region_bytes // shared_memory.ALIGN_BYTES) * shared_memory.ALIGN_BYTES
         self.runs = runs = max(2, min(runs, BATCH_BYTES // (sum(spans) + region_bytes)))
-        offsets, total = shared_memory.layout([SYNC_BYTES] + spans * runs + [region_bytes] * runs)
+        offsets, total = shared_memory.layout(spans * runs + [region_bytes] * runs)
         self.buffer = shared_memory.allocator(torch.cuda.current_device())(total)
         per_run = len(tensors)
         self.sets = []  # per run: the input specs, as `shared_memory.unpack` reads them
         for run in range(runs):
-            at = iter(offsets[1 + run * per_run:1 + (run + 1) * per_run])
+            at = iter(offsets[run * per_run:(run + 1) * per_run])
             self.sets.append([{"at": next(at), **spec} if "dtype" in spec else spec
                               for spec in self.layout])
-        self.regions = [{"at": at, "nbytes": region_bytes}
-                        for at in offsets[1 + runs * per_run:]]
+        self.regions = [{"at": at, "nbytes": region_bytes} for at in offsets[runs * per_run:]]
         for specs in self.sets:  # valid values to warm up and capture on
             for view, value in zip(shared_memory.unpack(self.buffer, specs), staging):
                 if isinstance(view, torch.Tensor):
                     view.copy_(value)
-        self.words = self.buffer.view(0, torch.int32, [2], [1], 0)
-        self.words.zero_()
+        self.words = host_words.HostWords.create()
         self.stream = torch.cuda.Stream()
-        self.side = torch.cuda.Stream()
         self.poison()
         torch.cuda.synchronize()
 
@@ -146,33 +144,36 @@ class TimedBatch:
                            for run in self.checked}
 
     def release(self, go: int, limit_s: float) -> float:
-        """GPU: `fill`, then on this process's stream: start event, `go`, wait for `done`, end
-        event, `take_snapshot` right behind it, and `poison` for the next batch. Returns the
-        microseconds from start to end. A worker that never writes `done` is waited for `limit_s`; then this process
-        writes it itself (so its own stream is freed) and raises TimeoutError."""
-        from fitness.processes import stream_sync
+        """GPU: `fill` and wait for it; then the judge's clock: this process's monotonic clock
+        from storing `go` to reading `done` in the host words. `take_snapshot` follows at
+        once, and `poison` for the next batch. Returns the microseconds from `go` to `done`;
+        raises TimeoutError when `done` has not come in `limit_s`.
 
+        The clock starts as the inputs are complete (the fill waited for): a worker that
+        reads them early, from a kernel left running on another stream, does so on the
+        clock, but for the microseconds this process takes to wake from the wait. Nothing of
+        this process is queued on the device while the runs go: a wait for `done` pending in
+        the checker's context cost about 130 us a batch in context switches
+        (RESULTS.md#host-clock)."""
         self.fill()
-        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        go_at, done_at = self.words.data_ptr(), self.words.data_ptr() + 4
-        handle = self.stream.cuda_stream
-        with torch.cuda.stream(self.stream):
-            start.record()
-            stream_sync.write_value(handle, go_at, go)
-            stream_sync.wait_value(handle, done_at, go)
-            end.record()
-            self.take_snapshot()
-        self.poison()
-        deadline = time.monotonic() + limit_s
-        while not end.query():
-            if time.monotonic() > deadline:
-                stream_sync.write_value(self.side.cuda_stream, done_at, go)
-                self.stream.synchronize()
+        self.stream.synchronize()
+        words = self.words
+        began = time.perf_counter_ns()
+        words.store("go", go)
+        hot_until, deadline = time.monotonic() + HOT_S, time.monotonic() + limit_s
+        while words.load("done") != go:
+            now = time.monotonic()
+            if now > deadline:
                 raise TimeoutError(f"the worker did not finish its batch of {self.runs} runs "
                                    f"within {limit_s:g} s")
-            time.sleep(_POLL_S)
+            if now > hot_until:
+                time.sleep(_POLL_S)
+        ended = time.perf_counter_ns()
+        with torch.cuda.stream(self.stream):
+            self.take_snapshot()
+        self.poison()
         self.stream.synchronize()
-        return start.elapsed_time(end) * 1e3
+        return (ended - began) / 1e3
 
     def judge(self, outputs: list, output_dir: str | None) -> dict:
         """`_judged`, then the worker's output files go."""
@@ -234,10 +235,11 @@ class TimedBatch:
                    if isinstance(after, torch.Tensor) and at not in self.task.written)
 
     def close(self) -> None:
-        """Frees the lent buffer and any input files left."""
+        """Frees the lent buffer, the host words and any input files left."""
         if self.buffer is not None:
             self.buffer.release()
             self.buffer = None
+            self.words.release()
         self._remove_files()
         self.fresh = {}
 

@@ -1,12 +1,13 @@
 """The worker's side of a timed batch (docs/design.md, "The timed batch"): it runs the
 candidate where the judge's clock can see it, and decides nothing.
 
-On a GPU the judge lends one buffer holding N input sets and N output regions. `TimedCase`
-maps it, warms the candidate up and captures its N runs in a CUDA graph (eager when capture
-fails); `arm` enqueues wait(go) -> the runs -> write(done) on one stream. Allocations a run
-makes are served from its region (`Arena`), so the outputs land where the judge snapshots
-them, with no copy inside the clock. Nothing here is trusted: a candidate may rewrite any of
-it, and gains nothing by it, since the judge times go..done and reads the regions itself.
+On a GPU the judge lends one buffer holding N input sets and N output regions, and a page
+of host words (`fitness.processes.host_words`). `TimedCase` maps both, warms the candidate up
+and captures its N runs in a CUDA graph (eager when capture fails); `arm` enqueues, on one
+stream, wait(go) -> the runs -> write(done). Allocations a run makes are served from its region (`Arena`), so the outputs land
+where the judge snapshots them, with no copy inside the clock. Nothing here is trusted: a
+candidate may rewrite any of it, and gains nothing by it, since the judge times go..done on
+its own clock and reads the regions itself.
 """
 
 from __future__ import annotations
@@ -90,11 +91,12 @@ class Arena(TorchDispatchMode):
 
 class TimedCase:
     """One case's timed runs on the judge's lent buffer (`buffer`, laid out as `where`
-    says); `call(inputs, arena, capturing)` runs the candidate once under the worker's
-    instruments and returns its outputs as a list."""
+    says) and its host words (`words`, a registered `HostWords`); `call(inputs, arena,
+    capturing)` runs the candidate once under the worker's instruments and returns its
+    outputs as a list."""
 
-    def __init__(self, buffer: shared_memory.SharedBuffer, where: dict, call):
-        self.buffer, self.call = buffer, call
+    def __init__(self, buffer: shared_memory.SharedBuffer, words, where: dict, call):
+        self.buffer, self.words, self.call = buffer, words, call
         self.sets = [shared_memory.unpack(buffer, specs) for specs in where["sets"]]
         self.regions = [buffer.view(region["at"], torch.uint8, [region["nbytes"]], [1], 0)
                         for region in where["regions"]]
@@ -112,8 +114,9 @@ class TimedCase:
         return specs
 
     def stage(self, warmup_runs: int = 2) -> dict:
-        """Warms the candidate up on the staging values and captures its runs in a graph;
-        a candidate that cannot be captured runs eagerly when armed."""
+        """Warms the candidate up on the staging values (a first launch loads a module, which
+        synchronizes the context: behind `go`, it would wait for ever) and captures its runs
+        in a graph; a candidate that cannot be captured runs eagerly when armed."""
         with torch.cuda.stream(self.stream):
             for _ in range(warmup_runs):
                 self.call(self.sets[0], None, False)
@@ -129,18 +132,18 @@ class TimedCase:
         return {"method": "graph" if self.graph is not None else "eager"}
 
     def arm(self, go: int) -> list:
-        """Enqueues wait(go) -> the runs -> write(done) on this case's stream; returns the
-        runs' output specs. Host code that synchronizes blocks here until the judge lets go."""
+        """Enqueues wait(go) -> the runs -> write(done) on this case's stream, both words in
+        the judge's host page; returns the runs' output specs. Host code that synchronizes
+        blocks here until the judge lets go."""
         from fitness.processes import stream_sync
 
-        go_at = self.buffer.pointer
         handle = self.stream.cuda_stream
-        stream_sync.wait_value(handle, go_at, go)
+        stream_sync.wait_value(handle, self.words.address("go"), go)
         with torch.cuda.stream(self.stream):
             if self.graph is not None:
                 self.graph.replay()
                 specs = self.specs
             else:
                 specs = self._runs()
-        stream_sync.write_value(handle, go_at + 4, go)
+        stream_sync.write_value(handle, self.words.address("done"), go)
         return specs

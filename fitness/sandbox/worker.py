@@ -25,7 +25,7 @@ import sys
 import traceback
 
 from fitness.measure import compile_only
-from fitness.processes import modules, protocol
+from fitness.processes import host_words, modules, protocol
 from fitness.processes import shared_memory
 
 _TRACE_CHARS = 4000
@@ -312,8 +312,10 @@ class Worker:
         self._release_timed()
         where = request["where"]
         buffer = self._mapped(request["token"], where["size"])
+        words = host_words.HostWords.open(
+            shared_memory.receive_fd(self.channel, request["token"] + host_words.TAG, timeout_s=30))
         self.timed_observed = _Observed()
-        self.timed = timed.TimedCase(buffer, where, self._timed_call(self.timed_observed))
+        self.timed = timed.TimedCase(buffer, words, where, self._timed_call(self.timed_observed))
         with self.stall.watching(self.module_path, self.stall_s):
             staged = self.timed.stage()
         return {"ok": True, **staged,
@@ -344,6 +346,7 @@ class Worker:
         if self.timed is not None:
             self.torch.cuda.synchronize()
             self.timed.buffer.release()
+            self.timed.words.release()
             self.timed = None
 
     def release(self, request: dict) -> dict:
