@@ -8,7 +8,9 @@ launch counter, op recorder and watches). Per case, one JSON row to --out and st
 (in-process, cache flushed), the judge's reading, the child's own events around its runs
 (after `go`, before `done`: the runs alone, without the handoff), and the batches' verdicts
 (on a wrong run: whether the lent inputs were as made, the output, and the reference on what
-the lent buffer held when the clock stopped).
+the lent buffer held when the clock stopped; then the child's own call on that run's lent
+inputs again, outside a batch, with its allocations in its normal memory, in the run's lent
+region, and in a region of a buffer the child made itself).
 
 It told where the device-word design lost 290 us a batch (RESULTS.md#host-clock): against
 the child's events, a wait for `done` pending in the checker's context, and the child's
@@ -38,7 +40,7 @@ from benchmarks.registry import builtin  # noqa: E402
 from fitness.device import detect  # noqa: E402
 from fitness.judge import checking, timed_batch  # noqa: E402
 from fitness.processes import host_words, shared_memory  # noqa: E402
-from fitness.sandbox.timed import TimedCase  # noqa: E402
+from fitness.sandbox.timed import Arena, TimedCase  # noqa: E402
 from judge_clock_diagnose import (BATCHES, _caller, _entry, events_and_runs,  # noqa: E402
                                   worker_caller)
 
@@ -106,12 +108,17 @@ def serve(channel_fd: int, control_fd: int, instrumented: bool) -> None:
             reply = {"us": case.last_us()}
         elif msg["op"] == "recheck":  # the child's own outputs on a run's lent inputs, again
             torch.cuda.synchronize()
+            own = shared_memory.SharedBuffer.create(case.regions[0].numel(), buffer.device)
             reply = {}
             for run in msg["runs"]:
-                plain = _caller(entry)(case.sets[run], None, False)
-                ref = checking.as_list(task.reference(*case.sets[run]))
-                reply[run] = {"plain": [float(t.float().flatten()[0]) for t in plain],
-                              "reference": [float(t.float().flatten()[0]) for t in ref]}
+                outputs = {"plain": _caller(entry)(case.sets[run], None, False),
+                           "lent_region": _caller(entry)(case.sets[run], Arena(case.regions[run]), False),
+                           "own_region": _caller(entry)(case.sets[run], Arena(own.bytes()), False),
+                           "reference": checking.as_list(task.reference(*case.sets[run]))}
+                torch.cuda.synchronize()
+                reply[run] = {key: [float(t.float().flatten()[0]) for t in value]
+                              for key, value in outputs.items()}
+            own.release()
         else:  # arm
             reply = {"specs": case.arm(msg["go"])}
         control.write(json.dumps(reply) + "\n")
