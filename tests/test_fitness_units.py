@@ -23,6 +23,16 @@ H100 = DeviceInfo("cuda", "NVIDIA H100 80GB HBM3", 0, 3350.0,
                   {"float32": 67.0, "bfloat16": 989.0}, 50 << 20)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_a_region_left_unwritten_fails_beside_a_reference_of_zeros(dtype):
+    from fitness.judge.timed_batch import POISON_BYTES
+
+    zeros = torch.zeros(4, dtype=dtype)
+    for byte in POISON_BYTES:
+        unwritten = torch.full((4 * zeros.element_size(),), byte, dtype=torch.uint8).view(dtype)
+        assert checking.compare(zeros, unwritten, 1e-2, 1e-2)["kind"] is not None, (byte, unwritten)
+
+
 def test_nan_never_passes_even_where_tolerance_is_huge():
     expected = torch.tensor([1.0, 2.0, 3.0])
     actual = torch.tensor([1.0, float("nan"), 3.0])
