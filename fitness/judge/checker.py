@@ -235,7 +235,8 @@ class Checker:
                                                request.get("dir"))
         if not share:
             return {"ok": True, "runs": batch.runs}
-        for fd, tag in ((batch.buffer.export(), token), (batch.words.export(), token + host_words.TAG)):
+        for lent, tag in ((batch.buffer, token), (batch.words, token + host_words.TAG)):
+            fd = lent.export()
             try:
                 shared_memory.send_fd(self.channel, fd, tag)
             finally:

@@ -27,35 +27,35 @@ class HostWords:
     """The shared page, mapped here; `create` in the checker, `open` (registered with the
     driver, so a stream can reach it) in the worker."""
 
-    def __init__(self, fd: int, registered: bool):
+    def __init__(self, fd: int):
         self.fd = fd
         self.page = mmap.mmap(fd, PAGE_BYTES)
         self.words = memoryview(self.page).cast("i")
-        self.device = None
-        if registered:
-            import torch
-
-            from fitness.processes.shared_memory import driver
-
-            torch.zeros((), device="cuda")  # the driver registers host memory in a current context
-
-            host = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(self.page)))
-            driver()("cuMemHostRegister_v2", host, ctypes.c_size_t(PAGE_BYTES),
-                     ctypes.c_uint(_REGISTER_DEVICEMAP))
-            device = ctypes.c_ulonglong()
-            driver()("cuMemHostGetDevicePointer_v2", ctypes.byref(device), host, ctypes.c_uint(0))
-            self.host, self.device = host, device.value
+        self.host = self.device = None
 
     @classmethod
     def create(cls) -> "HostWords":
         fd = os.memfd_create("judge-words", os.MFD_CLOEXEC)
         os.ftruncate(fd, PAGE_BYTES)
-        return cls(fd, registered=False)
+        return cls(fd)
 
     @classmethod
     def open(cls, fd: int) -> "HostWords":
-        """Maps and registers the page behind a received descriptor (kept; closed on release)."""
-        return cls(fd, registered=True)
+        """Maps the page behind a received descriptor (kept; closed on release) and registers
+        it with the driver in this process's context."""
+        import torch
+
+        from fitness.processes.shared_memory import driver
+
+        words = cls(fd)
+        torch.zeros((), device="cuda")  # the driver registers host memory in a current context
+        words.host = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(words.page)))
+        driver()("cuMemHostRegister_v2", words.host, ctypes.c_size_t(PAGE_BYTES),
+                 ctypes.c_uint(_REGISTER_DEVICEMAP))
+        device = ctypes.c_ulonglong()
+        driver()("cuMemHostGetDevicePointer_v2", ctypes.byref(device), words.host, ctypes.c_uint(0))
+        words.device = device.value
+        return words
 
     def export(self) -> int:
         """Returns a new descriptor of the page (the caller closes it)."""

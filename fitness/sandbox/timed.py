@@ -4,10 +4,10 @@ candidate where the judge's clock can see it, and decides nothing.
 On a GPU the judge lends one buffer holding N input sets and N output regions, and a page
 of host words (`fitness.processes.host_words`). `TimedCase` maps both, warms the candidate up
 and captures its N runs in a CUDA graph (eager when capture fails); `arm` enqueues, on one
-stream, wait(go) -> the runs -> write(done). Allocations a run makes are served from its region (`Arena`), so the outputs land
-where the judge snapshots them, with no copy inside the clock. Nothing here is trusted: a
-candidate may rewrite any of it, and gains nothing by it, since the judge times go..done on
-its own clock and reads the regions itself.
+stream, wait(go) -> the runs -> write(done). Allocations a run makes are served from its
+region (`Arena`), so the outputs land where the judge snapshots them, with no copy inside
+the clock. Nothing here is trusted: a candidate may rewrite any of it, and gains nothing by
+it, since the judge times go..done on its own clock and reads the regions itself.
 """
 
 from __future__ import annotations
