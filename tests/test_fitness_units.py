@@ -33,6 +33,21 @@ def test_a_region_left_unwritten_fails_beside_a_reference_of_zeros(dtype):
         assert checking.compare(zeros, unwritten, 1e-2, 1e-2)["kind"] is not None, (byte, unwritten)
 
 
+def test_the_host_words_lent_to_a_worker_cannot_be_shrunk_under_the_checker():
+    from fitness.processes.host_words import PAGE_BYTES, HostWords
+
+    words = HostWords.create()
+    lent = words.export()
+    try:
+        with pytest.raises(PermissionError):
+            os.ftruncate(lent, 0)
+        words.store("done", 7)
+        assert words.load("done") == 7 and os.fstat(lent).st_size == PAGE_BYTES
+    finally:
+        os.close(lent)
+        words.release()
+
+
 def test_nan_never_passes_even_where_tolerance_is_huge():
     expected = torch.tensor([1.0, 2.0, 3.0])
     actual = torch.tensor([1.0, float("nan"), 3.0])
