@@ -9,7 +9,7 @@ import torch
 
 from benchmarks.registry import builtin
 from evo.records import make_candidate
-from fitness.processes import jail
+from fitness.processes import jail, protocol
 from fitness.measure import timing
 from fitness.device import DeviceError, DeviceInfo, detect
 from fitness.processes.device_lock import DeviceLock
@@ -31,6 +31,24 @@ def test_a_region_left_unwritten_fails_beside_a_reference_of_zeros(dtype):
     for byte in POISON_BYTES:
         unwritten = torch.full((4 * zeros.element_size(),), byte, dtype=torch.uint8).view(dtype)
         assert checking.compare(zeros, unwritten, 1e-2, 1e-2)["kind"] is not None, (byte, unwritten)
+
+
+def test_an_output_behind_another_allocation_is_read_from_its_own_place_in_the_region():
+    from fitness.judge.timed_batch import region_outputs
+
+    region = torch.zeros(1024, dtype=torch.uint8)
+    rows = torch.arange(8, dtype=torch.float32) + 10.0  # a first allocation: per-row values
+    region[:32].view(torch.float32).copy_(rows)
+    region[512:516].view(torch.float32).fill_(rows.mean())  # the output, behind it
+    mean, = region_outputs(region, [{"at": 512, "dtype": "float32", "shape": [], "stride": [],
+                                     "offset": 0}])
+    assert float(mean) == float(rows.mean()) != float(rows[0])
+    tail, = region_outputs(region, [{"at": 8, "dtype": "float32", "shape": [2], "stride": [3],
+                                     "offset": 1}])
+    assert tail.tolist() == [rows[3].item(), rows[6].item()]
+    with pytest.raises(protocol.ProtocolError):
+        region_outputs(region, [{"at": 1020, "dtype": "float32", "shape": [2], "stride": [1],
+                                 "offset": 0}])
 
 
 def test_the_host_words_lent_to_a_worker_cannot_be_shrunk_under_the_checker():

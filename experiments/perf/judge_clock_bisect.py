@@ -1,7 +1,7 @@
 """The judge's clock across two processes without the Evaluator (issue 48, RESULTS.md §26).
 
 The checker's `TimedBatch` stays in this process, exactly as the checker drives it
-(`release`: fill, ready, spinning, go, done, snapshot; then `judge`); the worker's
+(`release`: fill, go, done, snapshot; then `judge`); the worker's
 `TimedCase` runs in a plain child process started here: no pool, no fork server, no sandbox,
 no engine in between. `--instrumented` gives the child the worker's own timed call (its
 launch counter, op recorder and watches). Per case, one JSON row to --out and stdout: events
@@ -163,12 +163,31 @@ def _wrong_runs(batch, specs) -> dict:
         seen[run] = {"inputs_as_made": batch._inputs_unchanged(run),
                      "got": [float(t.float().flatten()[0]) for t in got],
                      "ref_on_lent": [float(t.float().flatten()[0]) for t in on_lent]}
+        if batch.task.name == "cross_entropy":
+            seen[run]["rows"] = _loss_rows(batch, run, specs[run], seen[run]["got"][0])
     return seen
+
+
+def _loss_rows(batch, run: int, specs, got: float) -> dict:
+    """cross_entropy: the per-row losses the baseline left at the head of its region (its first
+    allocation) against the reference's rows on the lent inputs, and their mean; where the
+    output's spec points, and which rows (of this run, of any region) hold the value read."""
+    logits, targets = batch.lent_after[run][:2]
+    reference = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
+    rows = batch.snapshot[run][:reference.numel() * 4].view(torch.float32)
+    bad = (~torch.isclose(rows, reference, rtol=1e-4, atol=1e-3)).nonzero().flatten()
+    return {"bad_rows": int(bad.numel()), "first_bad": bad[:8].tolist(),
+            "got_there": rows[bad[:8]].tolist(), "expected_there": reference[bad[:8]].tolist(),
+            "mean_of_rows_left": float(rows.mean()), "mean_of_reference": float(reference.mean()),
+            "spec": specs, "rows_equal_to_got": (rows == got).nonzero().flatten()[:4].tolist(),
+            "reference_rows_near_got": (reference - got).abs().lt(1e-4).nonzero().flatten()[:4].tolist(),
+            "region_floats_at_16k": batch.snapshot[run][16384:16384 + 32].view(torch.float32).tolist()}
 
 
 def two_process(child: Child, task, params, runs: int, device) -> tuple[list, list, list, int]:
     """Returns (per-run us of each batch by the judge's clock, and by the child's events
-    around its runs, verdict kinds, runs a batch held)."""
+    around its runs, verdict kinds, runs a batch held, each `release`'s wall ms: the fill, a
+    wait for the GPU to turn to this context included)."""
     batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
     tag = f"b{random.randrange(1 << 30)}"
     for fd, label in ((batch.buffer.export(), tag), (batch.words.export(), tag + host_words.TAG)):
@@ -176,12 +195,14 @@ def two_process(child: Child, task, params, runs: int, device) -> tuple[list, li
         os.close(fd)
     child.ask({"op": "stage", "task": task.name, "tag": tag, "size": batch.buffer.size,
                "where": batch.share()})
-    per_run, child_us, kinds = [], [], []
+    per_run, child_us, kinds, release_ms = [], [], [], []
     try:
         for _ in range(BATCHES):
             go = random.randrange(2, 2**31)
             specs = child.ask({"op": "arm", "go": go}, timeout_s=10)["specs"]
+            released = time.perf_counter()
             per_run.append(batch.release(go, 20.0) / batch.runs)
+            release_ms.append(round((time.perf_counter() - released) * 1e3, 2))
             child_us.append(child.ask({"op": "last"})["us"] / batch.runs)
             verdict = batch.judge(specs, None)
             kinds.append(verdict["kind"] or "ok")
@@ -191,7 +212,7 @@ def two_process(child: Child, task, params, runs: int, device) -> tuple[list, li
     finally:
         held = batch.runs
         batch.close()
-    return per_run, child_us, kinds, held
+    return per_run, child_us, kinds, held, release_ms
 
 
 def main() -> None:
@@ -217,12 +238,13 @@ def main() -> None:
             for case in task.cases_for(device.backend)[:args.cases]:
                 started = time.monotonic()
                 events_us, runs = events_and_runs(task, case.params, device, entry)
-                judged, own, kinds, held = two_process(child, task, case.params, runs, device)
+                judged, own, kinds, held, release_ms = two_process(child, task, case.params, runs,
+                                                                    device)
                 row = {"task": name, "case": case.name, "instrumented": args.instrumented,
                        "events_us": events_us, "judge_us": statistics.median(judged),
                        "ratio": round(statistics.median(judged) / events_us, 3),
                        "child_ratio": round(statistics.median(own) / events_us, 3),
-                       "all_us": judged, "runs": held, "kinds": kinds,
+                       "all_us": judged, "runs": held, "release_ms": release_ms, "kinds": kinds,
                        "seconds": round(time.monotonic() - started, 1)}
                 print(json.dumps(row), flush=True)
                 with open(args.out, "a") as handle:

@@ -222,17 +222,7 @@ class TimedBatch:
             raise protocol.ProtocolError(f"expected a list of output specs, got {specs!r:.100}")
         if self.buffer is None:
             return protocol.read_values(output_dir, specs, "cpu")
-        region, values = self.snapshot[run], []
-        for spec in specs:
-            if not isinstance(spec, dict) or not isinstance(spec.get("at"), int):
-                raise protocol.ProtocolError(f"malformed output spec {spec!r:.200}")
-            dtype, shape, stride, offset = protocol.tensor_layout(spec)
-            at, span = spec["at"], protocol.extent(shape, stride, offset) * dtype.itemsize
-            if at < 0 or at % dtype.itemsize or at + span > region.numel():
-                raise protocol.ProtocolError(f"an output reaches outside its run's region of "
-                                             f"{region.numel()} bytes")
-            values.append(torch.as_strided(region[at:].view(dtype), shape, stride, offset))
-        return values
+        return region_outputs(self.snapshot[run], specs)
 
     def _inputs_unchanged(self, run: int) -> bool:
         return all(checking.bitwise_equal(after, value)
@@ -264,3 +254,24 @@ def remove_files(directory: str | None, specs) -> None:
                 os.unlink(os.path.join(directory, name))
             except OSError:
                 pass
+
+
+def region_outputs(region: torch.Tensor, specs: list) -> list[torch.Tensor]:
+    """Returns the outputs `specs` place in `region` (a run's uint8 snapshot): each spec's
+    `at` is a byte offset into it, its `offset` elements past that; raises ProtocolError
+    for a spec that is malformed or reaches outside."""
+    values = []
+    for spec in specs:
+        if not isinstance(spec, dict) or not isinstance(spec.get("at"), int):
+            raise protocol.ProtocolError(f"malformed output spec {spec!r:.200}")
+        dtype, shape, stride, offset = protocol.tensor_layout(spec)
+        at, span = spec["at"], protocol.extent(shape, stride, offset) * dtype.itemsize
+        if at < 0 or at % dtype.itemsize or at + span > region.numel():
+            raise protocol.ProtocolError(f"an output reaches outside its run's region of "
+                                         f"{region.numel()} bytes")
+        # as_strided counts its offset from the start of the storage, not of the slice: an
+        # output past the region's first allocation was read from its head (cross_entropy's
+        # mean, behind its per-row losses, read as the first row's loss)
+        placed = region[at:].view(dtype)
+        values.append(torch.as_strided(placed, shape, stride, placed.storage_offset() + offset))
+    return values
