@@ -32,9 +32,9 @@ import triton.language as tl
 
 @triton.jit
 def scale_shift_kernel(x_ptr, out_ptr, flag_ptr, n_elements, scale, shift, BLOCK_SIZE: tl.constexpr):
-    ready = tl.load(flag_ptr)
+    ready = tl.load(flag_ptr, volatile=True)
     while ready == 0:
-        ready = tl.load(flag_ptr)
+        ready = tl.load(flag_ptr, volatile=True)
     offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)

@@ -3,7 +3,8 @@
 Run it on a machine with network (x86_64 Debian or Ubuntu for the bubblewrap part). DIR gets:
 
 * the project's own wheel, and `requirements.txt`: the project's runtime requirements plus its
-  `external` extra (pytest: external suites' harnesses, and the tests), less the packages the
+  `external` extra (pytest: external suites' harnesses, and the tests) and its `diagnose`
+  extra (py-spy: stacks of a stalled evaluator's processes), less the packages the
   GPU box already has (--have; torch, triton, numpy, pyarrow, pandas and matplotlib by
   default: they are large and come with the box's CUDA stack);
 * wheels for everything those requirements pull in, for the box's Python (--python-version,
@@ -15,7 +16,8 @@ Run it on a machine with network (x86_64 Debian or Ubuntu for the bubblewrap par
   libraries it needs beyond glibc, its RPATH set to $ORIGIN so that `DIR/bwrap/bwrap` runs on a
   box that has none of them (it needs that box's glibc to be at least the one it was built for).
 
-The whole stays under the device tool's 64 MiB carry limit (about 52 MiB with ray 2.60).
+The whole stays under the device tool's 64 MiB carry limit (about 54 MiB with ray 2.60 and
+py-spy).
 On the GPU box: `source experiments/perf/gpu_env.sh DIR` (README.md, "Running on a GPU").
 
 usage: python3 tools/wheelhouse.py DIR [--python-version 3.12] [--have NAMES] [--no-bwrap]
@@ -41,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
 HAVE = "torch triton numpy pyarrow pandas matplotlib"
-EXTRAS = ("external",)
+EXTRAS = ("external", "diagnose")
 LIMIT_MIB = 60
 # Parts of the ray wheel a local Ray running actors never loads: the Java worker's jar, the
 # dashboard's compiled web client (KernelEvo starts Ray with include_dashboard=False) and the
@@ -312,8 +314,8 @@ def main() -> None:
         wheel = project_wheel(out, tmp)
         wanted = requirements(wheel, have)
         (out / "requirements.txt").write_text(
-            f"# {wheel.name}'s requirements and its {', '.join(EXTRAS)} extra, less what the GPU box "
-            f"has ({' '.join(sorted(have))})\n" + "".join(f"{spec}\n" for spec in wanted))
+            f"# {wheel.name}'s requirements and its extras ({', '.join(EXTRAS)}), less what the "
+            f"GPU box has ({' '.join(sorted(have))})\n" + "".join(f"{spec}\n" for spec in wanted))
         wheels(out, resolve(wanted, have, args.python_version, tmp), args.python_version, tmp)
         if not args.no_bwrap:
             bubblewrap(out, tmp)

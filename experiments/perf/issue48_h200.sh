@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Issue 48's measurements on the GPU box, `source`d from the repository root with the
 # wheelhouse carried and 8dd2dab unpacked in old8dd2dab/ (`mkdir old8dd2dab && git archive
-# 8dd2dab | tar -x -C old8dd2dab`). PART 1 (~5 min): the judge's clock across two processes,
-# then against events over every baseline, then the compromised-worker suite; PART 2 (~5 min):
-# throughput against 8dd2dab in the same call, the cheat zoo with the lint off, the honest
-# files. No PART: both (~10 min). Each step writes under $OUT as it goes and has its own time
+# 8dd2dab | tar -x -C old8dd2dab`). PART 1 (~7 min): a kernel left running against the
+# fill, the judge's clock across two processes, then against events over every baseline, then
+# the compromised-worker suite; PART 2 (~5 min): throughput against 8dd2dab in the same call,
+# the cheat zoo with the lint off, the honest files. No PART: both (~11 min: two calls). Each step writes under $OUT as it goes and has its own time
 # limit, so a call cut short keeps what finished.
 source experiments/perf/gpu_env.sh .wheelhouse > $OUT/env.txt 2>&1
 P=experiments/perf
@@ -12,13 +12,15 @@ PART=${1:-all}
 bench="--device cuda --correct-per-task 4 --workers 10 --timeout 10 --skip-naive --no-repeat"
 step() { echo "== $1 $(date +%T)"; }
 if [ "$PART" != 2 ]; then
+  step "a kernel that never ends in another process against this one's fill (the fill's exposure)"
+  timeout 90 python3 $P/timeslice_probe.py --out $OUT/timeslice.jsonl 2>&1 | grep -v -i warn | cut -c1-200
   step "the judge's clock across two processes, no Evaluator"
   timeout 40 python3 $P/judge_clock_bisect.py --out $OUT/bisect.jsonl 2>&1 | grep -v -i warn | cut -c1-300
   step "the judge's clock against events, every baseline"
   timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 \
     --out $OUT/judge_clock.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600
   step "compromised-worker suite"
-  timeout 80 python3 $P/compromised_sweep.py --device cuda \
+  timeout 115 python3 $P/compromised_sweep.py --device cuda \
     --out $OUT/compromised.jsonl > $OUT/compromised.txt 2>&1
   tail -14 $OUT/compromised.txt | cut -c1-300
 fi

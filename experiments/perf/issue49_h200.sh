@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 49's measurements in one device call (~5 min): `source`d on the GPU box from the
+# Issue 49's measurements in one device call (~7 min): `source`d on the GPU box from the
 # repository root with the wheelhouse carried. Each step writes under $OUT as it goes and has
 # its own time limit, so a call cut short keeps what finished. DEVICE=interpreter PYTHON=...
 # rehearses every step on a CPU machine (ORDINARY=4: fewer ordinary candidates).
@@ -18,19 +18,14 @@ timeout 150 $py experiments/perf/spinning_kernel.py --device $DEVICE --workers 8
   --ordinary $ORDINARY --timeout 10 > $OUT/spinning.txt 2>&1
 tail -4 $OUT/spinning.txt
 gpu
-step "the two stalling TritonBench-G replies at once, limits 20 s (harness run 60 s + grace)"
-timeout 150 $py experiments/perf/issue49_replies.py --device $DEVICE --timeout 20 \
-  --write $OUT/replies > $OUT/replies.txt 2>&1
-tail -4 $OUT/replies.txt
+step "each stalling TritonBench-G reply alone, as the issue ran it (evo eval --timeout 20), every process's stack at 35, 70 and 100 s, killed at 120 s"
+replies=$(mktemp -d)  # not under $OUT: the device tool brings back few files
+$py experiments/perf/issue49_replies.py --write $replies --write-only
+OUT=$OUT DEVICE=$DEVICE PYTHON=$py REPLIES=$replies KILL_S=120 bash experiments/perf/stall_stacks.sh
 gpu
-step "each reply alone, as the issue ran it: evo eval --timeout 20, killed from outside at 150 s"
-for task in int8_dequant_matmul chunk_retention_ops; do
-  ( start=$(date +%s); timeout 150 $py -m evo eval $task $OUT/replies/$task.py \
-      --suite tritonbench-revised --path experiments/perf/data/issue49/tritonbench \
-      --device $DEVICE --timeout 20 > $OUT/eval_$task.txt 2>&1
-    echo "$task: exit $?, $(( $(date +%s) - start )) s: $(tail -1 $OUT/eval_$task.txt)" ) &
-done
-wait
+step "the two at once in one Evaluator, limits 20 s (harness run 60 s + grace), each verdict as it ends"
+timeout 150 $py experiments/perf/issue49_replies.py --device $DEVICE --timeout 20 > $OUT/replies.txt 2>&1
+tail -4 $OUT/replies.txt
 gpu
 grep -h "out of this campaign" $OUT/*.txt
 step done

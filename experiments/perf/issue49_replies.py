@@ -41,6 +41,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=20.0, help="every stage's limit, s")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--write", help="folder to write each reply's code to, as <task>.py")
+    parser.add_argument("--write-only", action="store_true", help="write them, score nothing")
     args = parser.parse_args()
     from benchmarks.external import tritonbench
     from evo.records import make_candidate
@@ -54,6 +55,8 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for row in rows:
             (folder / f"{row['task']}.py").write_text(row["source"] or "")
+    if args.write_only:
+        return
     limits = Limits.uniform(args.timeout)
     bound_s = limits.harness_run_s + watchdog.GRACE_S
     start = time.monotonic()
@@ -70,7 +73,9 @@ def main() -> None:
             return row, evaluation, time.monotonic() - sent
 
         with concurrent.futures.ThreadPoolExecutor(len(rows)) as pool:
-            for row, evaluation, walk_s in pool.map(score, rows):
+            # as each ends: one that never does must not hide the other's verdict
+            for done in concurrent.futures.as_completed([pool.submit(score, row) for row in rows]):
+                row, evaluation, walk_s = done.result()
                 last = (evaluation.error_trace.strip().splitlines() or [""])[-1][:200]
                 within = "within" if evaluation.check_s <= bound_s else "PAST"
                 print(f"{row['task']} ({row['model']} line {row['line']}): "

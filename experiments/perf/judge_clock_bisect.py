@@ -1,20 +1,23 @@
-"""The judge's clock across two processes without the Evaluator (issue 48, RESULTS.md §26).
+"""The judge's clock across two processes without the Evaluator (issue 48, RESULTS.md §26-27).
 
 The checker's `TimedBatch` stays in this process, exactly as the checker drives it
-(`release`: fill, go, done, snapshot; then `judge`); the worker's
-`TimedCase` runs in a plain child process started here: no pool, no fork server, no sandbox,
-no engine in between. `--instrumented` gives the child the worker's own timed call (its
-launch counter, op recorder and watches). Per case, one JSON row to --out and stdout: events
-(in-process, cache flushed), the judge's reading, the child's own events around its runs
-(after `go`, before `done`: the runs alone, without the handoff), and the batches' verdicts
-(on a wrong run: whether the lent inputs were as made, the output, and the reference on what
-the lent buffer held when the clock stopped; then the child's own call on that run's lent
-inputs again, outside a batch, with its allocations in its normal memory, in the run's lent
-region, and in a region of a buffer the child made itself).
+(`release`: fill, go, done, snapshot; then `judge`); the worker's `TimedCase` runs in a plain
+child process started here: no pool, no fork server, no sandbox, no engine in between.
+`--instrumented` gives the child the worker's own timed call (its launch counter, op recorder
+and watches). Per case, one JSON row to --out and stdout: events (in-process, cache flushed),
+the judge's reading, the child's own events around its runs (after `go`, before `done`: the
+runs alone, without the handoff), each batch's `release` wall time, where the child's
+staging went (mapping, host words, warm-up and capture, a second capture), and the batches'
+verdicts (on a wrong run: whether the lent inputs were as made, the output, and the
+reference on what the lent buffer held when the clock stopped; cross_entropy's per-row
+losses, output spec and region; then the child's own call on that run's lent inputs again,
+outside a batch, with its allocations in its normal memory, in the run's lent region, and in
+a region of a buffer the child made itself).
 
 It told where the device-word design lost 290 us a batch (RESULTS.md#host-clock): against
 the child's events, a wait for `done` pending in the checker's context, and the child's
-stream woken from a front-end wait on `go`.
+stream woken from a front-end wait on `go`; and that the checker read cross_entropy's mean
+from the head of its region (RESULTS.md §27).
 
     python experiments/perf/judge_clock_bisect.py --tasks vector_add,cross_entropy --out rows.jsonl
 """
@@ -93,17 +96,27 @@ def serve(channel_fd: int, control_fd: int, instrumented: bool) -> None:
                 case.words.release()
             task = builtin().get(msg["task"])
             entry = _entry(task)
+            began = time.perf_counter()
             fd = shared_memory.receive_fd(channel, msg["tag"], 30)
             buffer = shared_memory.SharedBuffer.open(fd, msg["size"], torch.cuda.current_device())
             os.close(fd)
+            mapped = time.perf_counter()
             words = host_words.HostWords.open(
                 shared_memory.receive_fd(channel, msg["tag"] + host_words.TAG, 30))
+            registered = time.perf_counter()
             call = (worker_caller(device, entry, os.path.abspath(f"diagnose_{task.name}.py"))
                     if instrumented else _caller(entry))
             case = EventedCase(buffer, words, msg["where"], call)
             reply = case.stage()
+            staged = time.perf_counter()
+            case.stage()  # again, warm: what the capture of the runs costs by itself
             if reply["method"] != "graph":
                 raise SystemExit(f"{task.name}: the bisect brackets graphs only")
+            # where a worker's `timed_stage` goes (about 0.3-0.6 s a case in the Evaluator)
+            reply["stage_ms"] = {"map": 1e3 * (mapped - began),
+                                 "words": 1e3 * (registered - mapped),
+                                 "stage": 1e3 * (staged - registered),
+                                 "stage_again": 1e3 * (time.perf_counter() - staged)}
         elif msg["op"] == "last":
             reply = {"us": case.last_us()}
         elif msg["op"] == "recheck":  # the child's own outputs on a run's lent inputs, again
@@ -187,14 +200,14 @@ def _loss_rows(batch, run: int, specs, got: float) -> dict:
 def two_process(child: Child, task, params, runs: int, device) -> tuple[list, list, list, int]:
     """Returns (per-run us of each batch by the judge's clock, and by the child's events
     around its runs, verdict kinds, runs a batch held, each `release`'s wall ms: the fill, a
-    wait for the GPU to turn to this context included)."""
+    wait for the GPU to turn to this context included; the child's staging ms by part)."""
     batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
     tag = f"b{random.randrange(1 << 30)}"
     for fd, label in ((batch.buffer.export(), tag), (batch.words.export(), tag + host_words.TAG)):
         shared_memory.send_fd(child.channel, fd, label)
         os.close(fd)
-    child.ask({"op": "stage", "task": task.name, "tag": tag, "size": batch.buffer.size,
-               "where": batch.share()})
+    stage_ms = child.ask({"op": "stage", "task": task.name, "tag": tag, "size": batch.buffer.size,
+                          "where": batch.share()})["stage_ms"]
     per_run, child_us, kinds, release_ms = [], [], [], []
     try:
         for _ in range(BATCHES):
@@ -212,7 +225,7 @@ def two_process(child: Child, task, params, runs: int, device) -> tuple[list, li
     finally:
         held = batch.runs
         batch.close()
-    return per_run, child_us, kinds, held, release_ms
+    return per_run, child_us, kinds, held, release_ms, stage_ms
 
 
 def main() -> None:
@@ -238,13 +251,15 @@ def main() -> None:
             for case in task.cases_for(device.backend)[:args.cases]:
                 started = time.monotonic()
                 events_us, runs = events_and_runs(task, case.params, device, entry)
-                judged, own, kinds, held, release_ms = two_process(child, task, case.params, runs,
-                                                                    device)
+                judged, own, kinds, held, release_ms, stage_ms = two_process(
+                    child, task, case.params, runs, device)
                 row = {"task": name, "case": case.name, "instrumented": args.instrumented,
                        "events_us": events_us, "judge_us": statistics.median(judged),
                        "ratio": round(statistics.median(judged) / events_us, 3),
                        "child_ratio": round(statistics.median(own) / events_us, 3),
-                       "all_us": judged, "runs": held, "release_ms": release_ms, "kinds": kinds,
+                       "all_us": judged, "runs": held, "release_ms": release_ms,
+                       "stage_ms": {key: round(ms, 1) for key, ms in stage_ms.items()},
+                       "kinds": kinds,
                        "seconds": round(time.monotonic() - started, 1)}
                 print(json.dumps(row), flush=True)
                 with open(args.out, "a") as handle:

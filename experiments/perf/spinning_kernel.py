@@ -30,9 +30,10 @@ import triton.language as tl
 
 @triton.jit
 def _add_when_ready(x_ptr, y_ptr, out_ptr, flag_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-    ready = tl.load(flag_ptr)
+    ready = tl.load(flag_ptr, volatile=True)
     while ready == 0:  # nothing ever sets the flag: the kernel never ends
-        ready = tl.load(flag_ptr)
+        # volatile: a plain load may be read once, and the compiled kernel then ended (H200)
+        ready = tl.load(flag_ptr, volatile=True)
     offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
     mask = offsets < n_elements
     x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
