@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Issue 48's measurements on the GPU box, `source`d from the repository root with the
 # wheelhouse carried and 8dd2dab unpacked in old8dd2dab/ (`mkdir old8dd2dab && git archive
-# 8dd2dab | tar -x -C old8dd2dab`). PART 1 (~7 min): a kernel left running against the
-# fill, the judge's clock across two processes, then against events over every baseline, then
-# the compromised-worker suite; PART 2 (~5 min): throughput against 8dd2dab in the same call,
-# the cheat zoo with the lint off, the honest files. No PART: both (~11 min: two calls). Each step writes under $OUT as it goes and has its own time
-# limit, so a call cut short keeps what finished.
+# 8dd2dab | tar -x -C old8dd2dab`). PART 1 (~8 min): a kernel left running against the fill,
+# the judge's clock across two processes (the product's fill and a burst), then against
+# events over every baseline, then the compromised-worker suite; PART 2 (~5 min): throughput
+# against 8dd2dab in the same call, the cheat zoo with the lint off, the honest files. No
+# PART: both (~13 min: more than one call allows). Each step writes under $OUT as it goes
+# and has its own time limit, so a call cut short keeps what finished.
 source experiments/perf/gpu_env.sh .wheelhouse > $OUT/env.txt 2>&1
 P=experiments/perf
 PART=${1:-all}
@@ -16,6 +17,9 @@ if [ "$PART" != 2 ]; then
   timeout 90 python3 $P/timeslice_probe.py --out $OUT/timeslice.jsonl 2>&1 | grep -v -i warn | cut -c1-200
   step "the judge's clock across two processes, no Evaluator"
   timeout 40 python3 $P/judge_clock_bisect.py --out $OUT/bisect.jsonl 2>&1 | grep -v -i warn | cut -c1-300
+  step "the same, every run's inputs drawn first and copied in one burst"
+  timeout 40 python3 $P/judge_clock_bisect.py --fill burst --out $OUT/bisect_burst.jsonl 2>&1 \
+    | grep -v -i warn | cut -c1-300
   step "the judge's clock against events, every baseline"
   timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 \
     --out $OUT/judge_clock.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600
