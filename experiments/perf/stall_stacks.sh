@@ -20,6 +20,9 @@ LIMIT_S=${LIMIT_S:-20}
 AT=${AT:-"35 70 100"}
 KILL_S=${KILL_S:-120}
 py=${PYTHON:-python3}
+# pip puts py-spy beside the interpreter, which may not be on PATH
+pyspy=$(command -v py-spy || echo "$(dirname "$(command -v "$py")")/py-spy")
+[ -x "$pyspy" ] || echo "py-spy is missing (the wheelhouse's diagnose extra): no stacks" >&2
 suite_args=(--suite "$SUITE")
 if [ "$SUITE" != builtin ]; then suite_args+=(--path "$SUITE_PATH"); fi
 
@@ -51,7 +54,7 @@ for at in $AT; do
       for p in $pids; do
         if [[ "$(cat /proc/$p/comm 2>/dev/null)" == python* ]]; then
           echo "## py-spy dump --pid $p ($(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | cut -c1-160))"
-          timeout 15 py-spy dump --pid "$p" 2>&1 | cut -c1-300
+          timeout 15 "$pyspy" dump --pid "$p" 2>&1 | cut -c1-300
         fi
       done
     } >> "$file" 2>&1
