@@ -3,9 +3,9 @@
 # wheelhouse carried and 8dd2dab unpacked in old8dd2dab/ (`mkdir old8dd2dab && git archive
 # 8dd2dab | tar -x -C old8dd2dab`). PART 1 (~8 min): a kernel left running against the fill,
 # the judge's clock across two processes (the product's fill and a burst), then against
-# events over every baseline, then the compromised-worker suite; PART 2 (~5 min): throughput
+# events over every baseline, then the compromised-worker suite; PART 2 (~7 min): throughput
 # against 8dd2dab in the same call, the cheat zoo with the lint off, the honest files. No
-# PART: both (~13 min: more than one call allows). Each step writes under $OUT as it goes
+# PART: both (~15 min: more than one call allows). Each step writes under $OUT as it goes
 # and has its own time limit, so a call cut short keeps what finished.
 source experiments/perf/gpu_env.sh .wheelhouse > $OUT/env.txt 2>&1
 P=experiments/perf
@@ -37,11 +37,11 @@ if [ "$PART" != 1 ]; then
     > $OUT/bench_old.txt 2>&1
   grep -E "^pooled|false failures" $OUT/bench_old.txt
   step "cheat zoo, lint off"
-  timeout 50 python3 $P/cheat_sweep.py --device cuda --workers 10 --ungated \
+  timeout 150 python3 $P/cheat_sweep.py --device cuda --workers 10 --ungated \
     > $OUT/cheats.txt 2>&1
   tail -4 $OUT/cheats.txt | cut -c1-300
   step "honest files"
-  timeout 40 python3 $P/honest_sweep.py --device cuda --workers 10 > $OUT/honest.txt 2>&1
+  timeout 60 python3 $P/honest_sweep.py --device cuda --workers 10 > $OUT/honest.txt 2>&1
   tail -4 $OUT/honest.txt | cut -c1-300
 fi
 step done
