@@ -6,9 +6,9 @@
 `repair` is the generator; with crossover off, `crossover_rate` is 0; offline with
 `generations_from`, `generate` is the generator answered from the file.
 
-Selection never feeds on noise: where timing is not meaningful (the CPU interpreter) the
-speedup component of the fitness is 0 for every correct candidate, and ties are broken by
-the island's seeded RNG, never by arrival order.
+Selection never feeds on noise: where timing is not meaningful (the CPU interpreter, ROCm)
+the speedup component of the fitness is 0 for every correct candidate, and ties are broken
+by the island's seeded RNG, never by arrival order.
 """
 
 from __future__ import annotations

@@ -11,6 +11,15 @@ REQUESTS = ("auto",) + BACKENDS
 
 AMD_ONLY_LAUNCH_OPTIONS = ("waves_per_eu", "matrix_instr_nonkdim", "kpack")
 """Launch options Triton accepts only on AMD; NVIDIA rejects them."""
+UNMEASURED = {
+    "interpreter": "interpreter: timing not meaningful",
+    "rocm": "rocm: timing not meaningful, the judge's GPU clock is not wired for HIP",
+}
+"""Backends whose latencies are recorded but flagged, with the words a verdict line gives.
+The interpreter's measure Python, not a kernel. ROCm's are the worker's CPU time: the judge's
+GPU clock needs stream memory operations and shareable device buffers, bound for CUDA only
+(`fitness.processes.stream_sync`, `shared_memory`), and CPU time does not bound GPU work: a
+worker that waits for its GPU asleep would read as free (docs/design.md, "Threat model")."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,8 +50,8 @@ class DeviceInfo:
 
     @property
     def timing_meaningful(self) -> bool:
-        """Interpreter latencies measure Python, not a kernel: recorded but flagged."""
-        return self.backend != "interpreter"
+        """Whether latencies here are the judge's measure of the kernel (`UNMEASURED`)."""
+        return self.backend not in UNMEASURED
 
     def roofline_parts_s(self, flops: float, bytes_moved: float,
                          dtype: str = "float32") -> tuple[float, float] | None:

@@ -17,6 +17,7 @@ import re
 from typing import Sequence
 
 from evo.records import Evaluation, make_candidate
+from fitness.device import UNMEASURED
 
 _MAX_WORKERS = 4
 
@@ -84,7 +85,8 @@ def _summary_line(path: str, evaluation: Evaluation) -> str:
         return (f"{path}: correct over {len(evaluation.case_names)} cases, "
                 f"{evaluation.error_trace or 'not timed'}{mark}")
     if evaluation.correct:
-        note = "" if evaluation.timing_meaningful else " (interpreter: timing not meaningful)"
+        note = "" if evaluation.timing_meaningful else (
+            f" ({UNMEASURED.get(evaluation.backend, 'timing not meaningful')})")
         return (f"{path}: correct, speedup {evaluation.speedup:.3f}x (worst "
                 f"{evaluation.worst_speedup:.3f}x) over {len(evaluation.case_names)} cases"
                 f"{note}{mark}")

@@ -66,6 +66,24 @@ def test_the_host_words_lent_to_a_worker_cannot_be_shrunk_under_the_checker():
         words.release()
 
 
+def test_rocm_latency_is_flagged_until_the_judge_clock_is_wired_for_hip():
+    # ROCm batches are timed by the worker's CPU time, which a worker that waits for its GPU
+    # asleep would bring near zero: recorded, flagged, never ranked (docs/design.md)
+    from evo.records import Evaluation
+    from fitness.eval_cli import _summary_line
+
+    assert DeviceInfo("cuda", "NVIDIA H200").timing_meaningful
+    assert not DeviceInfo("rocm", "AMD Instinct MI300X").timing_meaningful
+    assert not DeviceInfo("interpreter", "cpu-interpreter").timing_meaningful
+    line = _summary_line("k.py", Evaluation("c", "timed", True, True, case_names=("a",),
+                                            speedup=3.0, worst_speedup=2.0, backend="rocm"))
+    assert "(rocm: timing not meaningful, the judge's GPU clock is not wired for HIP)" in line
+    line = _summary_line("k.py", Evaluation("c", "timed", True, True, case_names=("a",),
+                                            speedup=1.0, worst_speedup=1.0, backend="cuda",
+                                            timing_meaningful=True))
+    assert "not meaningful" not in line
+
+
 def test_nan_never_passes_even_where_tolerance_is_huge():
     expected = torch.tensor([1.0, 2.0, 3.0])
     actual = torch.tensor([1.0, float("nan"), 3.0])
