@@ -206,15 +206,22 @@ class Judge:
         return Evaluation(candidate_id=candidate.id, stage_reached="timed", call_ok=True,
                           correct=True)
 
+    def ready(self) -> bool:
+        return True
+
 
 def test_fitness_actor_past_its_answer_deadline_is_replaced_and_its_work_scored_once(shared_ray):
-    judges, replaced = [Judge.remote(0.05), Judge.remote(3600)], []
+    # Every judge, the replacement included, is started before the scorer's 3-s deadlines
+    # run: on a loaded 2-core machine an actor's start alone once took longer, and the
+    # replacement was replaced in its turn.
+    judges, spare, replaced = [Judge.remote(0.05), Judge.remote(3600)], Judge.remote(0.05), []
+    ray.get([judge.ready.remote() for judge in (*judges, spare)], timeout=120)
 
     def replace(index, cause, resubmitted):
         replaced.append((index, cause, resubmitted))
         ray.kill(judges[index])
-        judges[index] = Judge.remote(0.05)
-        return judges[index]
+        judges[index] = spare
+        return spare
 
     task = Task(name="demo", suite="test", instruction="", reference=None,
                 baseline_source="def demo(x):\n    return x\n", entry_point="demo",
