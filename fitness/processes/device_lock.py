@@ -101,9 +101,9 @@ class DeviceLock:
         """Holds the device alone (timing). Where timing is not meaningful (the interpreter
         and ROCm: CPU time, read per process tree) it is a share that only other timing
         holds wait for: one tree is timed at a time, the rest held stopped
-        (`clock.time_case`), and two timing at once would each stop the other. `alone`: wait for every shared holder
-        to leave, with no straggler cut-off and compiling holders included (a baseline's
-        timing)."""
+        (`clock.time_case`), and two timing at once would each stop the other. `alone`: wait
+        for every shared holder to leave, with no straggler cut-off and compiling holders
+        included (a baseline's timing)."""
         if not self._exclusive_timing:
             asked = time.monotonic()
             if not self._timing.acquire(timeout=self._wait_limit_s):

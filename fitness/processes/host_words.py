@@ -40,7 +40,8 @@ class HostWords:
         page it could shrink would kill the checker with SIGBUS at its next read."""
         fd = os.memfd_create("judge-words", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, PAGE_BYTES)
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
         return cls(fd)
 
     @classmethod
