@@ -1,5 +1,6 @@
 """`@triton.autotune` on the CPU interpreter: scored with each config launched once, the first
-kept (fitness/sandbox/interpreter_autotune.py); a GPU worker keeps Triton's benchmarker."""
+kept (fitness/sandbox/interpreter_autotune.py); a GPU worker keeps Triton's benchmarker; a
+reference run for its outputs holds every autotuner to one config (`LaunchCounter.one_config`)."""
 
 import os
 import pathlib
@@ -29,8 +30,20 @@ def add_one(x_ptr, launches_ptr, n, BLOCK: tl.constexpr):
     if tl.program_id(0) == 0:
         tl.atomic_add(launches_ptr, 1)
 
-if sys.argv[1] == "fixed":
+if sys.argv[1] != "unfixed":
     interpreter_autotune.install("interpreter")
+if sys.argv[1].startswith("one config"):
+    from triton.runtime.errors import OutOfResources
+    from fitness.measure.launches import LaunchCounter
+
+    def too_big(nargs):  # what a config past the device's shared memory raises at launch
+        raise OutOfResources(2**20, 2**18, "shared memory")
+
+    if sys.argv[1] == "one config, the first too big":
+        add_one.configs[0].pre_hook = too_big
+    counter = LaunchCounter()
+    counter.install()
+    counter.one_config = True
 x, launches = torch.zeros(300), torch.zeros(1, dtype=torch.int32)
 try:
     add_one[lambda meta: (triton.cdiv(300, meta["BLOCK"]),)](x, launches, 300)
@@ -63,6 +76,15 @@ def test_an_autotuned_candidate_is_scored_correct_by_the_evaluator(fitness_evalu
     task = builtin().get("vector_add")
     evaluation = fitness_evaluator.evaluate(task, make_candidate(task.name, AUTOTUNED.read_text()))
     assert evaluation.correct, f"{evaluation.failure_kind}: {evaluation.error_trace[-1500:]}"
+
+
+def test_a_reference_run_launches_the_first_config_and_benchmarks_none():
+    # one launch, BLOCK 64, x +1: none of the autotuner's benchmark launches happened
+    assert _probe("one config") == "1 64 1"
+
+
+def test_a_reference_run_skips_a_config_the_device_cannot_fit_as_the_autotuner_would():
+    assert _probe("one config, the first too big") == "1 128 1"
 
 
 def test_a_gpu_worker_keeps_tritons_benchmarker():

@@ -39,7 +39,8 @@ sys.path[:0] = [str(ROOT), str(pathlib.Path(__file__).resolve().parent)]
 import geak_correctness  # noqa: E402
 from benchmarks.external import common, tritonbench  # noqa: E402
 
-GOAL_AGREE = 0.98
+GOAL_AGREE = 0.99
+"""Issue 49: our verdicts agree with GEAK-eval's TB correctness check on at least 99% of replies."""
 GOAL_GATE_REFUSED = 0.02
 """Of the replies GEAK-eval marks correct, the share the gate may refuse."""
 
@@ -287,7 +288,8 @@ def gate_only(rows: list[dict], tasks: dict, verdicts_path: str | None = None) -
 
     geak = {}
     if verdicts_path:
-        with open(verdicts_path) as handle:
+        opener = gzip.open if verdicts_path.endswith(".gz") else open  # as the data folder keeps it
+        with opener(verdicts_path, "rt", encoding="utf-8") as handle:
             geak = {(r["model"], r["row"]): r for r in json.load(handle)["rows"]}
     passed = {"geak_call": [0, 0], "geak_exec": [0, 0]}  # [GEAK passed, the gate refuses]
     refused: dict[str, list[str]] = {}

@@ -1,10 +1,12 @@
 """Builds the corpus of real LLM output that `llm_corpus.py` scores: TritonBench-G replies of
-four models, published by thunlp/TritonBench (`LLM_generated/`, Apache-2.0; not ours to commit:
+five models, published by thunlp/TritonBench (`LLM_generated/`, Apache-2.0; not ours to commit:
 the corpus folder is git-ignored, `.corpus/` by default).
 
 The sets (`SETS`): Qwen2.5-72B-Instruct and gpt-4o on the simple instructions
-(`Bench_G_general_purpose/*_simp.jsonl`), and the two coder-specific models' plain runs (no
-retrieval, no fine-tuning: `Bench_G_coder_specofic/qwen_092.jsonl`, `deepseek_094.jsonl`). Each
+(`Bench_G_general_purpose/*_simp.jsonl`), the two coder-specific models' plain runs (no
+retrieval, no fine-tuning: `Bench_G_coder_specofic/qwen_092.jsonl`, `deepseek_094.jsonl`), and
+claude-3.5-sonnet on the complex instructions (`*_comp.jsonl`: the set whose
+int8_dequant_matmul and chunk_retention_ops replies stalled the evaluator, issue 49). Each
 row there is {instruction or prompt, predict, label}, label being the gold kernel code; a row's
 task is the TritonBench-G file whose code is that label, as GEAK-eval finds it (the entry of its
 instruction file whose `output` equals the label), else as TritonBench's own scripts do (the
@@ -40,6 +42,7 @@ SETS = {
     "gpt-4o": "LLM_generated/Bench_G_general_purpose/output_gpt-4o_simp.jsonl",
     "qwen-coder": "LLM_generated/Bench_G_coder_specofic/qwen_092.jsonl",
     "deepseek-coder": "LLM_generated/Bench_G_coder_specofic/deepseek_094.jsonl",
+    "claude-3.5-sonnet-comp": "LLM_generated/Bench_G_general_purpose/output_claude-3-5-sonnet-20240620_comp.jsonl",
 }
 """Set name -> its file in the TritonBench repository."""
 

@@ -41,7 +41,11 @@ tree() { local all=$1 frontier=$1 next
     all="$all $next"; frontier=$next
   done; echo $all; }
 
+running() { for task in $TASKS; do kill -0 "${pid_of[$task]}" 2>/dev/null && return 0; done; return 1; }
 for at in $AT; do
+  # until the sample's time or every run's end, whichever comes first
+  while running && [ $(( $(date +%s) - started )) -lt "$at" ]; do sleep 1; done
+  running || break
   sleep $(( started + at - $(date +%s) > 0 ? started + at - $(date +%s) : 0 ))
   echo "== ${at} s"
   for task in $TASKS; do

@@ -6,7 +6,8 @@ never ends (a volatile load of a flag nobody sets), as a compromised worker coul
 stream; this process times its own work before and while it runs: a tiny kernel (how long
 this context waits for its turn), device-to-device copies of 64 MiB to 1 GiB (does a copy
 wait for a turn, and is it cut into several), and a vector_add-shaped fill (15 runs of two
-2^24 fp32 inputs, drawn and copied one after another, as `TimedBatch.fill` does). The wall
+2^24 fp32 inputs, drawn and copied one after another, as `TimedBatch.fill` does; and the same
+sets drawn first in private memory and copied in one burst). The wall
 time of each, beside its quiet one, tells the time slice, how much GPU time the other
 context got during a fill, and whether a fill shorter than a slice runs in one turn (what a
 fill drawn first in private memory and copied in one burst would need).
@@ -21,9 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -77,7 +80,10 @@ def operations():
             for at in range(2):
                 sets[run, at].copy_(torch.randn(1 << 24, device="cuda"))
 
+    drawn = torch.randn_like(sets)  # the burst's private sets, drawn before it
+
     ops["vector_add fill, 15 runs"] = (fill, "15 x 2 x 64 MiB drawn and copied")
+    ops["vector_add burst, 15 runs"] = (lambda: sets.copy_(drawn), "15 x 2 x 64 MiB drawn first, one copy")
     return ops
 
 
@@ -104,7 +110,11 @@ def main() -> None:
                 handle.write(json.dumps(row) + "\n")
 
     measure("quiet")
-    child = subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
+    # Triton reads a kernel's source from its file: the child runs from one, not `-c`
+    spin_file = tempfile.NamedTemporaryFile("w", suffix="_spin.py", delete=False)
+    spin_file.write(SPIN)
+    spin_file.close()
+    child = subprocess.Popen([sys.executable, spin_file.name], stdout=subprocess.PIPE, text=True)
     # were this context never given a turn, its synchronize would wait for ever: the child
     # goes after `--beside-s` whatever happens, and the rows say how long each op waited
     deadline = threading.Timer(args.beside_s, child.kill)
@@ -119,6 +129,7 @@ def main() -> None:
         deadline.cancel()
         child.kill()
         child.wait(timeout=60)
+        os.unlink(spin_file.name)
     measure("quiet again")
 
 

@@ -136,7 +136,7 @@ class HarnessWalk(Walk):
         """`reference`'s computation: the task's reference module through its harness."""
         try:
             _, outputs = self._run(self.task.baseline_source, "Model", self.c.limits.reference_s,
-                                   require_launch=False)
+                                   require_launch=False, reference=True)
             return outputs
         except (Failed, WorkerFault) as failure:
             if isinstance(failure, WorkerFault) and worth_retrying(failure.kind, 0):
@@ -157,8 +157,11 @@ class HarnessWalk(Walk):
             raise WorkerFault("harness_error", f"the reference's harness run died: "
                               f"{fault.detail}", fault.output_tail) from None
 
-    def _harness_request(self, source: str, entry: str) -> dict:
-        """Returns the worker request that writes the module and test files and runs them."""
+    def _harness_request(self, source: str, entry: str, reference: bool) -> dict:
+        """Returns the worker request that writes the module and test files and runs them;
+        `reference`: the task's reference, run for its outputs with every autotuner held to
+        one config (`LaunchCounter.one_config`): a candidate's are compared with them within
+        the task's tolerance, which any config's rounding falls inside."""
         task = self.task
         module = "kernel" if task.suite != "rocm" else f"test_{task.name.replace('.', '_')}"
         if task.suite == "rocm":
@@ -169,14 +172,15 @@ class HarnessWalk(Walk):
             files = {f"{module}.py": source, "harness_tests.py": task.harness}
         return {"op": "harness", "dir": _FILES_DIR, "files": files, "suite": task.suite,
                 "module": module, "entry": entry if task.suite == "kernelbench" else task.entry_point,
-                "seed": self.c.harness_seed, "trials": len(task.cases_for(self.c.device.backend))}
+                "seed": self.c.harness_seed, "trials": len(task.cases_for(self.c.device.backend)),
+                "one_config": reference}
 
-    def _run(self, source: str, entry: str, limit_s: float,
-             require_launch: bool = True) -> tuple[dict, harness_outputs.Outputs]:
+    def _run(self, source: str, entry: str, limit_s: float, require_launch: bool = True,
+             reference: bool = False) -> tuple[dict, harness_outputs.Outputs]:
         """Runs the harness on `source` in a leased sandboxed worker, the device shared,
         then retires it; returns (report, outputs), or raises Failed. Its wall time is
         `check_s`."""
-        request = self._harness_request(source, entry)
+        request = self._harness_request(source, entry, reference)
         asked = time.monotonic()
         with self.c.candidates.lease() as worker:
             self.c.meter.request("candidate.lease", time.monotonic() - asked)  # the wait for one

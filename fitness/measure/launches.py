@@ -1,5 +1,7 @@
 """Counts a process's Triton launches and, on request, turns them into compilations alone:
-the worker counts a candidate's launches, the checker compiles a baseline without running it."""
+the worker counts a candidate's launches, the checker compiles a baseline without running it.
+For a suite's reference run for its outputs, every autotuner runs its first config that
+compiles instead of benchmarking them all (`one_config`)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import contextlib
 
 class LaunchCounter:
     """Counts Triton launches (compiled and interpreted) made outside warm-up; inside
-    `compiling_only`, turns every launch into a compilation alone."""
+    `compiling_only`, turns every launch into a compilation alone; with `one_config`, an
+    autotuner launches its first config that compiles, benchmarking none."""
 
     def __init__(self):
         self.count = 0
@@ -16,6 +19,7 @@ class LaunchCounter:
         self.compile_only = False
         self.withheld = 0  # launches that `compiling_only` turned into compilations
         self.compiled: list = []  # what those compilations returned (kernels, or futures of them)
+        self.one_config = False
 
     def install(self) -> None:
         from triton.runtime import autotuner, interpreter, jit
@@ -75,10 +79,14 @@ class LaunchCounter:
     def _wrap_autotuner(self, run):
         """Returns Autotuner.run that, compiling only, compiles each config it would benchmark
         and keeps no choice: a benchmark of launches that never happen would cache an
-        arbitrary config for the calls that count."""
+        arbitrary config for the calls that count. With `one_config`, it runs the first config
+        (in the tuner's pruned order) that compiles and fits the device, as the autotuner
+        itself would skip one that does not (`_one_config_run`)."""
         counter = self
 
         def tuned_run(tuner, *args, **kwargs):
+            if counter.one_config and not counter.compile_only and len(tuner.configs) > 1:
+                return _one_config_run(run, tuner, args, kwargs)
             if not counter.compile_only:
                 return run(tuner, *args, **kwargs)
             tuner.nargs = dict(zip(tuner.arg_names, args))
@@ -91,3 +99,32 @@ class LaunchCounter:
 
         tuned_run.__wrapped__ = run
         return tuned_run
+
+
+def _one_config_run(run, tuner, args: tuple, kwargs: dict):
+    """Runs `tuner` held to one config: the first of its pruned configs whose launch does not
+    fail as the autotuner's own benchmark skips a config (too many resources, a compile-time
+    assertion, ptxas). The configs of an autotuner differ in speed, not in what they compute,
+    and a suite's reference that benchmarks them all can take minutes (TritonBench-revised's
+    int8_dequant_matmul: 418 configs for each of its shapes, still tuning after 100 s on an
+    H200; RESULTS.md#reference-autotune). The tuner runs as given for a single config
+    (Triton's own path, its pre-hook included)."""
+    from triton.runtime import autotuner
+
+    skipped = tuple(getattr(autotuner, name) for name in ("OutOfResources", "CompileTimeAssertionFailure",
+                                                          "PTXASError") if hasattr(autotuner, name))
+    tuner.nargs = dict(zip(tuner.arg_names, args))
+    try:
+        configs = tuner.prune_configs(kwargs)
+    finally:
+        tuner.nargs = None
+    every = tuner.configs
+    for at, config in enumerate(configs):
+        tuner.configs = [config]
+        try:
+            return run(tuner, *args, **kwargs)
+        except skipped:
+            if at == len(configs) - 1:
+                raise
+        finally:
+            tuner.configs = every

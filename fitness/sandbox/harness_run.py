@@ -51,7 +51,8 @@ def run(request: dict, device, launches) -> dict:
     Request keys: dir (folder to write into, in the worker's directory), files (name ->
     text), suite (tritonbench-revised | rocm | kernelbench), module (the kernel module's
     stem), entry (KernelBench's Model or ModelNew), seed (None keeps the harness's seeds; an
-    int salts each seed it sets), trials (KernelBench). The report: phase reached (import |
+    int salts each seed it sets), trials (KernelBench), one_config (a reference's run: every
+    autotuner held to its first config that compiles, `LaunchCounter.one_config`). The report: phase reached (import |
     run | done), error, Triton launches, pytest outcomes, and the outputs' specs and
     structure. Timing is the judge's (`fitness.judge.performance_inputs`), never done here."""
     workdir = os.path.abspath(request["dir"])
@@ -63,6 +64,7 @@ def run(request: dict, device, launches) -> dict:
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     harness = _Harness(request, workdir, device)
     launches.count = 0
+    launches.one_config = bool(request.get("one_config"))
     try:
         _salt_seeds(request["seed"])
         harness.report.update(_write_outputs(workdir, _RUNNERS[request["suite"]](harness)))
