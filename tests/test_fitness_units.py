@@ -51,6 +51,18 @@ def test_an_output_behind_another_allocation_is_read_from_its_own_place_in_the_r
                                  "offset": 0}])
 
 
+def test_a_fill_that_another_context_cut_is_told_from_the_case_s_quickest():
+    from fitness.judge.timed_batch import burst_cut
+
+    # an H200's vector_add bursts read 1.05-1.16 ms (RESULTS.md#fill-exposure); a time slice
+    # of another context in the middle adds milliseconds
+    assert not burst_cut(1.16, [1.148, 1.05])
+    assert burst_cut(1.05 + 2.0, [1.148, 1.05])
+    # a worker that slows every fill from the start cannot raise the bound past its quickest
+    assert burst_cut(9.0, [4.0, 1.05, 4.1])
+    assert not burst_cut(0.02, [0.01]) and not burst_cut(5.0, [])  # a tiny case; the first burst
+
+
 def test_the_host_words_lent_to_a_worker_cannot_be_shrunk_under_the_checker():
     from fitness.processes.host_words import PAGE_BYTES, HostWords
 

@@ -41,6 +41,8 @@ if sys.argv[1].startswith("one config"):
 
     if sys.argv[1] == "one config, the first too big":
         add_one.configs[0].pre_hook = too_big
+    if sys.argv[1] == "one config, the last with more warps":
+        add_one.configs[2].num_warps = 8
     counter = LaunchCounter()
     counter.install()
     counter.one_config = True
@@ -85,6 +87,10 @@ def test_a_reference_run_launches_the_first_config_and_benchmarks_none():
 
 def test_a_reference_run_skips_a_config_the_device_cannot_fit_as_the_autotuner_would():
     assert _probe("one config, the first too big") == "1 128 1"
+
+
+def test_a_reference_run_takes_the_config_with_the_most_warps_the_quickest_to_compile():
+    assert _probe("one config, the last with more warps") == "1 256 1"
 
 
 def test_a_gpu_worker_keeps_tritons_benchmarker():

@@ -199,43 +199,12 @@ def _loss_rows(batch, run: int, specs, got: float) -> dict:
                 batch.snapshot[run][16384:16384 + 32].view(torch.float32).tolist()}
 
 
-class BurstBatch(timed_batch.TimedBatch):
-    """`TimedBatch` whose fill draws every run's inputs in this process's own memory first,
-    then copies them into the lent sets back to back (the fill's exposure, RESULTS.md
-    #fill-exposure: a burst shorter than a time slice leaves a kernel of the worker's no turn
-    before the fill is complete); `copy_ms` has each burst's length by this stream's events."""
-
-    def __init__(self, *args):
-        self.copy_ms = []  # per fill, its copies' two events
-        super().__init__(*args)
-
-    def fill(self) -> None:
-        drawn = min(self.runs, timed_batch.CHECKED_RUNS)
-        self.checked = sorted(random.sample(range(self.runs), drawn))
-        marks = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
-        with torch.cuda.stream(self.stream):
-            made = [self._make_inputs() for _ in self.sets]
-            marks[0].record(self.stream)
-            for specs, values in zip(self.sets, made):
-                for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
-                    if isinstance(view, torch.Tensor):
-                        view.copy_(value)
-            marks[1].record(self.stream)
-        self.fresh = {run: made[run] for run in self.checked}
-        self.copy_ms.append(marks)
-
-    def copies_ms(self) -> list[float]:
-        return [round(began.elapsed_time(ended), 3) for began, ended in self.copy_ms]
-
-
-def two_process(child: Child, task, params, runs: int, device,
-                burst: bool) -> tuple[list, list, list, int]:
+def two_process(child: Child, task, params, runs: int, device) -> tuple[list, list, list, int]:
     """Returns (per-run us of each batch by the judge's clock, and by the child's events
     around its runs, verdict kinds, runs a batch held, each `release`'s wall ms: the fill, a
-    wait for the GPU to turn to this context included; the child's staging ms by part; with
-    `burst`, each fill's copy ms)."""
-    kind = BurstBatch if burst else timed_batch.TimedBatch
-    batch = kind(task, params, runs, device, True, None)
+    wait for the GPU to turn to this context included; the child's staging ms by part; each
+    fill's burst ms, the staging copy's first)."""
+    batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
     tag = f"b{random.randrange(1 << 30)}"
     for fd, label in ((batch.buffer.export(), tag), (batch.words.export(), tag + host_words.TAG)):
         shared_memory.send_fd(child.channel, fd, label)
@@ -259,16 +228,13 @@ def two_process(child: Child, task, params, runs: int, device,
     finally:
         held = batch.runs
         batch.close()
-    return per_run, child_us, kinds, held, release_ms, stage_ms, (
-        batch.copies_ms() if burst else None)
+    return per_run, child_us, kinds, held, release_ms, stage_ms, [round(ms, 3) for ms in batch.fill_ms]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", nargs=2, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--instrumented", action="store_true")
-    parser.add_argument("--fill", choices=("product", "burst"), default="product",
-                        help="burst: every run's inputs drawn first, then copied back to back")
     parser.add_argument("--tasks", default="vector_add,embedding,row_sum,cross_entropy")
     parser.add_argument("--cases", type=int, default=1, help="first cases of each task")
     parser.add_argument("--out", help="JSON lines, one per case (required but in the child)")
@@ -288,10 +254,10 @@ def main() -> None:
             for case in task.cases_for(device.backend)[:args.cases]:
                 started = time.monotonic()
                 events_us, runs = events_and_runs(task, case.params, device, entry)
-                judged, own, kinds, held, release_ms, stage_ms, copy_ms = two_process(
-                    child, task, case.params, runs, device, args.fill == "burst")
+                judged, own, kinds, held, release_ms, stage_ms, fill_ms = two_process(
+                    child, task, case.params, runs, device)
                 row = {"task": name, "case": case.name, "instrumented": args.instrumented,
-                       "fill": args.fill, "copy_ms": copy_ms,
+                       "fill_ms": fill_ms,
                        "events_us": events_us, "judge_us": statistics.median(judged),
                        "ratio": round(statistics.median(judged) / events_us, 3),
                        "child_ratio": round(statistics.median(own) / events_us, 3),

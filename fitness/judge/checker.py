@@ -27,7 +27,7 @@ from fitness.processes import host_words, protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
 from fitness.judge import checking
-from fitness.judge.timed_batch import TimedBatch, remove_files
+from fitness.judge.timed_batch import FillCut, TimedBatch, remove_files
 
 @dataclasses.dataclass
 class _Prepared:
@@ -249,11 +249,13 @@ class Checker:
 
     def timed_release(self, request: dict) -> dict:
         """GPU: one batch by the judge's clock (`TimedBatch.release`); replies with the
-        microseconds from `go` to `done`, or the timeout."""
+        microseconds from `go` to `done`, the timeout, or the fills another context cut."""
         try:
             elapsed_us = self.timed[request["token"]].release(request["go"], request["limit_s"])
         except TimeoutError as error:
             return {"ok": True, "timeout": str(error)}
+        except FillCut as error:
+            return {"ok": True, "fill_cut": str(error)}
         return {"ok": True, "elapsed_us": elapsed_us}
 
     def timed_judge(self, request: dict) -> dict:

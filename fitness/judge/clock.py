@@ -127,6 +127,9 @@ def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
     if released.get("timeout"):
         worker.kill()
         raise Failed("timed", "timeout", released["timeout"])
+    if released.get("fill_cut"):  # its GPU work ran through the judge's fills (`TimedBatch.fill`)
+        worker.kill()
+        raise Failed("timed", "cheat_background_work", released["fill_cut"])
     reply = armed or worker.finish(request, deadline, c.limits.bench_s)
     if not reply.get("ok"):
         raise Failed("timed", reply.get("kind", "runtime_error"), str(reply.get("trace", "")))

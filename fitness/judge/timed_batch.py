@@ -41,8 +41,20 @@ POISON_BYTES = range(0xF0, 0xFF)
 of magnitude 10,112 or more in every float dtype (float16's least), so an output left unwritten
 fails whatever the reference; 0x80-0xBF, drawn before, read as negatives down to 1e-38 in
 float32, which pass beside a reference of zeros."""
+FILL_SLACK = 2.0
+FILL_FLOOR_MS = 0.1
+"""A fill's burst is cut (`burst_cut`) past FILL_SLACK x the case's quickest +
+FILL_FLOOR_MS: a time slice of another context lasts milliseconds, its own copies' spread a
+few percent (RESULTS.md#fill-exposure)."""
+FILL_TRIES = 3
+"""Fills a batch may draw before one is whole; past them its worker is failed as
+`cheat_background_work`: a worker's own batch leaves the GPU idle while it waits for `go`."""
 _DRAW = random.SystemRandom()
 _POLL_S = 0.0002
+
+
+class FillCut(RuntimeError):
+    """Every fill of a batch was cut by another context's turn on the GPU (`TimedBatch.release`)."""
 
 
 class TimedBatch:
@@ -85,14 +97,20 @@ class TimedBatch:
             self.sets.append([{"at": next(at), **spec} if "dtype" in spec else spec
                               for spec in self.layout])
         self.regions = [{"at": at, "nbytes": region_bytes} for at in offsets[runs * per_run:]]
-        for specs in self.sets:  # valid values to warm up and capture on
-            for view, value in zip(shared_memory.unpack(self.buffer, specs), staging):
-                if isinstance(view, torch.Tensor):
-                    view.copy_(value)
         self.words = host_words.HostWords.create()
         self.stream = torch.cuda.Stream()
+        self.burst = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        self.fill_ms: list[float] = []  # each fill's burst, by this stream's events
+        with torch.cuda.stream(self.stream):  # valid values to warm up and capture on
+            self.burst[0].record(self.stream)
+            for specs in self.sets:
+                for view, value in zip(shared_memory.unpack(self.buffer, specs), staging):
+                    if isinstance(view, torch.Tensor):
+                        view.copy_(value)
+            self.burst[1].record(self.stream)
         self.poison()
         torch.cuda.synchronize()
+        self.fill_ms.append(self.burst[0].elapsed_time(self.burst[1]))
 
     def share(self) -> dict:
         """Returns the lent buffer's layout for the worker (its descriptor goes separately)."""
@@ -123,19 +141,34 @@ class TimedBatch:
                 self.buffer.view(region["at"], torch.uint8, [region["nbytes"]], [1], 0).fill_(poison)
 
     def fill(self) -> None:
-        """GPU: draws the runs to check, makes each run's inputs (values no worker has seen)
-        and puts them in its lent set, on this process's stream (`release`'s first part).
-        Only the drawn runs' private inputs are kept."""
+        """GPU: draws the runs to check, makes every run's inputs (values no worker has seen)
+        in this process's private memory, then copies them into the lent sets in one burst
+        between two of this stream's events (`release`'s first part). Only the drawn runs'
+        private inputs are kept.
+
+        Drawing and copying one run after another took 8-33 ms a batch, with host gaps
+        between launches in which a kernel the worker left running gets the GPU and reads
+        each set as soon as it is complete (RESULTS.md#fill-exposure); the burst is the
+        copies alone, back to back (1-2 ms on an H200), and `_fill_cut` tells one that
+        another context's turn cut."""
         self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
-        self.fresh = {}
         with torch.cuda.stream(self.stream):
-            for run, specs in enumerate(self.sets):
-                values = self._make_inputs()
+            made = [self._make_inputs() for _ in self.sets]
+            self.burst[0].record(self.stream)
+            for specs, values in zip(self.sets, made):
                 for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
                     if isinstance(view, torch.Tensor):
                         view.copy_(value)
-                if run in self.checked:
-                    self.fresh[run] = values
+            self.burst[1].record(self.stream)
+        self.fresh = {run: made[run] for run in self.checked}
+
+    def _fill_cut(self) -> bool:
+        """GPU, the fill waited for: whether its burst was cut (`burst_cut`), against every
+        burst of this case before it (the staging copy's included)."""
+        took_ms = self.burst[0].elapsed_time(self.burst[1])
+        cut = burst_cut(took_ms, self.fill_ms)
+        self.fill_ms.append(took_ms)
+        return cut
 
     def take_snapshot(self) -> None:
         """GPU: enqueues a copy of the drawn runs' regions and lent inputs on the current
@@ -159,9 +192,19 @@ class TimedBatch:
         clock, but for the microseconds this process takes to wake from the wait. Nothing of
         this process is queued on the device while the runs go: a wait for `done` pending in
         the checker's context cost about 130 us a batch in context switches
-        (RESULTS.md#host-clock)."""
-        self.fill()
-        self.stream.synchronize()
+        (RESULTS.md#host-clock). A fill another context's turn cut (`_fill_cut`) is drawn
+        again, `FILL_TRIES` fills at most; past them raises FillCut."""
+        for _ in range(FILL_TRIES):
+            self.fill()
+            self.stream.synchronize()
+            if not self._fill_cut():
+                break
+        else:
+            took = ", ".join(f"{ms:.2f}" for ms in self.fill_ms[-FILL_TRIES:])
+            raise FillCut(f"another context had the GPU in the middle of each of {FILL_TRIES} "
+                          f"fills of the judge's inputs ({took} ms, against {min(self.fill_ms):.2f} "
+                          "ms at the quickest): device work the worker left running could read "
+                          "the inputs before the clock starts")
         words = self.words
         began = time.perf_counter_ns()
         words.store("go", go)
@@ -242,6 +285,15 @@ class TimedBatch:
         for specs in self.files:
             remove_files(self.input_dir, specs)
         self.files = []
+
+
+def burst_cut(took_ms: float, earlier_ms: list[float]) -> bool:
+    """Whether a fill's burst that took `took_ms` was cut: past `FILL_SLACK` times the
+    quickest of the case's `earlier_ms` plus `FILL_FLOOR_MS`, another context had the GPU in
+    the middle of it, and whatever ran there could read the sets already copied. A worker
+    can slow the quickest, never hasten it, so the bound holds against one that keeps the
+    GPU busy."""
+    return bool(earlier_ms) and took_ms > FILL_SLACK * min(earlier_ms) + FILL_FLOOR_MS
 
 
 def remove_files(directory: str | None, specs) -> None:

@@ -1,7 +1,7 @@
 """Counts a process's Triton launches and, on request, turns them into compilations alone:
 the worker counts a candidate's launches, the checker compiles a baseline without running it.
-For a suite's reference run for its outputs, every autotuner runs its first config that
-compiles instead of benchmarking them all (`one_config`)."""
+For a suite's reference run for its outputs, every autotuner runs one config that compiles
+instead of benchmarking them all (`one_config`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import contextlib
 class LaunchCounter:
     """Counts Triton launches (compiled and interpreted) made outside warm-up; inside
     `compiling_only`, turns every launch into a compilation alone; with `one_config`, an
-    autotuner launches its first config that compiles, benchmarking none."""
+    autotuner launches one config that compiles (`_one_config_run`), benchmarking none."""
 
     def __init__(self):
         self.count = 0
@@ -79,9 +79,9 @@ class LaunchCounter:
     def _wrap_autotuner(self, run):
         """Returns Autotuner.run that, compiling only, compiles each config it would benchmark
         and keeps no choice: a benchmark of launches that never happen would cache an
-        arbitrary config for the calls that count. With `one_config`, it runs the first config
-        (in the tuner's pruned order) that compiles and fits the device, as the autotuner
-        itself would skip one that does not (`_one_config_run`)."""
+        arbitrary config for the calls that count. With `one_config`, it runs one config that
+        compiles and fits the device, as the autotuner itself would skip one that does not
+        (`_one_config_run`)."""
         counter = self
 
         def tuned_run(tuner, *args, **kwargs):
@@ -102,20 +102,22 @@ class LaunchCounter:
 
 
 def _one_config_run(run, tuner, args: tuple, kwargs: dict):
-    """Runs `tuner` held to one config: the first of its pruned configs whose launch does not
-    fail as the autotuner's own benchmark skips a config (too many resources, a compile-time
-    assertion, ptxas). The configs of an autotuner differ in speed, not in what they compute,
-    and a suite's reference that benchmarks them all can take minutes (TritonBench-revised's
-    int8_dequant_matmul: 418 configs for each of its shapes, still tuning after 100 s on an
-    H200; RESULTS.md#reference-autotune). The tuner runs as given for a single config
-    (Triton's own path, its pre-hook included)."""
+    """Runs `tuner` held to one config: of its pruned configs, the first with the most warps
+    whose launch does not fail as the autotuner's own benchmark skips a config (too many
+    resources, a compile-time assertion, ptxas). The configs of an autotuner differ in speed,
+    not in what they compute, and a suite's reference that benchmarks them all can take
+    minutes (TritonBench-revised's int8_dequant_matmul: 418 configs for each of its shapes,
+    still tuning after 100 s on an H200). Most warps: a thread's share of the tile shrinks
+    with them, and so does the compile (chunk_retention_ops's backward with one warp was
+    still compiling after 100 s; RESULTS.md#reference-autotune). The tuner runs as given for
+    a single config (Triton's own path, its pre-hook included)."""
     from triton.runtime import autotuner
 
     skipped = tuple(getattr(autotuner, name) for name in ("OutOfResources", "CompileTimeAssertionFailure",
                                                           "PTXASError") if hasattr(autotuner, name))
     tuner.nargs = dict(zip(tuner.arg_names, args))
     try:
-        configs = tuner.prune_configs(kwargs)
+        configs = sorted(tuner.prune_configs(kwargs), key=lambda config: -(config.num_warps or 0))
     finally:
         tuner.nargs = None
     every = tuner.configs

@@ -52,7 +52,7 @@ def run(request: dict, device, launches) -> dict:
     text), suite (tritonbench-revised | rocm | kernelbench), module (the kernel module's
     stem), entry (KernelBench's Model or ModelNew), seed (None keeps the harness's seeds; an
     int salts each seed it sets), trials (KernelBench), one_config (a reference's run: every
-    autotuner held to its first config that compiles, `LaunchCounter.one_config`). The report: phase reached (import |
+    autotuner held to one config that compiles, `LaunchCounter.one_config`). The report: phase reached (import |
     run | done), error, Triton launches, pytest outcomes, and the outputs' specs and
     structure. Timing is the judge's (`fitness.judge.performance_inputs`), never done here."""
     workdir = os.path.abspath(request["dir"])
