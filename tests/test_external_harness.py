@@ -216,41 +216,26 @@ def test_kernelbench_triton_modelnew_passes_and_the_pytorch_baseline_launches_no
     assert baseline.failure_kind == "no_triton_launch"
 
 
-AUTOTUNED_SCALE_SHIFT = '''
-import torch
-import triton
-import triton.language as tl
-
-LAUNCHED = []  # the BLOCK_SIZE of every launch, the autotuner's benchmark launches included
+AUTOTUNE = """LAUNCHED = []  # the BLOCK_SIZE of every launch, the autotuner's benchmark launches included
 
 
 @triton.autotune(configs=[triton.Config({"BLOCK_SIZE": b}, pre_hook=lambda nargs, b=b: LAUNCHED.append(b))
                           for b in (128, 256, 512)], key=["n_elements"])
 @triton.jit
-def _scale_shift_kernel(x_ptr, out_ptr, n_elements, scale, shift, BLOCK_SIZE: tl.constexpr):
-    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask, other=0.0).to(tl.float32)
-    tl.store(out_ptr + offsets, (x * scale + shift).to(out_ptr.dtype.element_ty), mask=mask)
-
-
-def scale_shift(x, scale, shift):
-    out = torch.empty_like(x)
-    n_elements = out.numel()
-    _scale_shift_kernel[lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)](x, out, n_elements, scale, shift)
-    return out
-'''
+def _scale_shift_kernel("""
 
 
 def test_a_reference_is_run_for_its_outputs_with_each_autotuner_held_to_one_config(runner, scale_shift):
     # TritonBench-revised's int8_dequant_matmul reference tunes 418 configs a shape and was
     # still tuning after 100 s on an H200: the outputs need one config, not the fastest
-    task = dataclasses.replace(scale_shift, name="scale_shift_autotuned_reference",
-                               baseline_source=AUTOTUNED_SCALE_SHIFT,
+    autotuned = scale_shift.baseline_source.replace("@triton.jit\ndef _scale_shift_kernel(", AUTOTUNE)
+    autotuned = autotuned.replace(", BLOCK_SIZE=256)", ")")
+    assert "LAUNCHED" in autotuned and "BLOCK_SIZE=256" not in autotuned
+    task = dataclasses.replace(scale_shift, name="scale_shift_autotuned_reference", baseline_source=autotuned,
                                harness=scale_shift.harness + "\nresult_gold['launched'] = torch.tensor(LAUNCHED)\n")
     outputs = harness.reference(runner, task)
     assert outputs.values[outputs.structure["launched"]["leaf"]].tolist() == [128, 128, 128]  # 3 calls
-    candidate = _evaluate(runner, task, AUTOTUNED_SCALE_SHIFT)  # a candidate tunes as it likes
+    candidate = _evaluate(runner, task, autotuned)  # a candidate tunes as it likes
     assert candidate.failure_kind == "wrong_shape" and "launched" in candidate.error_trace  # 12 launches
 
 

@@ -149,7 +149,7 @@ class TimedBatch:
         Drawing and copying one run after another took 8-33 ms a batch, with host gaps
         between launches in which a kernel the worker left running gets the GPU and reads
         each set as soon as it is complete (RESULTS.md#fill-exposure); the burst is the
-        copies alone, back to back (1-2 ms on an H200), and `_fill_cut` tells one that
+        copies alone, back to back (a few ms at most), and `_fill_cut` tells one that
         another context's turn cut."""
         self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
         with torch.cuda.stream(self.stream):

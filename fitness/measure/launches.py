@@ -107,7 +107,7 @@ def _one_config_run(run, tuner, args: tuple, kwargs: dict):
     resources, a compile-time assertion, ptxas). The configs of an autotuner differ in speed,
     not in what they compute, and a suite's reference that benchmarks them all can take
     minutes (TritonBench-revised's int8_dequant_matmul: 418 configs for each of its shapes,
-    still tuning after 100 s on an H200). Most warps: a thread's share of the tile shrinks
+    still tuning after 100 s). Most warps: a thread's share of the tile shrinks
     with them, and so does the compile (chunk_retention_ops's backward with one warp was
     still compiling after 100 s; RESULTS.md#reference-autotune). The tuner runs as given for
     a single config (Triton's own path, its pre-hook included)."""
