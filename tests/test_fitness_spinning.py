@@ -29,6 +29,9 @@ LIMIT_S = 8.0
 machine; the spinning one holds its worker this long."""
 SLACK_S = 4.0
 """What a loaded machine may add to a kill's round trip and the walk's own work."""
+BEFORE_THE_CALL_S = 8.0
+"""The import and precompile before the spinning call, each under its own limit: 6.8 s on
+a loaded 2-core machine in one CI run."""
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +55,7 @@ def test_the_spinning_kernel_ends_as_a_timeout_within_its_limit_plus_grace(round
     spinning = _spinning(beside)
     assert (spinning.kind, spinning.stage) == ("timeout", "run"), spinning.trace
     # from its import to the end of its first call: the call ran the whole limit, no more
-    assert LIMIT_S <= spinning.compile_s <= LIMIT_S + watchdog.GRACE_S + SLACK_S
+    assert LIMIT_S <= spinning.compile_s <= BEFORE_THE_CALL_S + LIMIT_S + watchdog.GRACE_S
 
 
 def test_the_other_twenty_verdicts_arrive_as_without_it(rounds):

@@ -394,6 +394,31 @@ def test_a_baseline_timing_waits_out_every_holder_stragglers_and_compiling_ones_
     assert gate.counters()["stragglers"] == 0
 
 
+def test_a_baseline_timing_goes_ahead_beside_a_suite_reference_run_for_its_outputs():
+    # a reference compiling for minutes held the baseline, and every walk behind it; the
+    # baseline goes ahead with the reference's worker stopped (`clock.time_case`)
+    gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.1)
+    entered, release = threading.Event(), threading.Event()
+    events = []
+
+    def reference():
+        with gate.shared(reference=True):
+            entered.set()
+            release.wait(timeout=10)
+            events.append("reference-end")
+
+    thread = threading.Thread(target=reference)
+    thread.start()
+    entered.wait(timeout=5)
+    started = time.monotonic()
+    with gate.exclusive(alone=True):
+        events.append("baseline")
+    waited_s = time.monotonic() - started
+    release.set()
+    thread.join(timeout=5)
+    assert events == ["baseline", "reference-end"] and waited_s < 1.0
+
+
 def test_timing_waits_for_a_candidate_that_is_loading_however_long_it_takes():
     gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.1)
     entered = threading.Event()

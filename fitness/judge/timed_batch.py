@@ -101,6 +101,7 @@ class TimedBatch:
         self.stream = torch.cuda.Stream()
         self.burst = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         self.fill_ms: list[float] = []  # each fill's burst, by this stream's events
+        self.stream.wait_stream(torch.cuda.current_stream())  # the staging values made there
         with torch.cuda.stream(self.stream):  # valid values to warm up and capture on
             self.burst[0].record(self.stream)
             for specs in self.sets:

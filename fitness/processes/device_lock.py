@@ -22,17 +22,17 @@ class DeviceLock:
 
     A timing run waits for short shared holders (device work from start to end) at most
     `straggler_wait_s`: past that, one is spinning until its stage limit kills it. It goes
-    ahead beside compiling ones (a first call, mostly Triton's compiler on the CPU): waiting
-    idled the pool, since no new holder starts while timing waits, and their one launch at
-    the end at worst slows a measurement. It waits for loading ones (a candidate's import)
-    to the end: a module may launch device work at import to slow whatever is timed beside
-    it; the stall watch and the import limit bound a long import.
+    ahead beside compiling ones (mostly Triton's compiler on the CPU: waiting idled the
+    pool, since no new holder starts while timing waits). It waits for loading ones (a
+    candidate's import, which may launch device work) to the end.
 
     A baseline's timing (`exclusive(alone=True)`) waits for every holder to the end,
-    compiling ones included: its numbers are the denominator of every speedup of its task,
-    so a candidate whose call keeps the device busy past the straggler wait would otherwise
-    make every candidate of the task look faster. The wait is bounded by the holders' own
-    stage limits, and a baseline is timed once per task.
+    compiling ones included: its numbers are the denominator of every speedup of its task.
+    The wait is bounded by the holders' own stage limits. A suite's reference run for its
+    outputs (`reference`: trusted, minutes at worst) is not waited for: the baseline goes
+    ahead with every candidate worker stopped, the reference's included (`clock.time_case`);
+    one compiling for minutes held every walk behind the waiting baseline
+    (RESULTS.md#reference-autotune).
     """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3,
@@ -45,6 +45,7 @@ class DeviceLock:
         self._shared = 0
         self._compiling = 0
         self._loading = 0
+        self._references = 0
         self._exclusive = False
         self._writers_waiting = 0
         self._busy_since: float | None = None
@@ -73,10 +74,11 @@ class DeviceLock:
             self._busy_since = None
 
     @contextlib.contextmanager
-    def shared(self, compiling: bool = False, loading: bool = False):
+    def shared(self, compiling: bool = False, loading: bool = False, reference: bool = False):
         """Holds the device alongside other shared holders; `compiling`: mostly CPU work
         (a first call that compiles), which a timing run does not wait for; `loading`: a
-        candidate's import, which a timing run waits for to the end."""
+        candidate's import, which a timing run waits for to the end; `reference`: a suite's
+        reference run, which a baseline's timing does not wait for."""
         asked = time.monotonic()
         with self._cond:
             while self._exclusive or self._writers_waiting:
@@ -86,6 +88,7 @@ class DeviceLock:
             self._shared += 1
             self._compiling += compiling
             self._loading += loading
+            self._references += reference
         try:
             yield
         finally:
@@ -93,6 +96,7 @@ class DeviceLock:
                 self._shared -= 1
                 self._compiling -= compiling
                 self._loading -= loading
+                self._references -= reference
                 self._leave()
                 self._cond.notify_all()
 
@@ -144,7 +148,7 @@ class DeviceLock:
         deadline = draining + self._straggler_wait_s
         while True:
             if alone:
-                if not self._shared:
+                if self._shared == self._references:
                     break
                 self._wait(asked)
                 continue
