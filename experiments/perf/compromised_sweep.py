@@ -116,12 +116,14 @@ def main() -> None:
                          if beside.ref_latency_us and quiet.ref_latency_us else None)
             emit(row(path, cheat, quiet, interpreted, baseline_inflation=inflation, import_seen=seen,
                      **{"pass": seen and inflation is not None and inflation <= bound}))
-    print(f"\n{'cheat':<38} {'class':<6} {'correct':<8} {'speedup':>8} {'twin':>8} {'ratio':>7}  verdict")
+    print(f"\n{'cheat':<50} {'class':<6} {'correct':<8} {'speedup':>8} {'twin':>8} {'ratio':>7}  verdict")
     for item in sorted(rows, key=lambda r: int(r["class"].split()[0])):
         fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else "-"  # noqa: E731
         note = (f" next={item['next_correct']}/{fmt(item['next_speedup'])}" if "next_correct" in item
                 else f" baseline x{fmt(item['baseline_inflation'])}" if "baseline_inflation" in item else "")
-        print(f"{item['file']:<38} {item['class'].split()[0]:<6} {str(item['correct']):<8} "
+        if not item["correct"]:  # how it was caught: a compile error is not a caught cheat
+            note += f" ({item['failure_kind']})"
+        print(f"{item['file']:<50} {item['class'].split()[0]:<6} {str(item['correct']):<8} "
               f"{fmt(item['speedup']):>8} {fmt(item['twin_speedup']):>8} {fmt(item['ratio']):>7}  "
               f"{'PASS' if item['pass'] else 'FAIL'}{note}")
     print(f"bound: {'1.5x overall (interpreter)' if interpreted else '5% per case of 20 us or more'}; "
