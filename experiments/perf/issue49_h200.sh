@@ -5,8 +5,7 @@
 # rehearses every step on a CPU machine (ORDINARY=4: fewer ordinary candidates). Takes the
 # parts to run (default all): spinning, replies, corpus (the claude-3.5-sonnet comp set, or
 # CORPUS_MODELS: comma-separated sets or `all`, from .corpus/ carried: `llm_corpus_build.py`;
-# CORPUS_S its wall limit) and
-# timeslice (`timeslice_probe.py`, CUDA only).
+# CORPUS_S its wall limit) and timeslice (`timeslice_probe.py`, CUDA only).
 PARTS=${*:-spinning replies corpus}
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 DEVICE=${DEVICE:-cuda}

@@ -45,6 +45,11 @@ GOAL_GATE_REFUSED = 0.02
 """Of the replies GEAK-eval marks correct, the share the gate may refuse."""
 
 
+def _open_text(path: pathlib.Path):
+    """Opens a text file for reading, gunzipped when its name ends in .gz."""
+    return (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8")
+
+
 def load_corpus(folder: str, models: list[str] | None = None, limit: int | None = None) -> list[dict]:
     """Returns the corpus rows of `folder` (`<model>.jsonl` or `.jsonl.gz`), the first `limit`
     of each model, only `models` when given; raises FileNotFoundError naming what is missing."""
@@ -54,8 +59,7 @@ def load_corpus(folder: str, models: list[str] | None = None, limit: int | None 
         raise FileNotFoundError(f"no <model>.jsonl(.gz) in {root} (build it with llm_corpus_build.py)")
     by_model: dict[str, list[dict]] = {}
     for path in files:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as handle:
+        with _open_text(path) as handle:
             for line in handle:
                 if line.strip():
                     row = json.loads(line)
@@ -288,8 +292,7 @@ def gate_only(rows: list[dict], tasks: dict, verdicts_path: str | None = None) -
 
     geak = {}
     if verdicts_path:
-        opener = gzip.open if verdicts_path.endswith(".gz") else open  # as the data folder keeps it
-        with opener(verdicts_path, "rt", encoding="utf-8") as handle:
+        with _open_text(pathlib.Path(verdicts_path)) as handle:  # .json.gz, as data/ keeps it
             geak = {(r["model"], r["row"]): r for r in json.load(handle)["rows"]}
     passed = {"geak_call": [0, 0], "geak_exec": [0, 0]}  # [GEAK passed, the gate refuses]
     refused: dict[str, list[str]] = {}

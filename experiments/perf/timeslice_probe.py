@@ -6,8 +6,8 @@ never ends (a volatile load of a flag nobody sets), as a compromised worker coul
 stream; this process times its own work before and while it runs: a tiny kernel (how long
 this context waits for its turn), device-to-device copies of 64 MiB to 1 GiB (does a copy
 wait for a turn, and is it cut into several), and a vector_add-shaped fill (15 runs of two
-2^24 fp32 inputs, drawn and copied one after another, as `TimedBatch.fill` does; and the same
-sets drawn first in private memory and copied in one burst). The wall
+2^24 fp32 inputs, drawn and copied one after another, as fitness-13's `TimedBatch.fill` did;
+and the same sets drawn first in private memory and copied in one burst, as it does now). The wall
 time of each, beside its quiet one, tells the time slice, how much GPU time the other
 context got during a fill, and whether a fill shorter than a slice runs in one turn (what a
 fill drawn first in private memory and copied in one burst would need).

@@ -102,13 +102,7 @@ class TimedBatch:
         self.burst = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         self.fill_ms: list[float] = []  # each fill's burst, by this stream's events
         self.stream.wait_stream(torch.cuda.current_stream())  # the staging values made there
-        with torch.cuda.stream(self.stream):  # valid values to warm up and capture on
-            self.burst[0].record(self.stream)
-            for specs in self.sets:
-                for view, value in zip(shared_memory.unpack(self.buffer, specs), staging):
-                    if isinstance(view, torch.Tensor):
-                        view.copy_(value)
-            self.burst[1].record(self.stream)
+        self._burst([staging] * runs)  # valid values to warm up and capture on
         self.poison()
         torch.cuda.synchronize()
         self.fill_ms.append(self.burst[0].elapsed_time(self.burst[1]))
@@ -155,13 +149,19 @@ class TimedBatch:
         self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
         with torch.cuda.stream(self.stream):
             made = [self._make_inputs() for _ in self.sets]
+        self._burst(made)
+        self.fresh = {run: made[run] for run in self.checked}
+
+    def _burst(self, values_by_run: list) -> None:
+        """Copies each run's values into its lent set, back to back on this process's stream,
+        between the two `burst` events."""
+        with torch.cuda.stream(self.stream):
             self.burst[0].record(self.stream)
-            for specs, values in zip(self.sets, made):
+            for specs, values in zip(self.sets, values_by_run):
                 for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
                     if isinstance(view, torch.Tensor):
                         view.copy_(value)
             self.burst[1].record(self.stream)
-        self.fresh = {run: made[run] for run in self.checked}
 
     def _fill_cut(self) -> bool:
         """GPU, the fill waited for: whether its burst was cut (`burst_cut`), against every

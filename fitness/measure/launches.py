@@ -89,16 +89,22 @@ class LaunchCounter:
                 return _one_config_run(run, tuner, args, kwargs)
             if not counter.compile_only:
                 return run(tuner, *args, **kwargs)
-            tuner.nargs = dict(zip(tuner.arg_names, args))
-            try:
-                configs = tuner.prune_configs(kwargs) if len(tuner.configs) > 1 else tuner.configs
-                for config in configs:
-                    tuner.fn.run(*args, **kwargs, **config.all_kwargs())
-            finally:
-                tuner.nargs = None
+            configs = _pruned(tuner, args, kwargs) if len(tuner.configs) > 1 else tuner.configs
+            for config in configs:
+                tuner.fn.run(*args, **kwargs, **config.all_kwargs())
 
         tuned_run.__wrapped__ = run
         return tuned_run
+
+
+def _pruned(tuner, args: tuple, kwargs: dict) -> list:
+    """Returns the configs `tuner` would benchmark for this call (its pruning reads the call's
+    arguments from `tuner.nargs`, set for the call only)."""
+    tuner.nargs = dict(zip(tuner.arg_names, args))
+    try:
+        return tuner.prune_configs(kwargs)
+    finally:
+        tuner.nargs = None
 
 
 def _one_config_run(run, tuner, args: tuple, kwargs: dict):
@@ -115,11 +121,7 @@ def _one_config_run(run, tuner, args: tuple, kwargs: dict):
 
     skipped = tuple(getattr(autotuner, name) for name in ("OutOfResources", "CompileTimeAssertionFailure",
                                                           "PTXASError") if hasattr(autotuner, name))
-    tuner.nargs = dict(zip(tuner.arg_names, args))
-    try:
-        configs = sorted(tuner.prune_configs(kwargs), key=lambda config: -(config.num_warps or 0))
-    finally:
-        tuner.nargs = None
+    configs = sorted(_pruned(tuner, args, kwargs), key=lambda config: -(config.num_warps or 0))
     every = tuner.configs
     for at, config in enumerate(configs):
         tuner.configs = [config]
