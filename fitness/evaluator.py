@@ -149,7 +149,9 @@ class Evaluator:
         kernels, candidates' and baselines'), timing_wait_s (timing runs waiting for the device),
         drain_wait_s and stragglers (of that wait, the part spent draining shared holders, and
         the runs that went ahead beside one past `straggler_wait_s`),
-        walk_wait_s (walks waiting for the device while timing waited or ran), gpu_s (sum over candidates), ..."""
+        walk_wait_s (walks waiting for the device while timing waited or ran), gpu_s (sum over
+        candidates), ready_wait_s and renew_s (leases of candidate workers waiting for one's
+        start-up, and putting a fresh one in place at their end), ..."""
         with self._lock:
             return {"evaluated": self._evaluated, **self.gate.counters(),
                     "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
@@ -158,6 +160,8 @@ class Evaluator:
                     "device_error": self._unresponsive,
                     "respawns": (self._candidates.respawns + self._baselines.respawns
                                  + self._checkers.respawns),
+                    "ready_wait_s": self._candidates.ready_wait_s,
+                    "renew_s": self._candidates.renew_s,
                     **self._cascade.meter.snapshot(), "sandboxed": self.settings.sandboxed}
 
     def in_progress(self) -> list[dict]:

@@ -229,6 +229,19 @@ def test_outputs_are_json_and_csv(tmp_path):
     assert out.with_suffix(".csv").read_text().splitlines()[0].startswith("model,task,row,")
 
 
+def test_a_resumed_run_keeps_the_replies_an_earlier_run_judged_and_scores_the_rest(tmp_path):
+    judged, pending = _record("alpha", "t1", True, True, wall_s=3.0), _record("alpha", "t2", False, False)
+    pending.done = False
+    earlier = tmp_path / "earlier.json"
+    llm_corpus.write_outputs(str(earlier), {"device": "x"}, [judged, pending],
+                             llm_corpus.summarize([judged, pending]))
+    records = [llm_corpus.Verdicts("alpha", "t1", 0), llm_corpus.Verdicts("alpha", "t2", 0),
+               llm_corpus.Verdicts("beta", "t1", 0)]
+    assert llm_corpus.resumed(records, [str(earlier)]) == 1
+    assert records[0] == judged  # every field as the earlier run left it
+    assert not records[1].done and not records[2].done  # scored now
+
+
 # ---- the script ---------------------------------------------------------------------------
 
 def test_the_script_runs_end_to_end_on_the_interpreter(tmp_path):

@@ -101,6 +101,8 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
                 scored_at[evaluation.candidate_id] = time.monotonic() - start
                 walks[futures[future]].append((seconds, evaluation))
                 if len(evaluations) % 20 == 0:  # partial numbers survive a cut-off run
+                    print("  requests so far (count, mean ms): " + requests_line(before, evaluator.stats()),
+                          flush=True)
                     print(f"  {len(evaluations)}/{len(batch)} scored in "
                           f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}; "
                           f"{where_time_went(before, evaluator.stats())}", flush=True)
@@ -110,15 +112,16 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         kernel_s = after["kernel_s"] - before["kernel_s"]
         waited_s = after["timing_wait_s"] - before["timing_wait_s"]
         print(f"  sandbox {sandbox}: {stage_means(evaluations)} per candidate", flush=True)
-        print("  requests (count, mean ms): " + ", ".join(
-            f"{name} {count} {1e3 * (after['request_s'][name] - before['request_s'].get(name, 0)) / max(count - before['requests'].get(name, 0), 1):.0f}"
-            for name, count in sorted(after["requests"].items())), flush=True)
+        print("  requests (count, mean ms): " + requests_line(before, after), flush=True)
         print(f"  timing runs waited for the device {waited_s:.1f} s in all "
               f"({100 * waited_s / wall_s:.0f}% of the wall time; draining shared holders "
               f"{after['drain_wait_s'] - before['drain_wait_s']:.1f} s, "
               f"{after['stragglers'] - before['stragglers']} went ahead beside a straggler); "
               f"walks waited for it {after['walk_wait_s'] - before['walk_wait_s']:.1f} s in all",
               flush=True)
+        print(f"  one worker per candidate: leases waited for a fresh worker's start-up "
+              f"{after['ready_wait_s'] - before['ready_wait_s']:.1f} s in all, lease ends put "
+              f"a fresh one in place in {after['renew_s'] - before['renew_s']:.1f} s", flush=True)
         alone_s = sum(after["request_s"].get(name, 0.0) - before["request_s"].get(name, 0.0)
                       for name in HELD_ALONE)
         print(f"  device held alone to time: {alone_s:.1f} s ({100 * alone_s / wall_s:.0f}% of "
@@ -165,8 +168,21 @@ def where_time_went(before: dict, now: dict, top: int = 4) -> str:
              for name, seconds in now["request_s"].items()}
     busiest = sorted(spent.items(), key=lambda item: -item[1])[:top]
     return (f"timing waited {now['timing_wait_s'] - before['timing_wait_s']:.0f} s, walks "
-            f"{now['walk_wait_s'] - before['walk_wait_s']:.0f} s; most time in "
+            f"{now['walk_wait_s'] - before['walk_wait_s']:.0f} s; leases waited for a start-up "
+            f"{now['ready_wait_s'] - before['ready_wait_s']:.0f} s, renewed workers "
+            f"{now['renew_s'] - before['renew_s']:.0f} s; most time in "
             + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in busiest))
+
+
+def requests_line(before: dict, now: dict) -> str:
+    """Returns each request's count since `before` and its mean milliseconds, by name."""
+    parts = []
+    for name, count in sorted(now["requests"].items()):
+        count -= before["requests"].get(name, 0)
+        if count:
+            seconds = now["request_s"][name] - before["request_s"].get(name, 0.0)
+            parts.append(f"{name} {count} {1e3 * seconds / count:.0f}")
+    return ", ".join(parts)
 
 
 def walker_seconds(walks: dict, capacity_s: float) -> str:

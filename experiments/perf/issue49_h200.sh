@@ -5,7 +5,8 @@
 # rehearses every step on a CPU machine (ORDINARY=4: fewer ordinary candidates). Takes the
 # parts to run (default all): spinning, replies, corpus (the claude-3.5-sonnet comp set, or
 # CORPUS_MODELS: comma-separated sets or `all`, from .corpus/ carried: `llm_corpus_build.py`;
-# CORPUS_S its wall limit) and timeslice (`timeslice_probe.py`, CUDA only).
+# CORPUS_S its wall limit; CORPUS_RESUME: earlier runs' JSONs, comma-separated, whose judged
+# replies are kept and not scored again) and timeslice (`timeslice_probe.py`, CUDA only).
 PARTS=${*:-spinning replies corpus}
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 DEVICE=${DEVICE:-cuda}
@@ -41,7 +42,7 @@ step "a whole TritonBench-G set through the Evaluator and GEAK-eval's check, eve
 models=${CORPUS_MODELS:-claude-3.5-sonnet-comp}; [ "$models" = all ] && models=""
 timeout $(( ${CORPUS_S:-300} + 40 )) $py experiments/perf/llm_corpus.py --corpus .corpus --geak .corpus/geak \
   --models "$models" --device $DEVICE --workers 10 --geak-workers 6 \
-  --max-wall-s ${CORPUS_S:-300} ${CORPUS_ARGS:-} --out $OUT/llm_corpus.json > $OUT/corpus.txt 2>&1
+  --max-wall-s ${CORPUS_S:-300} --resume "${CORPUS_RESUME:-}" ${CORPUS_ARGS:-} --out $OUT/llm_corpus.json > $OUT/corpus.txt 2>&1
 grep -v -i warn $OUT/corpus.txt | tail -12 | cut -c1-300
 gpu
 fi

@@ -277,6 +277,10 @@ def _parse_args() -> argparse.Namespace:
                              "and write what there is")
     parser.add_argument("--out", default="llm_corpus.json", help="JSON results (and .csv beside)")
     parser.add_argument("--dump", default=None, help="write each disagreeing reply's code here")
+    parser.add_argument("--resume", default="",
+                        help="comma-separated earlier --out JSONs (.json or .json.gz): their "
+                             "replies with both verdicts are kept, not scored again, and the "
+                             "tables cover the union (one measurement over several device calls)")
     parser.add_argument("--verdicts", help="with --gate-only: an earlier run's --out JSON; "
                         "also count the replies its GEAK check passed that the gate refuses now")
     parser.add_argument("--gate-only", action="store_true",
@@ -338,7 +342,8 @@ def main() -> None:
     records = [Verdicts(row["model"], row["task"] and common.task_name(row["task"]), row["row"])
                for row in rows]
     records = [dataclasses.replace(r, task=None) if r.task not in tasks else r for r in records]
-    work = sorted((pair for pair in zip(rows, records) if pair[1].task),
+    kept = resumed(records, [path for path in args.resume.split(",") if path])
+    work = sorted((pair for pair in zip(rows, records) if pair[1].task and not pair[1].done),
                   key=lambda pair: (pair[1].task, pair[1].model))
     evaluator = Evaluator(settings)
     checker = geak_correctness.Checker(timeout_s=args.geak_timeout)
@@ -353,11 +358,13 @@ def main() -> None:
             "settings": {"workers": args.workers, "geak_workers": args.geak_workers,
                          "limits": dataclasses.asdict(limits), "walk_bound_s": bound_s,
                          "geak_timeout_s": args.geak_timeout, "sandbox": args.sandbox,
-                         "corpus": args.corpus, "models": args.models or "all", "limit": args.limit},
-            "pending_at_deadline": pending}
+                         "corpus": args.corpus, "models": args.models or "all", "limit": args.limit,
+                         "resume": args.resume},
+            "pending_at_deadline": pending, "kept_from_earlier_runs": kept}
     summaries = summarize(records)
     print(f"device: {info['device']} ({info['backend']}), {info['date']}, wall {info['wall_s']} s, "
-          f"an evaluation's bound {bound_s:g} s, GEAK step limit {args.geak_timeout:g} s")
+          f"an evaluation's bound {bound_s:g} s, GEAK step limit {args.geak_timeout:g} s; "
+          f"{kept} replies' verdicts kept from {args.resume or 'no earlier run'}")
     print(table(summaries))
     print("\n".join(goals(summaries[-1])))
     over = over_limit_lines(records)
@@ -375,6 +382,26 @@ def main() -> None:
     evaluator.close()
     if pending:
         os._exit(0)  # a thread that never returned would hold the interpreter's exit
+
+
+def resumed(records: list[Verdicts], paths: list[str]) -> int:
+    """Fills in, from the earlier runs' JSONs at `paths`, every record they judged both ways
+    (same model, row and task), which is then not scored again; returns how many. A reply an
+    earlier run left pending is scored now."""
+    earlier = {}
+    for path in paths:
+        with _open_text(pathlib.Path(path)) as handle:
+            for row in json.load(handle)["rows"]:
+                if row.get("done"):
+                    earlier[(row["model"], row["row"], row["task"])] = row
+    fields = {field.name for field in dataclasses.fields(Verdicts)}
+    kept = 0
+    for at, record in enumerate(records):
+        row = earlier.get((record.model, record.row, record.task))
+        if row is not None and record.task:
+            records[at] = Verdicts(**{key: value for key, value in row.items() if key in fields})
+            kept += 1
+    return kept
 
 
 def score_all(work: list, pools: dict, jobs: dict, deadline: float, started: float,

@@ -236,7 +236,8 @@ class Checker:
         if not share:
             return {"ok": True, "runs": batch.runs}
         for lent, tag in ((batch.buffer, token), (batch.words, token + host_words.TAG)):
-            fd = lent.export()
+            with timing.phase("export"):
+                fd = lent.export()
             try:
                 shared_memory.send_fd(self.channel, fd, tag)
             finally:
@@ -267,7 +268,8 @@ class Checker:
         batch = self.timed.pop(request["token"], None)
         if batch is not None:
             batch.close()
-        shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
+        with timing.phase("uncache"):
+            shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True}
 
 

@@ -20,6 +20,7 @@ import time
 import torch
 
 from fitness.judge import checking
+from fitness.measure import timing
 from fitness.processes import host_words, protocol, shared_memory
 
 BATCH_BYTES = 4 << 30
@@ -70,7 +71,8 @@ class TimedBatch:
                  input_dir: str | None):
         self.task, self.params, self.device = task, params, device
         self.input_dir = input_dir
-        staging = task.make_inputs(params, _DRAW.getrandbits(62), device.torch_device)
+        with timing.phase("make"):
+            staging = task.make_inputs(params, _DRAW.getrandbits(62), device.torch_device)
         self.layout = protocol.layouts(staging)
         self.buffer = None
         self.fresh: dict[int, list] = {}  # the current batch's private inputs, by run
@@ -84,12 +86,14 @@ class TimedBatch:
         tensors = [v for v in staging if isinstance(v, torch.Tensor)]
         spans = [protocol.extent(t.shape, t.stride(), t.storage_offset()) * t.element_size()
                  for t in tensors]
-        expected = checking.as_list(task.reference(*staging))
+        with timing.phase("reference"):
+            expected = checking.as_list(task.reference(*staging))
         region_bytes = 2 * sum(t.numel() * t.element_size() for t in expected) + REGION_SLACK_BYTES
         region_bytes = -(-region_bytes // shared_memory.ALIGN_BYTES) * shared_memory.ALIGN_BYTES
         self.runs = runs = max(2, min(runs, BATCH_BYTES // (sum(spans) + region_bytes)))
         offsets, total = shared_memory.layout(spans * runs + [region_bytes] * runs)
-        self.buffer = shared_memory.allocator(torch.cuda.current_device())(total)
+        with timing.phase("allocate"):
+            self.buffer = shared_memory.allocator(torch.cuda.current_device())(total)
         per_run = len(tensors)
         self.sets = []  # per run: the input specs, as `shared_memory.unpack` reads them
         for run in range(runs):
@@ -102,9 +106,10 @@ class TimedBatch:
         self.burst = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         self.fill_ms: list[float] = []  # each fill's burst, by this stream's events
         self.stream.wait_stream(torch.cuda.current_stream())  # the staging values made there
-        self._burst([staging] * runs)  # valid values to warm up and capture on
-        self.poison()
-        torch.cuda.synchronize()
+        with timing.phase("stage"):
+            self._burst([staging] * runs)  # valid values to warm up and capture on
+            self.poison()
+            torch.cuda.synchronize()
         self.fill_ms.append(self.burst[0].elapsed_time(self.burst[1]))
 
     def share(self) -> dict:
@@ -196,8 +201,9 @@ class TimedBatch:
         (RESULTS.md#host-clock). A fill another context's turn cut (`_fill_cut`) is drawn
         again, `FILL_TRIES` fills at most; past them raises FillCut."""
         for _ in range(FILL_TRIES):
-            self.fill()
-            self.stream.synchronize()
+            with timing.phase("fill"):
+                self.fill()
+                self.stream.synchronize()
             if not self._fill_cut():
                 break
         else:
@@ -218,10 +224,11 @@ class TimedBatch:
             if now > hot_until:
                 time.sleep(_POLL_S)
         ended = time.perf_counter_ns()
-        with torch.cuda.stream(self.stream):
-            self.take_snapshot()
-        self.poison()
-        self.stream.synchronize()
+        with timing.phase("snapshot"):
+            with torch.cuda.stream(self.stream):
+                self.take_snapshot()
+            self.poison()
+            self.stream.synchronize()
         return (ended - began) / 1e3
 
     def judge(self, outputs: list, output_dir: str | None) -> dict:
@@ -250,7 +257,8 @@ class TimedBatch:
                 actual = self._outputs(run, specs, output_dir)
             except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
                 return {"kind": "wrong_type", "detail": f"run {run}: unreadable outputs: {error}"}
-            expected = checking.as_list(self.task.reference(*inputs))
+            with timing.phase("reference"):
+                expected = checking.as_list(self.task.reference(*inputs))
             verdict = checking.compare_outputs(expected, actual, self.task.tolerance)
             if verdict["kind"] is not None:
                 return {**verdict, "detail": f"timed run {run}: {verdict.get('detail', '')}"}
@@ -276,9 +284,10 @@ class TimedBatch:
     def close(self) -> None:
         """Frees the lent buffer, the host words and any input files left."""
         if self.buffer is not None:
-            self.buffer.release()
-            self.buffer = None
-            self.words.release()
+            with timing.phase("free"):
+                self.buffer.release()
+                self.buffer = None
+                self.words.release()
         self._remove_files()
         self.fresh = {}
 

@@ -9,7 +9,9 @@ import threading
 SPENT_PHASES = frozenset({
     "prepare", "warm", "settle", "timed", "buffers", "release", "all",  # timing.SPENT_S
     "cpu", "system", "queued", "make", "reference", "allocate", "pack", "export", "uncache",
-    "read", "judge", "digest"})  # the checker's prepare and compare
+    "read", "judge", "digest",  # the checker's prepare and compare
+    "stage", "fill", "snapshot", "free",  # the checker's timed batch
+    "map", "warmup", "capture"})  # a worker's timed_stage
 """The phases a reply may report in "spent_s"; a worker naming others is ignored, so it
 cannot fill the Evaluator's stats with names of its own."""
 

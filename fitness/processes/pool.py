@@ -654,6 +654,8 @@ class WorkerPool:
         self._lock = threading.Lock()
         self._closed = False
         self.respawns = 0
+        self.ready_wait_s = 0.0  # leases waiting for a worker's start-up to finish
+        self.renew_s = 0.0  # leases' ends spent putting a fresh worker in the used one's place
         self.stuck: list[str] = []  # a line per killed process that outlived its SIGKILL
         for _ in range(size + spares):
             self._give_back(self._spawn())
@@ -706,12 +708,15 @@ class WorkerPool:
             worker = self._take_idle()
             if worker.ready and worker.alive:
                 return worker
+            waited = time.monotonic()
             try:
                 worker.wait_ready(self._ready_timeout_s)
                 return worker
             except WorkerFault as fault:
                 failures.append(f"{fault} {fault.output_tail[-500:]}".strip())
                 self._replace(worker)
+            finally:
+                self.ready_wait_s += time.monotonic() - waited
         raise DeviceUnresponsive(f"{self.role} workers on {self.device.name} failed to start "
                                  f"{len(failures)} times in a row; last: {failures[-1]}")
 
@@ -725,6 +730,7 @@ class WorkerPool:
             try:
                 yield worker
             finally:
+                ended = time.monotonic()
                 worker.uses += 1
                 if worker.alive and worker.uses < self._max_uses and not self._closed:
                     self._give_back(worker)
@@ -732,6 +738,7 @@ class WorkerPool:
                     self._renew(worker)
                 else:
                     self._replace(worker)
+                self.renew_s += time.monotonic() - ended
 
     @contextlib.contextmanager
     def frozen(self, but=None):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from fitness.measure import timing
 from fitness.processes import protocol, shared_memory
 
 _ALIGN = shared_memory.ALIGN_BYTES
@@ -117,13 +118,13 @@ class TimedCase:
         """Warms the candidate up on the staging values (a first launch loads a module, which
         synchronizes the context: behind `go`, it would wait for ever) and captures its runs
         in a graph; a candidate that cannot be captured runs eagerly when armed."""
-        with torch.cuda.stream(self.stream):
+        with timing.phase("warmup"), torch.cuda.stream(self.stream):
             for _ in range(warmup_runs):
                 self.call(self.sets[0], None, False)
-        self.stream.synchronize()
+            self.stream.synchronize()
         try:
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, stream=self.stream):
+            with timing.phase("capture"), torch.cuda.graph(graph, stream=self.stream):
                 self.specs = self._runs(capturing=True)
             self.graph = graph
         except Exception:  # capture is an optimisation; eager runs are timed the same way

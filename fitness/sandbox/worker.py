@@ -24,7 +24,7 @@ import socket
 import sys
 import traceback
 
-from fitness.measure import compile_only
+from fitness.measure import compile_only, timing
 from fitness.processes import host_words, modules, protocol
 from fitness.processes import shared_memory
 
@@ -309,16 +309,19 @@ class Worker:
 
         if self.entry is None:
             return {"ok": False, "kind": "harness_error", "trace": "timing before a successful load"}
-        self._release_timed()
-        where = request["where"]
-        buffer = self._mapped(request["token"], where["size"])
-        words = host_words.HostWords.open(
-            shared_memory.receive_fd(self.channel, request["token"] + host_words.TAG, timeout_s=30))
-        self.timed_observed = _Observed()
-        self.timed = timed.TimedCase(buffer, words, where, self._timed_call(self.timed_observed))
-        with self.stall.watching(self.module_path, self.stall_s):
-            staged = self.timed.stage()
-        return {"ok": True, **staged,
+        spent: dict = {}  # where the seconds went: the engine's meter, never a verdict
+        with timing.accounted(spent):
+            self._release_timed()
+            where = request["where"]
+            with timing.phase("map"):
+                buffer = self._mapped(request["token"], where["size"])
+                words = host_words.HostWords.open(shared_memory.receive_fd(
+                    self.channel, request["token"] + host_words.TAG, timeout_s=30))
+            self.timed_observed = _Observed()
+            self.timed = timed.TimedCase(buffer, words, where, self._timed_call(self.timed_observed))
+            with self.stall.watching(self.module_path, self.stall_s):
+                staged = self.timed.stage()
+        return {"ok": True, **staged, "spent_s": spent,
                 "observed": self.timed_observed.report(self.snapshot.changed())}
 
     def arm(self, request: dict) -> dict:

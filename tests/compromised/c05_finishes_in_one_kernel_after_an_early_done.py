@@ -4,7 +4,8 @@
 # expect: no-faster
 # `c05_writes_done_from_its_host` with its runs done by one kernel: in a timed batch on a GPU
 # the first run launches a single kernel over every run's lent inputs and regions (found
-# among the worker's objects) and the other runs launch nothing, while a host thread writes
+# among the worker's objects) and the other runs launch a kernel that does nothing (so the
+# op audit sees a launch in every run: it is a lint, and this tests the clock), while a host thread writes
 # each new `go` into the judge's host page as `done` the moment it appears. A context yields
 # the GPU at a kernel's end; one kernel holds it to its end, a time slice at most (about
 # 2.4 ms on an H200), so the judge's snapshot, queued after `done`, finds every output
@@ -116,4 +117,6 @@ def vector_add(x, y):
     elif run == 0:
         grid = (triton.cdiv(x.numel(), 1024), len(batch.sets))
         _every_run_kernel[grid](_table(batch), x.numel(), BLOCK_SIZE=1024, DTYPE=_DTYPES[x.dtype])
+    else:  # every element masked off: a launch that does nothing
+        _add_kernel[(1,)](x, y, out, 0, BLOCK_SIZE=1024)
     return out
