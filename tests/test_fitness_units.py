@@ -63,6 +63,34 @@ def test_a_fill_that_another_context_cut_is_told_from_the_case_s_quickest():
     assert not burst_cut(0.02, [0.01]) and not burst_cut(5.0, [])  # a tiny case; the first burst
 
 
+def test_the_private_mirror_holds_each_run_s_values_where_the_lent_sets_do():
+    """The fill's mirror is read with the lent sets' specs (byte place, strides, offset in
+    elements): one copy of it lands every value where the worker reads it."""
+    import torch
+
+    from fitness.judge.timed_batch import _view
+    from fitness.processes import protocol, shared_memory
+
+    values = [torch.arange(12, dtype=torch.float32).reshape(3, 4).t(), 7,
+              torch.arange(5, dtype=torch.float16)[1:]]
+    layout = protocol.layouts(values)
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    spans = [protocol.extent(t.shape, t.stride(), t.storage_offset()) * t.element_size()
+             for t in tensors]
+    offsets, total = shared_memory.layout(spans * 2)
+    mirror = torch.zeros(total, dtype=torch.uint8)
+    for run in range(2):
+        at = iter(offsets[run * 2:(run + 1) * 2])
+        specs = [{"at": next(at), **spec} if "dtype" in spec else spec for spec in layout]
+        views = [_view(mirror, spec) for spec in specs]
+        for view, value in zip(views, values):
+            if isinstance(view, torch.Tensor):
+                view.copy_(value + run)
+        again = [_view(mirror, spec) for spec in specs]
+        assert torch.equal(again[0], values[0] + run) and again[0].stride() == values[0].stride()
+        assert again[1] == 7 and torch.equal(again[2], values[2] + run)
+
+
 def test_the_host_words_lent_to_a_worker_cannot_be_shrunk_under_the_checker():
     from fitness.processes.host_words import PAGE_BYTES, HostWords
 

@@ -89,7 +89,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                 c.candidates.frozen(but=worker) if quiet else contextlib.nullcontext()):
             for number in range(batches):
                 if share:
-                    elapsed_us, outputs = _gpu_batch(walk, worker, checker, token)
+                    elapsed_us, outputs = _gpu_batch(walk, worker, checker, token, alone)
                     _judged(walk, checker, token, outputs, case, worker)
                 else:
                     elapsed_us, outputs = _cpu_batch(walk, worker, checker, token, number, case)
@@ -111,9 +111,11 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
             "runs": runs * len(ordered), "method": method, "stopped": stopped}
 
 
-def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
+def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float, list]:
     """One batch by the judge's clock: the worker is asked to arm behind a fresh `go`, the
-    checker releases it (after `ARM_S` at most) and times go..done (`TimedBatch.release`)."""
+    checker releases it (after `ARM_S` at most) and times go..done (`TimedBatch.release`).
+    Fills another context cut fail a candidate, never a `baseline` (trusted code: the cuts
+    were a neighbour's)."""
     c = walk.c
     go = _DRAW.randrange(1, 2**31)  # the host words start at 0
     request = {"op": "arm", "go": go}
@@ -122,7 +124,7 @@ def _gpu_batch(walk, worker, checker, token: str) -> tuple[float, list]:
     if armed is not None and not armed.get("ok"):  # it failed before `go`: nothing to time
         raise Failed("timed", armed.get("kind", "runtime_error"), str(armed.get("trace", "")))
     released = walk._request(checker, {"op": "timed_release", "token": token, "go": go,
-                                       "limit_s": c.limits.bench_s},
+                                       "limit_s": c.limits.bench_s, "cut_fails": not baseline},
                              c.limits.bench_s + GRACE_S)
     if released.get("timeout"):
         worker.kill()

@@ -101,13 +101,23 @@ class TimedBatch:
             self.sets.append([{"at": next(at), **spec} if "dtype" in spec else spec
                               for spec in self.layout])
         self.regions = [{"at": at, "nbytes": region_bytes} for at in offsets[runs * per_run:]]
+        # the lent sets lie first, back to back: one copy from a private mirror of them fills
+        # every run at once (`_burst`)
+        inputs_bytes = offsets[runs * per_run]
+        with timing.phase("allocate"):
+            self.mirror = torch.empty(inputs_bytes, dtype=torch.uint8, device=device.torch_device)
+        self.mirror_sets = [[_view(self.mirror, spec) for spec in specs] for specs in self.sets]
+        self.lent_inputs = self.buffer.view(0, torch.uint8, [inputs_bytes], [1], 0)
         self.words = host_words.HostWords.create()
         self.stream = torch.cuda.Stream()
         self.burst = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         self.fill_ms: list[float] = []  # each fill's burst, by this stream's events
         self.stream.wait_stream(torch.cuda.current_stream())  # the staging values made there
         with timing.phase("stage"):
-            self._burst([staging] * runs)  # valid values to warm up and capture on
+            with torch.cuda.stream(self.stream):
+                for run in range(runs):  # valid values to warm up and capture on
+                    self._mirror(run, staging)
+            self._burst()
             self.poison()
             torch.cuda.synchronize()
         self.fill_ms.append(self.burst[0].elapsed_time(self.burst[1]))
@@ -142,30 +152,40 @@ class TimedBatch:
 
     def fill(self) -> None:
         """GPU: draws the runs to check, makes every run's inputs (values no worker has seen)
-        in this process's private memory, then copies them into the lent sets in one burst
-        between two of this stream's events (`release`'s first part). Only the drawn runs'
-        private inputs are kept.
+        in this process's private mirror of the lent sets, then copies the mirror into them
+        in one copy between two of this stream's events (`release`'s first part). The drawn
+        runs' private inputs are the mirror's, until the next fill.
 
         Drawing and copying one run after another took 8-33 ms a batch, with host gaps
         between launches in which a kernel the worker left running gets the GPU and reads
-        each set as soon as it is complete (RESULTS.md#fill-exposure); the burst is the
-        copies alone, back to back (a few ms at most), and `_fill_cut` tells one that
-        another context's turn cut."""
+        each set as soon as it is complete (RESULTS.md#fill-exposure). A burst of one copy
+        per set still had them where the copies were short: the host enqueued them slower
+        than the device ran them, and the events timed the host (RESULTS.md#one-copy-fill).
+        One copy has no gap, and `_fill_cut` tells one that another context's turn cut."""
         self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
+        kept = {}
         with torch.cuda.stream(self.stream):
-            made = [self._make_inputs() for _ in self.sets]
-        self._burst(made)
-        self.fresh = {run: made[run] for run in self.checked}
+            for run in range(self.runs):
+                made = self._make_inputs()
+                self._mirror(run, made)
+                if run in self.checked:
+                    kept[run] = [view if isinstance(view, torch.Tensor) else value
+                                 for view, value in zip(self.mirror_sets[run], made)]
+        self._burst()
+        self.fresh = kept
 
-    def _burst(self, values_by_run: list) -> None:
-        """Copies each run's values into its lent set, back to back on this process's stream,
-        between the two `burst` events."""
+    def _mirror(self, run: int, values: list) -> None:
+        """Copies one run's values into its set of the private mirror (current stream)."""
+        for view, value in zip(self.mirror_sets[run], values):
+            if isinstance(view, torch.Tensor):
+                view.copy_(value)
+
+    def _burst(self) -> None:
+        """Copies the mirror into the lent sets, one copy on this process's stream between
+        the two `burst` events."""
         with torch.cuda.stream(self.stream):
             self.burst[0].record(self.stream)
-            for specs, values in zip(self.sets, values_by_run):
-                for view, value in zip(shared_memory.unpack(self.buffer, specs), values):
-                    if isinstance(view, torch.Tensor):
-                        view.copy_(value)
+            self.lent_inputs.copy_(self.mirror)
             self.burst[1].record(self.stream)
 
     def _fill_cut(self) -> bool:
@@ -187,7 +207,7 @@ class TimedBatch:
                                  for view in shared_memory.unpack(self.buffer, self.sets[run])]
                            for run in self.checked}
 
-    def release(self, go: int, limit_s: float) -> float:
+    def release(self, go: int, limit_s: float, cut_fails: bool = True) -> float:
         """GPU: `fill` and wait for it; then the judge's clock: this process's monotonic clock
         from storing `go` to reading `done` in the host words. `take_snapshot` follows at
         once, and `poison` for the next batch. Returns the microseconds from `go` to `done`;
@@ -199,12 +219,14 @@ class TimedBatch:
         this process is queued on the device while the runs go: a wait for `done` pending in
         the checker's context cost about 130 us a batch in context switches
         (RESULTS.md#host-clock). A fill another context's turn cut (`_fill_cut`) is drawn
-        again, `FILL_TRIES` fills at most; past them raises FillCut."""
+        again, `FILL_TRIES` fills at most; past them raises FillCut, unless not `cut_fails`
+        (a baseline's worker, which runs trusted code: the cuts were a neighbour's, and the
+        last fill is timed)."""
         for _ in range(FILL_TRIES):
             with timing.phase("fill"):
                 self.fill()
                 self.stream.synchronize()
-            if not self._fill_cut():
+            if not self._fill_cut() or not cut_fails:
                 break
         else:
             took = ", ".join(f"{ms:.2f}" for ms in self.fill_ms[-FILL_TRIES:])
@@ -286,7 +308,8 @@ class TimedBatch:
         if self.buffer is not None:
             with timing.phase("free"):
                 self.buffer.release()
-                self.buffer = None
+                self.buffer = self.mirror = self.lent_inputs = None
+                self.mirror_sets = []
                 self.words.release()
         self._remove_files()
         self.fresh = {}
@@ -295,6 +318,15 @@ class TimedBatch:
         for specs in self.files:
             remove_files(self.input_dir, specs)
         self.files = []
+
+
+def _view(tensor: torch.Tensor, spec: dict):
+    """Returns the value `spec` describes (`shared_memory.unpack`'s), a tensor as a view into
+    the uint8 `tensor` at the spec's byte offset."""
+    if "at" not in spec:
+        return spec.get("value")
+    dtype, shape, stride, offset = protocol.tensor_layout(spec)
+    return torch.as_strided(tensor.view(dtype), shape, stride, spec["at"] // dtype.itemsize + offset)
 
 
 def burst_cut(took_ms: float, earlier_ms: list[float]) -> bool:
