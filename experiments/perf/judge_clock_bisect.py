@@ -228,7 +228,7 @@ def two_process(child: Child, task, params, runs: int, device) -> tuple[list, li
     finally:
         held = batch.runs
         batch.close()
-    return per_run, child_us, kinds, held, release_ms, stage_ms, [round(ms, 3) for ms in batch.fill_ms]
+    return per_run, child_us, kinds, held, release_ms, stage_ms, [round(ms, 3) for ms in [batch.staging_ms, *batch.fill_ms]]
 
 
 def main() -> None:

@@ -44,7 +44,7 @@ def _every_run_kernel(table_ptr, n_elements, BLOCK_SIZE: tl.constexpr, DTYPE: tl
 
 
 _DTYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
-_TABLES: dict = {}  # id of the batch's object -> its address table, made before any capture
+_TABLES: dict = {}  # the batch's addresses -> their table on the device, made before any capture
 
 
 def _batch_of(x):
@@ -65,11 +65,14 @@ def _batch_of(x):
 
 
 def _table(batch):
-    if id(batch) not in _TABLES:  # the first run's output is the first allocation of its region
-        addresses = [[values[0].data_ptr(), values[1].data_ptr(), region.data_ptr()]
-                     for values, region in zip(batch.sets, batch.regions)]
-        _TABLES[id(batch)] = torch.tensor(addresses, dtype=torch.int64, device="cuda").flatten()
-    return _TABLES[id(batch)]
+    """Keyed by the addresses, not the object: a case's object may take a dead one's id, and
+    a stale table sent the kernel to memory released with it (an illegal access on the H200)."""
+    # the first run's output is the first allocation of its region
+    addresses = tuple((values[0].data_ptr(), values[1].data_ptr(), region.data_ptr())
+                      for values, region in zip(batch.sets, batch.regions))
+    if addresses not in _TABLES:
+        _TABLES[addresses] = torch.tensor(addresses, dtype=torch.int64, device="cuda").flatten()
+    return _TABLES[addresses]
 
 
 def _pages() -> list:
