@@ -496,3 +496,35 @@ def test_an_output_made_in_inference_mode_is_poisoned_outside_it():
         instrument.poison(tensor)
         assert not torch.isfinite(tensor).any()
     assert out.is_inference() and not plain.is_inference()
+
+
+def test_a_timed_run_s_outputs_are_checked_on_elements_drawn_at_random_and_small_ones_whole():
+    """`compare`'s sample: a run wrong in 1% of a large output is caught and the element named
+    is one of the wrong ones; an output no larger than the sample is compared whole, so one
+    wrong element of it fails every time; integer outputs are sampled the same way."""
+    import torch
+
+    from fitness.judge import checking
+
+    expected = torch.zeros(1 << 22)
+    actual = expected.clone()
+    wrong = torch.randperm(expected.numel())[: expected.numel() // 100]
+    actual[wrong] = 1.0
+    verdict = checking.compare(expected, actual, 1e-5, 1e-5, sample=1 << 16)
+    assert verdict["kind"] == "mismatch" and f"drawn at random of {1 << 22}" in verdict["detail"]
+    named = int(verdict["detail"].split("first at flat index ")[1].split(":")[0])
+    assert actual[named] == 1.0
+    assert checking.compare(expected, expected.clone(), 1e-5, 1e-5, sample=1 << 16)["kind"] is None
+
+    small = torch.zeros(1000)
+    one_off = small.clone()
+    one_off[637] = 1.0
+    for _ in range(5):
+        verdict = checking.compare(small, one_off, 1e-5, 1e-5, sample=1000)
+        assert verdict["kind"] == "mismatch" and "flat index 637" in verdict["detail"]
+
+    ints = torch.arange(1 << 20)
+    off = ints.clone()
+    off[::2] += 1
+    verdict = checking.compare(ints, off, 0.0, 0.0, sample=1 << 12)
+    assert verdict["kind"] == "mismatch" and "drawn at random" in verdict["detail"]

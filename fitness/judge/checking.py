@@ -15,6 +15,8 @@ loose check may not).
 
 from __future__ import annotations
 
+import random
+
 import torch
 
 DEFAULT_TOLERANCE = {
@@ -47,8 +49,23 @@ def tolerance_for(task_tolerance, dtype: torch.dtype) -> tuple[float, float]:
     return DEFAULT_TOLERANCE.get(name, (0.0, 0.0))
 
 
-def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float) -> dict:
-    """Returns {"kind": None | failure kind, "max_abs_err", "rel_err", "detail"}."""
+_DRAW = random.SystemRandom()
+
+
+def _sampled(expected: torch.Tensor, actual: torch.Tensor, elements: int):
+    """Returns (expected, actual, their flat indices) at `elements` flat positions drawn now
+    from the operating system's RNG, with replacement."""
+    generator = torch.Generator(device=expected.device)
+    generator.manual_seed(_DRAW.getrandbits(63))
+    where = torch.randint(expected.numel(), (elements,), generator=generator,
+                          device=expected.device)
+    return expected.reshape(-1)[where], actual.reshape(-1)[where], where
+
+
+def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float,
+            sample: int | None = None) -> dict:
+    """Returns {"kind": None | failure kind, "max_abs_err", "rel_err", "detail"}; with
+    `sample`, the elements compared are that many drawn at random (shape and dtype whole)."""
     if tuple(actual.shape) != tuple(expected.shape):
         return {"kind": "wrong_shape", "detail": f"output shape {tuple(actual.shape)}, "
                 f"expected {tuple(expected.shape)}"}
@@ -56,19 +73,23 @@ def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: flo
         return {"kind": "wrong_dtype", "detail": f"output dtype {dtype_name(actual.dtype)}, "
                 f"expected {dtype_name(expected.dtype)}"}
     actual = actual.to(expected.device)
+    total, at, of = expected.numel(), None, ""
+    if sample is not None and total > sample:
+        expected, actual, at = _sampled(expected, actual, sample)
+        of = f" drawn at random of {total}"
     if not (expected.is_floating_point() or expected.is_complex()):
         wrong = int((actual != expected).sum())
         return {"kind": "mismatch" if wrong else None, "max_abs_err": float(wrong),
-                "rel_err": float(wrong), "detail": f"{wrong} of {expected.numel()} elements differ"}
+                "rel_err": float(wrong), "detail": f"{wrong} of {expected.numel()} elements{of} differ"}
     exp, act = expected.double(), actual.double()
     exp_nan, act_nan = exp.isnan(), act.isnan()
     bad_nan = (act_nan & ~exp_nan) | (act.isinf() & exp.isfinite())
     if bool(bad_nan.any()):
         index = int(bad_nan.flatten().nonzero()[0])
-        return {"kind": "nan", "detail": f"{int(bad_nan.sum())} of {exp.numel()} outputs are NaN "
-                f"or infinite where the reference is finite (first at flat index {index}: "
-                f"{float(act.flatten()[index])!r}); fresh allocations hold NaN or an infinity "
-                "until written, so an output left unwritten shows as this"}
+        return {"kind": "nan", "detail": f"{int(bad_nan.sum())} of {exp.numel()} outputs{of} are "
+                f"NaN or infinite where the reference is finite (first at flat index "
+                f"{_flat(index, at)}: {float(act.flatten()[index])!r}); fresh allocations hold "
+                "NaN or an infinity until written, so an output left unwritten shows as this"}
     finite = exp.isfinite() & act.isfinite()
     inf_wrong = ~finite & ~exp_nan & (act != exp)
     error = torch.where(finite, (act - exp).abs(), torch.zeros_like(exp))
@@ -81,20 +102,27 @@ def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: flo
     if bool(over.any()):
         index = int(over.flatten().nonzero()[0])
         result.update(kind="mismatch", detail=(
-            f"{int(over.sum())} of {exp.numel()} outputs outside |out - ref| <= atol + rtol*|ref| "
-            f"(atol={atol:g}, rtol={rtol:g}); first at flat index {index}: "
+            f"{int(over.sum())} of {exp.numel()} outputs{of} outside |out - ref| <= atol + "
+            f"rtol*|ref| (atol={atol:g}, rtol={rtol:g}); first at flat index {_flat(index, at)}: "
             f"got {float(act.flatten()[index])!r}, expected {float(exp.flatten()[index])!r}"))
     return result
 
 
-def compare_outputs(expected: list, actual: list, task_tolerance) -> dict:
-    """Compares every output; returns the first failure or the worst errors."""
+def _flat(index: int, at) -> int:
+    """Returns a compared element's flat index in the whole output (`at`: the drawn ones')."""
+    return index if at is None else int(at[index])
+
+
+def compare_outputs(expected: list, actual: list, task_tolerance,
+                    sample: int | None = None) -> dict:
+    """Compares every output (`sample`: that many elements of each, drawn at random);
+    returns the first failure or the worst errors."""
     if len(actual) != len(expected):
         return {"kind": "wrong_type", "detail": f"returned {len(actual)} outputs, "
                 f"expected {len(expected)}"}
     worst = {"kind": None, "max_abs_err": 0.0, "rel_err": 0.0}
     for position, (exp, act) in enumerate(zip(expected, actual)):
-        verdict = compare(exp, act, *tolerance_for(task_tolerance, exp.dtype))
+        verdict = compare(exp, act, *tolerance_for(task_tolerance, exp.dtype), sample)
         if verdict["kind"] is not None:
             if len(expected) > 1:
                 verdict["detail"] = f"output {position}: {verdict['detail']}"

@@ -77,7 +77,11 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
             staged = walk._request(worker, {"op": "timed_stage", "where": opened["shared"],
                                             "token": token}, c.limits.bench_s)
             walk.observe(worker, staged)
-            method = f"judge-{staged['method']}"
+    if share:  # records the runs, launches none: host work that a timing run goes ahead beside
+        with c.device_lock.shared(compiling=True):
+            captured = walk._request(worker, {"op": "timed_capture"}, c.limits.bench_s)
+        walk.observe(worker, captured)
+        method = f"judge-{captured['method']}"
     batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
     per_run_us, stopped = [], "batches"
     try:

@@ -114,14 +114,23 @@ class TimedCase:
             specs.append(arena.place(outputs) if outputs is not None else None)
         return specs
 
-    def stage(self, warmup_runs: int = 2) -> dict:
-        """Warms the candidate up on the staging values (a first launch loads a module, which
-        synchronizes the context: behind `go`, it would wait for ever) and captures its runs
-        in a graph; a candidate that cannot be captured runs eagerly when armed."""
+    def stage(self) -> dict:
+        """`warm_up`, then `capture`."""
+        self.warm_up()
+        return self.capture()
+
+    def warm_up(self, warmup_runs: int = 2) -> None:
+        """Runs the candidate on the staging values (a first launch loads a module, which
+        synchronizes the context: behind `go`, it would wait for ever)."""
         with timing.phase("warmup"), torch.cuda.stream(self.stream):
             for _ in range(warmup_runs):
                 self.call(self.sets[0], None, False)
             self.stream.synchronize()
+
+    def capture(self) -> dict:
+        """Captures the runs in a graph: recorded, none launched (host work, 0.4 s a case on
+        an H200: RESULTS.md#capture-hold); a candidate that cannot be captured runs eagerly
+        when armed."""
         try:
             graph = torch.cuda.CUDAGraph()
             with timing.phase("capture"), torch.cuda.graph(graph, stream=self.stream):

@@ -6,8 +6,8 @@ input tensors the judge made (on a CUDA GPU in a buffer the judge owns, lent on 
 raw files under /inputs). It makes no judgement: what it reports is evidence.
 
 One request each: load, precompile (every case compiled on stand-ins, nothing launched),
-call; per timed case on a GPU, timed_stage (the judge's lent buffer mapped, warm-up, graph
-capture, beside other work) then arm once per batch (`fitness.sandbox.timed`); on the
+call; per timed case on a GPU, timed_stage (the judge's lent buffer mapped, warm-up, beside
+other work) and timed_capture (a CUDA graph of the runs) then arm once per batch (`fitness.sandbox.timed`); on the
 interpreter run_batch (the judge's input files in, output files out, its CPU time read from
 outside); release (the walk is over); harness (an external suite's own harness,
 `fitness.sandbox.harness_run`). A worker serves one candidate (`fitness.processes.pool`).
@@ -303,8 +303,8 @@ class Worker:
         return call
 
     def timed_stage(self, request: dict) -> dict:
-        """Maps the judge's lent buffer of one timed case, warms the candidate up on its
-        staging values and captures its runs (`timed.TimedCase.stage`): beside other work."""
+        """Maps the judge's lent buffer of one timed case and warms the candidate up on its
+        staging values (`timed.TimedCase.warm_up`): beside other work."""
         from fitness.sandbox import timed
 
         if self.entry is None:
@@ -320,8 +320,18 @@ class Worker:
             self.timed_observed = _Observed()
             self.timed = timed.TimedCase(buffer, words, where, self._timed_call(self.timed_observed))
             with self.stall.watching(self.module_path, self.stall_s):
-                staged = self.timed.stage()
-        return {"ok": True, **staged, "spent_s": spent,
+                self.timed.warm_up()
+        return {"ok": True, "spent_s": spent,
+                "observed": self.timed_observed.report(self.snapshot.changed())}
+
+    def timed_capture(self, request: dict) -> dict:
+        """Captures the staged case's runs in a graph (`timed.TimedCase.capture`)."""
+        if self.timed is None:
+            return {"ok": False, "kind": "harness_error", "trace": "capture before timed_stage"}
+        spent: dict = {}
+        with timing.accounted(spent), self.stall.watching(self.module_path, self.stall_s):
+            captured = self.timed.capture()
+        return {"ok": True, **captured, "spent_s": spent,
                 "observed": self.timed_observed.report(self.snapshot.changed())}
 
     def arm(self, request: dict) -> dict:
@@ -426,7 +436,8 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
     def start(init: dict) -> tuple[dict, dict]:
         worker = state["worker"] = Worker(init, channel)
         return ({"load": worker.load, "precompile": worker.precompile, "call": worker.call,
-                 "timed_stage": worker.timed_stage, "arm": worker.arm,
+                 "timed_stage": worker.timed_stage, "timed_capture": worker.timed_capture,
+                 "arm": worker.arm,
                  "run_batch": worker.run_batch, "release": worker.release,
                  "harness": worker.harness},
                 {"shares": worker.shares})
