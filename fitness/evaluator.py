@@ -151,7 +151,8 @@ class Evaluator:
         the runs that went ahead beside one past `straggler_wait_s`),
         walk_wait_s (walks waiting for the device while timing waited or ran), gpu_s (sum over
         candidates), ready_wait_s and renew_s (leases of candidate workers waiting for one's
-        start-up, and putting a fresh one in place at their end), ..."""
+        start-up, and putting a fresh one in place at their end), started_s (the start-ups'
+        phases in all, "device" and "probe", by the workers' own word, and their count), ..."""
         with self._lock:
             return {"evaluated": self._evaluated, **self.gate.counters(),
                     "gpu_s": self._gpu_s, "uptime_s": time.monotonic() - self._started,
@@ -162,6 +163,7 @@ class Evaluator:
                                  + self._checkers.respawns),
                     "ready_wait_s": self._candidates.ready_wait_s,
                     "renew_s": self._candidates.renew_s,
+                    "started_s": dict(self._candidates.started_s),
                     **self._cascade.meter.snapshot(), "sandboxed": self.settings.sandboxed}
 
     def in_progress(self) -> list[dict]:

@@ -121,7 +121,8 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
               flush=True)
         print(f"  one worker per candidate: leases waited for a fresh worker's start-up "
               f"{after['ready_wait_s'] - before['ready_wait_s']:.1f} s in all, lease ends put "
-              f"a fresh one in place in {after['renew_s'] - before['renew_s']:.1f} s", flush=True)
+              f"a fresh one in place in {after['renew_s'] - before['renew_s']:.1f} s; the start-ups "
+              f"waited for, by their own word: {started_line(before, after)}", flush=True)
         alone_s = sum(after["request_s"].get(name, 0.0) - before["request_s"].get(name, 0.0)
                       for name in HELD_ALONE)
         print(f"  device held alone to time: {alone_s:.1f} s ({100 * alone_s / wall_s:.0f}% of "
@@ -172,6 +173,14 @@ def where_time_went(before: dict, now: dict, top: int = 4) -> str:
             f"{now['ready_wait_s'] - before['ready_wait_s']:.0f} s, renewed workers "
             f"{now['renew_s'] - before['renew_s']:.0f} s; most time in "
             + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in busiest))
+
+
+def started_line(before: dict, now: dict) -> str:
+    """Returns the fresh candidate workers' start-up phases since `before` (their own word)."""
+    was, now = before["started_s"], now["started_s"]
+    count = now.get("starts", 0) - was.get("starts", 0)
+    return f"{count} starts, " + ", ".join(
+        f"{phase} {now.get(phase, 0.0) - was.get(phase, 0.0):.1f} s" for phase in ("device", "probe"))
 
 
 def requests_line(before: dict, now: dict) -> str:

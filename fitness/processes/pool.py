@@ -655,6 +655,7 @@ class WorkerPool:
         self._closed = False
         self.respawns = 0
         self.ready_wait_s = 0.0  # leases waiting for a worker's start-up to finish
+        self.started_s: collections.Counter = collections.Counter()  # start-ups' own phases
         self.renew_s = 0.0  # leases' ends spent putting a fresh worker in the used one's place
         self.stuck: list[str] = []  # a line per killed process that outlived its SIGKILL
         for _ in range(size + spares):
@@ -710,7 +711,12 @@ class WorkerPool:
                 return worker
             waited = time.monotonic()
             try:
-                worker.wait_ready(self._ready_timeout_s)
+                started = worker.wait_ready(self._ready_timeout_s).get("started_s")
+                if isinstance(started, dict):  # the worker's own word, for the stats only
+                    self.started_s.update({phase: float(seconds) for phase, seconds in started.items()
+                                           if phase in ("device", "probe")
+                                           and isinstance(seconds, (int, float))})
+                    self.started_s["starts"] += 1
                 return worker
             except WorkerFault as fault:
                 failures.append(f"{fault} {fault.output_tail[-500:]}".strip())

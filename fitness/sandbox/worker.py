@@ -22,6 +22,7 @@ import inspect
 import os
 import socket
 import sys
+import time
 import traceback
 
 from fitness.measure import compile_only, timing
@@ -126,8 +127,13 @@ class Worker:
         self.mapped: list = []  # shared buffers of the last request (its inputs and outputs)
         self.fresh: list = []  # shared buffers this request has mapped so far
         self._loaded = 0
+        began = time.monotonic()
+        torch.empty(1, device=self.device.torch_device)  # a GPU's context is made here
+        made = time.monotonic()
         with instrument.OpRecorder(self.launches):  # the first dispatch mode pays imports
             probe.run(self.device.torch_device)
+        # where a fresh worker's start-up went (its own word: the engine's stats, no verdict)
+        self.started_s = {"device": made - began, "probe": time.monotonic() - made}
 
     def _synchronize(self) -> None:
         if self.device.backend != "interpreter":
@@ -440,7 +446,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
                  "arm": worker.arm,
                  "run_batch": worker.run_batch, "release": worker.release,
                  "harness": worker.harness},
-                {"shares": worker.shares})
+                {"shares": worker.shares, "started_s": worker.started_s})
 
     def on_error(error: BaseException) -> dict:
         # every op's errors, candidate exceptions and sys.exit included, are classified
