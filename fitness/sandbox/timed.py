@@ -126,15 +126,23 @@ class TimedCase:
             for _ in range(warmup_runs):
                 self.call(self.sets[0], None, False)
             self.stream.synchronize()
+        # what `torch.cuda.graph` frees before a capture, freed here, in the warm-up's hold:
+        # freeing device memory unmaps it, and a timing run beside an unmap runs slow
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
 
     def capture(self) -> dict:
         """Captures the runs in a graph: recorded, none launched (host work, 0.4 s a case on
-        an H200: RESULTS.md#capture-hold); a candidate that cannot be captured runs eagerly
-        when armed."""
+        an H200: RESULTS.md#capture-hold), with none of `torch.cuda.graph`'s freeing (done in
+        `warm_up`); a candidate that cannot be captured runs eagerly when armed."""
         try:
             graph = torch.cuda.CUDAGraph()
-            with timing.phase("capture"), torch.cuda.graph(graph, stream=self.stream):
-                self.specs = self._runs(capturing=True)
+            with timing.phase("capture"), torch.cuda.stream(self.stream):
+                graph.capture_begin(capture_error_mode="global")
+                try:
+                    self.specs = self._runs(capturing=True)
+                finally:  # capture mode ends, failed or not (the invalidated one raises here)
+                    graph.capture_end()
             self.graph = graph
         except Exception:  # capture is an optimisation; eager runs are timed the same way
             torch.cuda.synchronize()
