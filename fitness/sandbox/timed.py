@@ -132,9 +132,9 @@ class TimedCase:
         torch.cuda.empty_cache()
 
     def capture(self) -> dict:
-        """Captures the runs in a graph: recorded, none launched (host work, 0.4 s a case on
-        an H200: RESULTS.md#capture-hold), with none of `torch.cuda.graph`'s freeing (done in
-        `warm_up`); a candidate that cannot be captured runs eagerly when armed."""
+        """Captures the runs in a graph: recorded, none launched (host work, the most of a
+        case's staging: RESULTS.md#capture-hold), with none of `torch.cuda.graph`'s freeing
+        (done in `warm_up`); a candidate that cannot be captured runs eagerly when armed."""
         try:
             graph = torch.cuda.CUDAGraph()
             with timing.phase("capture"), torch.cuda.stream(self.stream):
