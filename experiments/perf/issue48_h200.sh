@@ -17,6 +17,8 @@ if [ "$PART" != 2 ]; then
   timeout 90 python3 $P/timeslice_probe.py --out $OUT/timeslice.jsonl 2>&1 | grep -v -i warn | cut -c1-200
   step "the judge's clock across two processes, no Evaluator"
   timeout 40 python3 $P/judge_clock_bisect.py --out $OUT/bisect.jsonl 2>&1 | grep -v -i warn | cut -c1-300
+  step "the same, the child woken by a host thread that launches its runs (a shorter handoff?)"
+  timeout 40 python3 $P/judge_clock_bisect.py --wake host --out $OUT/bisect_host.jsonl 2>&1 | grep -v -i warn | cut -c1-300
   step "the judge's clock against events, every baseline"
   timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 \
     --out $OUT/judge_clock.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600

@@ -32,6 +32,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -67,6 +68,28 @@ class EventedCase(TimedCase):
         return self.events[0].elapsed_time(self.events[1]) * 1e3
 
 
+class HostWokenCase(EventedCase):
+    """`EventedCase` woken by its host instead of its stream's front end: `arm` replies at
+    once, and a thread spins on the host word `go`, then replays the graph and has the stream
+    write `done`. Does a host thread and a launch hand over faster than the front end's wait
+    on `go` (about 160 us a batch, RESULTS.md#host-clock)?"""
+
+    def arm(self, go: int) -> list:
+        from fitness.processes import stream_sync
+
+        self.events = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+        bracketed = _Bracketed(self.graph, self.events, self.stream)
+
+        def woken() -> None:
+            while self.words.load("go") != go:
+                pass
+            bracketed.replay()
+            stream_sync.write_value(self.stream.cuda_stream, self.words.address("done"), go)
+
+        threading.Thread(target=woken, daemon=True).start()
+        return self.specs
+
+
 class _Bracketed:
     """Stands in for the captured graph in `TimedCase.arm`: its replay is recorded between
     two events on the case's stream."""
@@ -80,7 +103,7 @@ class _Bracketed:
         self.events[1].record(self.stream)
 
 
-def serve(channel_fd: int, control_fd: int, instrumented: bool) -> None:
+def serve(channel_fd: int, control_fd: int, instrumented: bool, wake: str) -> None:
     """The child: stages a case on the buffer and words it is sent, arms a batch on each
     request."""
     channel = socket.socket(fileno=channel_fd)
@@ -106,7 +129,7 @@ def serve(channel_fd: int, control_fd: int, instrumented: bool) -> None:
             registered = time.perf_counter()
             call = (worker_caller(device, entry, os.path.abspath(f"diagnose_{task.name}.py"))
                     if instrumented else _caller(entry))
-            case = EventedCase(buffer, words, msg["where"], call)
+            case = (HostWokenCase if wake == "host" else EventedCase)(buffer, words, msg["where"], call)
             reply = case.stage()
             staged = time.perf_counter()
             case.stage()  # again, warm: what the capture of the runs costs by itself
@@ -142,12 +165,12 @@ class Child:
     """The worker's side in a child process, over a socket pair (requests, one JSON line
     each) and a datagram pair (the descriptors)."""
 
-    def __init__(self, instrumented: bool):
+    def __init__(self, instrumented: bool, wake: str):
         self.channel, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.control, far_control = socket.socketpair()
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(far.fileno()), str(far_control.fileno())]
-            + (["--instrumented"] if instrumented else []),
+            [sys.executable, __file__, "--serve", str(far.fileno()), str(far_control.fileno()),
+             "--wake", wake] + (["--instrumented"] if instrumented else []),
             pass_fds=(far.fileno(), far_control.fileno()))
         far.close()
         far_control.close()
@@ -235,18 +258,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--serve", nargs=2, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--instrumented", action="store_true")
+    parser.add_argument("--wake", choices=("stream", "host"), default="stream",
+                        help="the child's runs wait on `go` in its stream (the product) or in "
+                             "a host thread that then launches them (HostWokenCase)")
     parser.add_argument("--tasks", default="vector_add,embedding,row_sum,cross_entropy")
     parser.add_argument("--cases", type=int, default=1, help="first cases of each task")
     parser.add_argument("--out", help="JSON lines, one per case (required but in the child)")
     args = parser.parse_args()
     if args.serve:
         channel_fd, control_fd = args.serve
-        serve(channel_fd, control_fd, args.instrumented)
+        serve(channel_fd, control_fd, args.instrumented, args.wake)
         return
     if not args.out:
         parser.error("--out is required")
     device = detect("cuda")
-    child = Child(args.instrumented)
+    child = Child(args.instrumented, args.wake)
     try:
         for name in args.tasks.split(","):
             task = builtin().get(name)
@@ -257,6 +283,7 @@ def main() -> None:
                 judged, own, kinds, held, release_ms, stage_ms, fill_ms = two_process(
                     child, task, case.params, runs, device)
                 row = {"task": name, "case": case.name, "instrumented": args.instrumented,
+                       "wake": args.wake,
                        "fill_ms": fill_ms,
                        "events_us": events_us, "judge_us": statistics.median(judged),
                        "ratio": round(statistics.median(judged) / events_us, 3),
