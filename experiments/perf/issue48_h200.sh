@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 48's measurements on the GPU box, `source`d from the repository root with the
-# wheelhouse carried and 8dd2dab unpacked in old8dd2dab/ (`mkdir old8dd2dab && git archive
-# 8dd2dab | tar -x -C old8dd2dab`). PART 1 (~8 min): a kernel left running against the fill,
+# wheelhouse carried and the parts of 8dd2dab that its fitness_bench runs unpacked in
+# old8dd2dab/ (`mkdir old8dd2dab && git archive 8dd2dab benchmarks evo fitness operators
+# experiments/perf/fitness_bench.py experiments/perf/machine_use.py | tar -x -C old8dd2dab`:
+# 1.3 MB; the whole tree with the wheelhouse is past what a call carries, 64 MiB). PART 1 (~8 min): a kernel left running against the fill,
 # the judge's clock across two processes (the product's fill and a burst), then against
 # events over every baseline, then the compromised-worker suite; PART 2 (~7 min): throughput
 # against 8dd2dab in the same call, the cheat zoo with the lint off, the honest files. No
