@@ -108,27 +108,27 @@ class TimedBatch:
                               for spec in self.layout])
         self.regions = [{"at": at, "nbytes": region_bytes} for at in offsets[runs * per_run:]]
         # the lent sets lie first, back to back: one copy from a private mirror of them fills
-        # every run at once (`_burst`)
-        inputs_bytes = offsets[runs * per_run]
-        with timing.phase("allocate"):
-            self.mirror = torch.empty(inputs_bytes, dtype=torch.uint8, device=device.torch_device)
-        self.mirror_sets = [[_view(self.mirror, spec) for spec in specs] for specs in self.sets]
-        self.lent_inputs = self.buffer.view(0, torch.uint8, [inputs_bytes], [1], 0)
+        # every run at once (`_burst`); the mirror is made at the first fill, in the device
+        # hold, so that a case waiting for the hold holds no more memory than its lent buffer
+        self.inputs_bytes = offsets[runs * per_run]
+        self.mirror = self.lent_inputs = None
+        self.mirror_sets: list[list] = []
         self.words = host_words.HostWords.create()
         self.stream = torch.cuda.Stream()
         self.burst = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         self.fill_ms: list[float] = []  # each fill's burst, by this stream's events
-        self.staging_ms = 0.0  # the staging copy's, which is no fill's measure (below)
         self.stream.wait_stream(torch.cuda.current_stream())  # the staging values made there
-        with timing.phase("stage"):
-            with torch.cuda.stream(self.stream):
-                for run in range(runs):  # valid values to warm up and capture on
-                    self._mirror(run, staging)
-            self._burst()
+        with timing.phase("stage"), torch.cuda.stream(self.stream):
+            self.burst[0].record(self.stream)
+            for specs in self.sets:  # valid values to warm up and capture on
+                for view, value in zip(shared_memory.unpack(self.buffer, specs), staging):
+                    if isinstance(view, torch.Tensor):
+                        view.copy_(value)
+            self.burst[1].record(self.stream)
             self.poison()
             torch.cuda.synchronize()
-        # Not a fill's yardstick: the same copy with the worker armed behind `go` read 1-2.5
-        # ms more in every fill of a case, try after try (RESULTS.md#one-copy-fill)
+        # No fill's yardstick: set by set, and the same copy as a fill's read 1-2.5 ms more in
+        # every fill of a case, with the worker armed behind `go` (RESULTS.md#one-copy-fill)
         self.staging_ms = self.burst[0].elapsed_time(self.burst[1])
 
     def share(self) -> dict:
@@ -174,20 +174,25 @@ class TimedBatch:
         self.checked = sorted(_DRAW.sample(range(self.runs), min(self.runs, CHECKED_RUNS)))
         kept = {}
         with torch.cuda.stream(self.stream):
+            if self.mirror is None:
+                self._make_mirror()
             for run in range(self.runs):
                 made = self._make_inputs()
-                self._mirror(run, made)
+                for view, value in zip(self.mirror_sets[run], made):
+                    if isinstance(view, torch.Tensor):
+                        view.copy_(value)
                 if run in self.checked:
                     kept[run] = [view if isinstance(view, torch.Tensor) else value
                                  for view, value in zip(self.mirror_sets[run], made)]
         self._burst()
         self.fresh = kept
 
-    def _mirror(self, run: int, values: list) -> None:
-        """Copies one run's values into its set of the private mirror (current stream)."""
-        for view, value in zip(self.mirror_sets[run], values):
-            if isinstance(view, torch.Tensor):
-                view.copy_(value)
+    def _make_mirror(self) -> None:
+        """Makes the private mirror of the lent sets and its views, on the current stream."""
+        self.mirror = torch.empty(self.inputs_bytes, dtype=torch.uint8,
+                                  device=self.device.torch_device)
+        self.mirror_sets = [[_view(self.mirror, spec) for spec in specs] for specs in self.sets]
+        self.lent_inputs = self.buffer.view(0, torch.uint8, [self.inputs_bytes], [1], 0)
 
     def _burst(self) -> None:
         """Copies the mirror into the lent sets, one copy on this process's stream between
