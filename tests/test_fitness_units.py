@@ -68,7 +68,6 @@ def test_the_private_mirror_holds_each_run_s_values_where_the_lent_sets_do():
     elements): one copy of it lands every value where the worker reads it."""
     import torch
 
-    from fitness.judge.timed_batch import _view
     from fitness.processes import protocol, shared_memory
 
     values = [torch.arange(12, dtype=torch.float32).reshape(3, 4).t(), 7,
@@ -82,11 +81,11 @@ def test_the_private_mirror_holds_each_run_s_values_where_the_lent_sets_do():
     for run in range(2):
         at = iter(offsets[run * 2:(run + 1) * 2])
         specs = [{"at": next(at), **spec} if "dtype" in spec else spec for spec in layout]
-        views = [_view(mirror, spec) for spec in specs]
+        views = shared_memory.unpack(mirror, specs)
         for view, value in zip(views, values):
             if isinstance(view, torch.Tensor):
                 view.copy_(value + run)
-        again = [_view(mirror, spec) for spec in specs]
+        again = shared_memory.unpack(mirror, specs)
         assert torch.equal(again[0], values[0] + run) and again[0].stride() == values[0].stride()
         assert again[1] == 7 and torch.equal(again[2], values[2] + run)
 

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 
 from benchmarks.registry import builtin  # noqa: E402
 from evo.records import Candidate, Task, make_candidate  # noqa: E402
+from fitness.processes.pool import STARTUP_PHASES  # noqa: E402
 from machine_use import GpuSampler, HostCpu  # noqa: E402  (beside this script)
 
 _NAIVE_SCRIPT = r'''
@@ -180,7 +181,7 @@ def started_line(before: dict, now: dict) -> str:
     was, now = before["started_s"], now["started_s"]
     count = now.get("starts", 0) - was.get("starts", 0)
     return f"{count} starts, " + ", ".join(
-        f"{phase} {now.get(phase, 0.0) - was.get(phase, 0.0):.1f} s" for phase in ("device", "probe"))
+        f"{phase} {now.get(phase, 0.0) - was.get(phase, 0.0):.1f} s" for phase in STARTUP_PHASES)
 
 
 def requests_line(before: dict, now: dict) -> str:

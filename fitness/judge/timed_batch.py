@@ -191,7 +191,7 @@ class TimedBatch:
         """Makes the private mirror of the lent sets and its views, on the current stream."""
         self.mirror = torch.empty(self.inputs_bytes, dtype=torch.uint8,
                                   device=self.device.torch_device)
-        self.mirror_sets = [[_view(self.mirror, spec) for spec in specs] for specs in self.sets]
+        self.mirror_sets = [shared_memory.unpack(self.mirror, specs) for specs in self.sets]
         self.lent_inputs = self.buffer.view(0, torch.uint8, [self.inputs_bytes], [1], 0)
 
     def _burst(self) -> None:
@@ -333,15 +333,6 @@ class TimedBatch:
         for specs in self.files:
             remove_files(self.input_dir, specs)
         self.files = []
-
-
-def _view(tensor: torch.Tensor, spec: dict):
-    """Returns the value `spec` describes (`shared_memory.unpack`'s), a tensor as a view into
-    the uint8 `tensor` at the spec's byte offset."""
-    if "at" not in spec:
-        return spec.get("value")
-    dtype, shape, stride, offset = protocol.tensor_layout(spec)
-    return torch.as_strided(tensor.view(dtype), shape, stride, spec["at"] // dtype.itemsize + offset)
 
 
 def burst_cut(took_ms: float, earlier_ms: list[float]) -> bool:

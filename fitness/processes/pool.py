@@ -621,6 +621,11 @@ def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_
         os.close(fd)
 
 
+STARTUP_PHASES = ("device", "probe")
+"""What a fresh worker says its start-up took (`fitness.sandbox.worker.Worker`), in the pool's
+`started_s`: its device context, and its probe kernel."""
+
+
 class WorkerPool:
     """`size` workers of one role lent at a time; `lease()` lends one exclusively.
 
@@ -714,7 +719,7 @@ class WorkerPool:
                 started = worker.wait_ready(self._ready_timeout_s).get("started_s")
                 if isinstance(started, dict):  # the worker's own word, for the stats only
                     self.started_s.update({phase: float(seconds) for phase, seconds in started.items()
-                                           if phase in ("device", "probe")
+                                           if phase in STARTUP_PHASES
                                            and isinstance(seconds, (int, float))})
                     self.started_s["starts"] += 1
                 return worker

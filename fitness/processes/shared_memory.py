@@ -201,18 +201,8 @@ class SharedBuffer:
         return self._bytes
 
     def view(self, at: int, dtype, shape, stride, offset: int):
-        """Returns a strided view of `dtype` elements starting `at` bytes in; raises
-        SharedMemoryError if the view would reach outside the allocation."""
-        import torch
-
-        span = protocol.extent(shape, stride, offset)
-        end = at + span * dtype.itemsize
-        if at < 0 or at % dtype.itemsize or end > self.size:
-            raise SharedMemoryError(f"a view of {span} {dtype} elements at byte {at} does not "
-                                    f"fit a shared buffer of {self.size} bytes")
-        # as_strided counts its offset from the start of the storage, not of a slice
-        return torch.as_strided(self.bytes().view(dtype), shape, stride,
-                                at // dtype.itemsize + offset)
+        """Returns a strided view of `dtype` elements starting `at` bytes in (`strided_view`)."""
+        return strided_view(self.bytes(), at, dtype, shape, stride, offset)
 
     def release(self) -> None:
         if self.pointer is None:
@@ -325,15 +315,31 @@ def pack(values, slot_bytes: list[int],
     return buffer, {"size": total, "values": specs, "slots": slots}
 
 
-def unpack(buffer: SharedBuffer, specs: list) -> list:
-    """Returns the values `pack` described, tensors as views into `buffer`."""
+def strided_view(data, at: int, dtype, shape, stride, offset: int):
+    """Returns a strided view of `dtype` elements starting `at` bytes into `data` (a whole
+    uint8 tensor); raises SharedMemoryError if the view would reach outside it."""
+    import torch
+
+    span = protocol.extent(shape, stride, offset)
+    end = at + span * dtype.itemsize
+    if at < 0 or at % dtype.itemsize or end > data.numel():
+        raise SharedMemoryError(f"a view of {span} {dtype} elements at byte {at} does not "
+                                f"fit a buffer of {data.numel()} bytes")
+    # as_strided counts its offset from the start of the storage, not of a slice
+    return torch.as_strided(data.view(dtype), shape, stride, at // dtype.itemsize + offset)
+
+
+def unpack(source, specs: list) -> list:
+    """Returns the values `pack` described, tensors as views into `source`: a SharedBuffer,
+    or a whole uint8 tensor laid out as one (the checker's private mirror of its lent sets)."""
+    data = source.bytes() if isinstance(source, SharedBuffer) else source
     values = []
     for spec in specs:
         if not isinstance(spec, dict) or "at" not in spec:
             values.append(spec.get("value") if isinstance(spec, dict) else None)
             continue
         dtype, shape, stride, offset = protocol.tensor_layout(spec)
-        values.append(buffer.view(spec["at"], dtype, shape, stride, offset))
+        values.append(strided_view(data, spec["at"], dtype, shape, stride, offset))
     return values
 
 
