@@ -131,3 +131,35 @@ for line in sys.stdin:
     thread.join()
     print(burned[0], flush=True)
 """
+
+
+class _RecordingFault:
+    """Timing calls whose recording raises `error` in the checker (pickled there by
+    reference: this module is on the checker's path)."""
+
+    def __init__(self, error: str):
+        self.error = error
+
+    def record(self, device, count):
+        raise RuntimeError(self.error)
+
+
+@pytest.mark.parametrize("error, replaced", [
+    ("CUDA error: an illegal memory access was encountered", True),  # torch's words for it
+    ("the timing code passed no tensor", False),
+])
+def test_a_checker_ends_after_a_fault_that_poisons_its_device_context(tmp_path, error, replaced):
+    # a pooled checker that went on after an illegal memory access failed every later task
+    # it served the same way (RESULTS.md §30)
+    pool = WorkerPool(INTERPRETER, 1, "checker", str(tmp_path))
+    try:
+        with pool.lease() as checker:
+            first = checker.proc.pid
+            reply = checker.request({"op": "record", "calls": _RecordingFault(error), "count": 1}, 60)
+        assert (reply["ok"], reply["kind"], bool(reply.get("fatal"))) == (False, "harness_error", replaced)
+        assert error in reply["trace"]
+        with pool.lease() as checker:
+            assert (checker.proc.pid != first) == replaced
+            assert checker.request({"op": "timed_close", "token": "none"}, 60)["ok"]
+    finally:
+        pool.close()

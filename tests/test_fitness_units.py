@@ -63,6 +63,18 @@ def test_a_fill_that_another_context_cut_is_told_from_the_case_s_quickest():
     assert not burst_cut(0.02, [0.01]) and not burst_cut(5.0, [])  # a tiny case; the first burst
 
 
+def test_the_wait_for_the_judge_s_turn_counts_past_the_least_hand_over():
+    from fitness.judge.timed_batch import TURN_ALLOWANCE_US, turn_charged_us
+
+    # an idle worker's context handed the H200 over in 44-253 us (RESULTS.md#late-turn): an
+    # honest batch pays what its hand-over took past the least
+    assert turn_charged_us(44.0) == 44.0 - TURN_ALLOWANCE_US > 0.0
+    assert turn_charged_us(TURN_ALLOWANCE_US / 2) == 0.0
+    # `done` said 10 us after `go` while a kernel of the worker's own ran 850 us more: all of
+    # it is counted but the allowance, less than any hand-over
+    assert turn_charged_us(850.0 + 100.0) == 950.0 - TURN_ALLOWANCE_US > 850.0
+
+
 def test_the_private_mirror_holds_each_run_s_values_where_the_lent_sets_do():
     """The fill's mirror is read with the lent sets' specs (byte place, strides, offset in
     elements): one copy of it lands every value where the worker reads it."""

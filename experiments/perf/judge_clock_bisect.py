@@ -43,6 +43,7 @@ import torch  # noqa: E402
 from benchmarks.registry import builtin  # noqa: E402
 from fitness.device import detect  # noqa: E402
 from fitness.judge import checking, timed_batch  # noqa: E402
+from fitness.measure import timing  # noqa: E402
 from fitness.processes import host_words, shared_memory  # noqa: E402
 from fitness.sandbox.timed import Arena, TimedCase  # noqa: E402
 from judge_clock_diagnose import (BATCHES, _caller, _entry, events_and_runs,  # noqa: E402
@@ -226,7 +227,8 @@ def two_process(child: Child, task, params, runs: int, device) -> tuple[list, li
     """Returns (per-run us of each batch by the judge's clock, and by the child's events
     around its runs, verdict kinds, runs a batch held, each `release`'s wall ms: the fill, a
     wait for the GPU to turn to this context included; the child's staging ms by part; each
-    fill's burst ms, the staging copy's first)."""
+    fill's burst ms, the staging copy's first; each batch's us from reading `done` to this
+    stream's turn, where the clock stops)."""
     batch = timed_batch.TimedBatch(task, params, runs, device, True, None)
     tag = f"b{random.randrange(1 << 30)}"
     for fd, label in ((batch.buffer.export(), tag), (batch.words.export(), tag + host_words.TAG)):
@@ -234,14 +236,15 @@ def two_process(child: Child, task, params, runs: int, device) -> tuple[list, li
         os.close(fd)
     stage_ms = child.ask({"op": "stage", "task": task.name, "tag": tag, "size": batch.buffer.size,
                           "where": batch.share()})["stage_ms"]
-    per_run, child_us, kinds, release_ms = [], [], [], []
+    per_run, child_us, kinds, release_ms, turn_us = [], [], [], [], []
     try:
         for _ in range(BATCHES):
             go = random.randrange(2, 2**31)
             specs = child.ask({"op": "arm", "go": go}, timeout_s=10)["specs"]
-            released = time.perf_counter()
+            released, turned = time.perf_counter(), timing.SPENT_S["turn"]
             per_run.append(batch.release(go, 20.0) / batch.runs)
             release_ms.append(round((time.perf_counter() - released) * 1e3, 2))
+            turn_us.append(round((timing.SPENT_S["turn"] - turned) * 1e6, 1))
             child_us.append(child.ask({"op": "last"})["us"] / batch.runs)
             verdict = batch.judge(specs, None)
             kinds.append(verdict["kind"] or "ok")
@@ -251,7 +254,8 @@ def two_process(child: Child, task, params, runs: int, device) -> tuple[list, li
     finally:
         held = batch.runs
         batch.close()
-    return per_run, child_us, kinds, held, release_ms, stage_ms, [round(ms, 3) for ms in [batch.staging_ms, *batch.fill_ms]]
+    return (per_run, child_us, kinds, held, release_ms, stage_ms,
+            [round(ms, 3) for ms in [batch.staging_ms, *batch.fill_ms]], turn_us)
 
 
 def main() -> None:
@@ -280,7 +284,7 @@ def main() -> None:
             for case in task.cases_for(device.backend)[:args.cases]:
                 started = time.monotonic()
                 events_us, runs = events_and_runs(task, case.params, device, entry)
-                judged, own, kinds, held, release_ms, stage_ms, fill_ms = two_process(
+                judged, own, kinds, held, release_ms, stage_ms, fill_ms, turn_us = two_process(
                     child, task, case.params, runs, device)
                 row = {"task": name, "case": case.name, "instrumented": args.instrumented,
                        "wake": args.wake,
@@ -289,6 +293,7 @@ def main() -> None:
                        "ratio": round(statistics.median(judged) / events_us, 3),
                        "child_ratio": round(statistics.median(own) / events_us, 3),
                        "all_us": judged, "runs": held, "release_ms": release_ms,
+                       "turn_us": turn_us,
                        "stage_ms": {key: round(ms, 1) for key, ms in stage_ms.items()},
                        "kinds": kinds,
                        "seconds": round(time.monotonic() - started, 1)}

@@ -124,7 +124,8 @@ def judge_batches(task, params, runs, device, entry, before=None,
             end.record()
         batch.stream.wait_stream(case.stream)
         with torch.cuda.stream(batch.stream):
-            batch.take_snapshot()
+            for _ in batch.take_snapshot():  # a copy at each step
+                pass
         torch.cuda.synchronize()
         verdict = batch.judge(specs, None)
         per_run.append(start.elapsed_time(end) * 1e3 / batch.runs)

@@ -336,13 +336,18 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
                  "timed_judge": _timed(checker.timed_judge), "timed_close": checker.timed_close},
                 {"shares": checker.shares})
 
-    def on_error(error: BaseException) -> dict:  # a broken task or reference: the harness's
-        # fault, unless the shared device ran out of memory (`walk.RETRIED_FAILURES`)
-        kind = "out_of_memory" if isinstance(error, torch.OutOfMemoryError) else "harness_error"
-        return {"ok": False, "kind": kind,
-                "trace": "".join(traceback.format_exception(error))[-4000:]}
+    protocol.serve(request_fd, reply_fd, start, error_reply, pickled=True)
 
-    protocol.serve(request_fd, reply_fd, start, on_error, pickled=True)
+
+def error_reply(error: BaseException) -> dict:
+    """The checker's reply to a request that raised: a broken task or reference, the
+    harness's fault, unless the shared device ran out of memory (`walk.RETRIED_FAILURES`).
+    An error that poisons the device context is "fatal": the checker ends after the reply
+    and the pool starts a fresh one. A pooled checker that went on failed every later task
+    it served with the same illegal memory access (RESULTS.md §30)."""
+    kind = "out_of_memory" if isinstance(error, torch.OutOfMemoryError) else "harness_error"
+    return {"ok": False, "kind": kind, "fatal": protocol.poisons_context(error),
+            "trace": "".join(traceback.format_exception(error))[-4000:]}
 
 
 def main() -> None:

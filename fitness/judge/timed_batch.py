@@ -21,7 +21,7 @@ import torch
 
 from fitness.judge import checking
 from fitness.measure import timing
-from fitness.processes import host_words, protocol, shared_memory
+from fitness.processes import host_words, protocol, shared_memory, stream_sync
 
 BATCH_BYTES = 4 << 30
 """The most bytes a case's lent buffer holds (inputs and regions of every run): it caps the
@@ -53,6 +53,14 @@ FILL_FLOOR_MS = 0.1
 """A fill's burst is cut (`burst_cut`) past FILL_SLACK x the case's quickest +
 FILL_FLOOR_MS: a time slice of another context lasts milliseconds, its own copies' spread a
 few percent (RESULTS.md#fill-exposure)."""
+TURN_ALLOWANCE_US = 40.0
+"""What of the judge's wait for its stream's turn on the GPU after reading `done` a batch's
+latency does not count (`TimedBatch._turn`): the least an idle worker's context took to hand
+the GPU over (44-253 us, RESULTS.md#late-turn). The rest counts: a worker that says `done`
+early, from a stream of its own, while a kernel of its own still does the runs holds the GPU
+until that kernel ends (or its time slice: milliseconds, RESULTS.md#fill-exposure), and
+hides at most this less its own hand-over. An honest batch pays its hand-over past it, as
+the baseline's does."""
 FILL_TRIES = 3
 """Fills a batch may draw before one is whole; past them its worker is failed as
 `cheat_background_work`: a worker's own batch leaves the GPU idle while it waits for `go`."""
@@ -114,9 +122,11 @@ class TimedBatch:
         self.mirror = self.lent_inputs = None
         self.mirror_sets: list[list] = []
         self.words = host_words.HostWords.create()
+        self.turn = host_words.HostWords.create(host_words.TURN).register()
         self.stream = torch.cuda.Stream()
         self.burst = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
         self.fill_ms: list[float] = []  # each fill's burst, by this stream's events
+        self.turns_us: list[float] = []  # each batch's wait for this stream's turn after `done`
         self.stream.wait_stream(torch.cuda.current_stream())  # the staging values made there
         with timing.phase("stage"), torch.cuda.stream(self.stream):
             self.burst[0].record(self.stream)
@@ -210,22 +220,27 @@ class TimedBatch:
         self.fill_ms.append(took_ms)
         return cut
 
-    def take_snapshot(self) -> None:
-        """GPU: enqueues a copy of the drawn runs' regions and lent inputs on the current
-        stream (`release`'s last part): what the judge compares is what the runs left at
-        the end of the clock, whatever the worker does after."""
-        self.snapshot = {run: self.buffer.view(self.regions[run]["at"], torch.uint8,
-                                               [self.regions[run]["nbytes"]], [1], 0).clone()
-                         for run in self.checked}
-        self.lent_after = {run: [view.clone() if isinstance(view, torch.Tensor) else view
-                                 for view in shared_memory.unpack(self.buffer, self.sets[run])]
-                           for run in self.checked}
+    def take_snapshot(self):
+        """GPU: enqueues a copy of the drawn runs' regions, then of their lent inputs, on the
+        current stream (`release`'s last part), yielding after each copy: what the judge
+        compares is what the runs left at the end of the clock, whatever the worker does
+        after. The regions go first, in the turn that stops the clock."""
+        self.snapshot, self.lent_after = {}, {}
+        for run in self.checked:
+            self.snapshot[run] = self.buffer.view(self.regions[run]["at"], torch.uint8,
+                                                  [self.regions[run]["nbytes"]], [1], 0).clone()
+            yield
+        for run in self.checked:
+            self.lent_after[run] = []
+            for view in shared_memory.unpack(self.buffer, self.sets[run]):
+                self.lent_after[run].append(view.clone() if isinstance(view, torch.Tensor) else view)
+                yield
 
     def release(self, go: int, limit_s: float, cut_fails: bool = True) -> float:
         """GPU: `fill` and wait for it; then the judge's clock: this process's monotonic clock
-        from storing `go` to reading `done` in the host words. `take_snapshot` follows at
-        once, and `poison` for the next batch. Returns the microseconds from `go` to `done`;
-        raises TimeoutError when `done` has not come in `limit_s`.
+        from storing `go` to reading `done` in the host words, plus the wait past
+        `TURN_ALLOWANCE_US` for this stream's next turn (`_turn`: the snapshot); `poison`
+        follows. Returns the clock's microseconds; raises TimeoutError past `limit_s`.
 
         The clock starts as the inputs are complete (the fill waited for): a worker that
         reads them early, from a kernel left running on another stream, does so on the
@@ -259,13 +274,47 @@ class TimedBatch:
                                    f"within {limit_s:g} s")
             if now > hot_until:
                 time.sleep(_POLL_S)
-        ended = time.perf_counter_ns()
+        done = time.perf_counter_ns()
+        late_us = (self._turn(go, deadline) - done) / 1e3
+        self.turns_us.append(late_us)
+        timing.SPENT_S["turn"] += late_us * 1e-6
         with timing.phase("snapshot"):
-            with torch.cuda.stream(self.stream):
-                self.take_snapshot()
             self.poison()
             self.stream.synchronize()
-        return (ended - began) / 1e3
+        return (done - began) / 1e3 + turn_charged_us(late_us)
+
+    def _turn(self, go: int, deadline: float) -> int:
+        """GPU, `done` read: enqueues on this process's stream a write of `go` to its own
+        `turn` word, then the snapshot, and returns the `perf_counter_ns` at which the word
+        was first seen written (read after the write's enqueue and after each copy's).
+
+        A worker can write `done` early (from its host, or from a stream of its own) while a
+        kernel of its own still does the runs. Contexts time-slice the GPU, so this stream's
+        first work after `done` runs once that kernel has ended or its slice has
+        (milliseconds, RESULTS.md#fill-exposure): work that ended before is counted past
+        `TURN_ALLOWANCE_US` (`release`); work cut by the slice meets the snapshot, enqueued
+        behind the word in the same turn, and its outputs are the poison. The turn is not
+        the clock's end: an idle worker's context hands over in 0.2-0.5 ms, which as the end
+        read 1.31x in-process events at the median over the baselines, against
+        1.06x at `done` (RESULTS.md#late-turn)."""
+        ended = None
+
+        def seen() -> None:
+            nonlocal ended
+            if ended is None and self.turn.load("turn") == go:
+                ended = time.perf_counter_ns()
+
+        with torch.cuda.stream(self.stream):
+            stream_sync.write_value(self.stream.cuda_stream, self.turn.address("turn"), go)
+            seen()
+            for _ in self.take_snapshot():
+                seen()
+        while ended is None:
+            seen()
+            if ended is None and time.monotonic() > deadline:
+                raise TimeoutError("the judge's stream had no turn on the GPU after the "
+                                   "worker's `done`")
+        return ended
 
     def judge(self, outputs: list, output_dir: str | None) -> dict:
         """`_judged`, then the worker's output files go."""
@@ -326,6 +375,7 @@ class TimedBatch:
                 self.buffer = self.mirror = self.lent_inputs = None
                 self.mirror_sets = []
                 self.words.release()
+                self.turn.release()
         self._remove_files()
         self.fresh = {}
 
@@ -342,6 +392,13 @@ def burst_cut(took_ms: float, earlier_ms: list[float]) -> bool:
     can slow the quickest, never hasten it, so the bound holds against one that keeps the
     GPU busy."""
     return bool(earlier_ms) and took_ms > FILL_SLACK * min(earlier_ms) + FILL_FLOOR_MS
+
+
+def turn_charged_us(waited_us: float) -> float:
+    """The part of the judge's wait for its stream's turn after `done` that a batch's latency
+    counts: past `TURN_ALLOWANCE_US`, the worker's context held the GPU after saying it was
+    done, with work of its own (`TimedBatch._turn`)."""
+    return max(0.0, waited_us - TURN_ALLOWANCE_US)
 
 
 def remove_files(directory: str | None, specs) -> None:

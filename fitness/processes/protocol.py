@@ -104,6 +104,21 @@ class ReplyReader:
         return reply
 
 
+POISONED_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
+                    "hsa_status_error", "unspecified launch failure", "illegal instruction")
+"""Words of a device error that leaves the process's context unusable: every later device
+call of the process fails with it."""
+
+
+def poisons_context(error: BaseException) -> bool:
+    """Whether `error` left this process's device context unusable (a sticky fault, or any
+    CUDA/HIP error raised by torch): the process must end after its reply, or every later
+    request it serves fails with the same error."""
+    text = f"{type(error).__name__}: {error}".lower()
+    return (any(marker in text for marker in POISONED_MARKERS) or "cuda error" in text
+            or "hip error" in text or "acceleratorerror" in text.replace(" ", ""))
+
+
 def serve(request_fd: int, reply_fd: int, start, on_error, pickled: bool = False) -> None:
     """Answers requests until the engine closes the pipe: the loop of workers and checkers.
 

@@ -30,8 +30,6 @@ from fitness.processes import host_words, modules, protocol
 from fitness.processes import shared_memory
 
 _TRACE_CHARS = 4000
-_FATAL_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
-                  "hsa_status_error", "unspecified launch failure", "illegal instruction")
 _INPUTS_DIR = os.environ.get("KERNELEVO_INPUTS", "/inputs")  # set only with the sandbox off
 
 
@@ -48,11 +46,11 @@ def _classify(error: BaseException) -> tuple[str, bool]:
 
     text = f"{type(error).__name__}: {error}".lower()
     names = {cls.__name__ for cls in type(error).__mro__}
-    if any(marker in text for marker in _FATAL_MARKERS):
+    if any(marker in text for marker in protocol.POISONED_MARKERS):
         return "illegal_memory_access", True
     if "OutOfMemoryError" in names:  # the device is shared: maybe a neighbour's memory
         return "out_of_memory", False
-    if "cuda error" in text or "hip error" in text or "acceleratorerror" in text.replace(" ", ""):
+    if protocol.poisons_context(error):
         return "runtime_error", True
     if any(option in text for option in AMD_ONLY_LAUNCH_OPTIONS):
         return "unsupported_on_backend", False

@@ -2,19 +2,19 @@
 # class: 5 says done before its work ends
 # twin: honest_vector_add.py
 # expect: no-faster
-# `c05_writes_done_from_its_host` with its runs done by one kernel: in a timed batch on a GPU
-# the first run launches a single kernel over every run's lent inputs and regions (found
-# among the worker's objects) and the other runs launch a kernel that does nothing (so the
-# op audit sees a launch in every run: it is a lint, and this tests the clock), while a host thread writes
-# each new `go` into the judge's host page as `done` the moment it appears. A context yields
-# the GPU at a kernel's end; one kernel holds it to its end, a time slice at most (about
-# 2.4 ms on an H200), so the judge's snapshot, queued after `done`, finds every output
-# written though the clock stopped at once. Outside a timed batch (and on the interpreter,
-# which has no lent buffer) it is the honest twin.
+# `c05_writes_done_from_its_host` with its runs done by one kernel and `done` said by the GPU:
+# in a timed batch on a GPU the first run launches a single kernel over every run's lent
+# inputs and regions (found among the worker's objects) and the other runs launch a kernel
+# that does nothing (so the op audit sees a launch in every run: it is a lint, and this
+# tests the clock). At import it wraps the worker's `stream_sync.wait_value`: whenever the
+# worker arms a batch, a stream of its own waits for the same `go` and at once writes it into
+# the next word, `done`, while the one kernel still does the runs. A context yields the GPU
+# at a kernel's end; one kernel holds it to its end, a time slice at most (about 2.4 ms on an
+# H200), so the judge's snapshot, queued after `done`, finds every output written though
+# `done` came microseconds after `go`. Outside a timed batch (and on the interpreter, which
+# has no lent buffer and no stream waits) it is the honest twin.
 import gc
-import mmap
-import threading
-import warnings
+import importlib
 
 import torch
 import triton
@@ -43,7 +43,10 @@ def _every_run_kernel(table_ptr, n_elements, BLOCK_SIZE: tl.constexpr, DTYPE: tl
     tl.store(out_ptr + offsets, (x + y).to(DTYPE), mask=mask)
 
 
-_DTYPES = {torch.float32: tl.float32, torch.float16: tl.float16, torch.bfloat16: tl.bfloat16}
+_DTYPES = {torch.float32: tl.float32}
+"""The one kernel's dtypes. Only where the twin's kernel runs at the baseline's speed (fp32 of a
+length divisible by 16): on an H200 it was 2.4x slower than the one kernel on bf16 of an odd
+length, for want of vector loads, and that is not what this file tests."""
 _TABLES: dict = {}  # the batch's addresses -> their table on the device, made before any capture
 
 
@@ -75,46 +78,29 @@ def _table(batch):
     return _TABLES[addresses]
 
 
-def _pages() -> list:
-    """Returns every open 4096-byte mapping an object of the process holds."""
-    pages = []
-    with warnings.catch_warnings():  # reading deprecated module attributes warns
-        warnings.simplefilter("ignore")
-        for held in gc.get_objects():
-            try:
-                pages += [value for value in vars(held).values()
-                          if isinstance(value, mmap.mmap) and not value.closed and len(value) == 4096]
-            except Exception:  # no __dict__, or one that will not be read
-                continue
-    return pages
+def _say_done_early(wait_value, write_value):
+    """Returns `wait_value` that also has a stream of this process wait for the same word and
+    value and then write the value into the next word (`done` follows `go`)."""
+    streams = []
+
+    def wait_and_say_done(stream, address, value):
+        wait_value(stream, address, value)
+        if not streams:
+            streams.append(torch.cuda.Stream())
+        wait_value(streams[0].cuda_stream, address, value)
+        write_value(streams[0].cuda_stream, address + 4, value)
+
+    return wait_and_say_done
 
 
-def _early_done() -> None:
-    """Copies every new value of a 4096-byte mapped page's first word (`go`) into its next
-    words (`done` among them) at once."""
-    seen: dict = {}
-    while True:
-        pages = _pages()
-        for _ in range(200_000):
-            for page in pages:
-                try:
-                    word = page[0:4]
-                    if word != b"\0\0\0\0" and seen.get(id(page)) != word:
-                        seen[id(page)] = word
-                        page[4:16] = word * 3
-                except (ValueError, IndexError):
-                    continue
-        if not pages:
-            threading.Event().wait(0.5)
-
-
-if torch.cuda.is_available():  # the interpreter has no host page: no thread to load its host
-    threading.Thread(target=_early_done, daemon=True).start()
+_stream_sync = importlib.import_module("fitness.processes.stream_sync")
+_stream_sync.wait_value = _say_done_early(_stream_sync.wait_value, _stream_sync.write_value)
 
 
 def vector_add(x, y):
     out = torch.empty_like(x)
-    batch, run = _batch_of(x) if x.is_cuda and x.dtype in _DTYPES else (None, None)
+    batch, run = (_batch_of(x) if x.is_cuda and x.dtype in _DTYPES and x.numel() % 16 == 0
+                  else (None, None))
     if batch is None:
         _add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK_SIZE=1024)
     elif run == 0:
