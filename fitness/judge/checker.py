@@ -293,6 +293,20 @@ def _fingerprint(tensor) -> str:
     return f"{int((words * weights).sum())}:{int(words.sum())}"
 
 
+def _settled(handler):
+    """Returns `handler` that waits for this process's device work before it replies: a
+    fault of a kernel the request launched (a reference's illegal memory access) fails that
+    request, the task that caused it, and not the next one this checker serves, which the
+    fault would reach at its first device call (RESULTS.md §30)."""
+    def run(request: dict) -> dict:
+        reply = handler(request)
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        return reply
+
+    return run
+
+
 def _timed(handler):
     """Returns `handler` whose reply also says where its seconds went here ("spent_s"):
     the steps it timed (`timing.phase`), "all" of them (set against the request's round
@@ -328,13 +342,14 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
     def start(init: dict) -> tuple[dict, dict]:
         checker = Checker(init, channel)
         checker.warm_up()
-        return ({"reset": checker.reset, "prepare": _timed(checker.prepare),
-                 "compare": _timed(checker.compare),
-                 "describe": checker.describe, "record": checker.record, "timed_open": _timed(checker.timed_open),
-                 "timed_files": _timed(checker.timed_files),
-                 "timed_release": checker.timed_release,
-                 "timed_judge": _timed(checker.timed_judge), "timed_close": checker.timed_close},
-                {"shares": checker.shares})
+        handlers = {"reset": checker.reset, "prepare": _timed(checker.prepare),
+                    "compare": _timed(checker.compare),
+                    "describe": checker.describe, "record": checker.record,
+                    "timed_open": _timed(checker.timed_open),
+                    "timed_files": _timed(checker.timed_files),
+                    "timed_release": checker.timed_release,
+                    "timed_judge": _timed(checker.timed_judge), "timed_close": checker.timed_close}
+        return {op: _settled(handler) for op, handler in handlers.items()}, {"shares": checker.shares}
 
     protocol.serve(request_fd, reply_fd, start, error_reply, pickled=True)
 
