@@ -8,7 +8,7 @@
 # STEPs, in the order given (seconds at most): exposure (90: a kernel left running in another
 # process against the fill), bisect (80: the judge's clock across two processes, no
 # Evaluator, the child woken by its stream and by a host thread), clock (165: the judge's
-# clock against events over every baseline), compromised (115: the compromised-worker
+# clock against events over every baseline), compromised (150: the compromised-worker
 # suite), bench (180: fitness_bench, this tree then 8dd2dab in the same call), cheats (150:
 # the cheat zoo with the lint off), honest (60: the honest files). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
@@ -37,7 +37,7 @@ for s in "${steps[@]}"; do
     timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 \
       --out $OUT/judge_clock.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
   compromised)
-    timeout 115 python3 $P/compromised_sweep.py --device cuda \
+    timeout 150 python3 $P/compromised_sweep.py --device cuda \
       --out $OUT/compromised.jsonl > $OUT/compromised.txt 2>&1
     tail -14 $OUT/compromised.txt | cut -c1-300 ;;
   bench)
