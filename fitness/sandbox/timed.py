@@ -140,9 +140,11 @@ class TimedCase:
             with timing.phase("capture"), torch.cuda.stream(self.stream):
                 graph.capture_begin(capture_error_mode="global")
                 try:
-                    self.specs = self._runs(capturing=True)
+                    with timing.phase("runs"):  # the candidate's host code, the op audit's
+                        self.specs = self._runs(capturing=True)
                 finally:  # capture mode ends, failed or not (the invalidated one raises here)
-                    graph.capture_end()
+                    with timing.phase("instantiate"):
+                        graph.capture_end()
             self.graph = graph
         except Exception:  # capture is an optimisation; eager runs are timed the same way
             torch.cuda.synchronize()
