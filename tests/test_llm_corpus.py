@@ -276,3 +276,24 @@ def test_gate_only_counts_the_replies_an_earlier_geak_check_passed_that_the_gate
     passed, refused = (int(word) for word in called[0].split(":")[1].split() if word.isdigit())
     gated = sum(int(line.split()[1]) for line in done.stdout.splitlines() if " gated, " in line)
     assert passed == gated >= 1 and 0 <= refused <= passed  # every reply gated, GEAK passed all
+
+
+def test_the_verdicts_by_level_count_each_reply_once_the_last_run_s(tmp_path):
+    import corpus_levels
+
+    def run(name: str, rows: list[dict]) -> str:
+        path = tmp_path / name
+        path.write_text(json.dumps({"rows": [{"done": "True", "agree": "True", **row} for row in rows]}))
+        return str(path)
+
+    wrong = {"project_call": "True", "geak_call": "True", "project_correct": "False", "geak_exec": "False"}
+    right = {**wrong, "project_correct": "True", "geak_exec": "True"}
+    first = run("a.json", [{"model": "m", "task": "add", "row": "0", **wrong},
+                           {"model": "m", "task": "attn", "row": "1", **wrong}])
+    # the resumed run judged the first reply again: its verdict counts, once
+    second = run("b.json", [{"model": "m", "task": "add", "row": "0", **right}])
+    lines = {line["level"]: line for line in corpus_levels.by_level(
+        corpus_levels.replies([first, second]), {"add": 1, "attn": 5})}
+    assert (lines["L1"]["replies"], lines["L1"]["project_correct"], lines["L1"]["geak_exec"]) == (1, 100.0, 100.0)
+    assert (lines["L5"]["replies"], lines["L5"]["project_correct"]) == (1, 0.0)
+    assert (lines["all"]["replies"], lines["all"]["geak_exec"], lines["all"]["disagree"]) == (2, 50.0, 0)
