@@ -68,8 +68,9 @@ def test_spares_start_beside_the_lent_workers_but_lend_no_more_at_once(pool_fact
 
 def test_a_tree_reaping_its_children_cannot_lower_its_cpu_reading():
     """Reaping exited children moves their exact run time into the parent's tick counts,
-    rounded down (measured: -7 ms over 4 children): `CpuReading.since` charges each reaping
-    process a tick, so the reading never falls below zero."""
+    rounded down (measured: -7 and -10.1 ms over 4 children reaped by one process, past its
+    one tick): `CpuReading.since` charges each reap a tick, so the reading never falls below
+    zero."""
     import time
 
     from fitness.processes.pool import cpu_reading

@@ -16,7 +16,7 @@ from benchmarks import registry
 from benchmarks.external import common, kernelbench_models, recorded, tritonbench
 from evo.records import make_candidate
 from fitness import Evaluator, Limits, Settings
-from fitness.judge import anticheat
+from fitness.judge import anticheat, fenced
 
 _KERNEL = '''
 import torch
@@ -335,3 +335,25 @@ def test_a_rocm_task_is_timed_by_the_judge_on_its_recorded_launch(evaluator):
     evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
     assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace
     assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == 1
+
+
+def test_a_reference_that_leaves_its_output_half_unwritten_is_untimed_with_why(evaluator, tmp_path):
+    # GEAK-eval's attention_fwd_triton2 stores 96 of its output's 256 columns: its own
+    # outputs on the performance inputs depend on what its fresh output held, and every
+    # candidate, the reference itself too, failed there as `nan` (RESULTS.md §30)
+    half = _KERNEL.replace("        out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha)",
+                           "        out = x.new_empty(2 * x.numel())  # its second half never written\n"
+                           "        axpy_out(x, y, out[:x.numel()], alpha)")
+    assert half != _KERNEL
+    perf = _PERF.replace("        out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha=0.5)\n        return out",
+                         "        return axpy(x, y, 0.5)").replace("from axpy_out import axpy_out", "from axpy_out import axpy")
+    task = tritonbench.load_file(_suite(tmp_path, perf, half))
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert evaluation.correct and evaluation.stage_reached == "correct", evaluation.error_trace
+    assert ("not timed: the reference's outputs depend on more than its inputs on every "
+            "performance input" in evaluation.error_trace), evaluation.error_trace
+    # the check itself, in this process: the output written whole is set by the inputs alone
+    for kernel, undefined in ((_KERNEL, set()), (half, {0, 1})):
+        loaded = tritonbench.load_file(_suite(tmp_path / f"{len(undefined)}", perf, kernel))
+        recorded_calls = loaded.timing_calls.recorded("cpu", 2)
+        assert set(fenced.undefined_inputs(recorded_calls, "cpu", loaded.tolerance)) == undefined

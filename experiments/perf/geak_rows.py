@@ -18,7 +18,8 @@ import re
 import statistics
 
 _JUDGE_UNTIMED = re.compile(r"^not timed: (?:(the timing code(?:'s calls cannot be recorded| failed "
-                            r"when recorded))|(\w+ at \w+) on the performance inputs)")
+                            r"when recorded)|the reference's outputs depend on more than its inputs)"
+                            r"|(\w+ at \w+) on the performance inputs)")
 """A correct reference the judge left untimed: its calls not recorded, or failing on its
 performance inputs (`fitness.judge.performance_inputs`)."""
 _REFERENCE_FAILED = re.compile(r"failed its own harness on \w+ \((\w+) at stage (\w+)\)")

@@ -26,7 +26,7 @@ import torch
 from fitness.processes import host_words, protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
-from fitness.judge import checking
+from fitness.judge import checking, fenced
 from fitness.judge.timed_batch import FillCut, TimedBatch, remove_files
 
 @dataclasses.dataclass
@@ -157,8 +157,16 @@ class Checker:
     def record(self, request: dict) -> dict:
         """Records the calls an external suite's timing code makes (`calls.record`, e.g.
         `benchmarks.external.recorded.PerformanceCalls`): the suite's code and its reference
-        module run here, on the trusted side; a candidate's never does."""
-        reply = request["calls"].record(self.device.torch_device, request["count"])
+        module run here, on the trusted side; a candidate's never does. "undefined": the
+        inputs on which the reference's outputs depend on more than the inputs
+        (`fenced.undefined_inputs`), with why."""
+        calls = request["calls"]
+        reply = calls.record(self.device.torch_device, request["count"])
+        if "calls" in reply:
+            recorded = dataclasses.replace(calls, **{key: tuple(value) if isinstance(value, list) else value
+                                                     for key, value in reply["calls"].items()})
+            reply["undefined"] = fenced.undefined_inputs(recorded, self.device.torch_device,
+                                                         request["task"].tolerance)
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, **reply}
 

@@ -27,6 +27,9 @@ INTERPRETER_PERF_INPUTS = 1
 """Performance inputs used on the interpreter (the first, the smallest in GEAK-eval's files):
 its timings mean nothing there, and GPU-sized inputs would take it hours."""
 
+UNDEFINED = "the reference's outputs depend on more than its inputs"
+"""Why an input is left out of the timing: fenced, the reference gave other outputs on the same
+values (`fitness.judge.fenced`)."""
 TASK_FAULTS = ("harness_error",)
 """Failure kinds that are the task's (its reference or its baseline), not the candidate's."""
 
@@ -34,7 +37,8 @@ TASK_FAULTS = ("harness_error",)
 def performance_task(walk, task: Task) -> tuple[Task | None, str]:
     """Returns (the twin task, "") or (None, why it cannot be timed); the calls are recorded
     in a checker once per task (`Cascade.references`)."""
-    return walk.c.references.get((task.suite, task.name, "performance task"),
+    # keyed by the calls too: two suites' tasks of one name are recorded apart
+    return walk.c.references.get((task.suite, task.name, "performance task", task.timing_calls),
                                  lambda: _recorded_task(walk, task))
 
 
@@ -51,7 +55,12 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
         return None, f"not timed: the timing code's calls cannot be recorded: {reply['unrecordable']}"
     fields = {key: tuple(value) if isinstance(value, list) else value for key, value in reply["calls"].items()}
     calls = dataclasses.replace(task.timing_calls, **fields)
-    cases = tuple(Case(f"input {at}", {"input": at}) for at in range(calls.inputs))
+    undefined = {int(at): why for at, why in (reply.get("undefined") or {}).items()}  # JSON's keys
+    cases = tuple(Case(f"input {at}", {"input": at}) for at in range(calls.inputs) if at not in undefined)
+    if not cases:
+        first = min(undefined)
+        return None, (f"not timed: {UNDEFINED} on every performance input (it leaves outputs "
+                      f"unwritten or reads past its inputs); input {first}: {undefined[first]}")
     twin = dataclasses.replace(task, name=f"{task.name}[performance inputs]", harness=None,
                                reference=calls, make_inputs=calls.make_inputs,
                                entry_point=calls.entry, cases=cases, interpreter_cases=cases,

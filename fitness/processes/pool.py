@@ -152,11 +152,14 @@ class CpuReading:
         """Returns the CPU seconds used since `before`, never less than the tree really used.
         A process's own time is exact, ended threads included; a child it reaps moves into
         its children's time in ticks rounded down, so a candidate could lower its reading by
-        up to `TICK_S` a reap. Each process whose reaped children's time moved is charged
-        `TICK_S`: honest code, which reaps no process inside a batch, pays nothing."""
-        reaped = sum(1 for pid, seconds in self.children.items()
-                     if seconds != before.children.get(pid, seconds))
-        return self.seconds - before.seconds + TICK_S * reaped
+        up to `TICK_S` a reap. Each reap is charged `TICK_S`: counted as the processes gone
+        from the tree, or, where more, the processes whose reaped children's time moved (one
+        reaping four children at once lost 10.1 ms, past one tick). Honest code, which reaps
+        no process inside a batch, pays nothing."""
+        gone = sum(1 for pid in before.children if pid not in self.children)
+        moved = sum(1 for pid, seconds in self.children.items()
+                    if seconds != before.children.get(pid, seconds))
+        return self.seconds - before.seconds + TICK_S * max(gone, moved)
 
 
 def _process_cpu(pid: int) -> tuple[float, float]:
