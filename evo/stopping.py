@@ -83,10 +83,17 @@ def listening():
     try:
         yield
     finally:
+        # After a stop the process is on its way out (Ray's and torch's exit handlers: seconds),
+        # and a second SIGINT there must still exit at once: SIGINT stays ours, and the stop
+        # stays recorded until the next block begins
+        stopped = _requested is not None
         with contextlib.suppress(ValueError, TypeError):
             for signum, handler in previous.items():
-                signal.signal(signum, handler)
-        _requested, _listening = None, False
+                if not (stopped and signum == signal.SIGINT):
+                    signal.signal(signum, handler)
+        _listening = False
+        if not stopped:
+            _requested = None
 
 
 @contextlib.contextmanager
