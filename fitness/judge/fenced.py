@@ -20,7 +20,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from fitness.judge import checking
 from fitness.processes import protocol
-from fitness.sandbox import instrument
 
 FENCE_BYTES = 1 << 20
 """The fill on each side of a fenced tensor: past what a kernel's block reads beyond it."""
@@ -50,7 +49,7 @@ def _fenced_run(calls, values: list, fill) -> list:
 
 
 class _Filled(TorchDispatchMode):
-    """Fills every fresh allocation (`instrument.ALLOCATORS`) with `fill`."""
+    """Fills every fresh allocation (`protocol.ALLOCATORS`) with `fill`."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:  # as `instrument.OpRecorder`: no dynamo import
@@ -62,7 +61,7 @@ class _Filled(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if func.overloadpacket.__name__ in instrument.ALLOCATORS and isinstance(out, torch.Tensor):
+        if func.overloadpacket.__name__ in protocol.ALLOCATORS and isinstance(out, torch.Tensor):
             out.fill_(self.fill)
         return out
 

@@ -104,6 +104,10 @@ class ReplyReader:
         return reply
 
 
+ALLOCATORS = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
+                        "new_empty_strided", "empty_permuted"})
+"""The aten ops that make a tensor of unset values: what the worker poisons, and what the
+checker fills when it fences a reference (`fitness.judge.fenced`)."""
 POISONED_MARKERS = ("illegal memory access", "misaligned address", "memory access fault",
                     "hsa_status_error", "unspecified launch failure", "illegal instruction")
 """Words of a device error that leaves the process's context unusable: every later device

@@ -28,11 +28,6 @@ from torch.utils._pytree import tree_leaves
 from fitness.measure.launches import LaunchCounter
 from fitness.processes import protocol
 
-ALLOCATORS = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
-                        "new_empty_strided", "empty_permuted"})
-"""The aten ops that make a tensor of unset values: what poisoning fills."""
-
-
 class Stall:
     """Decides from samples of the main thread whether a candidate's own code is stuck.
 
@@ -162,7 +157,7 @@ class OpRecorder(TorchDispatchMode):
         work[1] += bool(tensors) and largest <= 1
         if self.launches.depth:
             return out
-        if self.poison and name in ALLOCATORS and isinstance(out, torch.Tensor):
+        if self.poison and name in protocol.ALLOCATORS and isinstance(out, torch.Tensor):
             if self.defer:
                 self.fresh.append(out)
             else:
