@@ -12,9 +12,11 @@ Steps, each a campaign of its own under OUT (`evo run`, so each is a results fol
 2. the offline arm (Tables 5 and 6): every runnable task of both suites seeded from its
    reference, then `--search-generations` generations of knob mutation and crossover on
    `--islands` independent islands (`migration_interval = 0`: GEAK's parallel runs);
-3. the tables and figures (`evo.analysis.geak_tables`) in OUT/tables, by difficulty too.
+3. the tables and figures (`evo.analysis.geak_tables`) in OUT/tables, by difficulty too; with
+   `--geak-verdicts` (`experiments/perf/llm_corpus.py` JSONs: GEAK-eval's harness run on the
+   same replies), Table 2 beside those verdicts, by level (OUT/tables/table2_beside_geak_eval.md).
 `--minutes` is split between the steps as each campaign's `max_wall_seconds` (direct
-prompting a fifth, the search the rest); a campaign cut short by it is reported as far as it
+prompting a fifth, the search the rest; with `--no-search`, direct prompting alone, all of it); a campaign cut short by it is reported as far as it
 went. It bounds the generations, not the seeds: every task's seeds are scored whatever the
 budget (a resume starts there), so a run over many tasks takes at least their seeding (on
 the H200, 13 TritonBench-revised tasks seeded in about 340 s with 14 workers: RESULTS.md §19). `--tasks-per-level N` keeps the first N tasks of
@@ -190,6 +192,11 @@ def main() -> None:
     parser.add_argument("--call-minutes", type=float, default=None,
                         help="this call's wall time: then SIGTERM, no new campaign, the tables")
     parser.add_argument("--resume", action="store_true", help="continue the campaigns OUT holds")
+    parser.add_argument("--no-search", action="store_true",
+                        help="direct prompting only (Table 2): no offline arm")
+    parser.add_argument("--geak-verdicts", nargs="*", default=[], metavar="JSON",
+                        help="GEAK-eval's harness verdicts on the same replies (llm_corpus.py "
+                             "JSONs): Table 2 beside them, by level, in OUT/tables")
     args = parser.parse_args()
     deadline = (None if args.call_minutes is None
                 else time.monotonic() + args.call_minutes * 60 - TABLES_S)
@@ -201,16 +208,20 @@ def main() -> None:
     direct = {}
     for generations in args.generations:
         model = recorded_generations.default_model(generations)
+        replied = covered(generations, args.path, tasks["tritonbench-revised"])
+        if not replied:  # an empty task list would mean every task of the suite
+            print(f"== direct-{model}: no task here that its replies serve, none scored", flush=True)
+            continue
         config = campaign_config(
-            f"direct-{model}", "tritonbench-revised", args.path,
-            covered(generations, args.path, tasks["tritonbench-revised"]),
+            f"direct-{model}", "tritonbench-revised", args.path, replied,
             {"generations": 0, "islands": 1, "offspring": 1},
             {"generations_from": portable(generations)}, args,
-            budget_s * DIRECT_SHARE / len(args.generations), seed_with_baseline=False)
+            budget_s * (1.0 if args.no_search else DIRECT_SHARE) / len(args.generations),
+            seed_with_baseline=False)
         direct[model] = run_campaign(out, f"direct-{model}", config, args.resume, deadline)
     search = {}
     search_s = budget_s * (1 - DIRECT_SHARE if args.generations else 1.0)
-    weights = {suite: len(names) for suite, names in tasks.items() if names}
+    weights = {suite: len(names) for suite, names in tasks.items() if names and not args.no_search}
     for suite, count in weights.items():
         config = campaign_config(
             f"search-{suite}", suite, args.path, tasks[suite],
@@ -225,6 +236,46 @@ def main() -> None:
         return
     subprocess.run([sys.executable, "-m", "evo.analysis.geak_tables", "--out", str(out / "tables"), *arguments],
                    cwd=ROOT, check=True)
+    if args.geak_verdicts and direct:
+        text = beside_geak_eval(direct, args.geak_verdicts, args.path)
+        (out / "tables" / "table2_beside_geak_eval.md").write_text(text)
+        print(text, flush=True)
+
+
+def beside_geak_eval(direct: dict[str, pathlib.Path], verdicts: list[str], path: str) -> str:
+    """Returns Table 2 (each model's campaign that has rows) beside GEAK-eval's harness on the
+    same replies (`llm_corpus.py` JSONs, read as `corpus_levels.py` reads them), by level:
+    exec and call accuracy, ours then GEAK-eval's, and our speedups (where timed meaningfully).
+    A model the verdicts lack reads "-" there."""
+    from evo.analysis import geak_tables
+
+    sys.path.insert(0, str(ROOT / "experiments" / "perf"))
+    import corpus_levels
+
+    levels = {task.name: task.difficulty for task in registry.load("tritonbench-revised", path).tasks()}
+    theirs = {(line["model"], line["level"].removeprefix("L")): line
+              for line in corpus_levels.by_level(corpus_levels.replies(verdicts), levels)}
+    ours = geak_tables.direct_prompting({model: folder for model, folder in direct.items() if rows(folder)})
+    lines = ["| model | level | tasks | exec acc % | GEAK-eval exec acc % | call acc % | "
+             "GEAK-eval call acc % | speedup (GEAK mean) | speedup geomean | timed |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in ours.itertuples():
+        geak = theirs.get((row.model, row.level))
+
+        def share(field: str) -> str:
+            return "-" if geak is None else f"{geak[field]:.1f}"
+
+        lines.append(f"| {row.model} | {row.level} | {row.tasks} | {100 * row.exec_accuracy:.1f} | "
+                     f"{share('geak_exec')} | {100 * row.call_accuracy:.1f} | {share('geak_call')} | "
+                     f"{_speedup(row.speedup_mean, row.timing_meaningful)} | "
+                     f"{_speedup(row.speedup_geomean, row.timing_meaningful)} | {row.timed} |")
+    return "\n".join(lines) + "\n"
+
+
+def _speedup(value, meaningful: bool) -> str:
+    if value is None or value != value:
+        return "-"
+    return f"{value:.3f}" if meaningful else "n/a (interpreter)"
 
 
 if __name__ == "__main__":

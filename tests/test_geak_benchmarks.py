@@ -86,6 +86,31 @@ def test_the_suite_path_is_written_relative_to_the_repository_so_a_resume_moves(
     assert command.portable(str(tmp_path)) == str(tmp_path.resolve())
 
 
+def test_table_2_stands_beside_geak_eval_s_verdicts_on_the_same_replies_by_level(tmp_path):
+    from synthetic_results import evaluation, write_campaign
+
+    command = _command_module()
+    replies = [evaluation("scale_shift", 0, 0, call_ok=True, correct=True, speedup=2.0,
+                          operator="generator", difficulty=1),
+               evaluation("row_max", 0, 0, call_ok=True, operator="generator", difficulty=3)]
+    direct = {model: write_campaign(tmp_path / model, replies, islands=1,
+                                    tasks=("scale_shift", "row_max")) for model in ("m1", "m2")}
+    verdicts = tmp_path / "llm_corpus.json"  # GEAK-eval solved both of m1's replies; no m2
+    verdicts.write_text(json.dumps({"rows": [
+        {"model": "m1", "task": task, "row": 0, "done": True, "geak_call": True,
+         "geak_exec": True, "project_call": True, "project_correct": task == "scale_shift",
+         "agree": task == "scale_shift"} for task in ("scale_shift", "row_max")]}))
+
+    lines = command.beside_geak_eval(direct, [str(verdicts)], str(FIXTURE_SUITE)).splitlines()
+    cells = {tuple(cell.strip() for cell in line.strip("|").split("|"))[:2]:
+             [cell.strip() for cell in line.strip("|").split("|")][2:] for line in lines[2:]}
+    assert cells[("m1", "1")][:4] == ["1", "100.0", "100.0", "100.0"]  # tasks, exec, GEAK exec, call
+    assert cells[("m1", "3")][:5] == ["1", "0.0", "100.0", "100.0", "100.0"]
+    assert cells[("m1", "all")][:2] == ["2", "50.0"] and cells[("m1", "all")][2] == "100.0"
+    assert cells[("m1", "1")][5:] == ["2.000", "2.000", "1"]  # our speedup, timed once
+    assert cells[("m2", "all")][2] == "-" and cells[("m2", "all")][1] == "50.0"
+
+
 @pytest.mark.slow
 def test_one_command_writes_direct_prompting_and_search_campaigns_and_the_tables(tmp_path):
     out = tmp_path / "geak"

@@ -8,6 +8,9 @@
 # one command's offline arm (geak_benchmarks.py, continuing the last PREV's geak/) with what is
 # left of CALL_S, then the tables over the union of every call's rows. Every step writes under
 # $OUT as it goes and has its own time limit, so a call cut short keeps what finished.
+# TABLE2_S=S GENERATIONS="A.jsonl.gz B.jsonl.gz" first scores the recorded replies of each file
+# as Table 2 (`geak_benchmarks.py --no-search`, continuing the last PREV's table2/) beside
+# GEAK-eval's verdicts on them (VERDICTS). The files: `corpus_rows.py` over `.corpus`, carried.
 # DEVICE=interpreter PYTHON=... SUITE=tests/fixtures/external/tritonbench rehearses it on a CPU.
 CALL=${1:?CALL: 1, 2 or 3}; shift
 PREV=("$@")
@@ -19,6 +22,9 @@ SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the o
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
 REDO=${REDO:-}                  # words of untimed kinds to score again ("harness_error timeout")
 GEAK_S=${GEAK_S:-0}             # after the references, GEAK-eval's own clock on them (the validation table)
+TABLE2_S=${TABLE2_S:-0}         # first, Table 2: the recorded replies in GENERATIONS, beside VERDICTS
+GENERATIONS=${GENERATIONS:-}    # recorded-generations files (`corpus_rows.py`; carried: .corpus/rows)
+VERDICTS=${VERDICTS:-experiments/perf/data/llm_corpus_h200_2026-11-29_a.json.gz experiments/perf/data/llm_corpus_h200_2026-11-29_c.json.gz}
 TASKS_PER_LEVEL=${TASKS_PER_LEVEL:-6}
 SEARCH_MINUTES=${SEARCH_MINUTES:-12}  # the one command's campaigns, over all calls
 py=${PYTHON:-python3}
@@ -36,6 +42,17 @@ else
     RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0
 fi
 P=experiments/perf
+if [ "$TABLE2_S" -gt 0 ] && [ -n "$GENERATIONS" ]; then
+  step "Table 2 from the recorded replies, $TABLE2_S s at most"
+  last=""; for prev in "${PREV[@]}"; do [ -d "$prev/table2" ] && last="$prev/table2"; done
+  if [ -n "$last" ]; then cp -r "$last" $OUT/table2 && chmod -R u+w $OUT/table2; fi
+  timeout $(( TABLE2_S + 60 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
+    --suites tritonbench-revised --no-search --workers $WORKERS --generations $GENERATIONS \
+    --geak-verdicts $VERDICTS --minutes $(awk "BEGIN { print $TABLE2_S / 60 }") \
+    --call-minutes $(awk "BEGIN { print $TABLE2_S / 60 }") --out $OUT/table2 --resume > $OUT/table2.log 2>&1
+  echo "exit $?"; grep -E "^== |^\| " $OUT/table2.log | tail -24 | cut -c1-300
+  gpu
+fi
 resume=(); for prev in "${PREV[@]}"; do [ -f "$prev/geak_timing.jsonl" ] && resume+=("$prev/geak_timing.jsonl"); done
 refs_s=${REFS_S:-$(( $(left) - SEARCH_S - GEAK_S - 40 ))}
 if [ $refs_s -ge 30 ]; then
