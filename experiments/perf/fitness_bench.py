@@ -169,9 +169,11 @@ def where_time_went(before: dict, now: dict, top: int = 4) -> str:
     spent = {name: seconds - before["request_s"].get(name, 0.0)
              for name, seconds in now["request_s"].items()}
     busiest = sorted(spent.items(), key=lambda item: -item[1])[:top]
+    alone_s = sum(spent.get(name, 0.0) for name in HELD_ALONE)
     return (f"timing waited {now['timing_wait_s'] - before['timing_wait_s']:.0f} s, walks "
-            f"{now['walk_wait_s'] - before['walk_wait_s']:.0f} s; leases waited for a start-up "
-            f"{now['ready_wait_s'] - before['ready_wait_s']:.0f} s, renewed workers "
+            f"{now['walk_wait_s'] - before['walk_wait_s']:.0f} s; device held alone {alone_s:.0f} s; "
+            f"leases waited for a start-up {now['ready_wait_s'] - before['ready_wait_s']:.0f} s "
+            f"({started_line(before, now)}), renewed workers "
             f"{now['renew_s'] - before['renew_s']:.0f} s; most time in "
             + ", ".join(f"{name} {seconds:.0f} s" for name, seconds in busiest))
 
