@@ -138,7 +138,8 @@ class TimedCase:
         try:
             graph = torch.cuda.CUDAGraph()
             with timing.phase("capture"), torch.cuda.stream(self.stream):
-                graph.capture_begin(capture_error_mode="global")
+                with timing.phase("begin"):
+                    graph.capture_begin(capture_error_mode="global")
                 try:
                     with timing.phase("runs"):  # the candidate's host code, the op audit's
                         self.specs = self._runs(capturing=True)
