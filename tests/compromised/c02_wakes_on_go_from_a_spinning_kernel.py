@@ -28,7 +28,7 @@ def _add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     tl.store(out_ptr + offsets, (x + y).to(out_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["value"])  # one compiled kernel for every batch's value
 def _spin_until(word_ptr, value):
     seen = tl.load(word_ptr, volatile=True)  # volatile: read again each time, never cached
     while seen != value:
