@@ -78,7 +78,10 @@ def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Ca
 
 
 def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
-               repeat: bool = True, spares: int | None = None):
+               repeat: bool = True, spares: int | None = None, max_wall_s: float | None = None):
+    """Scores `batch` on one Evaluator, `workers` calls in flight; past `max_wall_s` (from the
+    batch's start) the candidates not yet scored are dropped and the summary covers those
+    scored: a run cut by its caller's limit prints nothing after its last progress line."""
     from fitness import Evaluator, Settings
     from fitness import Limits
 
@@ -96,7 +99,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
                        for task, candidate, why in batch}
             walks = collections.defaultdict(list)  # intent -> (seconds evaluate() took, evaluation)
             scored_at = {}  # candidate id -> seconds into the batch its verdict came back
-            for future in concurrent.futures.as_completed(futures):
+            for future in _completed(futures, max_wall_s):
                 evaluation, seconds = future.result()
                 evaluations.append(evaluation)
                 scored_at[evaluation.candidate_id] = time.monotonic() - start
@@ -107,7 +110,12 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
                     print(f"  {len(evaluations)}/{len(batch)} scored in "
                           f"{time.monotonic() - start:.0f} s; {stage_means(evaluations)}; "
                           f"{where_time_went(before, evaluator.stats())}", flush=True)
-        wall_s = time.monotonic() - start
+            wall_s = time.monotonic() - start  # the cut's, not the calls still in flight's
+            if len(evaluations) < len(batch):
+                print(f"  cut at --max-wall-s {max_wall_s:g}: {len(evaluations)} of {len(batch)} "
+                      f"scored in {wall_s:.0f} s; the rest dropped", flush=True)
+                for future in futures:
+                    future.cancel()
         after = evaluator.stats()
         busy_s = after["busy_s"] - before["busy_s"]
         kernel_s = after["kernel_s"] - before["kernel_s"]
@@ -152,11 +160,20 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
     if bounded:
         print(f"  copies of the case that spread most: {copies_of(max(bounded)[1], batch, evaluations, evaluator.device, scored_at)}",
               flush=True)
-    return {"wall_s": wall_s, "busy": busy_s / wall_s, "kernel_busy": kernel_s / wall_s,
+    return {"wall_s": wall_s, "scored": len(evaluations),
+            "busy": busy_s / wall_s, "kernel_busy": kernel_s / wall_s,
             "verdicts": verdicts, "in_batch": in_batch,
             "warmup_s": warmup_s, "repeat": repeat, "false_failures": len(false_failures),
             "retries": retries,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
+
+
+def _completed(futures, max_wall_s: float | None):
+    """Yields `futures` as they complete, until `max_wall_s` has passed (None: all)."""
+    try:
+        yield from concurrent.futures.as_completed(futures, timeout=max_wall_s)
+    except concurrent.futures.TimeoutError:
+        return
 
 
 HELD_ALONE = ("checker.timed_release", "checker.timed_judge")
@@ -346,6 +363,9 @@ def main() -> None:
     parser.add_argument("--spares", type=int, default=None,
                         help="candidate workers started beside the lent ones (default: the "
                              "Evaluator's, half of --workers on a GPU)")
+    parser.add_argument("--max-wall-s", type=float, default=None,
+                        help="stop scoring the batch this many seconds in and report on what was "
+                             "scored (its rate scaled to the batch), before a caller's limit cuts it")
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
@@ -366,11 +386,11 @@ def main() -> None:
 
     modes = ("bwrap", "off") if args.sandbox == "both" else (args.sandbox,)
     runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode,
-                             not args.no_repeat, args.spares) for mode in modes}
+                             not args.no_repeat, args.spares, args.max_wall_s) for mode in modes}
     pooled = runs[modes[0]]
-    rows = [(f"pooled, sandbox {mode}", run["wall_s"],
+    rows = [(f"pooled, sandbox {mode}", run["wall_s"] * len(batch) / run["scored"],
              f"{run['busy']:.0%}/{run['kernel_busy']:.0%}", run["verdicts"])
-            for mode, run in runs.items()]
+            for mode, run in runs.items()]  # a cut run's wall scaled to the batch at its rate
     if not args.skip_naive:
         sample = batch[::args.naive_sample] if args.naive_sample > 1 else batch
         naive = run_naive(sample, device.backend, args.workers, args.timeout,
@@ -386,9 +406,9 @@ def main() -> None:
         print(f"sandbox {mode}: false failures of correct candidates: {run['false_failures']}, "
               f"walks retried after a worker death: {run['retries']}")
     if len(runs) == 2:
-        print(f"sandbox cost: {runs['bwrap']['wall_s'] / runs['off']['wall_s'] - 1:+.1%} wall time "
-              f"({len(batch) / runs['bwrap']['wall_s'] * 60:.1f} vs "
-              f"{len(batch) / runs['off']['wall_s'] * 60:.1f} candidates/min)")
+        per_min = {mode: 60 * run["scored"] / run["wall_s"] for mode, run in runs.items()}
+        print(f"sandbox cost: {per_min['off'] / per_min['bwrap'] - 1:+.1%} wall time "
+              f"({per_min['bwrap']:.1f} vs {per_min['off']:.1f} candidates/min)")
     if not args.skip_naive:
         print(f"\nspeed-up of the pool over process-per-candidate: "
               f"{rows[-1][1] / rows[0][1]:.1f}x")

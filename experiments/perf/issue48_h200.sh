@@ -9,7 +9,7 @@
 # process against the fill), bisect (80: the judge's clock across two processes, no
 # Evaluator, the child woken by its stream and by a host thread), clock (165: the judge's
 # clock against events over every baseline), compromised (150: the compromised-worker
-# suite), bench (180: fitness_bench, this tree then 8dd2dab in the same call), cheats (150:
+# suite), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
 # the cheat zoo with the lint off), honest (60: the honest files). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
 # Each step writes under $OUT as it goes and has its own time limit, so a call cut short
@@ -41,8 +41,8 @@ for s in "${steps[@]}"; do
       --out $OUT/compromised.jsonl > $OUT/compromised.txt 2>&1
     tail -14 $OUT/compromised.txt | cut -c1-300 ;;
   bench)
-    timeout 110 python3 $P/fitness_bench.py $bench > $OUT/bench_new.txt 2>&1
-    grep -E "^  (100/|timing runs|device held|started)|^pooled|false failures" $OUT/bench_new.txt | cut -c1-400
+    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 > $OUT/bench_new.txt 2>&1
+    grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures" $OUT/bench_new.txt | cut -c1-400
     echo "-- 8dd2dab"
     (cd old8dd2dab && PYTHONPATH=$PWD timeout 70 python3 experiments/perf/fitness_bench.py $bench) \
       > $OUT/bench_old.txt 2>&1
