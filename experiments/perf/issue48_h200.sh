@@ -9,7 +9,8 @@
 # process against the fill), bisect (80: the judge's clock across two processes, no
 # Evaluator, the child woken by its stream and by a host thread), clock (165: the judge's
 # clock against events over every baseline), compromised (150: the compromised-worker
-# suite), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
+# suite), unmeasured (150: the compromised files never scored on a GPU in their present form:
+# c11, c05_finishes, c02_wakes), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
 # the cheat zoo with the lint off), honest (60: the honest files). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
 # Each step writes under $OUT as it goes and has its own time limit, so a call cut short
@@ -40,6 +41,10 @@ for s in "${steps[@]}"; do
     timeout 150 python3 $P/compromised_sweep.py --device cuda \
       --out $OUT/compromised.jsonl > $OUT/compromised.txt 2>&1
     tail -14 $OUT/compromised.txt | cut -c1-300 ;;
+  unmeasured)
+    timeout 150 python3 $P/compromised_sweep.py --device cuda --only c11 --only c05_finishes \
+      --only c02_wakes --out $OUT/compromised_unmeasured.jsonl > $OUT/compromised_unmeasured.txt 2>&1
+    tail -6 $OUT/compromised_unmeasured.txt | cut -c1-300 ;;
   bench)
     timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 > $OUT/bench_new.txt 2>&1
     grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures" $OUT/bench_new.txt | cut -c1-400
@@ -53,7 +58,7 @@ for s in "${steps[@]}"; do
   honest)
     timeout 60 python3 $P/honest_sweep.py --device cuda --workers 10 > $OUT/honest.txt 2>&1
     tail -4 $OUT/honest.txt | cut -c1-300 ;;
-  *) echo "unknown step $s (exposure bisect clock compromised bench cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (exposure bisect clock compromised unmeasured bench cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"
