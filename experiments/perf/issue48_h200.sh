@@ -8,7 +8,8 @@
 # STEPs, in the order given (seconds at most): exposure (90: a kernel left running in another
 # process against the fill), bisect (80: the judge's clock across two processes, no
 # Evaluator, the child woken by its stream and by a host thread), clock (165: the judge's
-# clock against events over every baseline), compromised (150: the compromised-worker
+# clock against events over every baseline), longer (180: the same with batches of up to 128
+# runs, where BATCH_BYTES allows), compromised (150: the compromised-worker
 # suite), unmeasured (150: the compromised files never scored on a GPU in their present form:
 # c11, c05_finishes, c02_wakes), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
 # the cheat zoo with the lint off), honest (60: the honest files). `1`: exposure bisect clock compromised;
@@ -37,6 +38,9 @@ for s in "${steps[@]}"; do
   clock)
     timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 \
       --out $OUT/judge_clock.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
+  longer)
+    timeout 180 python3 $P/judge_clock_check.py --device cuda --workers 4 --max-runs 128 \
+      --out $OUT/judge_clock_128.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
   compromised)
     timeout 150 python3 $P/compromised_sweep.py --device cuda \
       --out $OUT/compromised.jsonl > $OUT/compromised.txt 2>&1
@@ -58,7 +62,7 @@ for s in "${steps[@]}"; do
   honest)
     timeout 60 python3 $P/honest_sweep.py --device cuda --workers 10 > $OUT/honest.txt 2>&1
     tail -4 $OUT/honest.txt | cut -c1-300 ;;
-  *) echo "unknown step $s (exposure bisect clock compromised unmeasured bench cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured bench cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"

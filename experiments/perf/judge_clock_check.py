@@ -27,6 +27,7 @@ from benchmarks.registry import builtin  # noqa: E402
 from evo.records import make_candidate  # noqa: E402
 from fitness import Evaluator, Settings  # noqa: E402
 from fitness.device import detect  # noqa: E402
+from fitness.judge import clock  # noqa: E402
 from fitness.measure import timing  # noqa: E402
 from fitness.processes import modules  # noqa: E402
 
@@ -85,8 +86,14 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--sandbox", default="bwrap", choices=("bwrap", "off"),
                         help="off: workers outside the sandbox, to tell its part in a difference")
+    parser.add_argument("--max-runs", type=int, default=None,
+                        help="runs a batch holds at most (`fitness.judge.clock.MAX_RUNS`, set in "
+                             "this process, where the walks size their batches): longer batches "
+                             "spread the judge's cost a batch over more runs")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if args.max_runs is not None:
+        clock.MAX_RUNS = args.max_runs
     registry = builtin()
     names = args.tasks.split(",") if args.tasks else [t.name for t in registry.tasks()]
     done = set()
@@ -101,7 +108,7 @@ def main() -> None:
             task = registry.get(name)
             started = time.monotonic()
             evaluation = evaluator.evaluate(task, make_candidate(name, task.baseline_source))
-            row = {"task": name, "correct": evaluation.correct,
+            row = {"task": name, "max_runs": clock.MAX_RUNS, "correct": evaluation.correct,
                    "failure": evaluation.failure_kind, "trace": evaluation.error_trace[-600:],
                    "cases": [c.name for c in task.cases_for(device.backend)],
                    "judge_us": list(evaluation.latency_us),
