@@ -261,15 +261,16 @@ def beside_geak_eval(direct: dict[str, pathlib.Path], verdicts: list[str], path:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for row in ours.itertuples():
         geak = theirs.get((row.model, row.level))
-
-        def share(field: str) -> str:
-            return "-" if geak is None else f"{geak[field]:.1f}"
-
         lines.append(f"| {row.model} | {row.level} | {row.tasks} | {100 * row.exec_accuracy:.1f} | "
-                     f"{share('geak_exec')} | {100 * row.call_accuracy:.1f} | {share('geak_call')} | "
+                     f"{_share(geak, 'geak_exec')} | {100 * row.call_accuracy:.1f} | "
+                     f"{_share(geak, 'geak_call')} | "
                      f"{_speedup(row.speedup_mean, row.timing_meaningful)} | "
                      f"{_speedup(row.speedup_geomean, row.timing_meaningful)} | {row.timed} |")
     return "\n".join(lines) + "\n"
+
+
+def _share(line: dict | None, field: str) -> str:
+    return "-" if line is None else f"{line[field]:.1f}"
 
 
 def _speedup(value, meaningful: bool) -> str:
