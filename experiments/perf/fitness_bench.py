@@ -388,7 +388,7 @@ def main() -> None:
     runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode,
                              not args.no_repeat, args.spares, args.max_wall_s) for mode in modes}
     pooled = runs[modes[0]]
-    rows = [(f"pooled, sandbox {mode}", run["wall_s"] * len(batch) / run["scored"],
+    rows = [(f"pooled, sandbox {mode}", run["wall_s"] * len(batch) / max(run["scored"], 1),
              f"{run['busy']:.0%}/{run['kernel_busy']:.0%}", run["verdicts"])
             for mode, run in runs.items()]  # a cut run's wall scaled to the batch at its rate
     if not args.skip_naive:
@@ -406,7 +406,7 @@ def main() -> None:
         print(f"sandbox {mode}: false failures of correct candidates: {run['false_failures']}, "
               f"walks retried after a worker death: {run['retries']}")
     if len(runs) == 2:
-        per_min = {mode: 60 * run["scored"] / run["wall_s"] for mode, run in runs.items()}
+        per_min = {mode: 60 * max(run["scored"], 1) / run["wall_s"] for mode, run in runs.items()}
         print(f"sandbox cost: {per_min['off'] / per_min['bwrap'] - 1:+.1%} wall time "
               f"({per_min['bwrap']:.1f} vs {per_min['off']:.1f} candidates/min)")
     if not args.skip_naive:
