@@ -117,11 +117,13 @@ def run(
 ) -> None:
     """Run a campaign (exit 2: bad config or unusable endpoint; 3: stopped, LLM calls failing;
     4: a fatal cause such as a full disk; 143/130: stopped by SIGTERM/SIGINT)."""
-    from evo import campaign, config as config_lib
+    from evo import campaign, config as config_lib, stopping
 
     with _failing_on(config_lib.ConfigError):
         status = campaign.main(config, out=out, resume=resume, overrides=set_, address=address,
                                check_endpoint=preflight, debug=debug)
+    if status in stopping.EXIT_STATUS.values():
+        stopping.exit_now(status)
     if status:
         raise typer.Exit(code=status)
 
@@ -208,10 +210,12 @@ def sweep(
 ) -> None:
     """Run every cell of a sweep (cells done are skipped, one cut short resumes; 130/143:
     stopped by SIGINT/SIGTERM, rerun the same command to continue)."""
-    from evo import config as config_lib, sweep as sweep_lib
+    from evo import config as config_lib, stopping, sweep as sweep_lib
 
     with _failing_on(config_lib.ConfigError):
         status = sweep_lib.main(sweep_file, out=out, check_endpoints=preflight,
                                 overrides=overrides)
+    if status in stopping.EXIT_STATUS.values():
+        stopping.exit_now(status)
     if status:
         raise typer.Exit(code=status)

