@@ -4,7 +4,6 @@ code recorded in a checker (`benchmarks.external.recorded`, `kernelbench_models`
 (`fitness.judge.performance_inputs`). In-process recording on small suites written here,
 then real Evaluators (sandboxed workers, checkers) under the interpreter."""
 
-import dataclasses
 import pathlib
 import textwrap
 
@@ -305,8 +304,7 @@ def test_a_rocm_launch_is_recorded_with_its_grid_and_meta_parameters():
     fields = calls.record("cpu", None)["calls"]
     assert fields["entry"] == "_axpy_kernel" and fields["written"] == [2] and fields["picked"] == [0, 1, 2, 3]
     assert fields["entry_call"] == {"kind": "launch", "args": 5, "meta": ["BLOCK"]}
-    calls = dataclasses.replace(calls, **{key: tuple(value) if isinstance(value, list) else value
-                                          for key, value in fields.items()})
+    calls = common.with_recorded(calls, fields)
     x, y, out, size, alpha, *grid, block = calls.make_inputs({"input": 3}, 9, "cpu")
     assert (size, alpha, grid, block) == (2048, 2.0, [8, 1, 1], 256)
     (result,) = calls(x, y, out, size, alpha, *grid, block)

@@ -8,6 +8,7 @@ GEAK-eval's two suites keep one file per kernel: the kernel code, a separator li
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import pathlib
 import re
@@ -239,3 +240,10 @@ def harness_task(suite: str, path: pathlib.Path, harness: str, sources: tuple[st
     return Task(suite=suite, reference=None, make_inputs=None, flops=None, bytes=None,
                 tolerance=tolerance_for(suite), tags=("external", suite) + tags, harness=harness,
                 runnable_on=runnable_on, skip_reason=skip_reason, source_path=str(path), **fields)
+
+
+def with_recorded(calls, fields: dict):
+    """Returns `calls` (a suite's timing-calls dataclass) with the fields its `record` gave,
+    JSON's lists back as the tuples the dataclass holds."""
+    return dataclasses.replace(calls, **{key: tuple(value) if isinstance(value, list) else value
+                                         for key, value in fields.items()})

@@ -26,6 +26,7 @@ import torch
 from fitness.processes import host_words, protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
+from benchmarks.external import common
 from fitness.judge import checking, fenced
 from fitness.judge.timed_batch import FillCut, TimedBatch, remove_files
 
@@ -163,9 +164,8 @@ class Checker:
         calls = request["calls"]
         reply = calls.record(self.device.torch_device, request["count"])
         if "calls" in reply:
-            recorded = dataclasses.replace(calls, **{key: tuple(value) if isinstance(value, list) else value
-                                                     for key, value in reply["calls"].items()})
-            reply["undefined"] = fenced.undefined_inputs(recorded, self.device.torch_device,
+            reply["undefined"] = fenced.undefined_inputs(common.with_recorded(calls, reply["calls"]),
+                                                         self.device.torch_device,
                                                          request["task"].tolerance)
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, **reply}

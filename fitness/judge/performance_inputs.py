@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from benchmarks.external import common
 from evo.records import Case, Task
 from fitness.judge.walk import Failed, worth_retrying
 from fitness.processes.pool import WorkerFault
@@ -53,8 +54,7 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
         return None, f"not timed: the timing code failed when recorded: {failed.detail[-3000:]}"
     if "unrecordable" in reply:
         return None, f"not timed: the timing code's calls cannot be recorded: {reply['unrecordable']}"
-    fields = {key: tuple(value) if isinstance(value, list) else value for key, value in reply["calls"].items()}
-    calls = dataclasses.replace(task.timing_calls, **fields)
+    calls = common.with_recorded(task.timing_calls, reply["calls"])
     undefined = {int(at): why for at, why in (reply.get("undefined") or {}).items()}  # JSON's keys
     cases = tuple(Case(f"input {at}", {"input": at}) for at in range(calls.inputs) if at not in undefined)
     if not cases:
