@@ -9,8 +9,8 @@ overall under the interpreter (whose wall-clock timings scatter by tens of perce
 Classes 10 and 11 harm others and get Evaluators of their own: 10 on one worker (twin
 alone, the cheat, the twin again: the second twin must be correct and no slower beyond the
 bound), 11 beside the twin on copies of the task (`compromised.scored_beside`: a baseline
-timed while it burns must be no slower beyond the bound than one timed quietly). One JSON row
-per candidate is appended to --out as it finishes.
+timed while it burns must be no slower beyond the bound than one timed quietly, per case of
+20 us or more on a GPU). One JSON row per candidate is appended to --out as it finishes.
 """
 
 from __future__ import annotations
@@ -50,6 +50,18 @@ def faster_than(cheat, twin, interpreted: bool) -> tuple[float | None, bool]:
     per_case = [tl / cl for cl, tl in zip(cheat.latency_us, twin.latency_us)
                 if cl and tl and tl >= GPU_MIN_US]
     return max(per_case, default=None), bool(per_case) and max(per_case) <= GPU_BOUND
+
+
+def inflated(quiet_us, beside_us, interpreted: bool) -> float | None:
+    """Returns how much slower the baseline timed beside a burner is than timed quietly:
+    the geometric mean over cases under the interpreter, the worst case of GPU_MIN_US or
+    more on a GPU (the bound's cases: below them a batch's fixed cost and its jitter are
+    much of a run, and the mean over all four cases read 1.111 in RESULTS.md §32 without
+    saying which case moved)."""
+    pairs = [(b, a) for b, a in zip(beside_us or [], quiet_us or []) if a and b]
+    if interpreted:
+        return geomean([b / a for b, a in pairs]) if pairs else None
+    return max((b / a for b, a in pairs if a >= GPU_MIN_US), default=None)
 
 
 def row(path, evaluation, twin, interpreted: bool, **extra) -> dict:
@@ -112,9 +124,10 @@ def main() -> None:
             with Evaluator(settings(args.workers)) as evaluator:
                 compromised.scored(evaluator, compromised.twin(path), "warm-up")
                 quiet, beside, cheat, seen = compromised.scored_beside(evaluator, task, path)
-            inflation = (geomean([b / a for b, a in zip(beside.ref_latency_us, quiet.ref_latency_us)])
-                         if beside.ref_latency_us and quiet.ref_latency_us else None)
+            inflation = inflated(quiet.ref_latency_us, beside.ref_latency_us, interpreted)
             emit(row(path, cheat, quiet, interpreted, baseline_inflation=inflation, import_seen=seen,
+                     quiet_ref_latency_us=quiet.ref_latency_us,
+                     beside_ref_latency_us=beside.ref_latency_us,
                      **{"pass": seen and inflation is not None and inflation <= bound}))
     print(f"\n{'cheat':<50} {'class':<6} {'correct':<8} {'speedup':>8} {'twin':>8} {'ratio':>7}  verdict")
     for item in sorted(rows, key=lambda r: int(r["class"].split()[0])):

@@ -11,7 +11,9 @@
 # clock against events over every baseline), longer (180: the same with batches of up to 128
 # runs, where BATCH_BYTES allows), compromised (150: the compromised-worker
 # suite), unmeasured (150: the compromised files never scored on a GPU in their present form:
-# c11, c05_finishes, c02_wakes), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
+# c11, c05_finishes, c02_wakes), fused (240: c05_finishes beside its twin c12, the same one
+# launch for every run with an honest `done`, and c11, twice), split (90: fitness_bench of this
+# tree alone, 40 s of scoring, for the capture's parts), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
 # the cheat zoo with the lint off), honest (60: the honest files). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
 # Each step writes under $OUT as it goes and has its own time limit, so a call cut short
@@ -49,6 +51,15 @@ for s in "${steps[@]}"; do
     timeout 150 python3 $P/compromised_sweep.py --device cuda --only c11 --only c05_finishes \
       --only c02_wakes --out $OUT/compromised_unmeasured.jsonl > $OUT/compromised_unmeasured.txt 2>&1
     tail -6 $OUT/compromised_unmeasured.txt | cut -c1-300 ;;
+  fused)
+    for pass in 1 2; do  # twice: the spread of the one-launch files' ratios, call to call
+      timeout 120 python3 $P/compromised_sweep.py --device cuda --only c05_finishes --only c12 \
+        --only c11 --out $OUT/compromised_fused.jsonl > $OUT/compromised_fused_$pass.txt 2>&1
+      tail -5 $OUT/compromised_fused_$pass.txt | cut -c1-300
+    done ;;
+  split)
+    timeout 90 python3 $P/fitness_bench.py $bench --max-wall-s 40 > $OUT/bench_split.txt 2>&1
+    grep -E "^  (cut at|requests \(count)|^pooled" $OUT/bench_split.txt | cut -c1-3000 ;;
   bench)
     timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 > $OUT/bench_new.txt 2>&1
     grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures" $OUT/bench_new.txt | cut -c1-400
@@ -62,7 +73,7 @@ for s in "${steps[@]}"; do
   honest)
     timeout 60 python3 $P/honest_sweep.py --device cuda --workers 10 > $OUT/honest.txt 2>&1
     tail -4 $OUT/honest.txt | cut -c1-300 ;;
-  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured bench cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured fused split bench cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"

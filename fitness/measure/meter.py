@@ -11,7 +11,8 @@ SPENT_PHASES = frozenset({
     "cpu", "system", "queued", "make", "reference", "allocate", "pack", "export", "uncache",
     "read", "judge", "digest",  # the checker's prepare and compare
     "stage", "fill", "snapshot", "free",  # the checker's timed batch
-    "map", "warmup", "capture"})  # a worker's timed_stage and timed_capture
+    "map", "warmup",  # a worker's timed_stage
+    "capture", "begin", "runs", "instantiate"})  # its timed_capture, whole and in parts
 """The phases a reply may report in "spent_s"; a worker naming others is ignored, so it
 cannot fill the Evaluator's stats with names of its own."""
 
