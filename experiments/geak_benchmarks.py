@@ -33,6 +33,7 @@ relative to the repository when it lies inside it, so a campaign resumes on anot
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import pathlib
@@ -246,6 +247,9 @@ def beside_geak_eval(direct: dict[str, pathlib.Path], verdicts: list[str], path:
     """Returns Table 2 (each model's campaign that has rows) beside GEAK-eval's harness on the
     same replies (`llm_corpus.py` JSONs, read as `corpus_levels.py` reads them), by level:
     exec and call accuracy, ours then GEAK-eval's, and our speedups (where timed meaningfully).
+    Both sides count only the tasks our campaign scored a reply for (`_scored`): a call cut
+    short leaves the rest unscored, and GEAK-eval's verdicts on all 184 replies beside ours on
+    the 27 scored read as disagreements that were not there (RESULTS.md §32).
     A model the verdicts lack reads "-" there."""
     from evo.analysis import geak_tables
 
@@ -253,9 +257,12 @@ def beside_geak_eval(direct: dict[str, pathlib.Path], verdicts: list[str], path:
     import corpus_levels
 
     levels = {task.name: task.difficulty for task in registry.load("tritonbench-revised", path).tasks()}
+    scored = {model: _scored(folder) for model, folder in direct.items() if rows(folder)}
+    replies = {key: reply for key, reply in corpus_levels.replies(verdicts).items()
+               if key[0] in scored and key[1] in scored[key[0]].task_names}
     theirs = {(line["model"], line["level"].removeprefix("L")): line
-              for line in corpus_levels.by_level(corpus_levels.replies(verdicts), levels)}
-    ours = geak_tables.direct_prompting({model: folder for model, folder in direct.items() if rows(folder)})
+              for line in corpus_levels.by_level(replies, levels)}
+    ours = geak_tables.direct_prompting(scored)
     lines = ["| model | level | tasks | exec acc % | GEAK-eval exec acc % | call acc % | "
              "GEAK-eval call acc % | speedup (GEAK mean) | speedup geomean | timed |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -267,6 +274,20 @@ def beside_geak_eval(direct: dict[str, pathlib.Path], verdicts: list[str], path:
                      f"{_speedup(row.speedup_mean, row.timing_meaningful)} | "
                      f"{_speedup(row.speedup_geomean, row.timing_meaningful)} | {row.timed} |")
     return "\n".join(lines) + "\n"
+
+
+def _scored(folder: pathlib.Path):
+    """Returns the campaign in `folder` as if it named only the tasks it scored a reply for
+    (a generator row), so that the tasks it never reached count on neither side."""
+    from evo.analysis import geak_tables, metrics
+
+    results = metrics.load(folder)
+    found = results.evaluations
+    tasks = sorted(set(found.loc[found["operator"] == geak_tables.GENERATOR_OPERATOR, "task"]))
+    config = results.meta.get("config", {})
+    campaign = {**config.get("campaign", {}), "tasks": tasks}
+    return dataclasses.replace(results, meta={**results.meta, "config": {**config, "campaign": campaign}},
+                               evaluations=found[found["task"].isin(tasks)])
 
 
 def _share(line: dict | None, field: str) -> str:

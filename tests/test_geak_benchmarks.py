@@ -111,6 +111,29 @@ def test_table_2_stands_beside_geak_eval_s_verdicts_on_the_same_replies_by_level
     assert cells[("m2", "all")][2] == "-" and cells[("m2", "all")][1] == "50.0"
 
 
+def test_table_2_beside_geak_eval_counts_only_the_replies_a_cut_call_scored(tmp_path):
+    """A call cut short scored one of the campaign's two replies: both sides of the table
+    count that one, not GEAK-eval's verdict on the reply we never reached beside ours on
+    one reply (nor ours with the unreached one counted as failed)."""
+    from synthetic_results import evaluation, write_campaign
+
+    command = _command_module()
+    replies = [evaluation("scale_shift", 0, 0, call_ok=True, correct=True, speedup=2.0,
+                          operator="generator", difficulty=1)]
+    direct = {"m1": write_campaign(tmp_path / "m1", replies, islands=1,
+                                   tasks=("scale_shift", "row_max"))}
+    verdicts = tmp_path / "llm_corpus.json"  # GEAK-eval failed the reply we did not reach
+    verdicts.write_text(json.dumps({"rows": [
+        {"model": "m1", "task": task, "row": 0, "done": True, "geak_call": True,
+         "geak_exec": task == "scale_shift", "agree": True} for task in ("scale_shift", "row_max")]}))
+
+    lines = command.beside_geak_eval(direct, [str(verdicts)], str(FIXTURE_SUITE)).splitlines()
+    cells = {tuple(cell.strip() for cell in line.strip("|").split("|"))[:2]:
+             [cell.strip() for cell in line.strip("|").split("|")][2:] for line in lines[2:]}
+    assert cells[("m1", "all")][:3] == ["1", "100.0", "100.0"]  # tasks, exec, GEAK-eval exec
+    assert set(cells) == {("m1", "1"), ("m1", "all")}
+
+
 @pytest.mark.slow
 def test_one_command_writes_direct_prompting_and_search_campaigns_and_the_tables(tmp_path):
     out = tmp_path / "geak"

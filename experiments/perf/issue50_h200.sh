@@ -42,15 +42,23 @@ else
     RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 RAY_USAGE_STATS_ENABLED=0
 fi
 P=experiments/perf
+# A campaign folder comes back as one archive (its Parquet parts are past what a call brings
+# back file by file: too many, too deep); the next call resumes from the last PREV's.
+pack() { tar czf $OUT/$1.tgz -C $OUT $1 && rm -rf $OUT/$1; }
+unpack() { local last=""; for prev in "${PREV[@]}"; do
+    if [ -f "$prev/$1.tgz" ] || [ -d "$prev/$1" ]; then last=$prev; fi; done
+  if [ -f "$last/$1.tgz" ]; then tar xzf "$last/$1.tgz" -C $OUT
+  elif [ -n "$last" ]; then cp -r "$last/$1" $OUT/$1; fi
+  [ -d $OUT/$1 ] && chmod -R u+w $OUT/$1; }
 if [ "$TABLE2_S" -gt 0 ] && [ -n "$GENERATIONS" ]; then
   step "Table 2 from the recorded replies, $TABLE2_S s at most"
-  last=""; for prev in "${PREV[@]}"; do [ -d "$prev/table2" ] && last="$prev/table2"; done
-  if [ -n "$last" ]; then cp -r "$last" $OUT/table2 && chmod -R u+w $OUT/table2; fi
+  unpack table2
   timeout $(( TABLE2_S + 60 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
     --suites tritonbench-revised --no-search --workers $WORKERS --generations $GENERATIONS \
     --geak-verdicts $VERDICTS --minutes $(awk "BEGIN { print $TABLE2_S / 60 }") \
     --call-minutes $(awk "BEGIN { print $TABLE2_S / 60 }") --out $OUT/table2 --resume > $OUT/table2.log 2>&1
   echo "exit $?"; grep -E "^== |^\| " $OUT/table2.log | tail -24 | cut -c1-300
+  pack table2
   gpu
 fi
 resume=(); for prev in "${PREV[@]}"; do [ -f "$prev/geak_timing.jsonl" ] && resume+=("$prev/geak_timing.jsonl"); done
@@ -67,13 +75,13 @@ fi
 search_s=$(( $(left) - 30 ))
 if [ $search_s -ge 60 ]; then
   step "the one command's offline arm, $search_s s at most"
-  last=""; for prev in "${PREV[@]}"; do [ -d "$prev/geak" ] && last="$prev/geak"; done
-  if [ -n "$last" ]; then cp -r "$last" $OUT/geak && chmod -R u+w $OUT/geak; fi
+  unpack geak
   timeout $(( search_s + 30 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
     --suites tritonbench-revised --workers $WORKERS --tasks-per-level $TASKS_PER_LEVEL \
     --minutes $SEARCH_MINUTES --search-generations 3 --islands 2 --offspring 2 --out $OUT/geak \
     --call-minutes $(awk "BEGIN { print $search_s / 60 }") --resume > $OUT/geak_benchmarks.log 2>&1
   echo "exit $?"; grep -E "^== |evaluations|stopped|generation" $OUT/geak_benchmarks.log | tail -8 | cut -c1-300
+  pack geak
   gpu
 fi
 step "the tables over every call's rows"
