@@ -65,6 +65,8 @@ def inflated(quiet_us, beside_us, interpreted: bool) -> float | None:
 
 
 def row(path, evaluation, twin, interpreted: bool, **extra) -> dict:
+    from fitness.judge import clock
+
     fields = compromised.header(path)
     ratio, within = faster_than(evaluation, twin, interpreted)
     ok = within and not (fields["expect"] == "wrong" and evaluation.correct)
@@ -72,7 +74,8 @@ def row(path, evaluation, twin, interpreted: bool, **extra) -> dict:
             "correct": evaluation.correct, "failure_kind": evaluation.failure_kind,
             "speedup": evaluation.speedup, "twin_speedup": twin.speedup, "ratio": ratio,
             "latency_us": evaluation.latency_us, "ref_latency_us": evaluation.ref_latency_us,
-            "twin_latency_us": twin.latency_us, **extra, "pass": ok and extra.get("pass", True)}
+            "twin_latency_us": twin.latency_us, "turn": clock.TURN, **extra,
+            "pass": ok and extra.get("pass", True)}
 
 
 def main() -> None:
@@ -81,8 +84,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=pathlib.Path, help="JSON lines, one per candidate")
     parser.add_argument("--only", action="append", default=[], help="file names containing this")
+    parser.add_argument("--turn", choices=("done", "go"), default=None,
+                        help="when the checker queues its turn (`fitness.judge.clock.TURN`)")
     args = parser.parse_args()
     from fitness import Evaluator, Settings
+    from fitness.judge import clock
+
+    clock.TURN = args.turn or clock.TURN
 
     def settings(workers: int):
         return Settings(device=args.device, workers=workers, timeouts=LIMITS, static_gate=False)

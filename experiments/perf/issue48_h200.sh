@@ -13,7 +13,8 @@
 # suite), unmeasured (150: the compromised files never scored on a GPU in their present form:
 # c11, c05_finishes, c02_wakes), fused (240: c05_finishes beside its twin c12, the same one
 # launch for every run with an honest `done`, and c11, twice), split (90: fitness_bench of this
-# tree alone, 40 s of scoring, for the capture's parts), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
+# tree alone, 40 s of scoring, for the capture's parts), turn (320: the checker's turn queued
+# before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
 # the cheat zoo with the lint off), honest (60: the honest files). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
 # Each step writes under $OUT as it goes and has its own time limit, so a call cut short
@@ -57,6 +58,12 @@ for s in "${steps[@]}"; do
         --only c11 --out $OUT/compromised_fused.jsonl > $OUT/compromised_fused_$pass.txt 2>&1
       tail -5 $OUT/compromised_fused_$pass.txt | cut -c1-300
     done ;;
+  turn)  # the checker's turn queued before `go` (clock.TURN = "go"): the early `done`s, then events
+    timeout 150 python3 $P/compromised_sweep.py --device cuda --turn go --only c05 --only c12 \
+      --only c02 --out $OUT/compromised_turn_go.jsonl > $OUT/compromised_turn_go.txt 2>&1
+    tail -9 $OUT/compromised_turn_go.txt | cut -c1-300
+    timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 --turn go \
+      --out $OUT/judge_clock_turn_go.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
   split)
     timeout 90 python3 $P/fitness_bench.py $bench --max-wall-s 40 > $OUT/bench_split.txt 2>&1
     grep -E "^  (cut at|requests \(count)|^pooled" $OUT/bench_split.txt | cut -c1-3000 ;;
@@ -73,7 +80,7 @@ for s in "${steps[@]}"; do
   honest)
     timeout 60 python3 $P/honest_sweep.py --device cuda --workers 10 > $OUT/honest.txt 2>&1
     tail -4 $OUT/honest.txt | cut -c1-300 ;;
-  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured fused split bench cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured fused turn split bench cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"

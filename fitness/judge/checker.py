@@ -260,8 +260,9 @@ class Checker:
         """GPU: one batch by the judge's clock (`TimedBatch.release`); replies with the
         microseconds from `go` to `done`, the timeout, or the fills another context cut."""
         try:
-            elapsed_us = self.timed[request["token"]].release(request["go"], request["limit_s"],
-                                                              request.get("cut_fails", True))
+            elapsed_us = self.timed[request["token"]].release(
+                request["go"], request["limit_s"], request.get("cut_fails", True),
+                request.get("turn", "done"))
         except TimeoutError as error:
             return {"ok": True, "timeout": str(error)}
         except FillCut as error:

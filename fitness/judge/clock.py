@@ -41,6 +41,12 @@ MAX_RUNS = 32
 """Runs a batch holds at most: each needs its own inputs and output region, made fresh, and
 its own copy in the worker's captured graph. The handoff (about 160 us a batch,
 RESULTS.md#host-clock) is part of every run's share, the baseline's too."""
+TURN = "done"
+"""When the checker queues its stream's turn, where the clock stops and the snapshot is taken
+(`TimedBatch.release`): "done", once it reads `done` (the hand-over past
+`timed_batch.TURN_ALLOWANCE_US` counted); "go", before it stores `go`, behind a wait of its
+stream for `done`. An early `done` gained 10-15% against "done" (c05_finishes, RESULTS.md
+§32); "go" is not yet measured on a GPU, for that or against events."""
 _DRAW = random.SystemRandom()
 
 
@@ -128,7 +134,8 @@ def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float
     if armed is not None and not armed.get("ok"):  # it failed before `go`: nothing to time
         raise Failed("timed", armed.get("kind", "runtime_error"), str(armed.get("trace", "")))
     released = walk._request(checker, {"op": "timed_release", "token": token, "go": go,
-                                       "limit_s": c.limits.bench_s, "cut_fails": not baseline},
+                                       "limit_s": c.limits.bench_s, "cut_fails": not baseline,
+                                       "turn": TURN},
                              c.limits.bench_s + GRACE_S)
     if released.get("timeout"):
         worker.kill()
