@@ -539,3 +539,26 @@ def test_a_timed_run_s_outputs_are_checked_on_elements_drawn_at_random_and_small
     off[::2] += 1
     verdict = checking.compare(ints, off, 0.0, 0.0, sample=1 << 12)
     assert verdict["kind"] == "mismatch" and "drawn at random" in verdict["detail"]
+
+
+def test_an_output_compared_in_chunks_gets_the_verdict_it_gets_whole(monkeypatch):
+    """`compare` goes over an output in chunks of `COMPARE_CHUNK` elements, so a billion of
+    them need no whole float64 copies; the verdict is the whole comparison's: a NaN in a
+    late chunk fails as `nan` ahead of a mismatch in an early one, and counts, first
+    indices and the largest errors are over every chunk."""
+    expected = torch.linspace(-3, 3, 1000, dtype=torch.float32).reshape(10, 100)
+    mismatched = expected.clone()
+    mismatched.view(-1)[10] += 1.0
+    mismatched.view(-1)[930] -= 2.0
+    both = mismatched.clone()
+    both.view(-1)[700] = float("nan")
+    whole = {name: checking.compare(expected, actual, 1e-5, 1.3e-6)
+             for name, actual in (("mismatched", mismatched), ("both", both))}
+    monkeypatch.setattr(checking, "COMPARE_CHUNK", 64)
+    for name, actual in (("mismatched", mismatched), ("both", both)):
+        assert checking.compare(expected, actual, 1e-5, 1.3e-6) == whole[name]
+    assert whole["both"]["kind"] == "nan" and "flat index 700" in whole["both"]["detail"]
+    assert whole["mismatched"]["kind"] == "mismatch"
+    assert whole["mismatched"]["detail"].startswith("2 of 1000 outputs")
+    assert "flat index 10:" in whole["mismatched"]["detail"]
+    assert whole["mismatched"]["max_abs_err"] == pytest.approx(2.0, rel=1e-6)

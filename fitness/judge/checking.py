@@ -62,10 +62,19 @@ def _sampled(expected: torch.Tensor, actual: torch.Tensor, elements: int):
     return expected.reshape(-1)[where], actual.reshape(-1)[where], where
 
 
+COMPARE_CHUNK = 1 << 24
+"""Elements of an output compared at a time. Whole, an output of a billion elements took
+tens of GiB of float64 and masks, and the checker ran out of memory beside the pool's other
+processes in the middle of a TritonBench-revised reference's check (fast_rope_embedding
+asked 8 GiB more with 8 free, RESULTS.md §32)."""
+
+
 def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: float,
             sample: int | None = None) -> dict:
     """Returns {"kind": None | failure kind, "max_abs_err", "rel_err", "detail"}; with
-    `sample`, the elements compared are that many drawn at random (shape and dtype whole)."""
+    `sample`, the elements compared are that many drawn at random (shape and dtype whole).
+    NaN or an infinity where the reference is finite anywhere fails as `nan` before any
+    element out of tolerance fails as `mismatch`; each names its count and first index."""
     if tuple(actual.shape) != tuple(expected.shape):
         return {"kind": "wrong_shape", "detail": f"output shape {tuple(actual.shape)}, "
                 f"expected {tuple(expected.shape)}"}
@@ -77,35 +86,64 @@ def compare(expected: torch.Tensor, actual: torch.Tensor, atol: float, rtol: flo
     if sample is not None and total > sample:
         expected, actual, at = _sampled(expected, actual, sample)
         of = f" drawn at random of {total}"
+    expected, actual = expected.reshape(-1), actual.reshape(-1)
     if not (expected.is_floating_point() or expected.is_complex()):
-        wrong = int((actual != expected).sum())
+        wrong = sum(int((actual[i:i + COMPARE_CHUNK] != expected[i:i + COMPARE_CHUNK]).sum())
+                    for i in range(0, expected.numel(), COMPARE_CHUNK))
         return {"kind": "mismatch" if wrong else None, "max_abs_err": float(wrong),
                 "rel_err": float(wrong), "detail": f"{wrong} of {expected.numel()} elements{of} differ"}
-    exp, act = expected.double(), actual.double()
-    exp_nan, act_nan = exp.isnan(), act.isnan()
-    bad_nan = (act_nan & ~exp_nan) | (act.isinf() & exp.isfinite())
-    if bool(bad_nan.any()):
-        index = int(bad_nan.flatten().nonzero()[0])
-        return {"kind": "nan", "detail": f"{int(bad_nan.sum())} of {exp.numel()} outputs{of} are "
+    found = _Found()
+    for start in range(0, expected.numel(), COMPARE_CHUNK):
+        found.add(start, expected[start:start + COMPARE_CHUNK].double(),
+                  actual[start:start + COMPARE_CHUNK].double(), atol, rtol)
+    result = {"kind": None, "max_abs_err": found.max_abs_err, "rel_err": found.rel_err}
+    if found.bad_nan:
+        index = found.first_nan
+        return {"kind": "nan", "detail": f"{found.bad_nan} of {expected.numel()} outputs{of} are "
                 f"NaN or infinite where the reference is finite (first at flat index "
-                f"{_flat(index, at)}: {float(act.flatten()[index])!r}); fresh allocations hold "
+                f"{_flat(index, at)}: {float(actual[index])!r}); fresh allocations hold "
                 "NaN or an infinity until written, so an output left unwritten shows as this"}
-    finite = exp.isfinite() & act.isfinite()
-    inf_wrong = ~finite & ~exp_nan & (act != exp)
-    error = torch.where(finite, (act - exp).abs(), torch.zeros_like(exp))
-    allowed = atol + rtol * exp.abs()
-    over = (error > allowed) | inf_wrong | (exp_nan & ~act_nan)
-    max_abs_err = float(error.max()) if error.numel() else 0.0
-    relative = torch.where(finite, error / exp.abs().clamp_min(1e-30), torch.zeros_like(exp))
-    result = {"kind": None, "max_abs_err": max_abs_err,
-              "rel_err": float(relative.max()) if relative.numel() else 0.0}
-    if bool(over.any()):
-        index = int(over.flatten().nonzero()[0])
+    if found.over:
+        index = found.first_over
         result.update(kind="mismatch", detail=(
-            f"{int(over.sum())} of {exp.numel()} outputs{of} outside |out - ref| <= atol + "
+            f"{found.over} of {expected.numel()} outputs{of} outside |out - ref| <= atol + "
             f"rtol*|ref| (atol={atol:g}, rtol={rtol:g}); first at flat index {_flat(index, at)}: "
-            f"got {float(act.flatten()[index])!r}, expected {float(exp.flatten()[index])!r}"))
+            f"got {float(actual[index])!r}, expected {float(expected[index])!r}"))
     return result
+
+
+class _Found:
+    """What `compare` found over the chunks so far: counts and first flat indices of the
+    outputs NaN or infinite where the reference is finite (`bad_nan`) and of those out of
+    tolerance (`over`), and the largest absolute and relative errors."""
+
+    def __init__(self):
+        self.bad_nan = self.over = 0
+        self.first_nan = self.first_over = None
+        self.max_abs_err = self.rel_err = 0.0
+
+    def add(self, start: int, exp: torch.Tensor, act: torch.Tensor, atol: float,
+            rtol: float) -> None:
+        """Adds the chunk of float64 values `exp`, `act` that starts at flat index `start`."""
+        exp_nan, act_nan = exp.isnan(), act.isnan()
+        bad_nan = (act_nan & ~exp_nan) | (act.isinf() & exp.isfinite())
+        self.bad_nan, self.first_nan = self._counted(bad_nan, start, self.bad_nan, self.first_nan)
+        finite = exp.isfinite() & act.isfinite()
+        inf_wrong = ~finite & ~exp_nan & (act != exp)
+        error = torch.where(finite, (act - exp).abs(), torch.zeros_like(exp))
+        over = (error > atol + rtol * exp.abs()) | inf_wrong | (exp_nan & ~act_nan)
+        self.over, self.first_over = self._counted(over, start, self.over, self.first_over)
+        if error.numel():
+            relative = torch.where(finite, error / exp.abs().clamp_min(1e-30), torch.zeros_like(exp))
+            self.max_abs_err = max(self.max_abs_err, float(error.max()))
+            self.rel_err = max(self.rel_err, float(relative.max()))
+
+    @staticmethod
+    def _counted(mask: torch.Tensor, start: int, count: int, first: int | None):
+        found = int(mask.sum())
+        if found and first is None:
+            first = start + int(mask.nonzero()[0])
+        return count + found, first
 
 
 def _flat(index: int, at) -> int:
