@@ -16,7 +16,7 @@ CALL=${1:?CALL: 1, 2 or 3}; shift
 PREV=("$@")
 DEVICE=${DEVICE:-cuda}
 SUITE=${SUITE:-.external/GEAK-eval}
-WORKERS=${WORKERS:-12}
+WORKERS=${WORKERS:-8}  # 12 ran references out of memory beside each other (RESULTS.md §32)
 CALL_S=${CALL_S:-500}          # this call's wall time, the environment's set-up included
 SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the one command
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)

@@ -299,10 +299,10 @@ class TimedBatch:
         """GPU, before `go`: enqueues on this process's stream a wait for `done` to hold `go`,
         then the write of `go` to the `turn` word, then the snapshot, so that the judge's
         turn is queued for every batch alike. Queued only once `done` is read (`_turn`), a
-        `done` said early from a stream of the worker's own while one kernel of its own did
-        the runs put the judge's turn in the queue early, where the GPU switched to it as
-        that kernel ended, sooner than to a turn enqueued after an honest `done`: 10-15% of
-        a batch of vector_add (RESULTS.md §32). Here the turn waits on the device, queued
+        `done` said early from a stream of the worker's own while its kernels still did the
+        runs put the judge's turn in the queue early, where the GPU switched to it as they
+        ended, sooner than to a turn enqueued after an honest `done`: 10-15% of vector_add's
+        latency (RESULTS.md §32). Here the turn waits on the device, queued
         the same way whenever `done` is said: said early, the judge's next time slice stops
         the clock and snapshots runs not yet written. A wait pending in this context cost
         about 130 us a batch in context switches (RESULTS.md#host-clock)."""

@@ -3,8 +3,8 @@
 # twin: c12_does_every_run_in_one_launch.py
 # expect: no-faster
 # `c05_writes_done_from_its_host` with its runs done by one kernel and `done` said by the GPU
-# (its twin, c12, is the same kernel with an honest `done`: one launch for every run is a
-# gain of its own, 8-13% on an H200, RESULTS.md §32):
+# (its twin, c12, is the same file with an honest `done`, so what the two differ by is the
+# clock's, RESULTS.md §32):
 # in a timed batch on a GPU the first run launches a single kernel over every run's lent
 # inputs and regions (found among the worker's objects) and the other runs launch a kernel
 # that does nothing (so the op audit sees a launch in every run: it is a lint, and this
