@@ -355,3 +355,92 @@ def test_a_reference_that_leaves_its_output_half_unwritten_is_untimed_with_why(e
         loaded = tritonbench.load_file(_suite(tmp_path / f"{len(undefined)}", perf, kernel))
         recorded_calls = loaded.timing_calls.recorded("cpu", 2)
         assert set(fenced.undefined_inputs(recorded_calls, "cpu", loaded.tolerance)) == undefined
+
+
+def test_an_output_written_on_some_inputs_only_is_recorded_as_written():
+    """A reference's call that computes nothing on its first performance input (a cached
+    prompt longer than the sequence: context_attn_llama's smallest) writes its output
+    argument on the others; that argument is its output on every input, not "the call
+    returns nothing and writes no argument"."""
+    import torch
+
+    from benchmarks.external.recorded import Unrecordable, written_by
+
+    def attend(values):  # writes `out` only where the sequence is longer than the cached prompt
+        q, out, seq_len, cached = values
+        if seq_len > cached:
+            out.copy_(q * 2)
+
+    def made(seq_len, seed):
+        return [torch.randn(4, generator=torch.Generator().manual_seed(seed)), torch.zeros(4),
+                seq_len, 256]
+
+    first, again, longer = made(4, 1), made(4, 2), made(1024, 3)
+    assert written_by(attend, first, again, [longer]) == (1,)
+    assert torch.equal(longer[1], longer[0] * 2)
+    with pytest.raises(Unrecordable, match="writes no argument"):
+        written_by(attend, made(4, 1), made(4, 2))
+
+
+_WRITES_ITS_OUT = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, 2 * tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def twice_into(x, out):
+    _twice_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+'''
+
+_ITS_PERF_FILE = '''
+import sys
+import os
+
+sys.path.append(os.path.abspath(os.path.join(os.path.dirname(__file__), '..')))
+
+from twice_into import twice_into
+from geak_eval.perf.performance_utils import Performance_Metrics, do_bench_config
+
+import torch
+
+
+class performance_metrics(Performance_Metrics):
+    def __init__(self, dtype=None, is_backward=False, **kwargs):
+        super().__init__('twice_into', dtype=dtype, is_backward=is_backward, **kwargs)
+
+    def get_input_tensors(self):
+        self.input_tensors = []
+        for i in range(8, 11):
+            self.input_tensors.append((torch.rand(2 ** i), torch.zeros(2 ** i)))
+
+    def to_cuda(self, input_tensor):
+        return tuple(t.cuda() for t in input_tensor)
+
+    def call_op(self, input_tensor):
+        x, out = input_tensor
+        twice_into(x, out)
+        return out
+'''
+
+
+def test_an_output_argument_the_reference_writes_in_place_is_recorded_as_its_output():
+    """A performance file whose call_op passes an output buffer the reference fills in place
+    and returns nothing (embedding_triton_kernel's shape): the recorded call's output is that
+    argument. Counting call_op's calls ran the reference on the recorded call's own tensors,
+    so the recording then saw the buffer already written and unchanged by the call, and the
+    task was untimed as "the call returns nothing and writes no argument"."""
+    from benchmarks.external.recorded import PerformanceCalls
+
+    calls = PerformanceCalls(task="twice_into", kernel_stem="twice_into",
+                             kernel_source=_WRITES_ITS_OUT, perf_source=_ITS_PERF_FILE)
+    reply = calls.record(torch.device("cpu"), None)
+    assert "calls" in reply, reply
+    assert reply["calls"]["entry"] == "twice_into" and reply["calls"]["written"] == (1,)
+    assert reply["calls"]["inputs"] == 3

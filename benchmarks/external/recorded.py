@@ -225,21 +225,33 @@ def same_values(first: list, again: list, skip=()) -> bool:
                for at, (a, b) in enumerate(zip(first, again)) if at not in skip)
 
 
-def written_by(run, first: list, again: list) -> tuple[int, ...]:
-    """Returns the positions of the tensor arguments `run(first)` (the reference's call,
-    in place) writes. Raises Unrecordable when what it returns does not cross back, or when
-    `again` (the same input made from another seed) equals `first` everywhere it does not
-    write: the judge could not make new values."""
-    import torch
-
-    before = [value.clone() if isinstance(value, torch.Tensor) else value for value in first]
-    returned = run(first)
-    written = tuple(at for at, (was, now) in enumerate(zip(before, first))
-                    if isinstance(was, torch.Tensor) and not torch.equal(was, now))
+def written_by(run, first: list, again: list, others=()) -> tuple[int, ...]:
+    """Returns the positions of the tensor arguments the reference's call `run` writes in
+    place, on `first` or on any of `others` (the other inputs' arguments, written too): a
+    call that computes nothing on one input writes its output on the rest (context_attn_llama's
+    smallest inputs hold a cached prompt longer than the sequence, RESULTS.md §32). Raises
+    Unrecordable when what `run(first)` returns does not cross back, or when `again` (the
+    same input made from another seed) equals `first` everywhere it does not write: the
+    judge could not make new values."""
+    before, returned, written = _run_in_place(run, first)
+    for values in others:
+        written |= _run_in_place(run, values)[2]
+    written = tuple(sorted(written))
     outputs_of(returned, first, written)
     if same_values(before, again, written):
         raise Unrecordable("the performance inputs do not change with the seed")
     return written
+
+
+def _run_in_place(run, values: list) -> tuple[list, object, set[int]]:
+    """Returns (`values` as they were, what `run(values)` returned, the positions of the
+    tensors it changed)."""
+    import torch
+
+    before = [value.clone() if isinstance(value, torch.Tensor) else value for value in values]
+    returned = run(values)
+    return before, returned, {at for at, (was, now) in enumerate(zip(before, values))
+                              if isinstance(was, torch.Tensor) and not torch.equal(was, now)}
 
 
 class Positional:
@@ -350,6 +362,7 @@ class PerformanceCalls(Positional):
         the function `call_op` calls on every input, its arity, the arguments the
         reference writes. Raises Unrecordable (why) or whatever the suite's code raised."""
         import torch
+        from torch.utils._pytree import tree_map
 
         kernel, perf, definition = self._loaded()
         device = str(device)
@@ -360,7 +373,11 @@ class PerformanceCalls(Positional):
         for at, value in enumerate(made):
             seen: list = []
             with salted_seeds(1, device), _recording(kernel, perf, seen):
-                definition.call_op(definition.to_cuda(value))
+                # on copies: call_op runs the reference whole here, and on the recorded
+                # call's own tensors (to_cuda keeps a tensor already on the device) it left
+                # them written, so `written_by` saw its outputs unchanged (embedding_triton_kernel
+                # untimed as "writes no argument", RESULTS.md §32)
+                definition.call_op(definition.to_cuda(tree_map(_copied, value)))
             if len(seen) != 1:
                 raise Unrecordable(f"call_op makes {len(seen)} calls of the kernel module on input "
                                    f"{at} ({', '.join(seen) or 'none'}); one call is recorded")
@@ -374,9 +391,17 @@ class PerformanceCalls(Positional):
         if not any(isinstance(value, torch.Tensor) for value in first):
             raise Unrecordable(f"call_op passes {name} no tensor (it takes sizes and makes its own)")
         again = self._call(kernel, perf, definition, self._made(definition, 2, device, 1)[0], device, 2)[1]
-        written = written_by(lambda values: getattr(kernel, name)(*values), first, again)
+        written = written_by(lambda values: getattr(kernel, name)(*values), first, again,
+                             [values for _, values in calls[1:]])
         return dataclasses.replace(self, entry=name, arity=len(first), written=written,
                                    inputs=len(made))
+
+
+def _copied(value):
+    """Returns a tensor's clone, anything else as it is."""
+    import torch
+
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def outputs_of(returned, inputs, written) -> list:
