@@ -31,6 +31,7 @@ from fitness.judge.activity import Activity
 from fitness.judge.case_errors import CaseErrors
 from fitness.judge.static_checks import missing_entry_point
 from fitness.judge.walk import Failed, Walk, described
+from fitness.judge.walk_gate import WalkGate
 from fitness.settings import Limits
 from fitness.measure.meter import Meter
 from fitness.judge.latency_memory import GIVE_UP_FACTOR, BestLatency, ReferenceMemo
@@ -81,6 +82,7 @@ class Cascade:
             harness_seed = self._seeds.randrange(1, 2**30)
         self.harness_seed = harness_seed if salt_harness_seeds else None
         self.walks = itertools.count()  # numbers the walks; each names its calls by it
+        self.walks_gate = WalkGate()  # a walk that ran out of memory goes again alone
 
     def evaluate(self, task: Task, candidate: Candidate,
                  activity: Activity | None = None) -> Evaluation:

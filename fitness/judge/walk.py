@@ -19,7 +19,7 @@ RETRIED_DEATHS = frozenset({"worker_crash", "harness_error"})
 RETRIED_FAILURES = frozenset({"out_of_memory"})
 """Failures a process reported that may be a neighbour's fault too: a GPU's memory is shared
 by every worker and checker of the pool, and the candidates walked beside this one (inputs
-of a GiB and more a case) can leave it none."""
+of a GiB and more a case) can leave it none. The second try goes alone (`WalkGate`)."""
 
 
 def worth_retrying(kind: str, attempt: int, died: bool = True) -> bool:
@@ -37,15 +37,18 @@ def walk(plan: type, judge, task: Task, candidate: Candidate, activity: Activity
     except Failed as failed:
         walked.fail(failed.stage, failed.kind, failed.detail)
         return walked.evaluation()
+    crowded = False  # the last try ran out of device memory beside other walks
     for attempt in range(2):
         if attempt:
             walked = plan(judge, task, candidate, activity)
         try:
-            walked.run()
+            with judge.walks_gate.alone() if crowded else judge.walks_gate.side_by_side():
+                walked.run()
         except Failed as failed:
             walked.fail(failed.stage, failed.kind, failed.detail)
             if worth_retrying(failed.kind, attempt, died=False):
                 judge.meter.retry()
+                crowded = failed.kind in RETRIED_FAILURES
                 continue
         except WorkerFault as fault:
             walked.fail(walked.stage, fault.kind, described(fault))
