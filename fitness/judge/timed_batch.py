@@ -270,7 +270,8 @@ class TimedBatch:
         self.words.store("go", go)
         deadline = time.monotonic() + limit_s
         try:
-            done = self._await(self.words if turn == "done" else self.turn, turn, go, deadline)
+            done = (self._await(self.words, "done", go, deadline) if turn == "done"
+                    else self._await(self.turn, "turn", go, deadline))
         except TimeoutError:
             self.words.store("done", go)  # frees a queued turn's wait: the snapshot can run
             raise TimeoutError(f"the worker did not finish its batch of {self.runs} runs "
