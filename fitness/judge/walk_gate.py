@@ -2,10 +2,10 @@
 the others is tried once more with the device to itself.
 
 A GPU's memory is shared by every worker and checker of the pool, and the walks beside one
-(inputs of a GiB and more a case, GEAK's performance inputs) can leave it none: on an H200,
-12 of the 56 TritonBench-revised references left untimed in issue 50's calls ran out of
-memory with 12 walks at once (RESULTS.md §32), and a second try beside the same neighbours
-mostly met them again. Only top-level walks pass the gate (`walk.walk`); a task's baseline
+(inputs of a GiB and more a case, GEAK's performance inputs) can leave it none: 12 of the 56
+TritonBench-revised references left untimed in three calls ran out of memory with 12 walks
+at once on 140 GiB (RESULTS.md §32), and a second try beside the same neighbours mostly met
+them again. Only top-level walks pass the gate (`walk.walk`); a task's baseline
 job does not, so a walk alone that waits for its baseline's numbers gets them.
 """
 
