@@ -84,3 +84,6 @@ for s in "${steps[@]}"; do
   esac
 done
 echo "== done $(date +%T)"
+# a call brings back 8 files at most: what this call wrote goes back as one archive, out.tgz
+# (extract it where the call's data is kept; a call cut short at its limit leaves them loose)
+(cd $OUT && tar czf /tmp/kernelevo-out.tgz . && find . -mindepth 1 -delete && mv /tmp/kernelevo-out.tgz out.tgz)

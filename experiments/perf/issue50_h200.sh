@@ -2,7 +2,7 @@
 # Issue 50's measurements in device calls that add up (each under 9 min): run on the GPU box
 # from the repository root with the wheelhouse and .external/GEAK-eval carried, as
 #   bash experiments/perf/issue50_h200.sh CALL [PREV ...]
-# CALL: 1, 2 or 3; PREV: folders holding what earlier calls' $OUT brought back, copied into
+# CALL: 1, 2 or 3; PREV: folders holding what earlier calls' $OUT brought back (out.tgz extracted), copied into
 # the tree (untracked files travel), oldest first. Each call: TritonBench-revised's references
 # timed (geak_timing.py, skipping the tasks PREV's rows hold) until done or REFS_S, then the
 # one command's offline arm (geak_benchmarks.py, continuing the last PREV's geak/) with what is
@@ -89,3 +89,6 @@ $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm --out $OUT/union/
   --tables-from "${resume[@]}" $OUT/geak_timing.jsonl > $OUT/union.log 2>&1
 sed -n '1,/^task /p' $OUT/union.log | grep -v "^  not timed" | head -60 | cut -c1-300
 step done
+# a call brings back 8 files at most: what this call wrote goes back as one archive, out.tgz
+# (extract it where the call's data is kept; a call cut short at its limit leaves them loose)
+(cd $OUT && tar czf /tmp/kernelevo-out.tgz . && find . -mindepth 1 -delete && mv /tmp/kernelevo-out.tgz out.tgz)
