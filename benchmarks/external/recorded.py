@@ -248,7 +248,7 @@ def _run_in_place(run, values: list) -> tuple[list, object, set[int]]:
     tensors it changed)."""
     import torch
 
-    before = [value.clone() if isinstance(value, torch.Tensor) else value for value in values]
+    before = [_copied(value) for value in values]
     returned = run(values)
     return before, returned, {at for at, (was, now) in enumerate(zip(before, values))
                               if isinstance(was, torch.Tensor) and not torch.equal(was, now)}

@@ -273,7 +273,8 @@ class TimedBatch:
             done = (self._await(self.words, "done", go, deadline) if turn == "done"
                     else self._await(self.turn, "turn", go, deadline))
         except TimeoutError:
-            self.words.store("done", go)  # frees a queued turn's wait: the snapshot can run
+            if turn == "go":  # frees the queued turn's wait: the snapshot can run
+                self.words.store("done", go)
             raise TimeoutError(f"the worker did not finish its batch of {self.runs} runs "
                                f"within {limit_s:g} s") from None
         late_us = (self._turn(go, deadline) - done) / 1e3 if turn == "done" else 0.0
