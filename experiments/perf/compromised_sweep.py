@@ -74,7 +74,7 @@ def row(path, evaluation, twin, interpreted: bool, **extra) -> dict:
             "correct": evaluation.correct, "failure_kind": evaluation.failure_kind,
             "speedup": evaluation.speedup, "twin_speedup": twin.speedup, "ratio": ratio,
             "latency_us": evaluation.latency_us, "ref_latency_us": evaluation.ref_latency_us,
-            "twin_latency_us": twin.latency_us, "turn": clock.TURN, **extra,
+            "twin_latency_us": twin.latency_us, "turn": clock.TURN, "wake": clock.WAKE, **extra,
             "pass": ok and extra.get("pass", True)}
 
 
@@ -84,6 +84,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=pathlib.Path, help="JSON lines, one per candidate")
     parser.add_argument("--only", action="append", default=[], help="file names containing this")
+    parser.add_argument("--wake", choices=("front", "spin"), default=None,
+                        help="how the worker's stream waits for `go` (`fitness.judge.clock.WAKE`)")
     parser.add_argument("--turn", choices=("done", "go"), default=None,
                         help="when the checker queues its turn (`fitness.judge.clock.TURN`)")
     args = parser.parse_args()
@@ -91,6 +93,7 @@ def main() -> None:
     from fitness.judge import clock
 
     clock.TURN = args.turn or clock.TURN
+    clock.WAKE = args.wake or clock.WAKE
 
     def settings(workers: int):
         return Settings(device=args.device, workers=workers, timeouts=LIMITS, static_gate=False)

@@ -90,6 +90,8 @@ def main() -> None:
                         help="runs a batch holds at most (`fitness.judge.clock.MAX_RUNS`, set in "
                              "this process, where the walks size their batches): longer batches "
                              "spread the judge's cost a batch over more runs")
+    parser.add_argument("--wake", choices=("front", "spin"), default=None,
+                        help="how the worker's stream waits for `go` (`fitness.judge.clock.WAKE`)")
     parser.add_argument("--turn", choices=("done", "go"), default=None,
                         help="when the checker queues its turn (`fitness.judge.clock.TURN`, set "
                              "in this process, which asks each batch of the checker)")
@@ -98,6 +100,7 @@ def main() -> None:
     if args.max_runs is not None:
         clock.MAX_RUNS = args.max_runs
     clock.TURN = args.turn or clock.TURN
+    clock.WAKE = args.wake or clock.WAKE
     registry = builtin()
     names = args.tasks.split(",") if args.tasks else [t.name for t in registry.tasks()]
     done = set()
@@ -112,7 +115,7 @@ def main() -> None:
             task = registry.get(name)
             started = time.monotonic()
             evaluation = evaluator.evaluate(task, make_candidate(name, task.baseline_source))
-            row = {"task": name, "max_runs": clock.MAX_RUNS, "turn": clock.TURN, "correct": evaluation.correct,
+            row = {"task": name, "max_runs": clock.MAX_RUNS, "turn": clock.TURN, "wake": clock.WAKE, "correct": evaluation.correct,
                    "failure": evaluation.failure_kind, "trace": evaluation.error_trace[-600:],
                    "cases": [c.name for c in task.cases_for(device.backend)],
                    "judge_us": list(evaluation.latency_us),

@@ -41,12 +41,18 @@ MAX_RUNS = 32
 """Runs a batch holds at most: each needs its own inputs and output region, made fresh, and
 its own copy in the worker's captured graph. The handoff (about 160 us a batch,
 RESULTS.md#host-clock) is part of every run's share, the baseline's too."""
-TURN = "done"
+TURN = "go"
 """When the checker queues its stream's turn, where the clock stops and the snapshot is taken
 (`TimedBatch.release`): "done", once it reads `done` (the hand-over past
 `timed_batch.TURN_ALLOWANCE_US` counted); "go", before it stores `go`, behind a wait of its
 stream for `done`. An early `done` gained 10-15% against "done" (c05_finishes, RESULTS.md
 §32); "go" is not yet measured on a GPU, for that or against events."""
+WAKE = "spin"
+"""How the worker's stream waits for `go` (`fitness.sandbox.timed.TimedCase.arm`): "front",
+blocked in the GPU's front end (woken about 160 us after `go` is stored,
+RESULTS.md#host-clock); "spin", behind a one-thread kernel that reads the word from the
+moment the batch is armed. A candidate can spin on its own (c02_wakes); "spin" gives every
+worker the quickest wake. Not yet measured on a GPU with `TURN` "go"."""
 _DRAW = random.SystemRandom()
 
 
@@ -128,7 +134,7 @@ def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float
     were a neighbour's)."""
     c = walk.c
     go = _DRAW.randrange(1, 2**31)  # the host words start at 0
-    request = {"op": "arm", "go": go}
+    request = {"op": "arm", "go": go, "wake": WAKE}
     deadline = worker.start(request, c.limits.bench_s)
     armed = worker.early(ARM_S)
     if armed is not None and not armed.get("ok"):  # it failed before `go`: nothing to time

@@ -152,14 +152,16 @@ class TimedCase:
             self.graph, self.specs = None, []
         return {"method": "graph" if self.graph is not None else "eager"}
 
-    def arm(self, go: int) -> list:
+    def arm(self, go: int, wake: str = "front") -> list:
         """Enqueues wait(go) -> the runs -> write(done) on this case's stream, both words in
         the judge's host page; returns the runs' output specs. Host code that synchronizes
-        blocks here until the judge lets go."""
+        blocks here until the judge lets go. `wake` (`fitness.judge.clock.WAKE`): "front",
+        the stream waits in the GPU's front end; "spin", a kernel spins on `go`."""
         from fitness.processes import stream_sync
 
         handle = self.stream.cuda_stream
-        stream_sync.wait_value(handle, self.words.address("go"), go)
+        wait = stream_sync.spin_until if wake == "spin" else stream_sync.wait_value
+        wait(handle, self.words.address("go"), go)
         with torch.cuda.stream(self.stream):
             if self.graph is not None:
                 self.graph.replay()

@@ -342,7 +342,8 @@ class Worker:
         """Enqueues one batch of the staged case behind the judge's `go` (`TimedCase.arm`)."""
         if self.timed is None:
             return {"ok": False, "kind": "harness_error", "trace": "arm before timed_stage"}
-        return {"ok": True, "outputs": self.timed.arm(int(request["go"])),
+        return {"ok": True, "outputs": self.timed.arm(int(request["go"]),
+                                                      str(request.get("wake", "front"))),
                 "observed": self.timed_observed.report(self.snapshot.changed())}
 
     def run_batch(self, request: dict) -> dict:

