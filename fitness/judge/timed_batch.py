@@ -23,9 +23,11 @@ from fitness.judge import checking
 from fitness.measure import timing
 from fitness.processes import host_words, protocol, shared_memory, stream_sync
 
-BATCH_BYTES = 4 << 30
+BATCH_BYTES = 2 << 30
 """The most bytes a case's lent buffer holds (inputs and regions of every run): it caps the
-runs of a case with large inputs or outputs."""
+runs of a case with large inputs or outputs, and so the fill's one copy, which must end in one
+time slice of the checker's context beside a worker kernel spinning on `go` (about 2.4 ms on
+an H200; 4 GiB of inputs would take about 1.8 ms to copy)."""
 REGION_SLACK_BYTES = 1 << 20
 """What a run's region holds beyond twice its outputs: the temporaries a wrapper allocates."""
 CHECKED_RUNS = 4
@@ -119,7 +121,7 @@ class TimedBatch:
         # every run at once (`_burst`); the mirror is made at the first fill, in the device
         # hold, so that a case waiting for the hold holds no more memory than its lent buffer
         self.inputs_bytes = offsets[runs * per_run]
-        self.mirror = self.lent_inputs = None
+        self.mirror = self.lent_inputs = self.flush = None
         self.mirror_sets: list[list] = []
         self.words = host_words.HostWords.create()
         self.turn = host_words.HostWords.create(host_words.TURN).register()
@@ -193,22 +195,33 @@ class TimedBatch:
                 if run in self.checked:
                     kept[run] = [view if isinstance(view, torch.Tensor) else value
                                  for view, value in zip(self.mirror_sets[run], made)]
+        # the mirror made before the burst is queued: behind a worker kernel spinning on
+        # `go` (`clock.WAKE` "spin") the burst then starts a time slice of this context's
+        # own, instead of running into the end of the one the making began in
+        self.stream.synchronize()
         self._burst()
         self.fresh = kept
 
     def _make_mirror(self) -> None:
-        """Makes the private mirror of the lent sets and its views, on the current stream."""
+        """Makes the private mirror of the lent sets and its views, and the buffer that flushes
+        the last-level cache, on the current stream."""
         self.mirror = torch.empty(self.inputs_bytes, dtype=torch.uint8,
                                   device=self.device.torch_device)
+        self.flush = torch.empty(timing.flush_bytes(self.device), dtype=torch.int8,
+                                 device=self.device.torch_device)
         self.mirror_sets = [shared_memory.unpack(self.mirror, specs) for specs in self.sets]
         self.lent_inputs = self.buffer.view(0, torch.uint8, [self.inputs_bytes], [1], 0)
 
     def _burst(self) -> None:
-        """Copies the mirror into the lent sets, one copy on this process's stream between
-        the two `burst` events."""
+        """Copies the mirror into the lent sets, one copy on this process's stream, then
+        flushes the last-level cache, between the two `burst` events: every run reads its
+        inputs from memory, as event timing's runs do behind its flush (the sets last copied
+        stayed in the cache, and the judge read 0.94x events at the median, RESULTS.md §33);
+        the flush inside the burst, so that a cut in it is seen as one in the copy."""
         with torch.cuda.stream(self.stream):
             self.burst[0].record(self.stream)
             self.lent_inputs.copy_(self.mirror)
+            self.flush.zero_()
             self.burst[1].record(self.stream)
 
     def _fill_cut(self) -> bool:
@@ -404,7 +417,7 @@ class TimedBatch:
         if self.buffer is not None:
             with timing.phase("free"):
                 self.buffer.release()
-                self.buffer = self.mirror = self.lent_inputs = None
+                self.buffer = self.mirror = self.lent_inputs = self.flush = None
                 self.mirror_sets = []
                 self.words.release()
                 self.turn.release()

@@ -464,6 +464,11 @@ def read_clock_mhz(device: DeviceInfo, clock: Clock = REAL_CLOCK) -> float | Non
     return None if device.backend == "interpreter" else _clock_mhz(clock)
 
 
+def flush_bytes(device) -> int:
+    """Bytes whose write flushes `device`'s last-level cache (twice it, 64 MiB at least)."""
+    return max(2 * device.llc_bytes, 64 << 20)
+
+
 def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[LatencyStats]:
     """Warm-up rounds of what will be timed (a graph's first replay uploads it; the rounds
     also measure the host's enqueue time), settling batches (`settling`, which waits out a
@@ -474,8 +479,7 @@ def _time_events(staged: Staged, give_up, floors, peak_mhz: float) -> list[Laten
     clock, device, config = staged.clock, staged.device, staged.config
     gpu = clock.device()
     runnables, refill = staged.runnables, staged.refill
-    flush = gpu.torch.empty(max(2 * device.llc_bytes, 64 << 20), dtype=gpu.torch.int8,
-                            device=device.torch_device)
+    flush = gpu.torch.empty(flush_bytes(device), dtype=gpu.torch.int8, device=device.torch_device)
     with phase("warm", clock):
         host_us: list[list[float]] = [[] for _ in runnables]
         for _ in range(max(config.warmup_runs, 1)):
