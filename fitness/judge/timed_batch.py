@@ -27,7 +27,7 @@ BATCH_BYTES = 2 << 30
 """The most bytes a case's lent buffer holds (inputs and regions of every run): it caps the
 runs of a case with large inputs or outputs, and so the fill's one copy, which must end in one
 time slice of the checker's context beside a worker kernel spinning on `go` (about 2.4 ms on
-an H200; 4 GiB of inputs would take about 1.8 ms to copy)."""
+the GPU measured, RESULTS.md §28; 4 GiB of inputs would take about 1.8 ms to copy)."""
 REGION_SLACK_BYTES = 1 << 20
 """What a run's region holds beyond twice its outputs: the temporaries a wrapper allocates."""
 CHECKED_RUNS = 4
@@ -62,7 +62,8 @@ the GPU over (44-253 us, RESULTS.md#late-turn). The rest counts: a worker that s
 early, from a stream of its own, while a kernel of its own still does the runs holds the GPU
 until that kernel ends (or its time slice: milliseconds, RESULTS.md#fill-exposure), and
 hides at most this less its own hand-over. An honest batch pays its hand-over past it, as
-the baseline's does."""
+the baseline's does. Only with `clock.TURN` "done", where on a GPU such a worker hid the
+whole hand-over (RESULTS.md §32)."""
 FILL_TRIES = 3
 """Fills a batch may draw before one is whole; past them its worker is failed as
 `cheat_background_work`: a worker's own batch leaves the GPU idle while it waits for `go`."""
@@ -257,14 +258,13 @@ class TimedBatch:
 
         The clock starts as the inputs are complete (the fill waited for): a worker that
         reads them early, from a kernel left running on another stream, does so on the
-        clock, but for the microseconds this process takes to wake from the wait. Nothing of
-        this process is queued on the device while the runs go: a wait for `done` pending in
-        the checker's context cost about 130 us a batch in context switches
-        (RESULTS.md#host-clock). A fill another context's turn cut (`_fill_cut`) is drawn
+        clock, but for the microseconds this process takes to wake from the wait. A fill
+        another context's turn cut (`_fill_cut`) is drawn
         again, `FILL_TRIES` fills at most; past them raises FillCut, unless not `cut_fails`
         (a baseline's worker, which runs trusted code: the cuts were a neighbour's, and the
-        last fill is timed). `turn` "go": the turn is queued before `go` (`_queue_turn`) and
-        the clock stops when the checker reads it written, with nothing allowed."""
+        last fill is timed). `turn` "go" (`clock.TURN`): the turn is queued before `go`
+        (`_queue_turn`) and the clock stops when the checker reads it written, with nothing
+        allowed."""
         for _ in range(FILL_TRIES):
             with timing.phase("fill"):
                 self.fill()
@@ -319,8 +319,11 @@ class TimedBatch:
         ended, sooner than to a turn enqueued after an honest `done`: 10-15% of vector_add's
         latency (RESULTS.md §32). Here the turn waits on the device, queued
         the same way whenever `done` is said: said early, the judge's next time slice stops
-        the clock and snapshots runs not yet written. A wait pending in this context cost
-        about 130 us a batch in context switches (RESULTS.md#host-clock)."""
+        the clock and snapshots runs not yet written (c05_finishes judged wrong on a GPU,
+        RESULTS.md §33). The wait pending in this context cost about 130 us a batch in
+        context switches beside a worker woken by the GPU's front end
+        (RESULTS.md#host-clock); beside one spinning on `go` (`clock.WAKE`) the judge read
+        0.966x events at the median."""
         if self.words.device is None:
             self.words.register()
         with torch.cuda.stream(self.stream):

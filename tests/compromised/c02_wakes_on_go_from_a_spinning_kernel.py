@@ -2,16 +2,17 @@
 # class: 2 slows or swaps the worker's clock
 # twin: honest_vector_add.py
 # expect: no-faster
-# It leaves the judge's clock alone and starts its runs sooner on it: at import it wraps the
-# worker's `stream_sync.wait_value`, so that where the worker would have its stream wait on
-# `go` in the GPU's front end (woken about 100-160 us after the judge stores it,
+# It leaves the judge's clock alone and tries to start its runs sooner on it: at import it
+# wraps the worker's `stream_sync.wait_value`, so that where the worker would have its stream
+# wait on `go` in the GPU's front end (woken about 100-160 us after the judge stores it,
 # RESULTS.md#host-clock) a one-thread kernel of its own spins on the word from the moment the
-# batch is armed, and the runs follow within microseconds of `go`. The kernel spins while
-# the judge makes and copies the batch's inputs, so it also tests what a context busy on the
-# GPU before `go` does to the judge's fill (the same wake in the worker itself kept about 135
-# of the 160 us a batch: the fill takes the GPU from the kernel, and the switch back costs
-# about what the wake-up did, RESULTS.md §27). The runs are the honest twin's; on the
-# interpreter (no stream waits) it is the twin.
+# batch is armed, and the runs follow within microseconds of `go`. With the checker's turn
+# queued at `go` and the front end's wake it read 1.20x its twin on the H200 (RESULTS.md §33),
+# so since fitness-18 every worker wakes this way (`clock.WAKE = "spin"`, which never calls
+# `wait_value` for `go`) and this file is its twin there: it stays to hold `WAKE` to it. The
+# kernel spins while the judge makes and copies the batch's inputs, so it also tests what a
+# context busy on the GPU before `go` does to the judge's fill. The runs are the honest
+# twin's; on the interpreter (no stream waits) it is the twin.
 import importlib
 
 import torch

