@@ -15,7 +15,8 @@
 # launch for every run with an honest `done`, and c11, twice), split (90: fitness_bench of this
 # tree alone, 40 s of scoring, for the capture's parts), turn (320: the checker's turn queued
 # before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
-# the cheat zoo with the lint off), honest (60: the honest files). `1`: exposure bisect clock compromised;
+# the cheat zoo with the lint off), honest (HONEST_S, 240: the honest files, resumed from
+# HONEST_PREV's lines). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
 # Each step writes under $OUT as it goes and has its own time limit, so a call cut short
 # keeps what finished.
@@ -78,8 +79,11 @@ for s in "${steps[@]}"; do
     timeout 150 python3 $P/cheat_sweep.py --device cuda --workers 10 --ungated > $OUT/cheats.txt 2>&1
     tail -4 $OUT/cheats.txt | cut -c1-300 ;;
   honest)
-    timeout 60 python3 $P/honest_sweep.py --device cuda --workers 10 > $OUT/honest.txt 2>&1
-    tail -4 $OUT/honest.txt | cut -c1-300 ;;
+    # HONEST_PREV: an earlier call's honest_lines.txt, resumed (its files skipped)
+    [ -n "$HONEST_PREV" ] && cp "$HONEST_PREV" $OUT/honest_lines.txt && chmod u+w $OUT/honest_lines.txt
+    timeout ${HONEST_S:-240} python3 $P/honest_sweep.py --device cuda --workers 10 \
+      --out $OUT/honest_lines.txt > $OUT/honest.txt 2>&1
+    grep -c "^OK" $OUT/honest_lines.txt; grep "^BAD" $OUT/honest_lines.txt | cut -c1-300; tail -1 $OUT/honest.txt ;;
   *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured fused turn split bench cheats honest, 1, 2)" ;;
   esac
 done
