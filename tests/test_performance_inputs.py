@@ -4,6 +4,7 @@ code recorded in a checker (`benchmarks.external.recorded`, `kernelbench_models`
 (`fitness.judge.performance_inputs`). In-process recording on small suites written here,
 then real Evaluators (sandboxed workers, checkers) under the interpreter."""
 
+import dataclasses
 import pathlib
 import textwrap
 
@@ -444,3 +445,36 @@ def test_an_output_argument_the_reference_writes_in_place_is_recorded_as_its_out
     assert "calls" in reply, reply
     assert reply["calls"]["entry"] == "twice_into" and reply["calls"]["written"] == (1,)
     assert reply["calls"]["inputs"] == 3
+
+
+_FAILS_PAST_2048 = _KERNEL.replace(
+    "    n = x.numel()\n",
+    "    n = x.numel()\n    if n > 2048:\n"
+    "        raise RuntimeError('an illegal memory access was encountered')\n")
+"""The axpy reference, failing as a device fault does on the performance file's inputs of
+2^12 elements and more (the third and fourth)."""
+
+
+def test_a_reference_that_fails_past_its_first_input_is_recorded_on_the_inputs_before(tmp_path):
+    """GEAK-eval's timing loop fails an input whose run raises and times the others; after a
+    device fault every later input of its process fails too. The recording stops at the
+    first input the reference's own run fails on, naming it, and records the ones before."""
+    calls = tritonbench.load_file(_suite(tmp_path, kernel=_FAILS_PAST_2048)).timing_calls
+    with pytest.raises(recorded.InputFault, match="performance input 2: RuntimeError") as fault:
+        calls.recorded("cpu", None)
+    assert fault.value.at == 2  # inputs of 2^10, 2^11 run; 2^12 raises
+    assert calls.recorded("cpu", 2).inputs == 2
+
+
+def test_a_task_whose_reference_fails_on_a_later_input_is_timed_on_the_inputs_before(
+        evaluator, tmp_path, monkeypatch):
+    """Through the checker: its recording fails on the third of three inputs, so the walk
+    records the first two again and times the baseline on both."""
+    from fitness.judge import performance_inputs
+
+    monkeypatch.setattr(performance_inputs, "INTERPRETER_PERF_INPUTS", 3)
+    task = tritonbench.load_file(_suite(tmp_path, kernel=_FAILS_PAST_2048))
+    task = dataclasses.replace(task, name="axpy_out_fails_late")
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace
+    assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == 2

@@ -34,6 +34,18 @@ class Unrecordable(RuntimeError):
     """A suite's timing code cannot be recorded as judge-made inputs; says why."""
 
 
+class InputFault(RuntimeError):
+    """The reference's own run raised on performance input `at` (`error`, not running out of
+    memory): GEAK-eval's timing loop fails that input and goes on, and where the error is a
+    device fault every later input of the process fails with it, so the inputs before `at`
+    are the ones both can time."""
+
+    def __init__(self, at: int, error: BaseException):
+        super().__init__(f"the reference failed on performance input {at}: "
+                         f"{type(error).__name__}: {error}")
+        self.at, self.error = at, error
+
+
 class Recorded(BaseException):
     """Raised by a recorder at the module's first call: its name and arguments."""
 
@@ -372,12 +384,19 @@ class PerformanceCalls(Positional):
         calls = [self._call(kernel, perf, definition, value, device, 1) for value in made]
         for at, value in enumerate(made):
             seen: list = []
-            with salted_seeds(1, device), _recording(kernel, perf, seen):
-                # on copies: call_op runs the reference whole here, and on the recorded
-                # call's own tensors (to_cuda keeps a tensor already on the device) it left
-                # them written, so `written_by` saw its outputs unchanged (embedding_triton_kernel
-                # untimed as "writes no argument", RESULTS.md §32)
-                definition.call_op(definition.to_cuda(tree_map(_copied, value)))
+            try:
+                with salted_seeds(1, device), _recording(kernel, perf, seen):
+                    # on copies: call_op runs the reference whole here, and on the recorded
+                    # call's own tensors (to_cuda keeps a tensor already on the device) it left
+                    # them written, so `written_by` saw its outputs unchanged
+                    # (embedding_triton_kernel untimed as "writes no argument", RESULTS.md §32)
+                    definition.call_op(definition.to_cuda(tree_map(_copied, value)))
+                if device.startswith("cuda"):
+                    torch.cuda.synchronize()  # a fault of this input's runs is raised here
+            except torch.OutOfMemoryError:
+                raise  # the device's memory, shared: the input may run alone
+            except Exception as error:
+                raise InputFault(at, error) from error
             if len(seen) != 1:
                 raise Unrecordable(f"call_op makes {len(seen)} calls of the kernel module on input "
                                    f"{at} ({', '.join(seen) or 'none'}); one call is recorded")

@@ -26,7 +26,7 @@ import torch
 from fitness.processes import host_words, protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
-from benchmarks.external import common
+from benchmarks.external import common, recorded
 from fitness.judge import checking, fenced
 from fitness.judge.timed_batch import FillCut, TimedBatch, remove_files
 
@@ -160,9 +160,18 @@ class Checker:
         `benchmarks.external.recorded.PerformanceCalls`): the suite's code and its reference
         module run here, on the trusted side; a candidate's never does. "undefined": the
         inputs on which the reference's outputs depend on more than the inputs
-        (`fenced.undefined_inputs`), with why."""
+        (`fenced.undefined_inputs`), with why. "faulted_at": the reference's own run raised on
+        that input (`recorded.InputFault`), past the first."""
         calls = request["calls"]
-        reply = calls.record(self.device.torch_device, request["count"])
+        try:
+            reply = calls.record(self.device.torch_device, request["count"])
+        except recorded.InputFault as fault:
+            if fault.at == 0:  # no input runs: the timing code failed, as before
+                raise fault.error from None
+            # "fatal": a device fault leaves this checker's context unusable, and the
+            # inputs before it are recorded again in a fresh one (`performance_inputs`)
+            return {"ok": True, "faulted_at": fault.at, "fault": str(fault)[:2000],
+                    "fatal": protocol.poisons_context(fault.error)}
         if "calls" in reply:
             reply["undefined"] = fenced.undefined_inputs(common.with_recorded(calls, reply["calls"]),
                                                          self.device.torch_device,

@@ -28,6 +28,13 @@ INTERPRETER_PERF_INPUTS = 1
 """Performance inputs used on the interpreter (the first, the smallest in GEAK-eval's files):
 its timings mean nothing there, and GPU-sized inputs would take it hours."""
 
+RECORD_TRIES = 3
+"""Recordings of a task's performance inputs: the first of all of them, then, each time the
+reference's own run fails on an input past the first (`recorded.InputFault`), of the inputs
+before it. GEAK-eval's timing loop times those and fails the rest when a device fault
+poisons its process (an illegal memory access: 7 of the 13 references whose recording failed,
+RESULTS.md §33); after an error that is not one it goes on to the later inputs, which are
+left out here too: fewer inputs than GEAK-eval's, never others."""
 UNDEFINED = "the reference's outputs depend on more than its inputs"
 """Why an input is left out of the timing: fenced, the reference gave other outputs on the same
 values (`fitness.judge.fenced`)."""
@@ -46,12 +53,18 @@ def performance_task(walk, task: Task) -> tuple[Task | None, str]:
 def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
     backend = walk.c.device.backend
     count = INTERPRETER_PERF_INPUTS if backend == "interpreter" else None
-    try:
-        with walk.c.checkers.lease() as checker, walk.c.device_lock.shared():
-            reply = walk._request(checker, {"op": "record", "calls": task.timing_calls, "count": count},
-                                  walk.c.limits.reference_s)
-    except Failed as failed:  # the suite's own timing code failed in the checker
-        return None, f"not timed: the timing code failed when recorded: {failed.detail[-3000:]}"
+    for _ in range(RECORD_TRIES):
+        try:
+            with walk.c.checkers.lease() as checker, walk.c.device_lock.shared():
+                reply = walk._request(checker, {"op": "record", "calls": task.timing_calls,
+                                                "count": count}, walk.c.limits.reference_s)
+        except Failed as failed:  # the suite's own timing code failed in the checker
+            return None, f"not timed: the timing code failed when recorded: {failed.detail[-3000:]}"
+        if "faulted_at" not in reply:
+            break
+        count = reply["faulted_at"]  # the inputs before it, recorded again
+    else:
+        return None, f"not timed: the timing code failed when recorded: {reply['fault']}"
     if "unrecordable" in reply:
         return None, f"not timed: the timing code's calls cannot be recorded: {reply['unrecordable']}"
     calls = common.with_recorded(task.timing_calls, reply["calls"])
