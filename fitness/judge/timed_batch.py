@@ -62,8 +62,8 @@ the GPU over (44-253 us, RESULTS.md#late-turn). The rest counts: a worker that s
 early, from a stream of its own, while a kernel of its own still does the runs holds the GPU
 until that kernel ends (or its time slice: milliseconds, RESULTS.md#fill-exposure), and
 hides at most this less its own hand-over. An honest batch pays its hand-over past it, as
-the baseline's does. Only with `clock.TURN` "done", where on a GPU such a worker hid the
-whole hand-over (RESULTS.md §32)."""
+the baseline's does. It applies with `clock.TURN` "done" only, and there such a worker hid
+the whole hand-over on a GPU (RESULTS.md §32)."""
 FILL_TRIES = 3
 """Fills a batch may draw before one is whole; past them its worker is failed as
 `cheat_background_work`: a worker's own batch leaves the GPU idle while it waits for `go`."""
