@@ -271,7 +271,7 @@ class Checker:
         try:
             elapsed_us = self.timed[request["token"]].release(
                 request["go"], request["limit_s"], request.get("cut_fails", True),
-                request.get("turn", "done"))
+                request["turn"])
         except TimeoutError as error:
             return {"ok": True, "timeout": str(error)}
         except FillCut as error:

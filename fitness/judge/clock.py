@@ -3,7 +3,8 @@ or baseline alike (docs/design.md, "The timed batch").
 
 Every batch gets new inputs from the checker and is judged (runs drawn once the worker has
 committed to it); a case's batches run in one device hold. On a GPU the checker's monotonic
-clock from storing `go` to reading `done` in a page of host words is the latency; on the
+clock from storing `go` in a page of host words to reading its own `turn` word, written by
+its stream behind a wait for the worker's `done` (`TURN`), is the latency; on the
 interpreter the CPU time of the worker's whole process tree, read from /proc around the
 request with the tree stopped at the end. The worker's replies carry outputs' places and
 audit observations, never a number.

@@ -252,9 +252,11 @@ class TimedBatch:
     def release(self, go: int, limit_s: float, cut_fails: bool = True,
                 turn: str = "done") -> float:
         """GPU: `fill` and wait for it; then the judge's clock: this process's monotonic clock
-        from storing `go` to reading `done` in the host words, plus the wait past
-        `TURN_ALLOWANCE_US` for this stream's next turn (`_turn`: the snapshot); `poison`
-        follows. Returns the clock's microseconds; raises TimeoutError past `limit_s`.
+        from storing `go` in the host words to reading `turn` written by this stream, queued
+        before `go` behind its wait for `done` (`turn` "go", `_queue_turn`), or to reading
+        `done` plus the wait past `TURN_ALLOWANCE_US` for this stream's next turn (`turn`
+        "done", `_turn`); the snapshot rides with the turn, and `poison` follows. Returns the
+        clock's microseconds; raises TimeoutError past `limit_s`.
 
         The clock starts as the inputs are complete (the fill waited for): a worker that
         reads them early, from a kernel left running on another stream, does so on the
@@ -262,9 +264,7 @@ class TimedBatch:
         another context's turn cut (`_fill_cut`) is drawn
         again, `FILL_TRIES` fills at most; past them raises FillCut, unless not `cut_fails`
         (a baseline's worker, which runs trusted code: the cuts were a neighbour's, and the
-        last fill is timed). `turn` "go" (`clock.TURN`): the turn is queued before `go`
-        (`_queue_turn`) and the clock stops when the checker reads it written, with nothing
-        allowed."""
+        last fill is timed). `turn`: `clock.TURN`."""
         for _ in range(FILL_TRIES):
             with timing.phase("fill"):
                 self.fill()

@@ -2,11 +2,11 @@
 device buffer both processes map (`fitness.processes.shared_memory`).
 
 This is how the judge's clock is ordered against a worker's GPU work without trusting the
-worker's events: the checker records its own timing events on its own stream around
-`write(go)` and `wait(done)`, and the worker's stream is held by `wait(go)` and ends with
-`write(done)` (docs/design.md, "The timed batch (GPU)"). The front end of the GPU blocks a
-waiting stream without running a kernel, so no SM spins and the other context runs meanwhile.
-Bound through the driver API (ctypes, as the shared buffers are): torch has no binding.
+worker's events: the worker's stream is held until `go` (by `spin_until`, a one-thread
+kernel reading the word, or `wait_value`, the GPU's front end blocking the stream without
+running a kernel) and ends with `write(done)`; the checker's stream waits for `done` and
+writes a word of its own (docs/design.md, "The timed batch (GPU)"). Bound through the driver
+API (ctypes, as the shared buffers are): torch has no binding.
 """
 
 from __future__ import annotations

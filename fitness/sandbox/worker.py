@@ -342,8 +342,7 @@ class Worker:
         """Enqueues one batch of the staged case behind the judge's `go` (`TimedCase.arm`)."""
         if self.timed is None:
             return {"ok": False, "kind": "harness_error", "trace": "arm before timed_stage"}
-        return {"ok": True, "outputs": self.timed.arm(int(request["go"]),
-                                                      str(request.get("wake", "front"))),
+        return {"ok": True, "outputs": self.timed.arm(int(request["go"]), str(request["wake"])),
                 "observed": self.timed_observed.report(self.snapshot.changed())}
 
     def run_batch(self, request: dict) -> dict:
