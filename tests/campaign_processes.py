@@ -119,7 +119,8 @@ def actor_pids(pid: int) -> set[int]:
     found = set()
     for process in descendants(pid):
         with contextlib.suppress(psutil.Error):
-            if process.cmdline()[0].startswith(("ray::FitnessService", "ray::Population")):
+            command = process.cmdline()  # empty for a process exiting or not yet exec'd
+            if command[:1] and command[0].startswith(("ray::FitnessService", "ray::Population")):
                 found.add(process.pid)
     return found
 
