@@ -149,7 +149,8 @@ class Evaluator:
         kernels, candidates' and baselines'), timing_wait_s (timing runs waiting for the device),
         drain_wait_s and stragglers (of that wait, the part spent draining shared holders, and
         the runs that went ahead beside one past `straggler_wait_s`),
-        walk_wait_s (walks waiting for the device while timing waited or ran), gpu_s (sum over
+        walk_wait_s (walks waiting for the device while timing waited or ran), timing_holds
+        (the device held for timing: a case, or a baseline's cases together), gpu_s (sum over
         candidates), ready_wait_s and renew_s (leases of candidate workers waiting for one's
         start-up, and putting a fresh one in place at their end), started_s (the start-ups'
         phases in all, "device" and "probe", by the workers' own word, and their count), ..."""

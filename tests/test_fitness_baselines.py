@@ -52,6 +52,10 @@ def test_concurrent_walks_of_one_task_warm_and_time_its_baseline_once():
     assert requests["candidate.load"] == 1 + len(evaluations)
     cases = len(task.interpreter_cases)  # each timed case opens one batch of the judge's
     assert requests["checker.timed_open"] == cases * (1 + len(evaluations))
+    # the baseline's cases in one hold of the device (one drain of every walk's work), each
+    # candidate's case in its own
+    assert cases >= 2
+    assert stats["timing_holds"] == 1 + cases * len(evaluations)
     # every prepare says what it spent inside the checker: no more than its round trip
     assert requests["checker.prepare.all"] == requests["checker.prepare"] > 0
     assert 0 < spent_s["checker.prepare.all"] <= spent_s["checker.prepare"]

@@ -157,7 +157,8 @@ def breakdown_lines(rows: list[dict], calls: list[dict]) -> list[str]:
         counts.update(stats.get("requests", {}))
         totals.update({f"lock.{key}": stats.get(key, 0.0)
                        for key in ("busy_s", "timing_wait_s", "drain_wait_s", "walk_wait_s")})
-        totals.update({f"evaluator.{key}": stats.get(key, 0) for key in ("kernel_s", "retries", "respawns")})
+        totals.update({f"evaluator.{key}": stats.get(key, 0)
+                       for key in ("kernel_s", "retries", "respawns", "timing_holds")})
     if totals:
         lines.append("the Evaluator's meter, summed over the calls (request: count, seconds):")
         for name in sorted(totals):

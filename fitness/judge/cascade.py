@@ -389,7 +389,7 @@ class BuiltinWalk(Walk):
     def time_baseline(self) -> list[dict]:
         """Returns the baseline's stats per case, timed through the candidates' path (a
         fresh worker loads the baseline module, the judge's clock times it) with the device
-        held alone, once per task (`Cascade.references`)."""
+        held alone for all its cases (`clock.held_alone`), once per task (`Cascade.references`)."""
         self.stage = "timed"
         try:
             with self.c.baselines.lease() as worker, self.c.checkers.lease() as checker:
@@ -397,13 +397,14 @@ class BuiltinWalk(Walk):
                 self._load(worker, self.task.baseline_source)
                 self._precompile(worker, checker)
                 stats = []
-                for case in self.cases:
-                    floors = timing.case_floors_us(self.c.device, self.task.flops,
-                                                   self.task.bytes, case.params)
-                    runs = clock.batch_runs(2 * max(floors) if floors else None,
-                                            self.c.device.timing_meaningful)
-                    stats.append(clock.time_case(self, worker, checker, case, self._token(),
-                                                 runs, alone=True))
+                with clock.held_alone(self, worker):
+                    for case in self.cases:
+                        floors = timing.case_floors_us(self.c.device, self.task.flops,
+                                                       self.task.bytes, case.params)
+                        runs = clock.batch_runs(2 * max(floors) if floors else None,
+                                                self.c.device.timing_meaningful)
+                        stats.append(clock.time_case(self, worker, checker, case, self._token(),
+                                                     runs, alone=True))
         except (Failed, WorkerFault) as failure:
             raise Failed("timed", "harness_error", f"the task's baseline failed its timing "
                          f"({failure.kind}): {failure.detail}") from None

@@ -68,19 +68,38 @@ def batch_runs(per_run_us: float | None, meaningful: bool) -> int:
     return max(4, min(MAX_RUNS, math.ceil(BATCH_S * 1e6 / per_run_us)))
 
 
+@contextlib.contextmanager
+def held_alone(walk, worker):
+    """Holds the device for a baseline's whole timing, every case of it: every holder gone
+    (`DeviceLock.exclusive(alone=True)`) and every candidate worker but `worker` stopped.
+    Its numbers are the denominator of every speedup of the task. One hold per task, not
+    one per case: each such hold waits for every walk's device work to end and holds new
+    work back meanwhile, and per case those waits stalled every walk for most of a
+    reference pass on a GPU (8 workers waited 40-62% of their time, RESULTS.md §34)."""
+    c = walk.c
+    with c.device_lock.exclusive(alone=True), (
+            c.candidates.frozen(but=worker) if c.candidates else contextlib.nullcontext()):
+        yield
+
+
+def _already_held(**_) -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext()
+
+
 def time_case(walk, worker, checker, case, token: str, runs: int,
               give_up_us: float | None = None, alone: bool = False) -> dict:
     """Returns the stats of case `case` of the module loaded in `worker` (the walk's), every
     batch judged: {"median_us", "p20_us", "p80_us", "runs", "method", "stopped"}. A judged
     failure raises Failed at stage "timed". `give_up_us`: past two batches whose fastest run
-    is slower, the case stops as "slower" (a clear loser). `alone`: a baseline's denominator:
-    the device is held with every holder gone and every candidate worker stopped. Timed by
+    is slower, the case stops as "slower" (a clear loser). `alone`: a baseline's denominator,
+    inside the caller's `held_alone`, so the case takes no hold of its own. Timed by
     CPU time, every other candidate worker is stopped too: a neighbour's work on the host
     slows the timed tree's own (shared caches and cores), and copies of one file scattered
     1.8x under load (RESULTS.md#interpreter-clock)."""
     c = walk.c
     share = worker.shares and checker.shares
-    with c.device_lock.shared():
+    shared = _already_held if alone else c.device_lock.shared
+    with shared():
         opened = walk._request(checker, {"op": "timed_open", "params": case.params,
                                          "runs": runs, "token": token, "share": share,
                                          "dir": worker.input_dir}, c.limits.check_s)
@@ -92,7 +111,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                                             "token": token}, c.limits.bench_s)
             walk.observe(worker, staged)
     if share:  # records the runs, launches none: host work that a timing run goes ahead beside
-        with c.device_lock.shared(compiling=True):
+        with shared(compiling=True):
             captured = walk._request(worker, {"op": "timed_capture"}, c.limits.bench_s)
         walk.observe(worker, captured)
         method = f"judge-{captured['method']}"
@@ -102,8 +121,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         # One hold for all of a case's batches: each hold waits for the device to drain, and
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
         # a GPU walk's time. The checker makes every batch's inputs inside `release`.
-        quiet = (alone or not share) and c.candidates
-        with c.device_lock.exclusive(alone=alone), (
+        quiet = not alone and not share and c.candidates
+        with _already_held() if alone else c.device_lock.exclusive(), (
                 c.candidates.frozen(but=worker) if quiet else contextlib.nullcontext()):
             for number in range(batches):
                 if share:
@@ -120,7 +139,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                     stopped = "slower"
                     break
     finally:
-        with c.device_lock.shared():
+        with shared():
             walk._request(checker, {"op": "timed_close", "token": token}, c.limits.check_s)
     ordered = sorted(per_run_us)
     return {"median_us": statistics.median(ordered),

@@ -26,8 +26,9 @@ class DeviceLock:
     pool, since no new holder starts while timing waits). It waits for loading ones (a
     candidate's import, which may launch device work) to the end.
 
-    A baseline's timing (`exclusive(alone=True)`) waits for every holder to the end,
-    compiling ones included: its numbers are the denominator of every speedup of its task.
+    A baseline's timing (`exclusive(alone=True)`, one hold for all of its cases) waits for
+    every holder to the end, compiling ones included: its numbers are the denominator of
+    every speedup of its task.
     The wait is bounded by the holders' own stage limits. A suite's reference run for its
     outputs (`reference`: trusted, minutes at worst) is not waited for: the baseline goes
     ahead with every candidate worker stopped, the reference's included (`clock.time_case`);
@@ -54,6 +55,7 @@ class DeviceLock:
         self._drain_wait_s = 0.0
         self._stragglers = 0
         self._shared_wait_s = 0.0
+        self._holds = 0
 
     def _wait(self, asked: float, timeout_s: float | None = None) -> None:
         """Waits on the condition `timeout_s` at most (None: until `wait_limit_s` after
@@ -115,6 +117,7 @@ class DeviceLock:
             try:
                 with self._cond:
                     self._exclusive_wait_s += time.monotonic() - asked
+                    self._holds += 1
                 with self.shared():
                     yield
             finally:
@@ -131,6 +134,7 @@ class DeviceLock:
             self._enter()
             self._exclusive = True
             self._exclusive_wait_s += time.monotonic() - asked
+            self._holds += 1
         try:
             yield
         finally:
@@ -167,9 +171,10 @@ class DeviceLock:
         timing runs waited for it ("timing_wait_s": meanwhile no new shared holder starts),
         of which spent draining short shared holders ("drain_wait_s"); the timing runs that
         went ahead beside one still in after `straggler_wait_s` ("stragglers"); and the
-        seconds shared holders waited while a timing run waited or ran ("walk_wait_s")."""
+        seconds shared holders waited while a timing run waited or ran ("walk_wait_s"); and
+        the timing holds granted ("timing_holds": each waited for the device to drain)."""
         with self._cond:
             running = time.monotonic() - self._busy_since if self._busy_since is not None else 0.0
             return {"busy_s": self._busy_s + running, "timing_wait_s": self._exclusive_wait_s,
                     "drain_wait_s": self._drain_wait_s, "stragglers": self._stragglers,
-                    "walk_wait_s": self._shared_wait_s}
+                    "walk_wait_s": self._shared_wait_s, "timing_holds": self._holds}
