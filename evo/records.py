@@ -98,7 +98,9 @@ class Task:
     # suites timed on the judge's clock): {"kind": "model", "init": [...], "seed": n} builds a
     # model class after seeding torch and calls it without autograd (KernelBench);
     # {"kind": "launch", "args": n, "meta": [names]} launches a kernel: the inputs are its n
-    # arguments, then a 3-int grid, then its meta-parameters' values (ROCm). None: a function.
+    # arguments, then a 3-int grid, then its meta-parameters' values (ROCm); {"kind": "method",
+    # "name": m} calls the entry point class's method m (an autograd Function's `apply`,
+    # TritonBench-revised). None: a function.
     entry_call: Mapping[str, Any] | None = None
 
     def cases_for(self, backend: str) -> tuple[Case, ...]:

@@ -140,6 +140,24 @@ def test_an_autograd_functions_apply_bound_at_top_level_is_an_entry(tmp_path):
     assert torch.allclose(calls(x, y, alpha)[0], 0.5 * x + y)
 
 
+_APPLIES_ON_THE_CLASS = _PERF.replace("from axpy_out import axpy_out", "from axpy_out import _Axpy").replace(
+    "out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha=0.5)\n        return out",
+    "return _Axpy.apply(x, y, 0.5)")
+
+
+def test_an_autograd_function_call_op_applies_on_the_class_is_its_entry(tmp_path):
+    """call_op calls `Fn.apply(...)` on the class the module defines (fifth_order_sph_harmonics,
+    layer_norm_liger): the class's `apply` is recorded, not the first function its forward
+    calls, and the class is left as it was."""
+    calls = _calls(tmp_path, _APPLIES_ON_THE_CLASS).recorded("cpu", 2)
+    assert (calls.entry, calls.arity, calls.written) == ("_Axpy.apply", 3, ())
+    assert (calls.entry_point, calls.entry_call) == ("_Axpy", {"kind": "method", "name": "apply"})
+    kernel = calls._loaded()[0]
+    assert "apply" not in vars(kernel._Axpy)  # `Function.apply` inherited again
+    x, y, alpha = calls.make_inputs({"input": 1}, 5, "cpu")
+    assert torch.allclose(calls(x, y, alpha)[0], 0.5 * x + y)
+
+
 def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):
     perf = _PERF.replace("self.input_tensors = []", "self.input_tensors = []\n        torch.manual_seed(0)")
     calls = _calls(tmp_path, perf).recorded("cpu", 1)
@@ -478,3 +496,10 @@ def test_a_task_whose_reference_fails_on_a_later_input_is_timed_on_the_inputs_be
     evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
     assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace
     assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == 2
+
+
+def test_a_task_whose_call_op_applies_a_function_class_is_timed_by_the_judge(evaluator, tmp_path):
+    task = tritonbench.load_file(_suite(tmp_path, _APPLIES_ON_THE_CLASS))
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert evaluation.stage_reached == "timed", evaluation.error_trace[-2000:]
+    assert evaluation.correct and evaluation.latency_us

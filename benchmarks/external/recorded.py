@@ -169,13 +169,48 @@ def salted_seeds(salt: int, device: str):
         torch.Tensor.cuda = cuda
 
 
+APPLY = ".apply"
+"""The suffix of a recorded entry that is an autograd Function's `apply`, called on the class
+the kernel module defines (`Function.apply(x)` in call_op): the class is the entry point and
+the worker calls its `apply` (`Task.entry_call` {"kind": "method"})."""
+
+
+def _functions(kernel: types.ModuleType) -> dict:
+    """Returns the callables of the kernel module a call_op may call, by recorded name: the
+    functions it defines, methods of its classes bound at top level (`fn = Fn.apply`), and
+    the `apply` of every autograd Function it defines (as "Fn.apply")."""
+    import torch
+
+    functions = {name: value for name, value in vars(kernel).items() if _entry_like(value, kernel)}
+    functions.update({name + APPLY: value.apply for name, value in vars(kernel).items()
+                      if inspect.isclass(value) and value.__module__ == kernel.__name__
+                      and issubclass(value, torch.autograd.Function)})
+    return functions
+
+
+def entry_function(kernel: types.ModuleType, entry: str):
+    """Returns the kernel module's callable of recorded name `entry`."""
+    if entry.endswith(APPLY):
+        return getattr(kernel, entry.removesuffix(APPLY)).apply
+    return getattr(kernel, entry)
+
+
+def _parameters(kernel: types.ModuleType, entry: str) -> inspect.Signature:
+    """Returns the signature a call of `entry` binds to (an `apply`: its `forward`'s, past
+    `ctx`)."""
+    if not entry.endswith(APPLY):
+        return inspect.signature(getattr(kernel, entry))
+    forward = inspect.signature(getattr(kernel, entry.removesuffix(APPLY)).forward)
+    return forward.replace(parameters=list(forward.parameters.values())[1:])
+
+
 @contextlib.contextmanager
 def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | None = None):
-    """Replaces every function the reference module defines, there and where the
+    """Replaces every callable of the reference module (`_functions`), there and where the
     performance module imported it, by a recorder: with `seen` None the first call raises
     `Recorded`; else every call runs, and the names of the outermost ones (not those the
     module makes of itself) are appended to `seen`."""
-    functions = {name: value for name, value in vars(kernel).items() if _entry_like(value, kernel)}
+    functions = _functions(kernel)
     depth = [0]
 
     def recorder(name):
@@ -193,16 +228,25 @@ def _recording(kernel: types.ModuleType, perf: types.ModuleType, seen: list | No
                 depth[0] -= 1
         return record
 
-    by_object = {id(value): name for name, value in functions.items()}
-    patched = [(kernel, name, value) for name, value in functions.items()]
+    by_object = {id(value): name for name, value in functions.items() if not name.endswith(APPLY)}
+    patched = [(kernel, name, value) for name, value in functions.items() if not name.endswith(APPLY)]
     patched += [(perf, name, value) for name, value in vars(perf).items() if id(value) in by_object]
+    classes = [getattr(kernel, name.removesuffix(APPLY)) for name in functions if name.endswith(APPLY)]
+    own = {owner: owner.__dict__.get("apply") for owner in classes}  # None: inherited
     try:
         for owner, name, value in patched:
             setattr(owner, name, recorder(by_object[id(value)]))
+        for owner in classes:  # the class's `apply`, where call_op names it on the class
+            owner.apply = recorder(owner.__name__ + APPLY)
         yield
     finally:
         for owner, name, value in patched:
             setattr(owner, name, value)
+        for owner, apply in own.items():
+            if apply is None:
+                del owner.apply
+            else:
+                owner.apply = apply
 
 
 def _entry_like(value, kernel: types.ModuleType) -> bool:
@@ -293,6 +337,18 @@ class PerformanceCalls(Positional):
     written: tuple[int, ...] = ()
     inputs: int = 0
 
+    @property
+    def entry_point(self) -> str:
+        """The name the candidate module defines: the recorded function's, or the class
+        whose `apply` call_op calls."""
+        return self.entry.removesuffix(APPLY)
+
+    @property
+    def entry_call(self) -> dict | None:
+        """How the worker calls the entry point (`Task.entry_call`): a recorded `apply`
+        through the class's method, a function as it is."""
+        return {"kind": "method", "name": "apply"} if self.entry.endswith(APPLY) else None
+
     def _loaded(self) -> tuple[types.ModuleType, types.ModuleType, object]:
         """Returns (the reference module, the performance module, a performance
         definition), imported once in this process."""
@@ -332,7 +388,7 @@ class PerformanceCalls(Positional):
             else:
                 raise Unrecordable("call_op made no call of a function of the kernel module")
         try:
-            bound = inspect.signature(getattr(kernel, name)).bind(*args, **kwargs)
+            bound = _parameters(kernel, name).bind(*args, **kwargs)
         except TypeError as error:
             raise Unrecordable(f"call_op's call of {name} does not bind: {error}") from None
         if bound.kwargs:
@@ -359,7 +415,7 @@ class PerformanceCalls(Positional):
         returns, then those arguments."""
         kernel, _, _ = self._loaded()
         inputs = [value.clone() if at in self.written else value for at, value in enumerate(inputs)]
-        return outputs_of(getattr(kernel, self.entry)(*inputs), inputs, self.written)
+        return outputs_of(entry_function(kernel, self.entry)(*inputs), inputs, self.written)
 
     def record(self, device, count: int | None) -> dict:
         """Returns {"calls": these calls' fields, recorded on `device`} (`recorded`), or
@@ -410,7 +466,7 @@ class PerformanceCalls(Positional):
         if not any(isinstance(value, torch.Tensor) for value in first):
             raise Unrecordable(f"call_op passes {name} no tensor (it takes sizes and makes its own)")
         again = self._call(kernel, perf, definition, self._made(definition, 2, device, 1)[0], device, 2)[1]
-        written = written_by(lambda values: getattr(kernel, name)(*values), first, again,
+        written = written_by(lambda values: entry_function(kernel, name)(*values), first, again,
                              [values for _, values in calls[1:]])
         return dataclasses.replace(self, entry=name, arity=len(first), written=written,
                                    inputs=len(made))

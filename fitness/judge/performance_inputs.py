@@ -76,7 +76,8 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
                       f"unwritten or reads past its inputs); input {first}: {undefined[first]}")
     twin = dataclasses.replace(task, name=f"{task.name}[performance inputs]", harness=None,
                                reference=calls, make_inputs=calls.make_inputs,
-                               entry_point=calls.entry, cases=cases, interpreter_cases=cases,
+                               entry_point=getattr(calls, "entry_point", calls.entry),
+                               cases=cases, interpreter_cases=cases,
                                written=calls.written, entry_call=getattr(calls, "entry_call", None),
                                timing_calls=None)
     return twin, ""

@@ -388,10 +388,13 @@ def _entry_call(entry, spec: dict, device: str):
     """Returns the function the inputs are handed to when the entry point is not one
     (`Task.entry_call`): a model `entry` builds from `spec["init"]` after torch is seeded
     with `spec["seed"]` (KernelBench's rule: the reference's weights come from the same
-    seed), on `device`, called without autograd; or a launch of kernel `entry` whose inputs
-    are its `spec["args"]` arguments, a 3-int grid, then the values of `spec["meta"]`."""
+    seed), on `device`, called without autograd; a launch of kernel `entry` whose inputs
+    are its `spec["args"]` arguments, a 3-int grid, then the values of `spec["meta"]`; or
+    method `spec["name"]` of class `entry` (an autograd Function's `apply`)."""
     import torch
 
+    if spec["kind"] == "method":
+        return getattr(entry, spec["name"])
     if spec["kind"] == "launch":
         count, meta = int(spec["args"]), list(spec["meta"])
 
