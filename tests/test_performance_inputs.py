@@ -158,6 +158,29 @@ def test_an_autograd_function_call_op_applies_on_the_class_is_its_entry(tmp_path
     assert torch.allclose(calls(x, y, alpha)[0], 0.5 * x + y)
 
 
+_RETURNS_NO_STATE = _KERNEL + '''
+
+def axpy_state(x, y, alpha, final_state=False):
+    out = torch.empty_like(x)
+    axpy_out(x, y, out, alpha)
+    return out, (out.sum() if final_state else None)
+'''
+_CALLS_WITHOUT_STATE = _PERF.replace("from axpy_out import axpy_out", "from axpy_out import axpy_state").replace(
+    "out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha=0.5)\n        return out",
+    "return axpy_state(x, y, 0.5)")
+
+
+def test_a_returned_tuples_none_items_are_no_outputs(tmp_path):
+    """fused_recurrent_delta returns `(o, final_state)`, its final state None unless asked
+    for: the call is recorded, its one tensor the output."""
+    calls = tritonbench.load_file(_suite(tmp_path, _CALLS_WITHOUT_STATE, _RETURNS_NO_STATE)).timing_calls
+    calls = calls.recorded("cpu", 2)
+    assert (calls.entry, calls.arity, calls.written) == ("axpy_state", 3, ())
+    x, y, alpha = calls.make_inputs({"input": 0}, 5, "cpu")
+    (out,) = calls(x, y, alpha)
+    assert torch.allclose(out, 0.5 * x + y)
+
+
 def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):
     perf = _PERF.replace("self.input_tensors = []", "self.input_tensors = []\n        torch.manual_seed(0)")
     calls = _calls(tmp_path, perf).recorded("cpu", 1)
@@ -503,3 +526,14 @@ def test_a_task_whose_call_op_applies_a_function_class_is_timed_by_the_judge(eva
     evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
     assert evaluation.stage_reached == "timed", evaluation.error_trace[-2000:]
     assert evaluation.correct and evaluation.latency_us
+
+
+def test_a_task_whose_call_returns_a_none_state_is_timed_by_the_judge(evaluator, tmp_path):
+    task = tritonbench.load_file(_suite(tmp_path, _CALLS_WITHOUT_STATE, _RETURNS_NO_STATE))
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert evaluation.stage_reached == "timed", evaluation.error_trace[-2000:]
+    assert evaluation.correct and evaluation.latency_us
+    wrong = task.baseline_source.replace("return out, (out.sum() if final_state else None)",
+                                         "return out, out")  # a second output the reference has not
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, wrong))
+    assert not evaluation.correct or evaluation.stage_reached != "timed", evaluation

@@ -480,11 +480,14 @@ def _copied(value):
 
 
 def outputs_of(returned, inputs, written) -> list:
-    """Returns a call's outputs: the tensors it returned (None: none), then the arguments
-    at `written`. Raises Unrecordable when it returned something else."""
+    """Returns a call's outputs: the tensors it returned (None: none; a tuple's None items
+    are left out, as the worker leaves them: fused_recurrent_delta's `(o, final_state)`
+    without a final state), then the arguments at `written`. Raises Unrecordable when it
+    returned something else."""
     import torch
 
-    values = [] if returned is None else list(returned) if isinstance(returned, (tuple, list)) else [returned]
+    values = ([] if returned is None else [value for value in returned if value is not None]
+              if isinstance(returned, (tuple, list)) else [returned])
     if not all(isinstance(value, torch.Tensor) for value in values):
         raise Unrecordable(f"the call returns {type(returned).__name__} holding other than tensors")
     outputs = values + [inputs[at] for at in written]

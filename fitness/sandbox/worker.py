@@ -260,7 +260,7 @@ class Worker:
         and fit, else as raw files; with files, also the inputs as they are after the call
         when asked (a shared buffer's input region is the judge's own memory)."""
         torch = self.torch
-        outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+        outputs = _outputs(out)
         for value in outputs:
             if type(value) is not torch.Tensor:
                 return {"ok": False, "kind": "wrong_type",
@@ -301,7 +301,7 @@ class Worker:
                     return self.entry(*inputs)
 
             out, _ = self._observed(run, inputs, observed, capturing, poison=False)
-            outputs = list(out) if isinstance(out, (tuple, list)) else [out]
+            outputs = _outputs(out)
             return outputs if all(type(v) is self.torch.Tensor for v in outputs) else None
 
         return call
@@ -411,6 +411,14 @@ def _entry_call(entry, spec: dict, device: str):
 
     call.__wrapped__ = model.forward  # `inspect.signature` (the arity check) reads forward's
     return call
+
+
+def _outputs(out) -> list:
+    """Returns what a call returned as its list of outputs; a returned tuple's None items are
+    none (an optional state not asked for: fused_recurrent_delta's `(o, final_state)`)."""
+    if isinstance(out, (tuple, list)):
+        return [value for value in out if value is not None]
+    return [out]
 
 
 def _with_written(entry, written: list):
