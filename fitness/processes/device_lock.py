@@ -26,9 +26,8 @@ class DeviceLock:
     pool, since no new holder starts while timing waits). It waits for loading ones (a
     candidate's import, which may launch device work) to the end.
 
-    A baseline's timing (`exclusive(alone=True)`, one hold for all of its cases) waits for
-    every holder to the end, compiling ones included: its numbers are the denominator of
-    every speedup of its task.
+    A baseline's timing (`exclusive(alone=True)`, one hold for all its cases) waits for every
+    holder to the end, compiling ones included: it is every speedup's denominator.
     The wait is bounded by the holders' own stage limits. A suite's reference run for its
     outputs (`reference`: trusted, minutes at worst) is not waited for: the baseline goes
     ahead with every candidate worker stopped, the reference's included (`clock.time_case`);
