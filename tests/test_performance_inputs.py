@@ -121,8 +121,11 @@ def test_a_call_that_fills_an_out_argument_is_recorded_with_it_as_an_output(tmp_
      "argument(s) [3] of type(s) ['dtype']"),
     (_PERF.replace("axpy_out(x, y, out, alpha=0.5)", "out.copy_(0.5 * x + y)"),
      "made no call of a function of the kernel module"),
-    (_PERF.replace("axpy_out(x, y, out, alpha=0.5)", "axpy_out(x, y, out, 0.5)\n        axpy_out(out, y, out, 0.5)"),
-     "call_op makes 2 calls of the kernel module on input 0 (axpy_out, axpy_out)"),
+    (_PERF.replace("(torch.rand(2 ** i), torch.rand(2 ** i))", "(torch.rand(2 ** i), torch.rand(2 ** i), torch.nn.Identity())")
+     .replace("tuple(t.cuda() for t in input_tensor)", "input_tensor")
+     .replace("x, y = input_tensor", "x, y, f = input_tensor")
+     .replace("axpy_out(x, y, out, alpha=0.5)", "axpy_out(f(x), y, out, 0.5)\n        axpy_out(out, y, out, 0.5)"),
+     "call_op's input holds argument(s) [2] of type(s) ['Identity']"),
     (_PERF.replace("(torch.rand(2 ** i), torch.rand(2 ** i))", "(torch.ones(2 ** i), torch.ones(2 ** i))"),
      "do not change with the seed"),
 ])
@@ -179,6 +182,22 @@ def test_a_returned_tuples_none_items_are_no_outputs(tmp_path):
     x, y, alpha = calls.make_inputs({"input": 0}, 5, "cpu")
     (out,) = calls(x, y, alpha)
     assert torch.allclose(out, 0.5 * x + y)
+
+
+_TWO_CALLS = _PERF.replace("axpy_out(x, y, out, alpha=0.5)",
+                           "axpy_out(x, y, out, 0.5)\n        axpy_out(out, y, out, 0.5)")
+
+
+def test_a_call_op_that_calls_the_module_twice_is_recorded_whole(tmp_path):
+    """chunk_gla_fwd's call_op feeds one kernel's output to the next: call_op whole is the
+    timed call, its input's leaves the arguments, every call of it the candidate's."""
+    calls = _calls(tmp_path, _TWO_CALLS).recorded("cpu", 2)
+    assert (calls.entry, calls.arity, calls.written, calls.inputs) == ("axpy_out", 2, (), 2)
+    assert calls.entry_call["kind"] == "call_op" and calls.entry_call["module"] == "axpy_out"
+    x, y = calls.make_inputs({"input": 1}, 3, "cpu")
+    assert x.shape == (2048,) and not torch.equal(x, calls.make_inputs({"input": 1}, 4, "cpu")[0])
+    (out,) = calls(x, y)
+    assert torch.allclose(out, 0.5 * (0.5 * x + y) + y)
 
 
 def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):
@@ -537,3 +556,17 @@ def test_a_task_whose_call_returns_a_none_state_is_timed_by_the_judge(evaluator,
                                          "return out, out")  # a second output the reference has not
     evaluation = evaluator.evaluate(task, make_candidate(task.name, wrong))
     assert not evaluation.correct or evaluation.stage_reached != "timed", evaluation
+
+
+def test_a_task_whose_call_op_calls_the_module_twice_is_timed_whole_by_the_judge(evaluator, tmp_path):
+    task = tritonbench.load_file(_suite(tmp_path, _TWO_CALLS))
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert evaluation.stage_reached == "timed", evaluation.error_trace[-2000:]
+    assert evaluation.correct and evaluation.latency_us
+    # the second call is the candidate's too: a module whose axpy_out is right once and
+    # wrong when its output is fed back in passes the suite's test and fails the timed inputs
+    fed_back = task.baseline_source.replace(
+        "    n = x.numel()\n", "    n = x.numel()\n    alpha = alpha if x.data_ptr() != out.data_ptr() else 2 * alpha\n")
+    assert fed_back != task.baseline_source
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, fed_back))
+    assert evaluation.stage_reached != "timed", evaluation.error_trace[-2000:]

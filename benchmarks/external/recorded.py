@@ -81,9 +81,11 @@ def _stopping(definition_class: type) -> type:
         lambda self, items: self.__dict__.__setitem__("_inputs", _Upto(items, self.__dict__["_count"])))})
 
 
-class _GeakPerformanceBase:
-    """The stand-in of `geak_eval.perf.performance_utils.Performance_Metrics` that the
-    performance files subclass: the recorder calls their own methods only."""
+PERFORMANCE_UTILS = "geak_eval.perf.performance_utils"
+_PERFORMANCE_UTILS_SOURCE = '''
+class Performance_Metrics:
+    """The stand-in of GEAK-eval's base class, which the performance files subclass: the
+    judge calls their own methods only."""
 
     def __init__(self, op_name, dtype=None, is_backward=False, **kwargs):
         self.op_name, self.dtype, self.kwargs = op_name, dtype, kwargs
@@ -91,6 +93,14 @@ class _GeakPerformanceBase:
 
     def get_do_bench_config(self, warmup=None, rep=None):
         pass
+
+
+def do_bench_config(warm_up=25, repetition=100, **_):
+    return None
+'''
+"""The module TritonBench-revised's performance files import from GEAK-eval, stood in: as
+source, so that the checker and a worker timing call_op whole (which imports nothing of
+benchmarks/) run the same one."""
 
 
 class _GeakBenchmarker:
@@ -112,9 +122,8 @@ def stand_in_geak_package() -> None:
     for name in ("geak_eval", "geak_eval.perf", "geak_eval.perf.ROCm"):
         package = sys.modules.setdefault(name, types.ModuleType(name))
         package.__path__ = []
-    utils = types.ModuleType("geak_eval.perf.performance_utils")
-    utils.Performance_Metrics = _GeakPerformanceBase
-    utils.do_bench_config = lambda warm_up=25, repetition=100, **_: None
+    utils = types.ModuleType(PERFORMANCE_UTILS)
+    exec(_PERFORMANCE_UTILS_SOURCE, utils.__dict__)  # noqa: S102 (our own text)
     rocm = types.ModuleType("geak_eval.perf.ROCm.performance_utils_pytest")
     rocm.PytestBenchmarker = _GeakBenchmarker
     rocm.do_bench_config = lambda warm_up=25, repetition=100, **_: {}
@@ -336,6 +345,10 @@ class PerformanceCalls(Positional):
     arity: int = 0
     written: tuple[int, ...] = ()
     inputs: int = 0
+    tree: str = ""
+    """Where call_op calls the module more than once on an input: the structure of its input
+    (`torch.utils._pytree.treespec_dumps`), whose leaves are the arguments, and call_op
+    whole is the timed call (`entry` is then the first function it calls); "": one call."""
 
     @property
     def entry_point(self) -> str:
@@ -345,8 +358,13 @@ class PerformanceCalls(Positional):
 
     @property
     def entry_call(self) -> dict | None:
-        """How the worker calls the entry point (`Task.entry_call`): a recorded `apply`
-        through the class's method, a function as it is."""
+        """How the worker calls the entry point (`Task.entry_call`): call_op whole, from the
+        performance file with the candidate module in the reference's place; a recorded
+        `apply` through the class's method; a function as it is."""
+        if self.tree:
+            return {"kind": "call_op", "module": self.kernel_stem, "tree": self.tree,
+                    "modules": {PERFORMANCE_UTILS: _PERFORMANCE_UTILS_SOURCE,
+                                f"kernelevo_perf_{self.kernel_stem}": self.perf_source}}
         return {"kind": "method", "name": "apply"} if self.entry.endswith(APPLY) else None
 
     def _loaded(self) -> tuple[types.ModuleType, types.ModuleType, object]:
@@ -358,10 +376,9 @@ class PerformanceCalls(Positional):
         owner = getattr(sys.modules.get(self.kernel_stem), "__file__", "") or ""
         if self.kernel_stem in sys.modules and not owner.startswith(tempfile.gettempdir()):
             raise Unrecordable(f"the kernel module's name {self.kernel_stem!r} is taken in the checker")
-        stand_in_geak_package()
         kernel = import_source(self.kernel_source, self.kernel_stem)
-        perf = import_source(self.perf_source, f"kernelevo_perf_{self.kernel_stem}")
-        LOADED[key] = kernel, perf, perf.performance_metrics()
+        definition = performance_definition(self.perf_source, self.kernel_stem)
+        LOADED[key] = kernel, sys.modules[f"kernelevo_perf_{self.kernel_stem}"], definition
         return LOADED[key]
 
     def _made(self, definition, salt: int, device: str, count: int | None) -> list:
@@ -404,6 +421,11 @@ class PerformanceCalls(Positional):
         made = self._made(definition, seed, device, index + 1)
         if len(made) <= index:
             raise RuntimeError(f"the performance file made {len(made)} inputs; input {index} asked for")
+        if self.tree:
+            values, tree = _leaves(definition, made[index], device, seed)
+            if tree != self.tree:
+                raise RuntimeError(f"call_op's input {index} changed its structure")
+            return values
         name, values = self._call(kernel, perf, definition, made[index], device, seed)
         if name != self.entry:
             raise RuntimeError(f"call_op called {name} on input {index}, not {self.entry}")
@@ -413,9 +435,10 @@ class PerformanceCalls(Positional):
         """The reference: the recorded function of the reference module on `inputs` (the
         arguments it writes cloned first: the caller's stay as made); returns what it
         returns, then those arguments."""
-        kernel, _, _ = self._loaded()
+        kernel, _, definition = self._loaded()
         inputs = [value.clone() if at in self.written else value for at, value in enumerate(inputs)]
-        return outputs_of(entry_function(kernel, self.entry)(*inputs), inputs, self.written)
+        call = whole_call_op(definition, self.tree) if self.tree else entry_function(kernel, self.entry)
+        return outputs_of(call(*inputs), inputs, self.written)
 
     def record(self, device, count: int | None) -> dict:
         """Returns {"calls": these calls' fields, recorded on `device`} (`recorded`), or
@@ -437,7 +460,8 @@ class PerformanceCalls(Positional):
         made = self._made(definition, 1, device, count)
         if not made:
             raise Unrecordable("get_input_tensors made no input")
-        calls = [self._call(kernel, perf, definition, value, device, 1) for value in made]
+        self._call(kernel, perf, definition, made[0], device, 1)  # one call of the module at least
+        several = []  # per input, the calls of the module it makes
         for at, value in enumerate(made):
             seen: list = []
             try:
@@ -453,9 +477,10 @@ class PerformanceCalls(Positional):
                 raise  # the device's memory, shared: the input may run alone
             except Exception as error:
                 raise InputFault(at, error) from error
-            if len(seen) != 1:
-                raise Unrecordable(f"call_op makes {len(seen)} calls of the kernel module on input "
-                                   f"{at} ({', '.join(seen) or 'none'}); one call is recorded")
+            several.append(seen)
+        if any(len(seen) != 1 for seen in several):
+            return self._recorded_whole(definition, made, device, several[0][0])
+        calls = [self._call(kernel, perf, definition, value, device, 1) for value in made]
         names = sorted({name for name, _ in calls})
         if len(names) > 1:
             raise Unrecordable(f"call_op calls different functions on different inputs: {names}")
@@ -470,6 +495,54 @@ class PerformanceCalls(Positional):
                              [values for _, values in calls[1:]])
         return dataclasses.replace(self, entry=name, arity=len(first), written=written,
                                    inputs=len(made))
+
+    def _recorded_whole(self, definition, made: list, device: str, first_call: str) -> "PerformanceCalls":
+        """Returns these calls with call_op whole as the timed call, where it calls the module
+        more than once on an input (chunk_gla_fwd: the intra-chunk kernel's output goes into
+        the output kernel): the leaves of its input (after `to_cuda`) are the arguments, the
+        same structure on every input; the candidate module defines every function it calls."""
+        import torch
+
+        leaves = [_leaves(definition, value, device, 1) for value in made]
+        trees = sorted({tree for _, tree in leaves})
+        if len(trees) > 1:
+            raise Unrecordable("call_op's input has another structure on another input")
+        first = leaves[0][0]
+        if not any(isinstance(value, torch.Tensor) for value in first):
+            raise Unrecordable("call_op's input holds no tensor (the module makes its own)")
+        whole = dataclasses.replace(self, entry=first_call, tree=trees[0], arity=len(first),
+                                    inputs=len(made))
+        again = _leaves(definition, self._made(definition, 2, device, 1)[0], device, 2)[0]
+        written = written_by(lambda values: whole_call_op(definition, whole.tree)(*values), first,
+                             again, [values for values, _ in leaves[1:]])
+        return dataclasses.replace(whole, written=written)
+
+
+def _leaves(definition, value, device: str, salt: int) -> tuple[list, str]:
+    """Returns (the leaves of performance input `value` as call_op takes it, after
+    `to_cuda`; its structure, serialized); raises Unrecordable when a leaf does not cross."""
+    from torch.utils._pytree import tree_flatten, treespec_dumps
+
+    with salted_seeds(salt, device):
+        leaves, tree = tree_flatten(definition.to_cuda(value))
+    return crossing(leaves, "call_op's input holds"), treespec_dumps(tree)
+
+
+def whole_call_op(definition, tree: str):
+    """Returns call_op of performance `definition` as a function of its input's leaves
+    (structure `tree`: `PerformanceCalls.tree`); the worker's is made the same way
+    (`fitness.sandbox.worker`), with the candidate module in the reference's place."""
+    from torch.utils._pytree import tree_unflatten, treespec_loads
+
+    structure = treespec_loads(tree)
+    return lambda *leaves: definition.call_op(tree_unflatten(list(leaves), structure))
+
+
+def performance_definition(source: str, module_name: str):
+    """Imports a performance file's source (geak_eval's package stood in) beside module
+    `module_name`, already in sys.modules; returns its `performance_metrics()`."""
+    stand_in_geak_package()
+    return import_source(source, f"kernelevo_perf_{module_name}").performance_metrics()
 
 
 def _copied(value):

@@ -165,7 +165,7 @@ class Worker:
                     "trace": f"the module defines no function {entry_point!r}"}
         if request.get("entry_call") is not None:
             try:  # a model's constructor is the candidate's code too: whatever it raises is reported
-                entry = _entry_call(entry, request["entry_call"], self.device.torch_device)
+                entry = _entry_call(module, entry, request["entry_call"], self.device.torch_device)
             except BaseException as error:
                 return {"ok": False, "kind": "runtime_error", "trace": _trace(error, self.module_path)}
             self._synchronize()
@@ -384,17 +384,21 @@ class Worker:
         return harness_run.run(request, self.device, self.launches)
 
 
-def _entry_call(entry, spec: dict, device: str):
+def _entry_call(module, entry, spec: dict, device: str):
     """Returns the function the inputs are handed to when the entry point is not one
     (`Task.entry_call`): a model `entry` builds from `spec["init"]` after torch is seeded
     with `spec["seed"]` (KernelBench's rule: the reference's weights come from the same
     seed), on `device`, called without autograd; a launch of kernel `entry` whose inputs
-    are its `spec["args"]` arguments, a 3-int grid, then the values of `spec["meta"]`; or
-    method `spec["name"]` of class `entry` (an autograd Function's `apply`)."""
+    are its `spec["args"]` arguments, a 3-int grid, then the values of `spec["meta"]`;
+    method `spec["name"]` of class `entry` (an autograd Function's `apply`); or a
+    performance file's call_op whole, on its input's leaves, with the candidate `module` as
+    the kernel module it imports (`recorded.PerformanceCalls.tree`)."""
     import torch
 
     if spec["kind"] == "method":
         return getattr(entry, spec["name"])
+    if spec["kind"] == "call_op":
+        return _whole_call_op(module, spec)
     if spec["kind"] == "launch":
         count, meta = int(spec["args"]), list(spec["meta"])
 
@@ -411,6 +415,29 @@ def _entry_call(entry, spec: dict, device: str):
 
     call.__wrapped__ = model.forward  # `inspect.signature` (the arity check) reads forward's
     return call
+
+
+def _whole_call_op(module, spec: dict):
+    """Returns a performance file's call_op as a function of its input's leaves
+    (`spec["tree"]`), the candidate `module` in the place of the kernel module it imports.
+    `spec["modules"]`: the sources it imports, by module name, in order (GEAK-eval's
+    stood in, then the performance file itself), as the checker imports them for the
+    reference (`benchmarks.external.recorded`, which this process cannot import)."""
+    import types
+
+    from torch.utils._pytree import tree_unflatten, treespec_loads
+
+    sys.modules[spec["module"]] = module
+    for name in spec["modules"]:
+        parts = name.split(".")
+        for depth in range(1, len(parts)):
+            package = sys.modules.setdefault(".".join(parts[:depth]), types.ModuleType(".".join(parts[:depth])))
+            package.__path__ = []
+        sys.modules[name] = made = types.ModuleType(name)
+        exec(compile(spec["modules"][name], name, "exec"), made.__dict__)
+    definition = sys.modules[name].performance_metrics()
+    structure = treespec_loads(spec["tree"])
+    return lambda *leaves: definition.call_op(tree_unflatten(list(leaves), structure))
 
 
 def _outputs(out) -> list:
