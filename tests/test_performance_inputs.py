@@ -200,6 +200,19 @@ def test_a_call_op_that_calls_the_module_twice_is_recorded_whole(tmp_path):
     assert torch.allclose(out, 0.5 * (0.5 * x + y) + y)
 
 
+def test_making_one_input_holds_one_of_the_inputs_before_it_at_a_time(tmp_path):
+    """Input k is made by running the timing code's loop up to it: the inputs before it are
+    dropped as the next is made, not held to the end (a task's come to 4.8 GB)."""
+    perf = _PERF.replace("for i in range(10, 14):", "for i in range(10, 14):\n"
+                         "            HELD.append(sum(t is not None for t in self.input_tensors))")
+    perf = perf.replace("class performance_metrics", "HELD = []\n\n\nclass performance_metrics")
+    calls = _calls(tmp_path, perf).recorded("cpu", None)
+    held = calls._loaded()[1].HELD
+    held.clear()
+    x, y, out, alpha = calls.make_inputs({"input": 3}, 7, "cpu")
+    assert held == [0, 1, 1, 1] and x.shape == (8192,)
+
+
 def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):
     perf = _PERF.replace("self.input_tensors = []", "self.input_tensors = []\n        torch.manual_seed(0)")
     calls = _calls(tmp_path, perf).recorded("cpu", 1)

@@ -59,14 +59,19 @@ class _Enough(BaseException):
 
 
 class _Upto(list):
-    """The definition's `input_tensors` while one input is made: full after `count` items."""
+    """The definition's `input_tensors` while inputs are made: full after `count` items;
+    with `last_only`, an item is dropped (None in its place) once the next one is made, so
+    that making input k holds one input at a time on the device, not k + 1 (a task's
+    inputs come to 4.8 GB at most: RESULTS.md §24)."""
 
-    def __init__(self, items, count: int | None):
+    def __init__(self, items, count: int | None, last_only: bool):
         super().__init__(items)
-        self.count = count
+        self.count, self.last_only = count, last_only
 
     def append(self, item) -> None:
         super().append(item)
+        if self.last_only and len(self) > 1:
+            self[-2] = None
         if self.count is not None and len(self) >= self.count:
             raise _Enough
 
@@ -74,11 +79,12 @@ class _Upto(list):
 @functools.lru_cache(maxsize=None)
 def _stopping(definition_class: type) -> type:
     """Returns a subclass of a performance definition whose `input_tensors`, however the
-    timing code assigns it, is an `_Upto` of the instance's `_count` (made once per class:
-    `make_inputs` runs for every timed run)."""
+    timing code assigns it, is an `_Upto` of the instance's `_count` and `_last_only` (made
+    once per class: `make_inputs` runs for every timed run)."""
     return type("Recording", (definition_class,), {"input_tensors": property(
         lambda self: self.__dict__["_inputs"],
-        lambda self, items: self.__dict__.__setitem__("_inputs", _Upto(items, self.__dict__["_count"])))})
+        lambda self, items: self.__dict__.__setitem__(
+            "_inputs", _Upto(items, self.__dict__["_count"], self.__dict__["_last_only"])))})
 
 
 PERFORMANCE_UTILS = "geak_eval.perf.performance_utils"
@@ -381,10 +387,12 @@ class PerformanceCalls(Positional):
         LOADED[key] = kernel, sys.modules[f"kernelevo_perf_{self.kernel_stem}"], definition
         return LOADED[key]
 
-    def _made(self, definition, salt: int, device: str, count: int | None) -> list:
-        """Returns the first `count` inputs (None: all) of the timing code, seeds salted."""
+    def _made(self, definition, salt: int, device: str, count: int | None,
+              last_only: bool = False) -> list:
+        """Returns the first `count` inputs (None: all) of the timing code, seeds salted;
+        with `last_only`, None in place of all but the last."""
         maker = object.__new__(_stopping(type(definition)))
-        maker.__dict__.update(vars(definition), _count=count)
+        maker.__dict__.update(vars(definition), _count=count, _last_only=last_only)
         maker.input_tensors = []
         with salted_seeds(salt, device):
             try:
@@ -418,7 +426,7 @@ class PerformanceCalls(Positional):
         values made anew from `seed`."""
         kernel, perf, definition = self._loaded()
         index, device = int(params["input"]), str(device)
-        made = self._made(definition, seed, device, index + 1)
+        made = self._made(definition, seed, device, index + 1, last_only=True)
         if len(made) <= index:
             raise RuntimeError(f"the performance file made {len(made)} inputs; input {index} asked for")
         if self.tree:
