@@ -85,14 +85,15 @@ class performance_metrics(Performance_Metrics):
 '''
 
 
-def _suite(root: pathlib.Path, perf: str = _PERF, kernel: str = _KERNEL) -> pathlib.Path:
+def _suite(root: pathlib.Path, perf: str = _PERF, kernel: str = _KERNEL,
+           tests: str = _TESTS) -> pathlib.Path:
     """Writes a one-task suite in GEAK-eval's layout; returns the kernel file."""
     folder = root / "data" / "TritonBench_G_v1"
     golden = root / "performance_metrics" / "perf_G" / "golden_metrics"
     folder.mkdir(parents=True)
     golden.mkdir(parents=True)
     path = folder / "axpy_out.py"
-    path.write_text(f"{kernel.strip()}\n\n\n{common.SEPARATOR}\n\n{_TESTS.strip()}\n")
+    path.write_text(f"{kernel.strip()}\n\n\n{common.SEPARATOR}\n\n{tests.strip()}\n")
     (golden / "axpy_out_perf.py").write_text(textwrap.dedent(perf).strip() + "\n")
     return path
 
@@ -211,6 +212,16 @@ def test_making_one_input_holds_one_of_the_inputs_before_it_at_a_time(tmp_path):
     held.clear()
     x, y, out, alpha = calls.make_inputs({"input": 3}, 7, "cpu")
     assert held == [0, 1, 1, 1] and x.shape == (8192,)
+
+
+def test_a_kernel_that_leans_on_its_tests_imports_is_recorded_with_them(tmp_path):
+    """block_sparse_attn calls torch and imports it only in its test code: GEAK-eval imports
+    the file whole; the judge imports the kernel code with the tests' import put first."""
+    kernel = _KERNEL.replace("import torch\n", "", 1)
+    task = tritonbench.load_file(_suite(tmp_path, kernel=kernel, tests=f"import torch\n{_TESTS}"))
+    assert task.baseline_source.startswith("import torch\n")
+    calls = task.timing_calls.recorded("cpu", 1)
+    assert (calls.entry, calls.written) == ("axpy_out", (2,))
 
 
 def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):

@@ -70,6 +70,38 @@ def split_geak_file(text: str, where: str) -> tuple[str, str]:
     raise ValueError(f"{where}: no separator line of 146 '#' between kernel and test code")
 
 
+def with_test_imports(kernel: str, tests: str) -> str:
+    """Returns `kernel` with the test code's top-level imports of names it uses and never
+    binds put first. GEAK-eval imports a file whole, so a kernel may lean on its tests'
+    imports (block_sparse_attn calls `torch` and imports it only below the separator); the
+    judge imports the kernel code alone."""
+    import builtins
+
+    kernel_tree, tests_tree = ast.parse(kernel), ast.parse(tests)
+    bound = {name for node in ast.walk(kernel_tree) for name in _binds(node)}
+    used = {node.id for node in ast.walk(kernel_tree) if isinstance(node, ast.Name)}
+    lacking = used - bound - set(dir(builtins))
+    lines = [ast.get_source_segment(tests, node) for node in tests_tree.body
+             if isinstance(node, (ast.Import, ast.ImportFrom)) and set(_binds(node)) & lacking]
+    return "".join(f"{line}\n" for line in lines) + kernel
+
+
+def _binds(node: ast.AST) -> list[str]:
+    """Returns the names `node` binds: an import's, a definition's, an assignment target's,
+    a parameter's, an exception handler's."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    return []
+
+
 def read_instructions(folder: pathlib.Path, names: Iterable[str]) -> dict[str, dict]:
     """Returns the entries of the first instruction JSON found beside or above `folder`,
     by file name ({} when there is none)."""

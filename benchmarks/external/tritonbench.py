@@ -31,6 +31,7 @@ INSTRUCTION_FILES = ("TritonBench_G_comp_alpac_v1_fixed_with_difficulty.json",)
 def load_file(path: pathlib.Path, entry: dict | None = None) -> Task:
     """Returns the Task of one TritonBench-revised file."""
     kernel, tests = common.split_geak_file(path.read_text(), str(path))
+    kernel = common.with_test_imports(kernel, tests)
     perf_harness, untimed_reason = geak_perf.load(path.parent, path.stem)
     timing_calls = None if perf_harness is None else recorded.PerformanceCalls(
         task=path.stem, kernel_stem=path.stem, kernel_source=common.portable_libdevice(kernel),
