@@ -77,7 +77,7 @@ def with_test_imports(kernel: str, tests: str) -> str:
     judge imports the kernel code alone."""
     import builtins
 
-    kernel_tree, tests_tree = ast.parse(kernel), ast.parse(tests)
+    kernel_tree, tests_tree = parse_source(kernel), parse_source(tests)
     bound = {name for node in ast.walk(kernel_tree) for name in _binds(node)}
     used = {node.id for node in ast.walk(kernel_tree) if isinstance(node, ast.Name)}
     lacking = used - bound - set(dir(builtins))
