@@ -104,6 +104,10 @@ class Task:
     # file's call_op whole on its input's leaves, the candidate as the kernel module it
     # imports (TritonBench-revised, where call_op calls the module twice). None: a function.
     entry_call: Mapping[str, Any] | None = None
+    # External suites timed on the judge's clock: the reference leaves part of its outputs
+    # unwritten on some performance inputs; the judge marks those places NaN in its runs of
+    # it and compares a candidate's outputs only where it writes (`fitness.judge.fenced`).
+    unwritten_free: bool = False
 
     def cases_for(self, backend: str) -> tuple[Case, ...]:
         """Returns the case set for a backend: small cases under the interpreter."""

@@ -420,26 +420,50 @@ def test_a_rocm_task_is_timed_by_the_judge_on_its_recorded_launch(evaluator):
     assert len(evaluation.latency_us) == len(evaluation.ref_latency_us) == 1
 
 
-def test_a_reference_that_leaves_its_output_half_unwritten_is_untimed_with_why(evaluator, tmp_path):
-    # GEAK-eval's attention_fwd_triton2 stores 96 of its output's 256 columns: its own
-    # outputs on the performance inputs depend on what its fresh output held, and every
-    # candidate, the reference itself too, failed there as `nan` (RESULTS.md §30)
-    half = _KERNEL.replace("        out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha)",
-                           "        out = x.new_empty(2 * x.numel())  # its second half never written\n"
-                           "        axpy_out(x, y, out[:x.numel()], alpha)")
-    assert half != _KERNEL
-    perf = _PERF.replace("        out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha=0.5)\n        return out",
-                         "        return axpy(x, y, 0.5)").replace("from axpy_out import axpy_out", "from axpy_out import axpy")
-    task = tritonbench.load_file(_suite(tmp_path, perf, half))
+_HALF = _KERNEL.replace("        out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha)",
+                        "        out = x.new_empty(2 * x.numel())  # its second half never written\n"
+                        "        axpy_out(x, y, out[:x.numel()], alpha)")
+_CALLS_AXPY = _PERF.replace("        out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha=0.5)\n        return out",
+                            "        return axpy(x, y, 0.5)").replace("from axpy_out import axpy_out", "from axpy_out import axpy")
+
+
+def test_a_reference_that_leaves_its_output_half_unwritten_is_timed_where_it_writes(evaluator, tmp_path):
+    """GEAK-eval's attention_fwd_triton2 stores 96 of its output's 256 columns: its outputs
+    on the performance inputs differ between two fills of what it leaves, and every
+    candidate, the reference itself too, failed there as `nan` (RESULTS.md §30). The judge
+    marks those places in its runs of the reference and compares a candidate's outputs only
+    where the reference writes them."""
+    assert _HALF != _KERNEL
+    task = tritonbench.load_file(_suite(tmp_path, _CALLS_AXPY, _HALF))
     evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
-    assert evaluation.correct and evaluation.stage_reached == "correct", evaluation.error_trace
-    assert ("not timed: the reference's outputs depend on more than its inputs on every "
-            "performance input" in evaluation.error_trace), evaluation.error_trace
+    assert (evaluation.stage_reached, evaluation.correct) == ("timed", True), evaluation.error_trace
+    # writing the places the reference leaves is no fault; leaving one it writes is
+    writes_all = task.baseline_source.replace("out = x.new_empty(2 * x.numel())", "out = x.new_zeros(2 * x.numel())")
+    short = task.baseline_source.replace("axpy_out(x, y, out[:x.numel()], alpha)",
+                                         "axpy_out(x[:-1], y[:-1], out[:x.numel() - 1], alpha)")
+    assert writes_all != task.baseline_source != short
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, writes_all))
+    assert (evaluation.stage_reached, evaluation.correct) == ("timed", True), evaluation.error_trace
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, short))
+    assert evaluation.stage_reached != "timed", evaluation.error_trace
     # the check itself, in this process: the output written whole is set by the inputs alone
-    for kernel, undefined in ((_KERNEL, set()), (half, {0, 1})):
-        loaded = tritonbench.load_file(_suite(tmp_path / f"{len(undefined)}", perf, kernel))
+    for kernel, unwritten in ((_KERNEL, []), (_HALF, [0, 1])):
+        loaded = tritonbench.load_file(_suite(tmp_path / f"{len(unwritten)}", _CALLS_AXPY, kernel))
         recorded_calls = loaded.timing_calls.recorded("cpu", 2)
-        assert set(fenced.undefined_inputs(recorded_calls, "cpu", loaded.tolerance)) == undefined
+        assert fenced.undefined_inputs(recorded_calls, "cpu", loaded.tolerance) == ({}, unwritten)
+
+
+def test_a_reference_that_computes_from_past_its_inputs_is_left_out(tmp_path):
+    """A reference whose stores are right but whose values read past its inputs (no mask
+    on the loads) is set by more than its inputs: untimed on those inputs, with why."""
+    reads_past = _HALF.replace("axpy_out(x, y, out[:x.numel()], alpha)",
+                               "_axpy_kernel[(triton.cdiv(2 * x.numel(), 256),)](x, y, out, 2 * x.numel(), alpha, BLOCK=256)")
+    assert reads_past != _HALF
+    loaded = tritonbench.load_file(_suite(tmp_path, _CALLS_AXPY, reads_past))
+    recorded_calls = loaded.timing_calls.recorded("cpu", 2)
+    undefined, unwritten = fenced.undefined_inputs(recorded_calls, "cpu", loaded.tolerance)
+    assert set(undefined) == {0, 1} and unwritten == []
+    assert "mismatch" in undefined[0] or "nan" in undefined[0], undefined
 
 
 def test_an_output_written_on_some_inputs_only_is_recorded_as_written():

@@ -113,7 +113,7 @@ class Checker:
             if request.get("check_inputs"):  # the judge, not the worker, decides what is checked
                 pristine = [t.clone() if isinstance(t, self.torch.Tensor) else t for t in inputs]
         with timing.phase("reference"):  # launches too
-            expected = checking.as_list(task.reference(*inputs))
+            expected = fenced.reference_outputs(task, inputs)
         token = request["token"]
         if request.get("share") and self.shares:
             slot_bytes = [t.numel() * t.element_size() for t in expected]
@@ -160,8 +160,9 @@ class Checker:
         `benchmarks.external.recorded.PerformanceCalls`): the suite's code and its reference
         module run here, on the trusted side; a candidate's never does. "undefined": the
         inputs on which the reference's outputs depend on more than the inputs
-        (`fenced.undefined_inputs`), with why. "faulted_at": the reference's own run raised on
-        that input (`recorded.InputFault`), past the first."""
+        (`fenced.undefined_inputs`), with why; "unwritten": those on which it leaves part of
+        them unwritten. "faulted_at": the reference's own run raised on that input
+        (`recorded.InputFault`), past the first."""
         calls = request["calls"]
         try:
             reply = calls.record(self.device.torch_device, request["count"])
@@ -173,9 +174,9 @@ class Checker:
             return {"ok": True, "faulted_at": fault.at, "fault": str(fault)[:2000],
                     "fatal": protocol.poisons_context(fault.error)}
         if "calls" in reply:
-            reply["undefined"] = fenced.undefined_inputs(common.with_recorded(calls, reply["calls"]),
-                                                         self.device.torch_device,
-                                                         request["task"].tolerance)
+            reply["undefined"], reply["unwritten"] = fenced.undefined_inputs(
+                common.with_recorded(calls, reply["calls"]), self.device.torch_device,
+                request["task"].tolerance)
         shared_memory.return_cached_memory(self.device.backend, shared_memory.LARGE_CACHE_BYTES)
         return {"ok": True, **reply}
 
@@ -217,6 +218,8 @@ class Checker:
 
     def _verdict(self, task, entry: _Prepared, actual: list, after: list) -> dict:
         pristine, expected, seed = entry.pristine, entry.expected, entry.seed
+        if task.unwritten_free:
+            actual = checking.unwritten_freed(expected, actual)
         verdict = checking.compare_outputs(expected, actual, task.tolerance)
         if verdict["kind"] is None and pristine is not None:
             modified = [i for i, (before, now) in enumerate(zip(pristine, after))

@@ -170,6 +170,18 @@ def compare_outputs(expected: list, actual: list, task_tolerance,
     return worst
 
 
+def unwritten_freed(expected: list, actual: list) -> list:
+    """Returns `actual` with NaN wherever `expected` is NaN, in each floating output of the
+    same shape and dtype: a task whose reference leaves part of its outputs unwritten marks
+    those places NaN (`fenced.reference_outputs`), and a candidate's value there is not
+    compared. Anything else is left for `compare_outputs` to judge."""
+    freed = list(actual)
+    for at, (exp, act) in enumerate(zip(expected, actual)):
+        if exp.is_floating_point() and act.shape == exp.shape and act.dtype == exp.dtype:
+            freed[at] = act.masked_fill(exp.isnan().to(act.device), float("nan"))
+    return freed
+
+
 def wrong_cases(names: list[str], total: int) -> str:
     """Returns which cases of `total` a candidate got wrong, for the head of a verdict's detail."""
     return f"wrong on {len(names)} of {total} cases ({', '.join(map(repr, names))})"

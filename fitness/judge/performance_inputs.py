@@ -79,6 +79,7 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
                                entry_point=getattr(calls, "entry_point", calls.entry),
                                cases=cases, interpreter_cases=cases,
                                written=calls.written, entry_call=getattr(calls, "entry_call", None),
+                               unwritten_free=bool(reply.get("unwritten")),
                                timing_calls=None)
     return twin, ""
 

@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from fitness.judge import checking
+from fitness.judge import checking, fenced
 from fitness.measure import timing
 from fitness.processes import host_words, protocol, shared_memory, stream_sync
 
@@ -104,7 +104,7 @@ class TimedBatch:
         spans = [protocol.extent(t.shape, t.stride(), t.storage_offset()) * t.element_size()
                  for t in tensors]
         with timing.phase("reference"):
-            expected = checking.as_list(task.reference(*staging))
+            expected = fenced.reference_outputs(task, staging)
         region_bytes = 2 * sum(t.numel() * t.element_size() for t in expected) + REGION_SLACK_BYTES
         region_bytes = -(-region_bytes // shared_memory.ALIGN_BYTES) * shared_memory.ALIGN_BYTES
         self.runs = runs = max(2, min(runs, BATCH_BYTES // (sum(spans) + region_bytes)))
@@ -391,7 +391,9 @@ class TimedBatch:
             except (protocol.ProtocolError, shared_memory.SharedMemoryError) as error:
                 return {"kind": "wrong_type", "detail": f"run {run}: unreadable outputs: {error}"}
             with timing.phase("reference"):
-                expected = checking.as_list(self.task.reference(*inputs))
+                expected = fenced.reference_outputs(self.task, inputs)
+            if self.task.unwritten_free:
+                actual = checking.unwritten_freed(expected, actual)
             verdict = checking.compare_outputs(expected, actual, self.task.tolerance,
                                                CHECKED_ELEMENTS)
             if verdict["kind"] is not None:
