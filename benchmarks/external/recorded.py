@@ -468,7 +468,16 @@ class PerformanceCalls(Positional):
         made = self._made(definition, 1, device, count)
         if not made:
             raise Unrecordable("get_input_tensors made no input")
-        self._call(kernel, perf, definition, made[0], device, 1)  # one call of the module at least
+        # each input's first call, recorded before call_op runs whole below: run first, it
+        # left its result in freed memory, and the recorded call's `out` (an `empty_like`)
+        # got that block back already holding what the reference writes, which then looked
+        # unwritten (a flaky "writes no argument" on the CPU)
+        calls, refused = [], None
+        for value in made:
+            try:
+                calls.append(self._call(kernel, perf, definition, value, device, 1))
+            except Unrecordable as error:  # the first call alone; call_op whole may still be
+                refused = refused or error
         several = []  # per input, the calls of the module it makes
         for at, value in enumerate(made):
             seen: list = []
@@ -484,11 +493,18 @@ class PerformanceCalls(Positional):
             except torch.OutOfMemoryError:
                 raise  # the device's memory, shared: the input may run alone
             except Exception as error:
+                if refused is not None:  # its call was refused, and call_op fails whole: say why
+                    raise refused from error
                 raise InputFault(at, error) from error
             several.append(seen)
-        if any(len(seen) != 1 for seen in several):
+        counts = [len(seen) for seen in several]
+        if 0 in counts:
+            raise Unrecordable(f"call_op made no call of a function of the kernel module on "
+                               f"input {counts.index(0)}")
+        if max(counts) > 1:
             return self._recorded_whole(definition, made, device, several[0][0])
-        calls = [self._call(kernel, perf, definition, value, device, 1) for value in made]
+        if refused is not None:
+            raise refused
         names = sorted({name for name, _ in calls})
         if len(names) > 1:
             raise Unrecordable(f"call_op calls different functions on different inputs: {names}")
