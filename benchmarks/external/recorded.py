@@ -382,9 +382,10 @@ class PerformanceCalls(Positional):
         owner = getattr(sys.modules.get(self.kernel_stem), "__file__", "") or ""
         if self.kernel_stem in sys.modules and not owner.startswith(tempfile.gettempdir()):
             raise Unrecordable(f"the kernel module's name {self.kernel_stem!r} is taken in the checker")
+        stand_in_geak_package()
         kernel = import_source(self.kernel_source, self.kernel_stem)
-        definition = performance_definition(self.perf_source, self.kernel_stem)
-        LOADED[key] = kernel, sys.modules[f"kernelevo_perf_{self.kernel_stem}"], definition
+        perf = import_source(self.perf_source, f"kernelevo_perf_{self.kernel_stem}")
+        LOADED[key] = kernel, perf, perf.performance_metrics()
         return LOADED[key]
 
     def _made(self, definition, salt: int, device: str, count: int | None,
@@ -537,8 +538,9 @@ class PerformanceCalls(Positional):
         whole = dataclasses.replace(self, entry=first_call, tree=trees[0], arity=len(first),
                                     inputs=len(made))
         again = _leaves(definition, self._made(definition, 2, device, 1)[0], device, 2)[0]
-        written = written_by(lambda values: whole_call_op(definition, whole.tree)(*values), first,
-                             again, [values for values, _ in leaves[1:]])
+        call = whole_call_op(definition, whole.tree)
+        written = written_by(lambda values: call(*values), first, again,
+                             [values for values, _ in leaves[1:]])
         return dataclasses.replace(whole, written=written)
 
 
@@ -560,13 +562,6 @@ def whole_call_op(definition, tree: str):
 
     structure = treespec_loads(tree)
     return lambda *leaves: definition.call_op(tree_unflatten(list(leaves), structure))
-
-
-def performance_definition(source: str, module_name: str):
-    """Imports a performance file's source (geak_eval's package stood in) beside module
-    `module_name`, already in sys.modules; returns its `performance_metrics()`."""
-    stand_in_geak_package()
-    return import_source(source, f"kernelevo_perf_{module_name}").performance_metrics()
 
 
 def _copied(value):

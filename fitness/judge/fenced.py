@@ -75,7 +75,6 @@ def reference_outputs(task, inputs: list) -> list:
     return checking.as_list(task.reference(*inputs))
 
 
-
 def _fill_for(dtype: torch.dtype, fill):
     """Returns `fill` as `dtype` holds it: an integer or boolean tensor holds 0 for NaN."""
     return fill if dtype.is_floating_point or dtype.is_complex or fill == fill else 0
