@@ -2,6 +2,8 @@
 candidate killed one (real interpreter workers, no GPU)."""
 
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -164,3 +166,22 @@ def test_a_checker_ends_after_a_fault_that_poisons_its_device_context(tmp_path, 
             assert checker.request({"op": "timed_close", "token": "none"}, 60)["ok"]
     finally:
         pool.close()
+
+
+def test_a_zygotes_children_start_with_the_captures_and_the_probes_imports_done():
+    """A worker per candidate pays no imports its zygote could: the capture's `Arena` runs
+    a meta `empty_like` (its first in a process imported about 480 modules, half a second
+    or more of every timed case's capture on an H200), and the probe's first launch
+    imported Triton's code generator and interpreter (RESULTS.md §35)."""
+    code = (
+        "import sys, torch\n"
+        "from fitness.sandbox import probe, zygote\n"
+        "zygote._preload()\n"
+        "known = set(sys.modules)\n"
+        "torch.ops.aten.empty_like.default(torch.empty(2, device='meta'))\n"
+        "probe.run('cpu')\n"
+        "print(sorted(set(sys.modules) - known))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -24,6 +24,17 @@ _FACTORIES = {"empty": None, "empty_strided": None, "empty_like": None, "new_emp
 """Allocating ops served from a run's region, and the value each fills with (None: none)."""
 
 
+def load_meta_rules() -> None:
+    """Runs each allocating op `Arena` serves once on the meta device. Why: the first meta
+    `empty_like` in a process imports torch's Python decompositions (about 480 modules,
+    0.25-2 s), and a fresh worker per candidate paid it inside its first capture, which is
+    staged under the device lock (RESULTS.md#arena-meta-import); the zygote calls this
+    before it forks, so every worker starts with them imported."""
+    like = torch.empty(1, device="meta")
+    torch.empty_like(like), torch.zeros_like(like)
+    like.new_empty(1), like.new_empty_strided((1,), (1,)), like.new_zeros(1)
+
+
 def _meta(value):
     """Returns `value` with tensors swapped for meta tensors of the same layout."""
     if isinstance(value, torch.Tensor):

@@ -26,12 +26,19 @@ import sys
 
 
 def _preload() -> None:
-    """Imports what every worker needs, without initialising any device."""
+    """Imports what every worker needs, and the meta rules a capture's `Arena` runs,
+    without initialising any device."""
     import torch  # noqa: F401
     import triton  # noqa: F401
     import triton.language  # noqa: F401
+    # what a worker's first launch imports (its probe's), pure Python: RESULTS.md §35
+    import triton.compiler.code_generator  # noqa: F401
+    import triton.language.semantic  # noqa: F401
+    import triton.runtime.interpreter  # noqa: F401
 
-    from fitness.sandbox import instrument, worker  # noqa: F401
+    from fitness.sandbox import instrument, timed, worker  # noqa: F401
+
+    timed.load_meta_rules()
 
 
 def _end_others(scope: str, child: int | None) -> None:
