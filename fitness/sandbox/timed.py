@@ -82,12 +82,19 @@ class Arena(TorchDispatchMode):
 
     def place(self, outputs: list) -> list[dict] | None:
         """Returns each output's spec in the region (copied in, inside the clock, when the
-        candidate put it elsewhere), or None when one does not fit."""
+        candidate put it elsewhere), or None when one does not fit. The run has returned,
+        so what it allocated in the region and did not return is dead: the copies go after
+        the last output already there, over its temporaries (a wrapper whose partials,
+        `new_empty(NK, ...)`, filled the region before it summed them outside:
+        fused_rwkv6_kernel)."""
         base, specs = self.region.data_ptr(), []
-        for value in outputs:
-            at = value.data_ptr() - base
-            span = protocol.extent(value.shape, value.stride(), 0) * value.element_size()
-            if value.device != self.region.device or not 0 <= at <= self.region.numel() - span:
+        spans = [(value.data_ptr() - base,
+                  protocol.extent(value.shape, value.stride(), 0) * value.element_size())
+                 for value in outputs]
+        inside = [self._inside(value, at, span) for value, (at, span) in zip(outputs, spans)]
+        self.used = max((at + span for (at, span), held in zip(spans, inside) if held), default=0)
+        for value, (at, span), held in zip(outputs, spans, inside):
+            if not held:
                 at = self.take(value.numel() * value.element_size())
                 if at is None:
                     return None
@@ -99,6 +106,9 @@ class Arena(TorchDispatchMode):
                           "shape": list(value.shape), "stride": list(value.stride()),
                           "offset": 0})
         return specs
+
+    def _inside(self, value: torch.Tensor, at: int, span: int) -> bool:
+        return value.device == self.region.device and 0 <= at <= self.region.numel() - span
 
 
 class TimedCase:
