@@ -232,6 +232,22 @@ def test_a_seed_the_timing_code_sets_is_salted_by_the_judges(tmp_path):
     assert not torch.equal(first, second)
 
 
+def test_what_the_timing_code_leaves_uninitialised_is_made_zeros(tmp_path):
+    """GEAK-eval makes `torch.empty` on the host of a fresh process (new pages: zeros); the
+    judge makes inputs on the device, whose allocator hands back earlier work: read as
+    indices, that ran context_attn_llama's reference into an illegal memory access."""
+    perf = _PERF.replace("self.input_tensors.append((torch.rand(2 ** i), torch.rand(2 ** i)))",
+                         "junk = torch.full((2 ** i,), 3.0)\n"
+                         "            del junk  # its block, handed back below\n"
+                         "            self.input_tensors.append((torch.rand(2 ** i), torch.empty(2 ** i)))")
+    calls = _calls(tmp_path, perf).recorded("cpu", None)
+    for seed in (3, 4):
+        x, y, out, alpha = calls.make_inputs({"input": 2}, seed, "cpu")
+        assert bool((y == 0).all()) and not bool((x == 0).all())
+        (result,) = calls(x, y, out, alpha)
+        assert torch.allclose(result, 0.5 * x)
+
+
 @pytest.fixture(scope="module")
 def evaluator():
     evaluator = Evaluator(Settings(device="interpreter", workers=2, static_gate=False,

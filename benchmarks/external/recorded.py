@@ -184,6 +184,32 @@ def salted_seeds(salt: int, device: str):
         torch.Tensor.cuda = cuda
 
 
+@contextlib.contextmanager
+def _zeroed_empties():
+    """Makes the tensors the timing code leaves uninitialised (`torch.empty` and its kin)
+    zeros while it makes its inputs. Why: the judge makes them on the device
+    (`salted_seeds`), where the caching allocator hands back blocks holding earlier work,
+    and GEAK-eval makes them on the host of a fresh process, whose new pages are zeros. Read
+    as indices (context_attn_llama's `req_to_token_indexs`, a `torch.empty((1000, N_CTX),
+    dtype=torch.int32)`), recycled values ran the reference past its inputs into an illegal
+    memory access (RESULTS.md §35)."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    empties = {torch.empty, torch.empty_like, torch.empty_strided, torch.Tensor.new_empty,
+               torch.Tensor.new_empty_strided}
+
+    class Zeroed(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            made = func(*args, **(kwargs or {}))
+            if func in empties and isinstance(made, torch.Tensor):
+                made.zero_()
+            return made
+
+    with Zeroed():
+        yield
+
+
 APPLY = ".apply"
 """The suffix of a recorded entry that is an autograd Function's `apply`, called on the class
 the kernel module defines (`Function.apply(x)` in call_op): the class is the entry point and
@@ -395,7 +421,7 @@ class PerformanceCalls(Positional):
         maker = object.__new__(_stopping(type(definition)))
         maker.__dict__.update(vars(definition), _count=count, _last_only=last_only)
         maker.input_tensors = []
-        with salted_seeds(salt, device):
+        with salted_seeds(salt, device), _zeroed_empties():
             try:
                 maker.get_input_tensors()
             except _Enough:
