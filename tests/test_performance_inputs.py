@@ -634,3 +634,39 @@ def test_a_task_whose_call_op_calls_the_module_twice_is_timed_whole_by_the_judge
     assert fed_back != task.baseline_source
     evaluation = evaluator.evaluate(task, make_candidate(task.name, fed_back))
     assert evaluation.stage_reached != "timed", evaluation.error_trace[-2000:]
+
+
+def _crowded(mark: pathlib.Path, times: int) -> str:
+    """The axpy performance file, whose input making runs out of device memory the first
+    `times` times it runs (a neighbour's inputs, as on a GPU shared by 8 walks)."""
+    return _PERF.replace("        self.input_tensors = []\n", (
+        "        self.input_tensors = []\n"
+        f"        mark = pathlib.Path({str(mark)!r})\n"
+        "        if len(mark.read_text()) < " + str(times) + ":\n"
+        "            mark.write_text(mark.read_text() + 'x')\n"
+        "            raise torch.OutOfMemoryError('CUDA out of memory: a neighbour holds it')\n"),
+        1).replace("import torch\n", "import pathlib\nimport torch\n", 1)
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_running_out_of_memory_on_the_performance_inputs_goes_again_alone(tmp_path, times):
+    """Beside other walks, the recording of the performance inputs ran out of memory and the
+    task was left untimed at once: the walk now goes again with the device to itself, and
+    only a walk alone that runs out too is untimed with it (never failed: its checked runs
+    were right)."""
+    mark = tmp_path / "crowded"
+    mark.write_text("")
+    task = tritonbench.load_file(_suite(tmp_path / "suite", _crowded(mark, times)))
+    evaluator = Evaluator(Settings(device="interpreter", workers=2, static_gate=False,
+                                   timeouts=Limits.uniform(120)))
+    try:
+        evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+        retries = evaluator.stats()["retries"]
+    finally:
+        evaluator.close()
+    assert len(mark.read_text()) == times and retries == 1
+    if times == 1:
+        assert evaluation.stage_reached == "timed", evaluation.error_trace[-2000:]
+    else:
+        assert (evaluation.stage_reached, evaluation.correct) == ("correct", True)
+        assert "out of memory: a neighbour holds it" in evaluation.error_trace

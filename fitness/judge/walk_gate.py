@@ -31,6 +31,11 @@ class WalkGate:
         self._alone = False
         self._waiting = 0
 
+    @property
+    def held_alone(self) -> bool:
+        """Whether a walk has the device to itself now (asked by that walk: no other runs)."""
+        return self._alone
+
     @contextlib.contextmanager
     def side_by_side(self):
         """Holds one of any number of walks under way at once."""
