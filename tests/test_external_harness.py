@@ -248,6 +248,22 @@ def test_broken_reference_is_a_harness_error_not_the_candidates(ungated, scale_s
     assert "reference of 'scale_shift_broken_reference' failed its own harness" in evaluation.error_trace
 
 
+@pytest.mark.slow
+def test_a_reference_out_of_memory_beside_other_walks_goes_again_alone(seam, scale_shift):
+    """The reference's own harness run ran out of device memory beside 7 other walks on an
+    H200 and was remembered as broken (context_attn_fwd, chunk_retention): out of memory is
+    now its own kind, and the walk asking goes again with the device to itself; a reference
+    out of memory alone too is the harness's error, said as such."""
+    crowded = dataclasses.replace(scale_shift, name="scale_shift_out_of_memory", baseline_source=(
+        scale_shift.baseline_source + "\n\ndef scale_shift(*args, **kwargs):\n"
+        "    raise RuntimeError('Triton Error [CUDA]: out of memory')\n"))
+    judge = Cascade(**seam, limits=_run_limit(240.0), harness_seed=1234, static_gate=False)
+    evaluation = _evaluate(judge, crowded, scale_shift.baseline_source)
+    assert evaluation.failure_kind == "harness_error" and not evaluation.correct
+    assert "failed its own harness on interpreter (out_of_memory at stage run)" in evaluation.error_trace
+    assert judge.meter.retries == 1  # the first try beside other walks, the second alone
+
+
 def _assert_timed(evaluation, cases):
     """A timed verdict: per-case latencies of candidate and reference, and their speedup."""
     assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace

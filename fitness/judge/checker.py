@@ -381,7 +381,9 @@ def error_reply(error: BaseException) -> dict:
     An error that poisons the device context is "fatal": the checker ends after the reply
     and the pool starts a fresh one. A pooled checker that went on failed every later task
     it served with the same illegal memory access (RESULTS.md §30)."""
-    kind = "out_of_memory" if isinstance(error, torch.OutOfMemoryError) else "harness_error"
+    out_of_memory = isinstance(error, torch.OutOfMemoryError) or (
+        isinstance(error, shared_memory.SharedMemoryError) and error.out_of_memory)
+    kind = "out_of_memory" if out_of_memory else "harness_error"
     return {"ok": False, "kind": kind, "fatal": protocol.poisons_context(error),
             "trace": "".join(traceback.format_exception(error))[-4000:]}
 

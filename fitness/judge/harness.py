@@ -25,7 +25,7 @@ from fitness.processes import protocol
 from fitness.judge import harness_outputs, performance_inputs
 from fitness.judge import policy
 from fitness.judge.static_checks import missing_entry_point
-from fitness.judge.walk import Failed, Walk, worth_retrying
+from fitness.judge.walk import RETRIED_FAILURES, Failed, Walk, worth_retrying
 from fitness.processes.pool import WorkerFault
 
 _SEPARATOR = "#" * 146
@@ -57,6 +57,8 @@ def _error_kind(error: dict, phase: str) -> str:
     text = f"{error.get('type')} {error.get('message', '')}"
     if "illegal memory access" in text.lower():
         return "illegal_memory_access"
+    if error.get("type") == "OutOfMemoryError" or "out of memory" in text.lower():
+        return "out_of_memory"  # the device is shared: maybe a neighbour's memory
     if str(error.get("module", "")).startswith("triton") and "Compil" in str(error.get("type", "")):
         return "compile_error"
     if phase == "import" or error.get("type") in ("ImportError", "ModuleNotFoundError"):
@@ -141,6 +143,9 @@ class HarnessWalk(Walk):
         except (Failed, WorkerFault) as failure:
             if isinstance(failure, WorkerFault) and worth_retrying(failure.kind, 0):
                 raise
+            if (isinstance(failure, Failed) and failure.kind in RETRIED_FAILURES
+                    and not self.c.walks_gate.held_alone):
+                raise  # beside other walks' memory, not remembered: the asking walk goes again alone
             stage = failure.stage if isinstance(failure, Failed) else "run"
             raise HarnessError(f"the reference of {self.task.name!r} failed its own harness on "
                                f"{self.c.device.backend} ({failure.kind} at stage {stage}):"

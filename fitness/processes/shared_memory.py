@@ -34,7 +34,12 @@ _READ_WRITE = 3  # CU_MEM_ACCESS_FLAGS_PROT_READWRITE
 
 
 class SharedMemoryError(RuntimeError):
-    """The driver refused a shared-memory operation; the message names which and why."""
+    """The driver refused a shared-memory operation; the message names which and why.
+    `out_of_memory`: the device had no memory for it (CUDA_ERROR_OUT_OF_MEMORY)."""
+
+    def __init__(self, message: str, out_of_memory: bool = False):
+        super().__init__(message)
+        self.out_of_memory = out_of_memory
 
 
 class _Location(ctypes.Structure):
@@ -56,6 +61,9 @@ class _AccessDesc(ctypes.Structure):
     _fields_ = [("location", _Location), ("flags", ctypes.c_int)]
 
 
+_CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
 class _Driver:
     """The few CUDA driver calls this module needs, bound through ctypes."""
 
@@ -68,7 +76,8 @@ class _Driver:
             text = ctypes.c_char_p()
             self.lib.cuGetErrorString(status, ctypes.byref(text))
             raise SharedMemoryError(f"{name} failed: CUDA error {status} "
-                                    f"({(text.value or b'?').decode()})")
+                                    f"({(text.value or b'?').decode()})",
+                                    out_of_memory=status == _CUDA_ERROR_OUT_OF_MEMORY)
 
 
 @functools.cache

@@ -48,7 +48,8 @@ def _classify(error: BaseException) -> tuple[str, bool]:
     names = {cls.__name__ for cls in type(error).__mro__}
     if any(marker in text for marker in protocol.POISONED_MARKERS):
         return "illegal_memory_access", True
-    if "OutOfMemoryError" in names:  # the device is shared: maybe a neighbour's memory
+    if "OutOfMemoryError" in names or "out of memory" in text:  # the device is shared: maybe a
+        # neighbour's memory (Triton's launch says "Triton Error [CUDA]: out of memory")
         return "out_of_memory", False
     if protocol.poisons_context(error):
         return "runtime_error", True
