@@ -584,3 +584,15 @@ def test_a_refill_restores_values_the_timed_call_overwrote():
     fresh.refill()
     expected = _inputs_of_run(inputs, 5, 1)
     assert bool((fresh.buffers[0] == expected[0]).all()) and float(fresh.buffers[3]) == 2.5
+
+
+def test_a_gpu_case_whose_batches_agree_stops_before_its_last():
+    """The judge's clock stops a case after three batches within 1% of their median; two, or
+    three that scatter, are not enough (a batch is mostly fresh inputs and judging)."""
+    from fitness.judge import clock
+
+    assert not clock.settled([100.0, 100.2])
+    assert clock.settled([100.0, 100.6, 100.9])
+    assert not clock.settled([100.0, 101.5, 100.2])  # 1.5% apart: on to the next batch
+    assert not clock.settled([100.0, 101.5, 100.2, 100.5])  # a fourth does not hide the spread
+    assert clock.settled([101.0, 100.5, 100.2, 100.9])

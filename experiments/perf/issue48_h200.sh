@@ -14,7 +14,7 @@
 # c11, c05_finishes, c02_wakes), fused (240: c05_finishes beside its twin c12, the same one
 # launch for every run with an honest `done`, and c11, twice), split (90: fitness_bench of this
 # tree alone, 40 s of scoring, for the capture's parts), turn (320: the checker's turn queued
-# before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), cheats (150:
+# before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), spares (120: fitness_bench with 10 spares), cheats (150:
 # the cheat zoo with the lint off), honest (HONEST_S, 240: the honest files, resumed from
 # HONEST_PREV's lines). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
@@ -75,6 +75,10 @@ for s in "${steps[@]}"; do
     (cd old8dd2dab && PYTHONPATH=$PWD timeout 70 python3 experiments/perf/fitness_bench.py $bench) \
       > $OUT/bench_old.txt 2>&1
     grep -E "^pooled|false failures" $OUT/bench_old.txt ;;
+  spares)  # fitness_bench with a spare worker starting beside every lent one (leases waited
+    # 128 s for fresh workers' start-ups at the default's half, RESULTS.md §35)
+    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --spares 10 > $OUT/bench_spares.txt 2>&1
+    grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures" $OUT/bench_spares.txt | cut -c1-400 ;;
   cheats)
     timeout 150 python3 $P/cheat_sweep.py --device cuda --workers 10 --ungated > $OUT/cheats.txt 2>&1
     tail -4 $OUT/cheats.txt | cut -c1-300 ;;
@@ -84,7 +88,7 @@ for s in "${steps[@]}"; do
     timeout ${HONEST_S:-240} python3 $P/honest_sweep.py --device cuda --workers 10 \
       --out $OUT/honest_lines.txt > $OUT/honest.txt 2>&1
     grep -c "^OK" $OUT/honest_lines.txt; grep "^BAD" $OUT/honest_lines.txt | cut -c1-300; tail -1 $OUT/honest.txt ;;
-  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured fused turn split bench cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured fused turn split bench spares cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"

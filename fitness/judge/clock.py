@@ -23,6 +23,14 @@ from fitness.processes.pool import GRACE_S, relay_fd
 
 GPU_BATCHES = 5
 """Batches per case on a GPU: their median is the latency (each on new inputs)."""
+SETTLED_BATCHES = 3
+"""A GPU case stops after this many batches when they agree within `SETTLED_SPREAD`: their
+median is the latency, within that spread of the one `GPU_BATCHES` would give. A batch held
+the device about 30 ms in fitness_bench on an H200, its fresh inputs, snapshot and judging,
+for about 5 ms of runs (RESULTS.md §35), so a settled case's last batches were most of its
+time alone on the device."""
+SETTLED_SPREAD = 0.01
+"""How far apart (max - min, over their median) a case's batches may be to be settled."""
 INTERPRETER_BATCHES = 2
 """Batches per case on the interpreter (its latency is not meaningful: few suffice), after a
 first one that is judged but not counted: the interpreter's first runs of a module in a
@@ -82,6 +90,14 @@ def held_alone(walk, worker):
         yield
 
 
+def settled(per_run_us: list[float]) -> bool:
+    """Whether a GPU case's batches so far (their per-run latencies) are enough: at least
+    `SETTLED_BATCHES`, all within `SETTLED_SPREAD` of their median."""
+    if len(per_run_us) < SETTLED_BATCHES:
+        return False
+    return (max(per_run_us) - min(per_run_us)) <= SETTLED_SPREAD * statistics.median(per_run_us)
+
+
 def _already_held(**_) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext()
 
@@ -91,7 +107,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     """Returns the stats of case `case` of the module loaded in `worker` (the walk's), every
     batch judged: {"median_us", "p20_us", "p80_us", "runs", "method", "stopped"}. A judged
     failure raises Failed at stage "timed". `give_up_us`: past two batches whose fastest run
-    is slower, the case stops as "slower" (a clear loser). `alone`: a baseline's denominator,
+    is slower, the case stops as "slower" (a clear loser); on a GPU, batches that agree stop
+    it as "settled" (`settled`). `alone`: a baseline's denominator,
     inside the caller's `held_alone`, so the case takes no hold of its own. Timed by
     CPU time, every other candidate worker is stopped too: a neighbour's work on the host
     slows the timed tree's own (shared caches and cores), and copies of one file scattered
@@ -137,6 +154,9 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                 if (give_up_us is not None and len(per_run_us) >= 2 and min(per_run_us)
                         > give_up_us * (1.0 if c.device.timing_meaningful else INTERPRETER_LOSER_SLACK)):
                     stopped = "slower"
+                    break
+                if share and settled(per_run_us):
+                    stopped = "settled"
                     break
     finally:
         with shared():

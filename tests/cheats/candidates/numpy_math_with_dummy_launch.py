@@ -1,7 +1,9 @@
 # task: vector_add
 # caught-as: cheat_torch_compute
 # second-layer: cheat_torch_compute
-# Does the math in NumPy on the host and launches a do-nothing kernel.
+# second-layer-cuda: cheat_torch_compute|timeout
+# Does the math in NumPy on the host and launches a do-nothing kernel. On an H200 its host
+# loop over 50M elements can outlast the stall limit first (RESULTS.md §35): rejected either way.
 import torch
 import triton
 import triton.language as tl
