@@ -100,7 +100,8 @@ class Task:
     # {"kind": "launch", "args": n, "meta": [names]} launches a kernel: the inputs are its n
     # arguments, then a 3-int grid, then its meta-parameters' values (ROCm); {"kind": "method",
     # "name": m} calls the entry point class's method m (an autograd Function's `apply`,
-    # TritonBench-revised); {"kind": "call_op", "perf", "module", "tree"} calls a performance
+    # TritonBench-revised); {"kind": "keywords", "names": [...]} passes the last inputs by
+    # those keywords (a keyword-only `out0`, TritonBench-revised); {"kind": "call_op", "perf", "module", "tree"} calls a performance
     # file's call_op whole on its input's leaves, the candidate as the kernel module it
     # imports (TritonBench-revised, where call_op calls the module twice). None: a function.
     entry_call: Mapping[str, Any] | None = None

@@ -377,6 +377,10 @@ class PerformanceCalls(Positional):
     arity: int = 0
     written: tuple[int, ...] = ()
     inputs: int = 0
+    keywords: tuple[str, ...] = ()
+    """The recorded function's keyword-only arguments call_op passes (FlagGems' generated
+    wrappers: `isfinite_func_wrapper_rank_1(in0, /, *, out0)`), by name, in order: the last
+    arguments are theirs, passed by keyword."""
     tree: str = ""
     """Where call_op calls the module more than once on an input: the structure of its input
     (`torch.utils._pytree.treespec_dumps`), whose leaves are the arguments, and call_op
@@ -397,6 +401,8 @@ class PerformanceCalls(Positional):
             return {"kind": "call_op", "module": self.kernel_stem, "tree": self.tree,
                     "modules": {PERFORMANCE_UTILS: _PERFORMANCE_UTILS_SOURCE,
                                 f"kernelevo_perf_{self.kernel_stem}": self.perf_source}}
+        if self.keywords:
+            return {"kind": "keywords", "names": list(self.keywords)}
         return {"kind": "method", "name": "apply"} if self.entry.endswith(APPLY) else None
 
     def _loaded(self) -> tuple[types.ModuleType, types.ModuleType, object]:
@@ -428,10 +434,12 @@ class PerformanceCalls(Positional):
                 pass
         return list(maker.input_tensors)
 
-    def _call(self, kernel, perf, definition, value, device: str, salt: int) -> tuple[str, list]:
-        """Returns (the function name, its arguments as positional values) of the first
-        call `call_op` makes of the reference module on one input (what it draws itself,
-        an `out` filled with random values, drawn from `salt`)."""
+    def _call(self, kernel, perf, definition, value, device: str,
+              salt: int) -> tuple[str, list, tuple[str, ...]]:
+        """Returns (the function name, its arguments as values, the names of its keyword-only
+        ones, which come last) of the first call `call_op` makes of the reference module on
+        one input (what it draws itself, an `out` filled with random values, drawn from
+        `salt`)."""
         with salted_seeds(salt, device), _recording(kernel, perf):
             try:
                 definition.call_op(definition.to_cuda(value))
@@ -443,10 +451,11 @@ class PerformanceCalls(Positional):
             bound = _parameters(kernel, name).bind(*args, **kwargs)
         except TypeError as error:
             raise Unrecordable(f"call_op's call of {name} does not bind: {error}") from None
-        if bound.kwargs:
-            raise Unrecordable(f"call_op passes {name} keyword-only argument(s) "
-                               f"{sorted(bound.kwargs)}")
-        return name, crossing(list(bound.args), f"call_op passes {name}")
+        keywords = tuple(bound.kwargs)
+        if keywords and name.endswith(APPLY):
+            raise Unrecordable(f"call_op passes {name} keyword argument(s) {list(keywords)}")
+        values = [*bound.args, *(bound.kwargs[key] for key in keywords)]
+        return name, crossing(values, f"call_op passes {name}"), keywords
 
     def make_inputs(self, params, seed: int, device) -> list:
         """Returns the arguments of the recorded call on input `params["input"]`, its
@@ -461,9 +470,10 @@ class PerformanceCalls(Positional):
             if tree != self.tree:
                 raise RuntimeError(f"call_op's input {index} changed its structure")
             return values
-        name, values = self._call(kernel, perf, definition, made[index], device, seed)
-        if name != self.entry:
-            raise RuntimeError(f"call_op called {name} on input {index}, not {self.entry}")
+        name, values, keywords = self._call(kernel, perf, definition, made[index], device, seed)
+        if (name, keywords) != (self.entry, self.keywords):
+            raise RuntimeError(f"call_op called {name} {list(keywords)} on input {index}, not "
+                               f"{self.entry} {list(self.keywords)}")
         return values
 
     def __call__(self, *inputs) -> list:
@@ -472,7 +482,8 @@ class PerformanceCalls(Positional):
         returns, then those arguments."""
         kernel, _, definition = self._loaded()
         inputs = [value.clone() if at in self.written else value for at, value in enumerate(inputs)]
-        call = whole_call_op(definition, self.tree) if self.tree else entry_function(kernel, self.entry)
+        call = (whole_call_op(definition, self.tree) if self.tree else
+                keyword_call(entry_function(kernel, self.entry), self.keywords))
         return outputs_of(call(*inputs), inputs, self.written)
 
     def record(self, device, count: int | None) -> dict:
@@ -532,20 +543,22 @@ class PerformanceCalls(Positional):
             return self._recorded_whole(definition, made, device, several[0][0])
         if refused is not None:
             raise refused
-        names = sorted({name for name, _ in calls})
+        names = sorted({(name, keywords) for name, _, keywords in calls})
         if len(names) > 1:
-            raise Unrecordable(f"call_op calls different functions on different inputs: {names}")
-        arities = sorted({len(values) for _, values in calls})
+            raise Unrecordable(f"call_op calls different functions (or passes other keywords) "
+                               f"on different inputs: {names}")
+        arities = sorted({len(values) for _, values, _ in calls})
         if len(arities) > 1:
-            raise Unrecordable(f"call_op passes {names[0]} {arities} arguments on different inputs")
-        name, first = calls[0]
+            raise Unrecordable(f"call_op passes {names[0][0]} {arities} arguments on different inputs")
+        name, first, keywords = calls[0]
         if not any(isinstance(value, torch.Tensor) for value in first):
             raise Unrecordable(f"call_op passes {name} no tensor (it takes sizes and makes its own)")
         again = self._call(kernel, perf, definition, self._made(definition, 2, device, 1)[0], device, 2)[1]
-        written = written_by(lambda values: entry_function(kernel, name)(*values), first, again,
-                             [values for _, values in calls[1:]])
+        call = keyword_call(entry_function(kernel, name), keywords)
+        written = written_by(lambda values: call(*values), first, again,
+                             [values for _, values, _ in calls[1:]])
         return dataclasses.replace(self, entry=name, arity=len(first), written=written,
-                                   inputs=len(made))
+                                   inputs=len(made), keywords=keywords)
 
     def _recorded_whole(self, definition, made: list, device: str, first_call: str) -> "PerformanceCalls":
         """Returns these calls with call_op whole as the timed call, where it calls the module
@@ -578,6 +591,20 @@ def _leaves(definition, value, device: str, salt: int) -> tuple[list, str]:
     with salted_seeds(salt, device):
         leaves, tree = tree_flatten(definition.to_cuda(value))
     return crossing(leaves, "call_op's input holds"), treespec_dumps(tree)
+
+
+def keyword_call(function, keywords: tuple[str, ...]):
+    """Returns `function` as a function of its arguments' values in order, the last of them
+    passed by the keywords `keywords` (`PerformanceCalls.keywords`; the worker makes the
+    candidate's the same way, `fitness.sandbox.worker`)."""
+    if not keywords:
+        return function
+
+    def call(*values):
+        split = len(values) - len(keywords)
+        return function(*values[:split], **dict(zip(keywords, values[split:])))
+
+    return call
 
 
 def whole_call_op(definition, tree: str):

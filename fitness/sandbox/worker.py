@@ -391,13 +391,16 @@ def _entry_call(module, entry, spec: dict, device: str):
     with `spec["seed"]` (KernelBench's rule: the reference's weights come from the same
     seed), on `device`, called without autograd; a launch of kernel `entry` whose inputs
     are its `spec["args"]` arguments, a 3-int grid, then the values of `spec["meta"]`;
-    method `spec["name"]` of class `entry` (an autograd Function's `apply`); or a
+    method `spec["name"]` of class `entry` (an autograd Function's `apply`); `entry` with
+    its last arguments passed by the keywords `spec["names"]`; or a
     performance file's call_op whole, on its input's leaves, with the candidate `module` as
     the kernel module it imports (`recorded.PerformanceCalls.tree`)."""
     import torch
 
     if spec["kind"] == "method":
         return getattr(entry, spec["name"])
+    if spec["kind"] == "keywords":
+        return _keyword_call(entry, list(spec["names"]))
     if spec["kind"] == "call_op":
         return _whole_call_op(module, spec)
     if spec["kind"] == "launch":
@@ -415,6 +418,24 @@ def _entry_call(module, entry, spec: dict, device: str):
             return model(*inputs)
 
     call.__wrapped__ = model.forward  # `inspect.signature` (the arity check) reads forward's
+    return call
+
+
+def _keyword_call(entry, names: list):
+    """Returns `entry` as a function of its arguments' values in order, the last `names` of
+    them passed by keyword (`recorded.PerformanceCalls.keywords`, whose `keyword_call` this
+    process cannot import); raises TypeError when `entry` takes no such keywords."""
+    parameters = inspect.signature(entry).parameters
+    missing = [name for name in names if name not in parameters
+               and not any(p.kind is p.VAR_KEYWORD for p in parameters.values())]
+    if missing:
+        raise TypeError(f"the entry point takes no keyword argument(s) {missing}; the task "
+                        f"passes its last {len(names)} argument(s) as {names}")
+
+    def call(*inputs):
+        split = len(inputs) - len(names)
+        return entry(*inputs[:split], **dict(zip(names, inputs[split:])))
+
     return call
 
 
