@@ -694,3 +694,29 @@ def test_a_task_whose_call_passes_keyword_only_arguments_is_timed_by_the_judge(e
     task = tritonbench.load_file(_suite(tmp_path, _PASSES_KEYWORDS, _KEYWORD_ONLY, _KEYWORD_TESTS))
     evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
     assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace[-2000:]
+
+
+_TAKES_A_SHAPE = _KERNEL + '''
+
+def axpy_shaped(x, y, shape, alpha):
+    assert isinstance(shape, tuple), f"the shape came as a {type(shape).__name__}"
+    out = torch.empty(shape, device=x.device)
+    axpy_out(x, y, out, alpha)
+    return out
+'''
+_SHAPE_TESTS = _TESTS.replace("    axpy_out(x, y, out, 0.5)\n    return {\"test_case_1\": out}",
+                              "    return {\"test_case_1\": axpy_shaped(x, y, (300,), 0.5)}")
+_PASSES_A_SHAPE = _PERF.replace("from axpy_out import axpy_out", "from axpy_out import axpy_shaped").replace(
+    "out = torch.empty_like(x)\n        axpy_out(x, y, out, alpha=0.5)\n        return out",
+    "return axpy_shaped(x, y, tuple(x.shape), 0.5)")
+
+
+def test_a_task_whose_call_passes_a_tuple_of_sizes_is_timed_by_the_judge(evaluator, tmp_path):
+    """layer_norm_triton passes its `normalized_shape`, a tuple of ints: it crosses to the
+    worker in its spec, a tuple again (JSON has lists only)."""
+    task = tritonbench.load_file(_suite(tmp_path, _PASSES_A_SHAPE, _TAKES_A_SHAPE, _SHAPE_TESTS))
+    calls = task.timing_calls.recorded("cpu", None)
+    assert (calls.entry, calls.arity) == ("axpy_shaped", 4)
+    assert calls.make_inputs({"input": 1}, 3, "cpu")[2] == (2048,)
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace[-2000:]

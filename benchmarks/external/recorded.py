@@ -299,17 +299,26 @@ def _entry_like(value, kernel: types.ModuleType) -> bool:
     return inspect.isclass(owner) and owner.__module__ == kernel.__name__ and callable(value)
 
 
+def _crosses(value) -> bool:
+    """Whether a non-tensor argument crosses to the worker in its spec: None, a JSON scalar,
+    or a tuple or list of them (`fitness.processes.protocol.crosses_as_value`'s rule, the
+    sandbox's; benchmarks import nothing of fitness)."""
+    scalar = (bool, int, float, str)
+    if isinstance(value, (tuple, list)):
+        return all(item is None or isinstance(item, scalar) for item in value)
+    return value is None or isinstance(value, scalar)
+
+
 def crossing(values: list, passed: str) -> list:
     """Returns `values` when each crosses the sandbox as an argument (a tensor or a JSON
     scalar: `protocol.write_values`); else raises Unrecordable naming those that do not
     (`passed`: what passes them, "call_op passes f")."""
     import torch
 
-    odd = [at for at, value in enumerate(values) if not (
-        isinstance(value, torch.Tensor) or value is None or isinstance(value, (bool, int, float, str)))]
+    odd = [at for at, value in enumerate(values) if not (isinstance(value, torch.Tensor) or _crosses(value))]
     if odd:
         raise Unrecordable(f"{passed} argument(s) {odd} of type(s) {sorted({type(values[at]).__name__ for at in odd})}"
-                           f"; only tensors and JSON scalars cross to the worker")
+                           f"; only tensors and JSON scalars (or tuples of them) cross to the worker")
     return values
 
 

@@ -41,7 +41,7 @@ def stand_ins(layouts: list, device: str) -> list:
     values = []
     for spec in layouts:
         if "dtype" not in spec:
-            values.append(spec.get("value"))
+            values.append(protocol.spec_value(spec))
             continue
         dtype, shape, stride, offset = protocol.tensor_layout(spec)
         storage = torch.empty(protocol.extent(shape, stride, offset), dtype=dtype, device=device)

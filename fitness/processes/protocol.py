@@ -168,28 +168,51 @@ def tensor_spec(value) -> dict:
             "stride": list(value.stride()), "offset": value.storage_offset()}
 
 
+_SCALARS = (bool, int, float, str)
+
+
+def crosses_as_value(value) -> bool:
+    """Whether a non-tensor argument crosses the sandbox in its spec: None, a JSON scalar,
+    or a tuple or list of them (a `normalized_shape`)."""
+    if isinstance(value, (tuple, list)):
+        return all(item is None or isinstance(item, _SCALARS) for item in value)
+    return value is None or isinstance(value, _SCALARS)
+
+
+def value_spec(value) -> dict:
+    """Returns the spec a non-tensor argument crosses in: {"value": v}, a tuple marked so
+    (JSON has lists only)."""
+    return {"value": list(value), "tuple": True} if isinstance(value, tuple) else {"value": value}
+
+
+def spec_value(spec: dict):
+    """Returns the non-tensor argument `value_spec` described."""
+    value = spec.get("value")
+    return tuple(value) if spec.get("tuple") and isinstance(value, list) else value
+
+
 def layouts(values) -> list[dict]:
-    """Returns one spec per value: a tensor's `tensor_spec`, a JSON scalar as {"value": v}."""
+    """Returns one spec per value: a tensor's `tensor_spec`, anything else's `value_spec`."""
     import torch
 
-    return [tensor_spec(v) if isinstance(v, torch.Tensor) else {"value": v} for v in values]
+    return [tensor_spec(v) if isinstance(v, torch.Tensor) else value_spec(v) for v in values]
 
 
 def write_values(directory: str, prefix: str, values) -> list[dict]:
     """Writes each tensor of `values` as `<prefix>-<i>.bin`; returns one JSON spec per value.
 
     A tensor's spec is {"file", "dtype", "shape", "stride", "offset"} (its storage span, so
-    strided views keep their strides); anything else must be a JSON scalar: {"value": v}.
+    strided views keep their strides); anything else must cross as a value (`value_spec`).
     """
     import torch
 
     specs = []
     for index, value in enumerate(values):
         if not isinstance(value, torch.Tensor):
-            if not (value is None or isinstance(value, (bool, int, float, str))):
+            if not crosses_as_value(value):
                 raise TypeError(f"argument {index} is a {type(value).__name__}; only tensors "
-                                "and JSON scalars cross the sandbox boundary")
-            specs.append({"value": value})
+                                "and JSON scalars (or tuples of them) cross the sandbox boundary")
+            specs.append(value_spec(value))
             continue
         name = f"{prefix}-{index}.bin"
         span = extent(value.shape, value.stride(), value.storage_offset())
@@ -215,7 +238,7 @@ def read_values(directory: str, specs: list, device: str, max_bytes: int = 16 <<
         if not isinstance(spec, dict):
             raise ProtocolError(f"malformed value spec {spec!r}")
         if "file" not in spec:
-            values.append(spec.get("value"))
+            values.append(spec_value(spec))
             continue
         name = spec["file"]
         if not isinstance(name, str) or "/" in name or name.startswith("."):

@@ -298,8 +298,8 @@ def pack(values, slot_bytes: list[int],
          allocate: Callable[[int], SharedBuffer]) -> tuple[SharedBuffer, dict]:
     """Trusted side: returns a new buffer holding each tensor of `values` (its storage span,
     so strided views keep their strides) followed by one empty slot per expected output,
-    and its layout {"size", "values": specs, "slots": [{"at", "nbytes"}]}; JSON scalars
-    travel in the specs as {"value": v}."""
+    and its layout {"size", "values": specs, "slots": [{"at", "nbytes"}]}; anything else
+    travels in the specs (`protocol.value_spec`)."""
     import torch
 
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
@@ -310,7 +310,7 @@ def pack(values, slot_bytes: list[int],
     specs, placed = [], iter(zip(tensors, spans, offsets))
     for value in values:
         if not isinstance(value, torch.Tensor):
-            specs.append({"value": value})
+            specs.append(protocol.value_spec(value))
             continue
         tensor, span, at = next(placed)
         if span:
@@ -345,7 +345,7 @@ def unpack(source, specs: list) -> list:
     values = []
     for spec in specs:
         if not isinstance(spec, dict) or "at" not in spec:
-            values.append(spec.get("value") if isinstance(spec, dict) else None)
+            values.append(protocol.spec_value(spec) if isinstance(spec, dict) else None)
             continue
         dtype, shape, stride, offset = protocol.tensor_layout(spec)
         values.append(strided_view(data, spec["at"], dtype, shape, stride, offset))
