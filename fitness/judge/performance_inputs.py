@@ -124,8 +124,8 @@ def _crowded_out(walk, failed: Failed) -> bool:
     """Whether `failed` ran out of device memory beside other walks: raised, it ends the
     walk, which goes again with the device to itself (`walk.walk`); alone, the task is
     untimed with it. Left untimed at once, 8 TritonBench-revised references ran out of
-    memory on their performance inputs, recorded or checked, with 8 walks at once on an
-    H200 (RESULTS.md §35)."""
+    memory on their performance inputs, recorded or checked, with 8 walks at once on a
+    140 GiB GPU (RESULTS.md §35)."""
     return failed.kind in RETRIED_FAILURES and not walk.c.walks_gate.held_alone
 
 
