@@ -26,9 +26,9 @@ GPU_BATCHES = 5
 SETTLED_BATCHES = 3
 """A GPU case stops after this many batches when they agree within `SETTLED_SPREAD`: their
 median is the latency, within that spread of the one `GPU_BATCHES` would give. A batch held
-the device about 30 ms in fitness_bench on a data-center GPU, its fresh inputs, snapshot and judging,
-for about 5 ms of runs (RESULTS.md §35), so a settled case's last batches were most of its
-time alone on the device."""
+the device about 30 ms in fitness_bench on a data-center GPU (its fresh inputs, snapshot and
+judging) for about 5 ms of runs (RESULTS.md §35), so a settled case's last batches were most
+of its time alone on the device."""
 SETTLED_SPREAD = 0.01
 """How far apart (max - min, over their median) a case's batches may be to be settled."""
 INTERPRETER_BATCHES = 2
