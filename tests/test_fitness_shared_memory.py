@@ -114,6 +114,26 @@ def test_every_value_unpacks_to_itself_at_its_own_place():
     assert torch.equal(unpacked[2], b) and torch.equal(unpacked[3], c)
 
 
+def test_a_tuple_of_sizes_unpacks_as_a_tuple_and_a_list_as_a_list():
+    """A `normalized_shape` crosses in its spec (JSON has lists only): a tuple comes back a
+    tuple, as the kernel module was called with."""
+    buffer, layout = _pack([torch.ones(3), (3, 4), [1, 2], None])
+    unpacked = shared_memory.unpack(buffer, layout["values"])
+    assert unpacked[1:] == [(3, 4), [1, 2], None] and type(unpacked[1]) is tuple
+
+
+def test_a_shared_buffer_the_driver_had_no_memory_for_is_out_of_memory():
+    """The device is shared: a checker's buffer the driver had no memory for goes again alone
+    (fast_ce_loss was a harness error beside 7 other walks), any other refusal stays the
+    harness's."""
+    from fitness.judge.checker import error_reply
+
+    full = shared_memory.SharedMemoryError("cuMemCreate failed: CUDA error 2 (out of memory)",
+                                           out_of_memory=True)
+    refused = shared_memory.SharedMemoryError("cuMemMap failed: CUDA error 1 (invalid argument)")
+    assert (error_reply(full)["kind"], error_reply(refused)["kind"]) == ("out_of_memory", "harness_error")
+
+
 def test_outputs_go_into_their_slots_and_come_back_as_private_copies():
     x = torch.ones(4, 5)
     buffer, layout = _pack([x], slot_bytes=[4 * 5 * 4, 8])
