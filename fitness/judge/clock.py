@@ -108,8 +108,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     batch judged: {"median_us", "p20_us", "p80_us", "runs", "method", "stopped"}. A judged
     failure raises Failed at stage "timed". `give_up_us`: past two batches whose fastest run
     is slower, the case stops as "slower" (a clear loser); on a GPU, batches that agree stop
-    it as "settled" (`settled`). `alone`: a baseline's denominator,
-    inside the caller's `held_alone`, so the case takes no hold of its own. Timed by
+    it as "settled" (`settled`). `alone`: a baseline's denominator, inside the caller's
+    `held_alone`, so the case takes no hold of its own. Timed by
     CPU time, every other candidate worker is stopped too: a neighbour's work on the host
     slows the timed tree's own (shared caches and cores), and copies of one file scattered
     1.8x under load (RESULTS.md#interpreter-clock)."""

@@ -25,7 +25,7 @@ from fitness.processes import protocol
 from fitness.judge import harness_outputs, performance_inputs
 from fitness.judge import policy
 from fitness.judge.static_checks import missing_entry_point
-from fitness.judge.walk import RETRIED_FAILURES, Failed, Walk, worth_retrying
+from fitness.judge.walk import Failed, Walk, crowded_out, worth_retrying
 from fitness.processes.pool import WorkerFault
 
 _SEPARATOR = "#" * 146
@@ -143,9 +143,8 @@ class HarnessWalk(Walk):
         except (Failed, WorkerFault) as failure:
             if isinstance(failure, WorkerFault) and worth_retrying(failure.kind, 0):
                 raise
-            if (isinstance(failure, Failed) and failure.kind in RETRIED_FAILURES
-                    and not self.c.walks_gate.held_alone):
-                raise  # beside other walks' memory, not remembered: the asking walk goes again alone
+            if isinstance(failure, Failed) and crowded_out(self.c, failure.kind):
+                raise  # not remembered: the asking walk goes again alone
             stage = failure.stage if isinstance(failure, Failed) else "run"
             raise HarnessError(f"the reference of {self.task.name!r} failed its own harness on "
                                f"{self.c.device.backend} ({failure.kind} at stage {stage}):"

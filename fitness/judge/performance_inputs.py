@@ -21,7 +21,7 @@ import dataclasses
 
 from benchmarks.external import common
 from evo.records import Case, Task
-from fitness.judge.walk import RETRIED_FAILURES, Failed, worth_retrying
+from fitness.judge.walk import Failed, crowded_out, worth_retrying
 from fitness.processes.pool import WorkerFault
 
 INTERPRETER_PERF_INPUTS = 1
@@ -59,7 +59,7 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
                 reply = walk._request(checker, {"op": "record", "calls": task.timing_calls,
                                                 "count": count}, walk.c.limits.reference_s)
         except Failed as failed:  # the suite's own timing code failed in the checker
-            if _crowded_out(walk, failed):
+            if crowded_out(walk.c, failed.kind):
                 raise
             return None, f"not timed: the timing code failed when recorded: {failed.detail[-3000:]}"
         if "faulted_at" not in reply:
@@ -102,7 +102,8 @@ def time_candidate(walk) -> None:
     try:
         timed.run()
     except Failed as failed:
-        if (failed.stage == "timed" and failed.kind not in TASK_FAULTS) or _crowded_out(walk, failed):
+        timed_fault = failed.stage == "timed" and failed.kind not in TASK_FAULTS
+        if timed_fault or crowded_out(walk.c, failed.kind):
             raise Failed(failed.stage, failed.kind, f"on the performance inputs: {failed.detail}") from None
         _untimed(walk, failed.kind, failed.stage, failed.detail)
         return
@@ -118,15 +119,6 @@ def time_candidate(walk) -> None:
     walk.stage = "timed"
     walk.fields.update({key: value for key, value in timed.fields.items()
                         if key.startswith(("latency_", "ref_latency", "speedup", "worst_speedup", "roofline"))})
-
-
-def _crowded_out(walk, failed: Failed) -> bool:
-    """Whether `failed` ran out of device memory beside other walks: raised, it ends the
-    walk, which goes again with the device to itself (`walk.walk`); alone, the task is
-    untimed with it. Left untimed at once, 8 TritonBench-revised references ran out of
-    memory on their performance inputs, recorded or checked, with 8 walks at once on a
-    140 GiB GPU (RESULTS.md §35)."""
-    return failed.kind in RETRIED_FAILURES and not walk.c.walks_gate.held_alone
 
 
 def _untimed(walk, kind: str, stage: str, detail: str) -> None:

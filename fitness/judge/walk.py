@@ -22,6 +22,15 @@ by every worker and checker of the pool, and the candidates walked beside this o
 of a GiB and more a case) can leave it none. The second try goes alone (`WalkGate`)."""
 
 
+def crowded_out(judge, kind: str) -> bool:
+    """Whether a failure of `kind` may be the neighbours' (out of device memory) and the
+    walk that met it ran beside others: raised, it ends that walk, which goes again with the
+    device to itself (`walk`); met alone, it is the task's or the candidate's. Out of memory
+    beside 7 other walks left 8 TritonBench-revised references untimed and 2 remembered as
+    broken (RESULTS.md §35)."""
+    return kind in RETRIED_FAILURES and not judge.walks_gate.held_alone
+
+
 def worth_retrying(kind: str, attempt: int, died: bool = True) -> bool:
     """Whether a walk that ended in `kind` on its `attempt`-th try (from 0) is tried again;
     `died`: a process died (a WorkerFault) rather than reporting the failure."""
