@@ -155,6 +155,51 @@ def test_the_device_lock_is_free_once_its_holder_is_ended(pool):
     assert LIMIT_S - 0.5 < waited_s < LIMIT_S + SLACK_S
 
 
+SPINS = "import time\nwhile True:\n    time.time()\n"
+
+
+def test_a_timing_that_goes_ahead_beside_a_straggler_holds_its_worker_stopped(pool):
+    """A shared holder still in past the straggler wait (a first call autotuning, a host
+    loop until its limit) is named by its process to the timing hold, which stops it for the
+    hold (`clock.holders_stopped`): it launches nothing beside the timed runs, and the seconds held
+    count in none of its limits. A holder that left in time is not named."""
+    from fitness.judge import clock
+    from fitness.processes.pool import _stopped
+
+    gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.2)
+    held = threading.Event()
+    outcome = {}
+
+    def straggle(worker) -> None:
+        with gate.shared(process=worker):
+            held.set()
+            try:
+                worker.request(_load(SPINS), LIMIT_S)
+            except WorkerFault as fault:
+                outcome["kind"] = fault.kind
+
+    def short() -> None:
+        with gate.shared(process="a short holder's"):
+            time.sleep(0.05)
+
+    with pool.lease() as worker:
+        straggler = threading.Thread(target=straggle, args=(worker,))
+        straggler.start()
+        assert held.wait(60)
+        threading.Thread(target=short).start()
+        time.sleep(0.02)
+        with gate.exclusive() as beside, clock.holders_stopped(beside, but=None):
+            assert beside == [worker]
+            for _ in range(10):
+                assert all(_stopped(pid) for pid in _tree(worker.proc.pid))
+                time.sleep(0.1)
+            time.sleep(LIMIT_S)
+        assert not any(_stopped(pid) for pid in _tree(worker.proc.pid))
+        straggler.join(timeout=30)
+    assert outcome == {"kind": "timeout"}
+    assert gate.counters()["stragglers"] == 1
+
+
 def test_a_lock_wait_past_its_bound_says_the_device_is_held():
     from fitness.processes.device_lock import DeviceHeld
 

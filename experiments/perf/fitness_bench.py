@@ -125,7 +125,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         print(f"  timing runs waited for the device {waited_s:.1f} s in all "
               f"({100 * waited_s / wall_s:.0f}% of the wall time; draining shared holders "
               f"{after['drain_wait_s'] - before['drain_wait_s']:.1f} s, "
-              f"{after['stragglers'] - before['stragglers']} went ahead beside a straggler); "
+              f"{after['stragglers'] - before['stragglers']} went ahead beside a straggler, stopped for it); "
               f"walks waited for it {after['walk_wait_s'] - before['walk_wait_s']:.1f} s in all",
               flush=True)
         print(f"  one worker per candidate: leases waited for a fresh worker's start-up "

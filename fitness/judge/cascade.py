@@ -180,11 +180,11 @@ class BuiltinWalk(Walk):
         if compiling:
             with self.c.device_lock.shared():
                 token, inputs = self._prepare(checker, worker, case, seed, check_inputs=True)
-            with self.c.device_lock.shared(compiling=True):
+            with self.c.device_lock.shared(compiling=True, process=worker):
                 reply = self._called(worker, token, inputs, limit_s)
             with self.c.device_lock.shared():
                 return self._compare(checker, worker, token, reply, case)
-        with self.c.device_lock.shared():
+        with self.c.device_lock.shared(process=worker):
             token, inputs = self._prepare(checker, worker, case, seed, check_inputs=True)
             reply = self._called(worker, token, inputs, limit_s)
             return self._compare(checker, worker, token, reply, case)
@@ -267,7 +267,7 @@ class BuiltinWalk(Walk):
         defines instead."""
         limits = self.c.limits
         try:
-            with self.c.device_lock.shared(loading=True):
+            with self.c.device_lock.shared(loading=True, process=worker):
                 return self._request(worker, {"op": "load",
                                               "source": source or policy.runnable_source(
                                                   self.candidate.source, self.task),
@@ -430,7 +430,7 @@ class BuiltinWalk(Walk):
                                         runs, give_up[at] if position == 0 else None)
             if stats[at]["stopped"] == "slower":
                 break
-        with self.c.device_lock.shared():  # freeing device memory unmaps it
+        with self.c.device_lock.shared(process=worker):  # freeing device memory unmaps it
             self._request(worker, {"op": "release"}, self.c.limits.check_s)
         self.c.meter.kernel_time([s for s in stats if s is not None])
         self._record_speed(stats, baseline)

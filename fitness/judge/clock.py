@@ -13,6 +13,7 @@ audit observations, never a number.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import random
 import statistics
@@ -99,7 +100,20 @@ def settled(per_run_us: list[float]) -> bool:
 
 
 def _already_held(**_) -> contextlib.AbstractContextManager:
-    return contextlib.nullcontext()
+    return contextlib.nullcontext([])
+
+
+@contextlib.contextmanager
+def holders_stopped(processes, but):
+    """Holds the worker processes `processes` (but `but`) stopped for the block
+    (`WorkerProcess.frozen`: their stage limits are extended by as much): the holders a
+    candidate's timing went ahead beside (`DeviceLock.exclusive`). Host code stopped
+    launches nothing more; what it had queued on the device still runs."""
+    with contextlib.ExitStack() as stack:
+        for process in processes:
+            if process is not but:
+                stack.enter_context(process.frozen(settle_s=0.1))
+        yield
 
 
 def time_case(walk, worker, checker, case, token: str, runs: int,
@@ -115,7 +129,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     1.8x under load (RESULTS.md#interpreter-clock)."""
     c = walk.c
     share = worker.shares and checker.shares
-    shared = _already_held if alone else c.device_lock.shared
+    shared = _already_held if alone else functools.partial(c.device_lock.shared, process=worker)
     with shared():
         opened = walk._request(checker, {"op": "timed_open", "params": case.params,
                                          "runs": runs, "token": token, "share": share,
@@ -139,8 +153,10 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
         # a GPU walk's time. The checker makes every batch's inputs inside `release`.
         quiet = not alone and not share and c.candidates
-        with _already_held() if alone else c.device_lock.exclusive(), (
-                c.candidates.frozen(but=worker) if quiet else contextlib.nullcontext()):
+        with contextlib.ExitStack() as hold:
+            beside = hold.enter_context(_already_held() if alone else c.device_lock.exclusive())
+            hold.enter_context(c.candidates.frozen(but=worker) if quiet
+                               else holders_stopped(beside, worker))
             for number in range(batches):
                 if share:
                     elapsed_us, outputs = _gpu_batch(walk, worker, checker, token, alone)

@@ -24,7 +24,11 @@ class DeviceLock:
     `straggler_wait_s`: past that, one is spinning until its stage limit kills it. It goes
     ahead beside compiling ones (mostly Triton's compiler on the CPU: waiting idled the
     pool, since no new holder starts while timing waits). It waits for loading ones (a
-    candidate's import, which may launch device work) to the end.
+    candidate's import, which may launch device work) to the end. The processes of the
+    holders it goes ahead beside (each hold's `process`) are what `exclusive` yields, for
+    the timing to stop: a first call autotuning, or a straggler's next launch, had the GPU
+    in time slices beside the timed runs, and copies of one kernel read up to 14x apart under
+    load (RESULTS.md §36).
 
     A baseline's timing (`exclusive(alone=True)`, one hold for all its cases) waits for every
     holder to the end, compiling ones included: it is every speedup's denominator.
@@ -46,6 +50,7 @@ class DeviceLock:
         self._compiling = 0
         self._loading = 0
         self._references = 0
+        self._processes: list = []  # the `process` of each shared hold under way
         self._exclusive = False
         self._writers_waiting = 0
         self._busy_since: float | None = None
@@ -75,11 +80,13 @@ class DeviceLock:
             self._busy_since = None
 
     @contextlib.contextmanager
-    def shared(self, compiling: bool = False, loading: bool = False, reference: bool = False):
+    def shared(self, compiling: bool = False, loading: bool = False, reference: bool = False,
+               process=None):
         """Holds the device alongside other shared holders; `compiling`: mostly CPU work
         (a first call that compiles), which a timing run does not wait for; `loading`: a
         candidate's import, which a timing run waits for to the end; `reference`: a suite's
-        reference run, which a baseline's timing does not wait for."""
+        reference run, which a baseline's timing does not wait for; `process`: the worker
+        whose device work the hold is for, named to a timing run that goes ahead beside it."""
         asked = time.monotonic()
         with self._cond:
             while self._exclusive or self._writers_waiting:
@@ -90,10 +97,14 @@ class DeviceLock:
             self._compiling += compiling
             self._loading += loading
             self._references += reference
+            if process is not None:
+                self._processes.append(process)
         try:
             yield
         finally:
             with self._cond:
+                if process is not None:
+                    self._processes.remove(process)
                 self._shared -= 1
                 self._compiling -= compiling
                 self._loading -= loading
@@ -103,9 +114,11 @@ class DeviceLock:
 
     @contextlib.contextmanager
     def exclusive(self, alone: bool = False):
-        """Holds the device alone (timing). Where timing is not meaningful (the interpreter
+        """Holds the device alone (timing); yields the distinct processes of the shared
+        holders still in when it was granted (stragglers, compiling ones; references beside
+        a baseline), for the caller to stop. Where timing is not meaningful (the interpreter
         and ROCm: CPU time, read per process tree) it is a share that only other timing
-        holds wait for: one tree is timed at a time, the rest held stopped
+        holds wait for, and yields none: one tree is timed at a time, the rest held stopped
         (`clock.time_case`), and two timing at once would each stop the other. `alone`: wait
         for every shared holder to leave, with no straggler cut-off and compiling holders
         included (a baseline's timing)."""
@@ -118,7 +131,7 @@ class DeviceLock:
                     self._exclusive_wait_s += time.monotonic() - asked
                     self._holds += 1
                 with self.shared():
-                    yield
+                    yield []
             finally:
                 self._timing.release()
             return
@@ -134,8 +147,9 @@ class DeviceLock:
             self._exclusive = True
             self._exclusive_wait_s += time.monotonic() - asked
             self._holds += 1
+            beside = list({id(process): process for process in self._processes}.values())
         try:
-            yield
+            yield beside
         finally:
             with self._cond:
                 self._exclusive = False
@@ -169,7 +183,8 @@ class DeviceLock:
         """Returns the seconds during which the device had a holder ("busy_s"); the seconds
         timing runs waited for it ("timing_wait_s": meanwhile no new shared holder starts),
         of which spent draining short shared holders ("drain_wait_s"); the timing runs that
-        went ahead beside one still in after `straggler_wait_s` ("stragglers"); and the
+        went ahead beside one still in after `straggler_wait_s` ("stragglers", stopped by
+        `clock.time_case` where it named its process); and the
         seconds shared holders waited while a timing run waited or ran ("walk_wait_s"); and
         the timing holds granted ("timing_holds": each waited for the device to drain)."""
         with self._cond:
