@@ -167,6 +167,11 @@ class Evaluator:
                     "started_s": dict(self._candidates.started_s),
                     **self._cascade.meter.snapshot(), "sandboxed": self.settings.sandboxed}
 
+    def timed_cases(self) -> list[dict]:
+        """Returns the meter's log of the latest timed cases (`Meter.timed_case`), oldest
+        first: for diagnosis, as `stats`."""
+        return self._cascade.meter.timed_cases()
+
     def in_progress(self) -> list[dict]:
         """Returns what each evaluation under way is doing (`Activity.snapshot`: its stage,
         the request it waits on and for how long against that request's limit), longest

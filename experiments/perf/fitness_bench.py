@@ -17,6 +17,7 @@ import argparse
 import collections
 import concurrent.futures
 import datetime
+import json
 import os
 import statistics
 import subprocess
@@ -78,7 +79,8 @@ def mixed_batch(tasks: list[Task], correct_per_task: int) -> list[tuple[Task, Ca
 
 
 def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
-               repeat: bool = True, spares: int | None = None, max_wall_s: float | None = None):
+               repeat: bool = True, spares: int | None = None, max_wall_s: float | None = None,
+               cases_out: str | None = None):
     """Scores `batch` on one Evaluator, `workers` calls in flight; past `max_wall_s` (from the
     batch's start) the candidates not yet scored are dropped and the summary covers those
     scored: a run cut by its caller's limit prints nothing after its last progress line."""
@@ -149,6 +151,10 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         repeat = (repeatability(evaluator, {task.name: task for task, _, _ in batch}.values())
                   if repeat else [])
         retries = evaluator.stats()["retries"]
+        timed = evaluator.timed_cases()
+    if cases_out:  # the meter's log of every timed case, for what a slow copy's batches say
+        with open(cases_out, "w") as handle:
+            handle.writelines(json.dumps(entry) + "\n" for entry in timed)
     verdicts = collections.Counter(e.failure_kind or "correct" for e in evaluations)
     intent = {candidate.id: why for _, candidate, why in batch}
     false_failures = [e for e in evaluations if intent[e.candidate_id] == "correct" and not e.correct]
@@ -158,7 +164,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
     in_batch = in_batch_spread(batch, evaluations, evaluator.device)
     bounded = [d for d in in_batch if d[2] >= REPEAT_BOUND_US]
     if bounded:
-        print(f"  copies of the case that spread most: {copies_of(max(bounded)[1], batch, evaluations, evaluator.device, scored_at)}",
+        print(f"  copies of the case that spread most: {copies_of(max(bounded)[1], batch, evaluations, evaluator.device, scored_at, timed)}",
               flush=True)
     return {"wall_s": wall_s, "scored": len(evaluations),
             "busy": busy_s / wall_s, "kernel_busy": kernel_s / wall_s,
@@ -272,12 +278,23 @@ def in_batch_spread(batch, evaluations, device) -> list[tuple[float, str, float,
             for label, values in latencies.items() if len(values) > 1]
 
 
-def copies_of(label: str, batch, evaluations, device, scored_at: dict) -> str:
+def copies_of(label: str, batch, evaluations, device, scored_at: dict, timed: list[dict]) -> str:
     """Returns each copy's p20 / median / p80 on case `label` ("task case") and when its
     verdict came back: whether a slow copy was slow in every run (the clock) or in some
-    (a neighbour on the device), and what ran at the time."""
+    (a neighbour on the device), and what ran at the time; from the meter's log, its
+    method, the holders its hold went ahead beside, and its fills' GB/s (low in every
+    batch: another context had the GPU throughout)."""
+    logged = {(entry["candidate"], f"{entry['task']} {entry['case']}"): entry for entry in timed}
+
+    def log_of(candidate_id: str) -> str:
+        entry = logged.get((candidate_id, label))
+        if entry is None:
+            return ""
+        gbps = "/".join(f"{g:.0f}" for g in entry["fill_gbps"])
+        return f" ({entry['method']}, {entry['stopped']}, beside {entry['beside']}, fills {gbps} GB/s)"
+
     found = [f"{e.latency_p20_us[at]:.1f}/{e.latency_us[at]:.1f}/{e.latency_p80_us[at]:.1f} us "
-             f"at {scored_at[e.candidate_id]:.1f} s"
+             f"at {scored_at[e.candidate_id]:.1f} s{log_of(e.candidate_id)}"
              for case, e, at in timed_copies(batch, evaluations, device) if case == label]
     return f"{label}: " + "; ".join(found)
 
@@ -366,6 +383,8 @@ def main() -> None:
     parser.add_argument("--max-wall-s", type=float, default=None,
                         help="stop scoring the batch this many seconds in and report on what was "
                              "scored (its rate scaled to the batch), before a caller's limit cuts it")
+    parser.add_argument("--cases-out", default=None,
+                        help="write the meter's log of every timed case here (JSON lines)")
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
@@ -386,7 +405,8 @@ def main() -> None:
 
     modes = ("bwrap", "off") if args.sandbox == "both" else (args.sandbox,)
     runs = {mode: run_pooled(batch, device.backend, args.workers, args.timeout, mode,
-                             not args.no_repeat, args.spares, args.max_wall_s) for mode in modes}
+                             not args.no_repeat, args.spares, args.max_wall_s, args.cases_out)
+               for mode in modes}
     pooled = runs[modes[0]]
     rows = [(f"pooled, sandbox {mode}", run["wall_s"] * len(batch) / max(run["scored"], 1),
              f"{run['busy']:.0%}/{run['kernel_busy']:.0%}", run["verdicts"])

@@ -69,15 +69,18 @@ for s in "${steps[@]}"; do
     timeout 90 python3 $P/fitness_bench.py $bench --max-wall-s 40 > $OUT/bench_split.txt 2>&1
     grep -E "^  (cut at|requests \(count)|^pooled" $OUT/bench_split.txt | cut -c1-3000 ;;
   bench)
-    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 > $OUT/bench_new.txt 2>&1
-    grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures" $OUT/bench_new.txt | cut -c1-400
+    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --cases-out $OUT/bench_cases.jsonl \
+      > $OUT/bench_new.txt 2>&1
+    grep -E "^  (cut at|timing runs|device held|one worker|copies of)|^pooled|false failures|^timing rep" \
+      $OUT/bench_new.txt | cut -c1-900
     echo "-- 8dd2dab"
     (cd old8dd2dab && PYTHONPATH=$PWD timeout 70 python3 experiments/perf/fitness_bench.py $bench) \
       > $OUT/bench_old.txt 2>&1
     grep -E "^pooled|false failures" $OUT/bench_old.txt ;;
   spares)  # fitness_bench with a spare worker starting beside every lent one (leases waited
     # 128 s for fresh workers' start-ups at the default's half, RESULTS.md §35)
-    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --spares 10 > $OUT/bench_spares.txt 2>&1
+    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --spares 10 \
+      --cases-out $OUT/bench_spares_cases.jsonl > $OUT/bench_spares.txt 2>&1
     grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures" $OUT/bench_spares.txt | cut -c1-400 ;;
   cheats)
     timeout 150 python3 $P/cheat_sweep.py --device cuda --workers 10 --ungated > $OUT/cheats.txt 2>&1

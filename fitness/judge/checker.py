@@ -270,16 +270,17 @@ class Checker:
 
     def timed_release(self, request: dict) -> dict:
         """GPU: one batch by the judge's clock (`TimedBatch.release`); replies with the
-        microseconds from `go` to `done`, the timeout, or the fills another context cut."""
+        microseconds from `go` to `done` and the fill's GB/s (for the meter), the timeout,
+        or the fills another context cut."""
+        batch = self.timed[request["token"]]
         try:
-            elapsed_us = self.timed[request["token"]].release(
-                request["go"], request["limit_s"], request.get("cut_fails", True),
-                request["turn"])
+            elapsed_us = batch.release(request["go"], request["limit_s"],
+                                       request.get("cut_fails", True), request["turn"])
         except TimeoutError as error:
             return {"ok": True, "timeout": str(error)}
         except FillCut as error:
             return {"ok": True, "fill_cut": str(error)}
-        return {"ok": True, "elapsed_us": elapsed_us}
+        return {"ok": True, "elapsed_us": elapsed_us, "fill_gbps": batch.fill_gbps()}
 
     def timed_judge(self, request: dict) -> dict:
         """Judges the last batch (`TimedBatch.judge`)."""

@@ -147,7 +147,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         walk.observe(worker, captured)
         method = f"judge-{captured['method']}"
     batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
-    per_run_us, stopped = [], "batches"
+    per_run_us, stopped, fill_gbps, beside = [], "batches", [], []
     try:
         # One hold for all of a case's batches: each hold waits for the device to drain, and
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
@@ -159,7 +159,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                                else holders_stopped(beside, worker))
             for number in range(batches):
                 if share:
-                    elapsed_us, outputs = _gpu_batch(walk, worker, checker, token, alone)
+                    elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token, alone)
+                    fill_gbps.append(gbps)
                     _judged(walk, checker, token, outputs, case, worker)
                 else:
                     elapsed_us, outputs = _cpu_batch(walk, worker, checker, token, number, case)
@@ -178,15 +179,21 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         with shared():
             walk._request(checker, {"op": "timed_close", "token": token}, c.limits.check_s)
     ordered = sorted(per_run_us)
-    return {"median_us": statistics.median(ordered),
-            "p20_us": ordered[int(0.2 * (len(ordered) - 1))],
-            "p80_us": ordered[math.ceil(0.8 * (len(ordered) - 1))],
-            "runs": runs * len(ordered), "method": method, "stopped": stopped}
+    stats = {"median_us": statistics.median(ordered),
+             "p20_us": ordered[int(0.2 * (len(ordered) - 1))],
+             "p80_us": ordered[math.ceil(0.8 * (len(ordered) - 1))],
+             "runs": runs * len(ordered), "method": method, "stopped": stopped}
+    c.meter.timed_case({"task": walk.task.name, "case": case.name,
+                        "candidate": walk.candidate.id if walk.candidate else None,
+                        "per_run_us": per_run_us, "fill_gbps": fill_gbps,
+                        "beside": len(beside), **stats})
+    return stats
 
 
-def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float, list]:
+def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float, list, float]:
     """One batch by the judge's clock: the worker is asked to arm behind a fresh `go`, the
     checker releases it (after `ARM_S` at most) and times go..done (`TimedBatch.release`).
+    Returns the microseconds, the worker's outputs and the fill's GB/s (for the meter).
     Fills another context cut fail a candidate, never a `baseline` (trusted code: the cuts
     were a neighbour's)."""
     c = walk.c
@@ -210,7 +217,7 @@ def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float
     if not reply.get("ok"):
         raise Failed("timed", reply.get("kind", "runtime_error"), str(reply.get("trace", "")))
     walk.observe(worker, reply)
-    return released["elapsed_us"], reply.get("outputs")
+    return released["elapsed_us"], reply.get("outputs"), released["fill_gbps"]
 
 
 def _cpu_batch(walk, worker, checker, token: str, number: int, case) -> tuple[float, None]:

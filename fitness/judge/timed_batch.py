@@ -297,6 +297,12 @@ class TimedBatch:
             self.stream.synchronize()
         return (done - began) / 1e3 + turn_charged_us(late_us)
 
+    def fill_gbps(self) -> float:
+        """GPU: the last fill's copy of the inputs, in GB/s by this stream's events (its
+        flush included): low in every batch of a case where another context had the GPU in
+        time slices throughout. For the meter's log of timed cases, never a verdict."""
+        return self.inputs_bytes / max(self.fill_ms[-1], 1e-6) / 1e6
+
     @staticmethod
     def _await(words, name: str, go: int, deadline: float) -> int:
         """Returns the `perf_counter_ns` at which word `name` of `words` was first read

@@ -4,7 +4,12 @@ diagnosis only: no verdict reads it."""
 
 from __future__ import annotations
 
+import collections
 import threading
+import time
+
+TIMED_CASES = 4096
+"""Timed cases the meter's log keeps, the latest (`Meter.timed_case`)."""
 
 SPENT_PHASES = frozenset({
     "prepare", "warm", "settle", "timed", "buffers", "release", "all",  # timing.SPENT_S
@@ -26,6 +31,7 @@ class Meter:
         self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
         self.request_s: dict[str, float] = {}  # "role.op[.mode]" -> wall seconds of its requests
         self.requests: dict[str, int] = {}
+        self._timed_cases: collections.deque = collections.deque(maxlen=TIMED_CASES)
 
     def request(self, name: str, seconds: float) -> None:
         """Adds one request's wall time to `request_s` (where a verdict's time goes)."""
@@ -48,6 +54,18 @@ class Meter:
         opposed to the time a lock was held around it."""
         with self._lock:
             self.kernel_s += sum(s["runs"] * s["median_us"] for s in stats) * 1e-6
+
+    def timed_case(self, entry: dict) -> None:
+        """Logs one timed case (`clock.time_case`: its task, case, candidate id, every
+        batch's per-run microseconds and fill GB/s, the holders it went ahead beside, its
+        stats) with the monotonic time it ended: which copies of one kernel read apart, and
+        what their batches say about why."""
+        with self._lock:
+            self._timed_cases.append({"at": time.monotonic(), **entry})
+
+    def timed_cases(self) -> list[dict]:
+        with self._lock:
+            return list(self._timed_cases)
 
     def retry(self) -> None:
         with self._lock:
