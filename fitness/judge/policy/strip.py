@@ -29,17 +29,21 @@ _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 def runnable_source(source: str, task) -> str:
     """Returns `source` with its never-run top-level code blanked; `source` itself when there is
     none, or when it does not parse (the syntax check reports that)."""
-    return strip(source, task.entry_point, task.harness or "")
+    call = getattr(task, "entry_call", None) or {}
+    called = (imported_names(call["module"], tuple(call["modules"].values()))
+              if call.get("kind") == "call_op" else frozenset())
+    return strip(source, task.entry_point, task.harness or "", called)
 
 
 @functools.lru_cache(maxsize=64)  # the gate, the load and the backend check each ask
-def strip(source: str, entry_point: str, harness: str) -> str:
-    """`runnable_source` for a task's entry point and harness text."""
+def strip(source: str, entry_point: str, harness: str, called: frozenset = frozenset()) -> str:
+    """`runnable_source` for a task's entry point, harness text and the names its timed call
+    imports from the module (`called`)."""
     try:
         tree = parse_source(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return source
-    removed = _never_run(tree.body, frozenset({entry_point}) | harness_names(harness))
+    removed = _never_run(tree.body, frozenset({entry_point}) | harness_names(harness) | called)
     if not removed:
         return source
     lines = _LINES.findall(source)
@@ -47,6 +51,27 @@ def strip(source: str, entry_point: str, harness: str) -> str:
         for index in range(first - 1, min(last, len(lines))):
             lines[index] = lines[index][len(lines[index].rstrip("\r\n")):]
     return "".join(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def imported_names(module: str, sources: tuple[str, ...]) -> frozenset[str]:
+    """Returns the names code in `sources` takes from module `module`: `from module import a`,
+    and `m.a` where `import module as m`. A suite's timed call (`Task.entry_call` "call_op":
+    the performance file's `call_op`, the candidate in the module's place) may call more of
+    the module than its entry point reaches: chunk_gated_attention's imports fwd_pre, the
+    entry, and fwd_inner, and fwd_inner blanked as never run left it untimed (RESULTS.md §36)."""
+    names = set()
+    for source in sources:
+        tree = parse_source(source)
+        aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                   for alias in node.names if alias.name == module}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == module:
+                names |= {alias.name for alias in node.names}
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                  and node.value.id in aliases):
+                names.add(node.attr)
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=256)
