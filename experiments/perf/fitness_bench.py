@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import contextlib
 import datetime
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -95,7 +97,7 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
         start = time.monotonic()
         before = evaluator.stats()
         evaluations = []
-        with GpuSampler() as gpus, HostCpu() as cpu, \
+        with GpuSampler() as gpus, HostCpu() as cpu, per_process(cases_out), \
                 concurrent.futures.ThreadPoolExecutor(workers) as pool:
             futures = {pool.submit(timed_evaluate, evaluator, task, candidate): why
                        for task, candidate, why in batch}
@@ -172,6 +174,24 @@ def run_pooled(batch, device: str, workers: int, timeout_s: float, sandbox: str,
             "warmup_s": warmup_s, "repeat": repeat, "false_failures": len(false_failures),
             "retries": retries,
             "meaningful": all(e.timing_meaningful for e in evaluations if e.correct)}
+
+
+@contextlib.contextmanager
+def per_process(cases_out: str | None):
+    """Beside `--cases-out`, `nvidia-smi pmon` (each process's SM and memory use, every
+    second, dated) into `<cases_out>.pmon.txt` for the block: which process had the GPU while
+    a copy of a kernel read slow (the log's "wall" times)."""
+    if not cases_out or shutil.which("nvidia-smi") is None:
+        yield
+        return
+    with open(f"{cases_out}.pmon.txt", "w") as handle:
+        sampler = subprocess.Popen(["nvidia-smi", "pmon", "-s", "u", "-d", "1", "-o", "DT"],
+                                   stdout=handle, stderr=subprocess.STDOUT)
+        try:
+            yield
+        finally:
+            sampler.terminate()
+            sampler.wait(timeout=10)
 
 
 def _completed(futures, max_wall_s: float | None):
