@@ -24,19 +24,14 @@ class DeviceLock:
     `straggler_wait_s`: past that, one is spinning until its stage limit kills it. It goes
     ahead beside compiling ones (mostly Triton's compiler on the CPU: waiting idled the
     pool, since no new holder starts while timing waits). It waits for loading ones (a
-    candidate's import, which may launch device work) to the end. The processes of the
-    holders it goes ahead beside (each hold's `process`) are what `exclusive` yields, for
-    the timing to stop: a first call autotuning, or a straggler's next launch, had the GPU
-    in time slices beside the timed runs, and copies of one kernel read up to 14x apart under
-    load (RESULTS.md §36).
+    candidate's import, which may launch device work) to the end. It yields the processes
+    of the holders it goes ahead beside (`shared(process=...)`), for the timing to stop.
 
     A baseline's timing (`exclusive(alone=True)`, one hold for all its cases) waits for every
-    holder to the end, compiling ones included: it is every speedup's denominator.
-    The wait is bounded by the holders' own stage limits. A suite's reference run for its
-    outputs (`reference`: trusted, minutes at worst) is not waited for: the baseline goes
-    ahead with every candidate worker stopped, the reference's included (`clock.time_case`);
-    one compiling for minutes held every walk behind the waiting baseline
-    (RESULTS.md#reference-autotune).
+    holder to the end, compiling ones included: it is every speedup's denominator. A
+    suite's reference run (`reference`: trusted, minutes at worst) is not waited for: the
+    baseline goes ahead with every candidate worker stopped (`clock.time_case`); one
+    compiling for minutes held every walk behind it (RESULTS.md#reference-autotune).
     """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3,
