@@ -14,7 +14,8 @@
 # c11, c05_finishes, c02_wakes), fused (240: c05_finishes beside its twin c12, the same one
 # launch for every run with an honest `done`, and c11, twice), split (90: fitness_bench of this
 # tree alone, 40 s of scoring, for the capture's parts), turn (320: the checker's turn queued
-# before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), bench (190: fitness_bench, this tree cut at 65 s of scoring, then 8dd2dab in the same call), spares (120: fitness_bench with 10 spares), cheats (150:
+# before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), bench (190: fitness_bench, this tree cut at 65 s of scoring, its timed-case log and
+# pmon read by slow_copies.py, then 8dd2dab in the same call), spares (120: fitness_bench with 10 spares), cheats (150:
 # the cheat zoo with the lint off), honest (HONEST_S, 240: the honest files, resumed from
 # HONEST_PREV's lines). `1`: exposure bisect clock compromised;
 # `2`: bench cheats honest.
@@ -73,6 +74,8 @@ for s in "${steps[@]}"; do
       > $OUT/bench_new.txt 2>&1
     grep -E "^  (cut at|timing runs|device held|one worker|copies of)|^pooled|false failures|^timing rep" \
       $OUT/bench_new.txt | cut -c1-900
+    python3 $P/slow_copies.py $OUT/bench_cases.jsonl > $OUT/slow_copies.txt 2>&1
+    head -30 $OUT/slow_copies.txt | cut -c1-400; tail -1 $OUT/slow_copies.txt
     echo "-- 8dd2dab"
     (cd old8dd2dab && PYTHONPATH=$PWD timeout 70 python3 experiments/perf/fitness_bench.py $bench) \
       > $OUT/bench_old.txt 2>&1
