@@ -26,6 +26,7 @@ import sys
 import time
 
 import torch
+from idle_clocks import batch_us  # beside this script
 
 START_EXIT = """
 import sys, torch
@@ -50,28 +51,15 @@ while time.monotonic() < end:
 
 
 def timed_batches(seconds: float, runs: int, gpu: bool, phase: str, out) -> list[float]:
-    """Times `runs` flips of an 8192x8192 fp32 tensor per batch (events on a GPU), batch
-    after batch for `seconds`; returns each batch's per-run microseconds."""
+    """Times `runs` flips of an 8192x8192 fp32 tensor per batch (`idle_clocks.batch_us`),
+    batch after batch for `seconds`; returns each batch's per-run microseconds."""
     size = 8192 if gpu else 512
-    device = "cuda" if gpu else "cpu"
-    source = torch.randn(size, size, device=device)
+    source = torch.randn(size, size, device="cuda" if gpu else "cpu")
     target = torch.empty_like(source)
     per_run = []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        if gpu:
-            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(runs):
-                target.copy_(source.flip(1))
-            stop.record()
-            stop.synchronize()
-            us = start.elapsed_time(stop) * 1e3 / runs
-        else:
-            began = time.perf_counter()
-            for _ in range(runs):
-                target.copy_(source.flip(1))
-            us = (time.perf_counter() - began) * 1e6 / runs
+        us = batch_us(source, target, runs, gpu)
         per_run.append(us)
         out.write(json.dumps({"phase": phase, "at": time.monotonic(), "per_run_us": us}) + "\n")
         out.flush()
