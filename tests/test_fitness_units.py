@@ -562,3 +562,50 @@ def test_an_output_compared_in_chunks_gets_the_verdict_it_gets_whole(monkeypatch
     assert whole["mismatched"]["detail"].startswith("2 of 1000 outputs")
     assert "flat index 10:" in whole["mismatched"]["detail"]
     assert whole["mismatched"]["max_abs_err"] == pytest.approx(2.0, rel=1e-6)
+
+
+def test_a_baseline_timing_waits_out_long_holders_while_short_ones_still_go_on():
+    """A baseline's timing waits for every holder; behind a long one (a suite's test run, a
+    recording of its timing code: 10 s each on average on an H200) it held every walk back
+    for the whole wait (drain 15 s a hold, walks waiting 56% of their time, RESULTS.md §36).
+    Now short holders still come and go while it waits out the long ones, a new long one
+    waits behind it, and it still times with no holder beside it."""
+    gate = DeviceLock(exclusive_timing=True)
+    events = []
+    long_in = threading.Event()
+
+    def long_holder(name: str, seconds: float) -> None:
+        with gate.shared(long=True):
+            events.append(f"{name}-start")
+            long_in.set()
+            time.sleep(seconds)
+            events.append(f"{name}-end")
+
+    def baseline() -> None:
+        with gate.exclusive(alone=True) as beside:
+            events.append(("baseline", beside))
+
+    def short() -> None:
+        with gate.shared():
+            events.append("short")
+
+    first = threading.Thread(target=long_holder, args=("long", 1.0))
+    first.start()
+    assert long_in.wait(5)
+    timing = threading.Thread(target=baseline)
+    timing.start()
+    time.sleep(0.2)
+    later_long = threading.Thread(target=long_holder, args=("later-long", 0.0))
+    later_long.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    quick = threading.Thread(target=short)
+    quick.start()
+    quick.join(5)
+    assert time.monotonic() - started < 0.5  # not held back for the long holder
+    for thread in (first, timing, later_long):
+        thread.join(10)
+    order = [e if isinstance(e, str) else e[0] for e in events]
+    assert order == ["long-start", "short", "long-end", "baseline", "later-long-start",
+                     "later-long-end"]
+    assert events[3][1] == []  # nothing beside it

@@ -190,7 +190,7 @@ class HarnessWalk(Walk):
             self.c.meter.request("candidate.lease", time.monotonic() - asked)  # the wait for one
             start = time.monotonic()
             try:
-                with self.c.device_lock.shared(reference=reference, process=worker):
+                with self.c.device_lock.shared(reference=reference, process=worker, long=True):
                     start = time.monotonic()
                     report = self._request(worker, request, limit_s)
             finally:

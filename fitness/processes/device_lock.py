@@ -28,10 +28,10 @@ class DeviceLock:
     of the holders it goes ahead beside (`shared(process=...)`), for the timing to stop.
 
     A baseline's timing (`exclusive(alone=True)`, one hold for all its cases) waits for every
-    holder to the end, compiling ones included: it is every speedup's denominator. A
-    suite's reference run (`reference`: trusted, minutes at worst) is not waited for: the
-    baseline goes ahead with every candidate worker stopped (`clock.time_case`); one
-    compiling for minutes held every walk behind it (RESULTS.md#reference-autotune).
+    holder to the end, compiling ones included: it is every speedup's denominator. It first
+    waits out the `long` holders while short ones still come and go, then holds new ones
+    back. A suite's reference run (`reference`: trusted, minutes at worst) is not waited for:
+    the baseline goes ahead with every candidate worker stopped (`clock.time_case`).
     """
 
     def __init__(self, exclusive_timing: bool = True, straggler_wait_s: float = 0.3,
@@ -45,6 +45,8 @@ class DeviceLock:
         self._compiling = 0
         self._loading = 0
         self._references = 0
+        self._long = 0  # long holders a baseline's timing waits for (`shared(long=True)`)
+        self._long_waiters = 0  # baselines' timings waiting them out
         self._processes: list = []  # the `process` of each shared hold under way
         self._exclusive = False
         self._writers_waiting = 0
@@ -76,15 +78,18 @@ class DeviceLock:
 
     @contextlib.contextmanager
     def shared(self, compiling: bool = False, loading: bool = False, reference: bool = False,
-               process=None):
+               process=None, long: bool = False):
         """Holds the device alongside other shared holders; `compiling`: mostly CPU work
         (a first call that compiles), which a timing run does not wait for; `loading`: a
         candidate's import, which a timing run waits for to the end; `reference`: a suite's
         reference run, which a baseline's timing does not wait for; `process`: the worker
-        whose device work the hold is for, named to a timing run that goes ahead beside it."""
+        whose device work the hold is for, named to a timing run that goes ahead beside it;
+        `long`: seconds to minutes (a suite's test run, the recording of its timing code),
+        held back while a baseline's timing waits for the long ones in to end."""
         asked = time.monotonic()
+        counted = long and not reference
         with self._cond:
-            while self._exclusive or self._writers_waiting:
+            while self._exclusive or self._writers_waiting or (long and self._long_waiters):
                 self._wait(asked)
             self._shared_wait_s += time.monotonic() - asked
             self._enter()
@@ -92,6 +97,7 @@ class DeviceLock:
             self._compiling += compiling
             self._loading += loading
             self._references += reference
+            self._long += counted
             if process is not None:
                 self._processes.append(process)
         try:
@@ -104,6 +110,7 @@ class DeviceLock:
                 self._compiling -= compiling
                 self._loading -= loading
                 self._references -= reference
+                self._long -= counted
                 self._leave()
                 self._cond.notify_all()
 
@@ -132,6 +139,14 @@ class DeviceLock:
             return
         asked = time.monotonic()
         with self._cond:
+            if alone:  # the long holders first, short ones still going: each held every
+                # walk back for the whole of a 10-s recording (RESULTS.md §36)
+                self._long_waiters += 1
+                try:
+                    while self._long:
+                        self._wait(asked)
+                finally:
+                    self._long_waiters -= 1
             self._writers_waiting += 1
             try:
                 self._drain(asked, alone)
