@@ -161,10 +161,9 @@ SPINS = "import time\nwhile True:\n    time.time()\n"
 def test_a_timing_that_goes_ahead_beside_a_straggler_holds_its_worker_stopped(pool):
     """A shared holder still in past the straggler wait (a first call autotuning, a host
     loop until its limit) is named by its process to the timing hold, which stops it for the
-    hold (`clock.holders_stopped`): it launches nothing beside the timed runs, and the seconds held
+    hold (`pool.stopped`): it launches nothing beside the timed runs, and the seconds held
     count in none of its limits. A holder that left in time is not named."""
-    from fitness.judge import clock
-    from fitness.processes.pool import _stopped
+    from fitness.processes.pool import _stopped, stopped
 
     gate = DeviceLock(exclusive_timing=True, straggler_wait_s=0.2)
     held = threading.Event()
@@ -188,7 +187,7 @@ def test_a_timing_that_goes_ahead_beside_a_straggler_holds_its_worker_stopped(po
         assert held.wait(60)
         threading.Thread(target=short).start()
         time.sleep(0.02)
-        with gate.exclusive() as beside, clock.holders_stopped(beside, but=None):
+        with gate.exclusive() as beside, stopped(beside):
             assert beside == [worker]
             for _ in range(10):
                 assert all(_stopped(pid) for pid in _tree(worker.proc.pid))

@@ -20,7 +20,7 @@ import statistics
 
 from fitness.judge.walk import Failed
 from fitness.processes import host_words
-from fitness.processes.pool import GRACE_S, relay_fd
+from fitness.processes.pool import GRACE_S, relay_fd, stopped
 
 GPU_BATCHES = 5
 """Batches per case on a GPU: their median is the latency (each on new inputs)."""
@@ -103,19 +103,6 @@ def _already_held(**_) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext([])
 
 
-@contextlib.contextmanager
-def holders_stopped(processes, but):
-    """Holds the worker processes `processes` (but `but`) stopped for the block
-    (`WorkerProcess.frozen`: their stage limits are extended by as much): the holders a
-    candidate's timing went ahead beside (`DeviceLock.exclusive`). Host code stopped
-    launches nothing more; what it had queued on the device still runs."""
-    with contextlib.ExitStack() as stack:
-        for process in processes:
-            if process is not but:
-                stack.enter_context(process.frozen(settle_s=0.1))
-        yield
-
-
 def time_case(walk, worker, checker, case, token: str, runs: int,
               give_up_us: float | None = None, alone: bool = False) -> dict:
     """Returns the stats of case `case` of the module loaded in `worker` (the walk's), every
@@ -147,7 +134,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         walk.observe(worker, captured)
         method = f"judge-{captured['method']}"
     batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
-    per_run_us, stopped, fill_gbps, beside = [], "batches", [], []
+    per_run_us, stopped_by, fill_gbps = [], "batches", []
     try:
         # One hold for all of a case's batches: each hold waits for the device to drain, and
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
@@ -155,8 +142,9 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         quiet = not alone and not share and c.candidates
         with contextlib.ExitStack() as hold:
             beside = hold.enter_context(_already_held() if alone else c.device_lock.exclusive())
+            # the holders it went ahead beside launch nothing more (`DeviceLock.exclusive`)
             hold.enter_context(c.candidates.frozen(but=worker) if quiet
-                               else holders_stopped(beside, worker))
+                               else stopped(p for p in beside if p is not worker))
             for number in range(batches):
                 if share:
                     elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token, alone)
@@ -170,10 +158,10 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                 per_run_us.append(elapsed_us / runs)
                 if (give_up_us is not None and len(per_run_us) >= 2 and min(per_run_us)
                         > give_up_us * (1.0 if c.device.timing_meaningful else INTERPRETER_LOSER_SLACK)):
-                    stopped = "slower"
+                    stopped_by = "slower"
                     break
                 if share and settled(per_run_us):
-                    stopped = "settled"
+                    stopped_by = "settled"
                     break
     finally:
         with shared():
@@ -182,7 +170,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     stats = {"median_us": statistics.median(ordered),
              "p20_us": ordered[int(0.2 * (len(ordered) - 1))],
              "p80_us": ordered[math.ceil(0.8 * (len(ordered) - 1))],
-             "runs": runs * len(ordered), "method": method, "stopped": stopped}
+             "runs": runs * len(ordered), "method": method, "stopped": stopped_by}
     c.meter.timed_case({"task": walk.task.name, "case": case.name,
                         "candidate": walk.candidate.id if walk.candidate else None,
                         "per_run_us": per_run_us, "fill_gbps": fill_gbps,

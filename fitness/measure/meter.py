@@ -58,8 +58,8 @@ class Meter:
     def timed_case(self, entry: dict) -> None:
         """Logs one timed case (`clock.time_case`: its task, case, candidate id, every
         batch's per-run microseconds and fill GB/s, the holders it went ahead beside, its
-        stats) with the monotonic and the wall time it ended: which copies of one kernel read apart, and
-        what their batches say about why."""
+        stats) with the monotonic and the wall time it ended: which copies of one kernel
+        read apart, and what their batches say about why."""
         with self._lock:
             self._timed_cases.append({"at": time.monotonic(), "wall": time.time(), **entry})
 

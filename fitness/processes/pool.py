@@ -606,6 +606,16 @@ class WorkerProcess:
                           "after their SIGKILL: a device context is not torn down")
 
 
+@contextlib.contextmanager
+def stopped(workers):
+    """Holds every one of `workers` stopped for the block (`WorkerProcess.frozen`, each seen
+    stopped within 0.1 s): their stage limits are extended by as much."""
+    with contextlib.ExitStack() as stack:
+        for worker in workers:
+            stack.enter_context(worker.frozen(settle_s=0.1))
+        yield
+
+
 def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_s: float) -> None:
     """Passes the descriptor of a shared buffer, labelled `token`, from a checker to a
     worker (they cannot reach each other: the worker is sandboxed). The engine keeps no
@@ -762,9 +772,7 @@ class WorkerPool:
         divided by, nor while a case is timed by CPU time (`clock.time_case`)."""
         with self._lock:
             workers = [worker for worker in self._all if worker.alive and worker is not but]
-        with contextlib.ExitStack() as stack:
-            for worker in workers:
-                stack.enter_context(worker.frozen(settle_s=0.1))
+        with stopped(workers):
             yield
 
     def close(self) -> None:

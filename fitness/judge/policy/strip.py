@@ -29,7 +29,7 @@ _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 def runnable_source(source: str, task) -> str:
     """Returns `source` with its never-run top-level code blanked; `source` itself when there is
     none, or when it does not parse (the syntax check reports that)."""
-    call = getattr(task, "entry_call", None) or {}
+    call = task.entry_call or {}
     called = (imported_names(call["module"], tuple(call["modules"].values()))
               if call.get("kind") == "call_op" else frozenset())
     return strip(source, task.entry_point, task.harness or "", called)
