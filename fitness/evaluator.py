@@ -11,7 +11,9 @@ returns at once with `harness_error`, and `stats()` says so: the device is out.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
+import functools
 import os
 import shutil
 import sys
@@ -25,6 +27,7 @@ from fitness.processes import jail
 from fitness.device import DeviceInfo, detect
 from fitness.processes import watchdog
 from fitness.processes.device_lock import DeviceHeld, DeviceLock
+from fitness.judge import clock
 from fitness.judge.activity import Activity
 from fitness.judge.cascade import BASELINE_JOBS, Cascade
 from fitness.processes.pool import GRACE_S, DeviceUnresponsive, SandboxSettings, WorkerPool
@@ -61,24 +64,26 @@ class Evaluator:
         limits = settings.timeouts
         if settings.sandboxed:
             jail.verify(self.device.backend)
-        pools = SandboxSettings(settings.sandboxed, settings.sandbox_limits)
+        sandbox = SandboxSettings(settings.sandboxed, settings.sandbox_limits)
         self._root = _scratch_root()
         spares = settings.spares
         if spares is None:
             spares = max(1, settings.workers // 2)
-        # one worker per candidate: a worker serves one walk and is ended, a spare started
-        # ahead takes the next, so nothing of one candidate reaches another's evaluation
-        self._candidates = WorkerPool(self.device, settings.workers, "candidate", self._root,
-                                      pools, ready_timeout_s=limits.ready_s, spares=spares,
-                                      max_uses=1)
-        self._baselines = WorkerPool(self.device, BASELINE_JOBS, "candidate", self._root, pools,
-                                     ready_timeout_s=limits.ready_s, max_uses=1)
-        self._checkers = WorkerPool(self.device, settings.workers + BASELINE_JOBS, "checker",
-                                    self._root, pools, ready_timeout_s=limits.ready_s)
         longest_s = max(dataclasses.astuple(limits)) + GRACE_S + watchdog.GRACE_S
         # a hold ends within the longest limit; every walk and baseline job may hold in turn
         self.gate = DeviceLock(exclusive_timing=self.device.timing_meaningful,
                                wait_limit_s=(settings.workers + BASELINE_JOBS + 1) * longest_s)
+        # workers end and start as device work: none while a case is timed (`clock.QUIET`)
+        pools = functools.partial(WorkerPool, self.device, root_dir=self._root, sandbox=sandbox,
+                                  ready_timeout_s=limits.ready_s,
+                                  device_work=self.gate.shared if clock.QUIET
+                                  else contextlib.nullcontext)
+        # one worker per candidate: a worker serves one walk and is ended, a spare started
+        # ahead takes the next, so nothing of one candidate reaches another's evaluation
+        self._candidates = pools(size=settings.workers, role="candidate", spares=spares,
+                                 max_uses=1)
+        self._baselines = pools(size=BASELINE_JOBS, role="candidate", max_uses=1)
+        self._checkers = pools(size=settings.workers + BASELINE_JOBS, role="checker")
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
                                 limits, settings.static_gate,
                                 baselines=self._baselines)

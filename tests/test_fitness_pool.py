@@ -9,7 +9,9 @@ import threading
 import pytest
 
 from fitness.device import DeviceInfo
-from fitness.processes.pool import WorkerPool
+from fitness.processes import watchdog
+from fitness.processes.device_lock import DeviceLock
+from fitness.processes.pool import WorkerPool, _stopped, _tree, quiet
 
 INTERPRETER = DeviceInfo("interpreter", "cpu-interpreter")
 
@@ -18,8 +20,9 @@ INTERPRETER = DeviceInfo("interpreter", "cpu-interpreter")
 def pool_factory(tmp_path):
     pools = []
 
-    def make(size: int, spares: int = 0) -> WorkerPool:
-        pools.append(WorkerPool(INTERPRETER, size, "candidate", str(tmp_path), spares=spares))
+    def make(size: int, spares: int = 0, **options) -> WorkerPool:
+        pools.append(WorkerPool(INTERPRETER, size, "candidate", str(tmp_path), spares=spares,
+                                **options))
         return pools[-1]
 
     yield make
@@ -185,3 +188,48 @@ def test_a_zygotes_children_start_with_the_captures_and_the_probes_imports_done(
                           timeout=180, env={**os.environ, "TRITON_INTERPRET": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_quiet_hold_stops_workers_still_starting_and_waits_for_killed_ones_to_exit(pool_factory):
+    """A timing hold's `quiet`: a worker's start-up (its device context, the probe kernel) and
+    a killed worker's exit (its context torn down) are device work outside every hold."""
+    pool = pool_factory(1, spares=1, max_uses=1)  # both start at once: torch imports for seconds
+    starting = pool.starting()
+    assert starting, "a worker just started has not answered its start-up"
+    with quiet([pool]):
+        trees = [_tree(worker.proc.pid) for worker in starting]
+        assert all(_stopped(pid) for tree in trees for pid in tree)
+    assert not any(_stopped(pid) for tree in trees for pid in tree)  # continued, as before
+    with pool.lease() as worker:
+        lent_tree = _tree(worker.proc.pid)
+        first_child = [pid for pid in lent_tree if pid not in worker._server_chain]
+        assert first_child
+    # the lease's end killed the candidate's process (one worker per candidate)
+    with quiet([pool]):
+        assert pool.ending() == []
+        assert all(watchdog.start_time(pid) is None for pid in first_child)
+
+
+def test_workers_end_and_start_only_between_timing_holds(pool_factory):
+    """The pool's `device_work`: a lease's end (the worker killed, a fresh one forked) waits
+    for a timing hold under way, and goes on once it ends."""
+    lock = DeviceLock(exclusive_timing=True)
+    pool = pool_factory(1, device_work=lock.shared, max_uses=1)
+    ended = threading.Event()
+
+    def walk():
+        with pool.lease():
+            pass
+        ended.set()
+
+    with pool.lease():  # its end renews the worker outside any hold
+        pass
+    generation = next(iter(pool._all)).generation
+    with lock.exclusive():
+        thread = threading.Thread(target=walk)
+        thread.start()
+        assert not ended.wait(1.0)
+        assert next(iter(pool._all)).generation == generation  # lent, not yet renewed
+    assert ended.wait(60)
+    thread.join(60)
+    assert next(iter(pool._all)).generation == generation + 1

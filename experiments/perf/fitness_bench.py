@@ -408,9 +408,15 @@ def main() -> None:
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
+    parser.add_argument("--loud", action="store_true",
+                        help="time without holding the pools' workers' ends and start-ups off "
+                             "(`fitness.judge.clock.QUIET` False), to compare")
     args = parser.parse_args()
 
     from fitness.device import detect
+    from fitness.judge import clock
+
+    clock.QUIET = not args.loud
 
     device = detect(args.device)
     registry = builtin()

@@ -5,7 +5,9 @@
 # operators experiments/perf/fitness_bench.py experiments/perf/machine_use.py | tar -x -C
 # old8dd2dab`: 1.3 MB; the whole tree with the wheelhouse is past what a call carries, 64 MiB).
 #   source experiments/perf/issue48_h200.sh STEP...
-# STEPs, in the order given (seconds at most): exposure (90: a kernel left running in another
+# STEPs, in the order given (seconds at most): loudclock (165: `clock` with the pools' workers'
+# ends and start-ups not held off during a timing, `--loud`), loudbench (120: `bench`'s first
+# part the same way), exposure (90: a kernel left running in another
 # process against the fill), bisect (80: the judge's clock across two processes, no
 # Evaluator, the child woken by its stream and by a host thread), clock (165: the judge's
 # clock against events over every baseline), longer (180: the same with batches of up to 128
@@ -43,6 +45,16 @@ for s in "${steps[@]}"; do
   clock)
     timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 \
       --out $OUT/judge_clock.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
+  loudclock)  # the same without the pools' ends and start-ups held off (clock.QUIET False)
+    timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 --loud \
+      --out $OUT/judge_clock_loud.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
+  loudbench)  # fitness_bench the same way (no 8dd2dab)
+    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --loud \
+      --cases-out $OUT/bench_loud_cases.jsonl > $OUT/bench_loud.txt 2>&1
+    grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures|^timing rep" \
+      $OUT/bench_loud.txt | cut -c1-600
+    python3 $P/slow_copies.py $OUT/bench_loud_cases.jsonl > $OUT/slow_copies_loud.txt 2>&1
+    grep -v pmon $OUT/slow_copies_loud.txt | cut -c1-300 | tail -20 ;;
   longer)
     timeout 180 python3 $P/judge_clock_check.py --device cuda --workers 4 --max-runs 128 \
       --out $OUT/judge_clock_128.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
@@ -75,7 +87,7 @@ for s in "${steps[@]}"; do
     grep -E "^  (cut at|timing runs|device held|one worker|copies of)|^pooled|false failures|^timing rep" \
       $OUT/bench_new.txt | cut -c1-900
     python3 $P/slow_copies.py $OUT/bench_cases.jsonl > $OUT/slow_copies.txt 2>&1
-    head -30 $OUT/slow_copies.txt | cut -c1-400; tail -1 $OUT/slow_copies.txt
+    grep -v pmon $OUT/slow_copies.txt | cut -c1-300 | tail -20
     echo "-- 8dd2dab"
     (cd old8dd2dab && PYTHONPATH=$PWD timeout 70 python3 experiments/perf/fitness_bench.py $bench) \
       > $OUT/bench_old.txt 2>&1
@@ -94,7 +106,7 @@ for s in "${steps[@]}"; do
     timeout ${HONEST_S:-240} python3 $P/honest_sweep.py --device cuda --workers 10 \
       --out $OUT/honest_lines.txt > $OUT/honest.txt 2>&1
     grep -c "^OK" $OUT/honest_lines.txt; grep "^BAD" $OUT/honest_lines.txt | cut -c1-300; tail -1 $OUT/honest.txt ;;
-  *) echo "unknown step $s (exposure bisect clock longer compromised unmeasured fused turn split bench spares cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (loudclock loudbench exposure bisect clock longer compromised unmeasured fused turn split bench spares cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"

@@ -20,7 +20,7 @@ import statistics
 
 from fitness.judge.walk import Failed
 from fitness.processes import host_words
-from fitness.processes.pool import GRACE_S, relay_fd, stopped
+from fitness.processes.pool import GRACE_S, quiet, relay_fd, stopped
 
 GPU_BATCHES = 5
 """Batches per case on a GPU: their median is the latency (each on new inputs)."""
@@ -64,6 +64,10 @@ blocked in the GPU's front end, woken about 160 us after `go` is stored
 (RESULTS.md#host-clock), slower than a candidate that spins on its own: c02_wakes read 1.20x
 its twin with `TURN` "go" (RESULTS.md §33). With "spin" and "go" the judge read 0.966x events
 at the median over the baselines."""
+QUIET = True
+"""Whether a timing hold holds the device free of the pools' workers ending and starting
+(`fitness.processes.pool.quiet`), and the pools start and end none during one
+(`fitness.evaluator.Evaluator`). Kept for the scripts that compare them (`--loud`)."""
 _DRAW = random.SystemRandom()
 
 
@@ -86,9 +90,14 @@ def held_alone(walk, worker):
     work back meanwhile, and per case those waits stalled every walk for most of a
     reference pass on a GPU (8 workers waited 40-62% of their time, RESULTS.md §34)."""
     c = walk.c
-    with c.device_lock.exclusive(alone=True), (
+    with c.device_lock.exclusive(alone=True), _quiet(c), (
             c.candidates.frozen(but=worker) if c.candidates else contextlib.nullcontext()):
         yield
+
+
+def _quiet(c) -> contextlib.AbstractContextManager:
+    """`quiet` over the walk's pools, where `QUIET` says so."""
+    return quiet([c.candidates, c.baselines, c.checkers]) if QUIET else contextlib.nullcontext()
 
 
 def settled(per_run_us: list[float]) -> bool:
@@ -139,11 +148,13 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         # One hold for all of a case's batches: each hold waits for the device to drain, and
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
         # a GPU walk's time. The checker makes every batch's inputs inside `release`.
-        quiet = not alone and not share and c.candidates
+        freeze_all = not alone and not share and c.candidates
         with contextlib.ExitStack() as hold:
             beside = hold.enter_context(_already_held() if alone else c.device_lock.exclusive())
+            if not alone:  # a baseline's hold is quiet already (`held_alone`)
+                hold.enter_context(_quiet(c))
             # the holders it went ahead beside launch nothing more (`DeviceLock.exclusive`)
-            hold.enter_context(c.candidates.frozen(but=worker) if quiet
+            hold.enter_context(c.candidates.frozen(but=worker) if freeze_all
                                else stopped(p for p in beside if p is not worker))
             for number in range(batches):
                 if share:

@@ -35,6 +35,10 @@ from fitness.processes import watchdog
 from fitness.device import DeviceInfo
 
 _POLL_S = 0.05
+QUIET_WAIT_S = 1.0
+"""How long a timing hold waits for killed workers' processes to exit (`quiet`): a context's
+teardown takes tens to hundreds of milliseconds; one stuck in the driver is not waited out."""
+_QUIET_POLL_S = 0.002
 GRACE_S = 10.0
 """Seconds past its reply pipe closing that waiting for a dying worker's exit status may take
 (to name its death), and a checker's allowance past the limit of the request it times."""
@@ -223,6 +227,8 @@ class WorkerProcess:
         self._stopped_s = 0.0  # seconds held stopped by the judge (`frozen`), past holds
         self._stopped_at: float | None = None  # when the hold under way began
         self._reaped = False
+        self._ending: dict[int, int | None] = {}  # processes it killed: pid -> start time
+        self._ending_lock = threading.Lock()  # the watchdog's thread kills too
         self._server_chain: list[int] = []  # the sandbox's processes down to its fork server
         self._flood_limit_bytes = flood_limit_bytes
         self._tail_bytes = tail_bytes
@@ -304,8 +310,7 @@ class WorkerProcess:
         its ancestors are sent SIGCONT. Raises WorkerFault when the fork server is gone."""
         watchdog.WATCHDOG.disarm(self._ticket)
         if self._server_chain:
-            watchdog.end_tree([pid for pid in _tree(self.proc.pid)
-                               if pid not in self._server_chain])
+            self._end([pid for pid in _tree(self.proc.pid) if pid not in self._server_chain])
             for pid in self._server_chain:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGCONT)
@@ -355,13 +360,14 @@ class WorkerProcess:
             self._stopped_at = time.monotonic()
         stopped: list[int] = []
         deadline = time.monotonic() + settle_s
-        while (running := [pid for pid in _tree(self.proc.pid) if not _stopped(pid)]) and (
-                time.monotonic() < deadline):
+        while running := [pid for pid in _tree(self.proc.pid) if not _stopped(pid)]:
             for pid in running:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGSTOP)
                 if pid not in already and pid not in stopped:
                     stopped.append(pid)
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.0005)
         try:
             yield
@@ -566,8 +572,23 @@ class WorkerProcess:
         """SIGKILLs the worker's whole process tree (a fork server's child and what it
         started lead groups of their own) and its group; waits for nothing. Returns the tree."""
         tree = _tree(self.proc.pid)
-        watchdog.end_tree(tree, self.proc.pid)
+        self._end(tree, self.proc.pid)
         return tree
+
+    def _end(self, pids: list[int], group: int | None = None) -> None:
+        """SIGKILLs `pids` (and `group`), kept in `ending` until they are gone."""
+        with self._ending_lock:
+            self._ending.update({pid: watchdog.start_time(pid) for pid in pids})
+        watchdog.end_tree(pids, group)
+
+    def ending(self) -> list[int]:
+        """Returns the processes this worker killed that have not yet exited: a GPU process's
+        exit tears its context down and unmaps its memory, device work outside every hold."""
+        with self._ending_lock:
+            for pid, since in list(self._ending.items()):
+                if not since or watchdog.start_time(pid) != since:
+                    del self._ending[pid]
+            return list(self._ending)
 
     def end(self, reason: str, generation: int) -> None:
         """The watchdog's end of the worker, from its own thread (a no-op once the fork
@@ -607,12 +628,32 @@ class WorkerProcess:
 
 
 @contextlib.contextmanager
-def stopped(workers):
-    """Holds every one of `workers` stopped for the block (`WorkerProcess.frozen`, each seen
-    stopped within 0.1 s): their stage limits are extended by as much."""
+def quiet(pools, wait_s: float = QUIET_WAIT_S):
+    """Holds the device free of the pools' own comings and goings for a timing hold: waits
+    (`wait_s` at most) for the processes they killed to exit, and holds the workers still
+    starting stopped (`stopped`). Their ends and start-ups are device work outside every
+    hold (a context torn down unmaps its memory; one made runs the probe): beside them
+    copies of one honest kernel read 1.2-13x slow on an H200, in batches of a few runs
+    where a time slice of milliseconds is most of the batch, while the baselines, timed
+    with every candidate worker stopped, did not (RESULTS.md §37). New ones wait for the
+    hold to end (`WorkerPool` `device_work`)."""
+    pools = list({id(pool): pool for pool in pools if pool is not None}.values())
+    deadline = time.monotonic() + wait_s
+    while any(pool.ending() for pool in pools) and time.monotonic() < deadline:
+        time.sleep(_QUIET_POLL_S)
+    with stopped(worker for pool in pools for worker in pool.starting()):
+        yield
+
+
+@contextlib.contextmanager
+def stopped(workers, settle_s: float = 0.1):
+    """Holds every one of `workers` stopped for the block (`WorkerProcess.frozen`, all seen
+    stopped within `settle_s`, each signalled at least once): their stage limits are
+    extended by as much."""
+    deadline = time.monotonic() + settle_s
     with contextlib.ExitStack() as stack:
         for worker in workers:
-            stack.enter_context(worker.frozen(settle_s=0.1))
+            stack.enter_context(worker.frozen(settle_s=max(0.0, deadline - time.monotonic())))
         yield
 
 
@@ -648,12 +689,17 @@ class WorkerPool:
     without spares the next walk would wait out the replacement's start-up (evidence:
     RESULTS.md#pool-spares). Consecutive start-up failures mean the device itself is gone
     (`DeviceUnresponsive`).
+
+    A worker's end and its replacement's start are device work (a context torn down, one
+    made): each begins inside `device_work()` (the Evaluator's: a share of the device
+    lock), so that none begins while a case is timed (`quiet`).
     """
 
     def __init__(self, device: DeviceInfo, size: int, role: str, root_dir: str,
                  sandbox: SandboxSettings = SandboxSettings(), ready_timeout_s: float = 120.0,
                  flood_limit_bytes: int = 16 << 20, max_uses: int = 50,
-                 max_start_failures: int = 3, spares: int = 0):
+                 max_start_failures: int = 3, spares: int = 0,
+                 device_work=contextlib.nullcontext):
         if size < 1:
             raise ValueError(f"a worker pool needs at least 1 worker, got {size}")
         if spares < 0:
@@ -663,12 +709,14 @@ class WorkerPool:
         self._new_worker = functools.partial(WorkerProcess, role, device, root_dir,
                                              flood_limit_bytes, sandbox)
         self._ready_timeout_s = ready_timeout_s
+        self._device_work = device_work
         self._max_uses = max_uses
         self._max_start_failures = max_start_failures
         self._slots = threading.BoundedSemaphore(size)
         self._idle: collections.deque[WorkerProcess] = collections.deque()
         self._available = threading.Condition()
         self._all: set[WorkerProcess] = set()
+        self._gone: list[WorkerProcess] = []  # replaced, their processes maybe still ending
         self._lock = threading.Lock()
         self._closed = False
         self.respawns = 0
@@ -706,6 +754,7 @@ class WorkerPool:
         worker.kill()
         with self._lock:
             self._all.discard(worker)
+            self._gone.append(worker)
             if self._closed:
                 return
             self.respawns += 1
@@ -738,7 +787,8 @@ class WorkerPool:
                 return worker
             except WorkerFault as fault:
                 failures.append(f"{fault} {fault.output_tail[-500:]}".strip())
-                self._replace(worker)
+                with self._device_work():
+                    self._replace(worker)
             finally:
                 self.ready_wait_s += time.monotonic() - waited
         raise DeviceUnresponsive(f"{self.role} workers on {self.device.name} failed to start "
@@ -758,10 +808,12 @@ class WorkerPool:
                 worker.uses += 1
                 if worker.alive and worker.uses < self._max_uses and not self._closed:
                     self._give_back(worker)
-                elif worker.alive and worker.control is not None and not self._closed:
-                    self._renew(worker)
                 else:
-                    self._replace(worker)
+                    with self._device_work():
+                        if worker.alive and worker.control is not None and not self._closed:
+                            self._renew(worker)
+                        else:
+                            self._replace(worker)
                 self.renew_s += time.monotonic() - ended
 
     @contextlib.contextmanager
@@ -774,6 +826,20 @@ class WorkerPool:
             workers = [worker for worker in self._all if worker.alive and worker is not but]
         with stopped(workers):
             yield
+
+    def starting(self) -> list[WorkerProcess]:
+        """Returns the workers still starting (no start-up reply yet): making a device
+        context, running the probe kernel."""
+        with self._lock:
+            workers = list(self._all)
+        return [worker for worker in workers if worker.alive and not worker.answered()]
+
+    def ending(self) -> list[int]:
+        """Returns the processes of this pool's workers killed and not yet exited."""
+        with self._lock:
+            self._gone = [worker for worker in self._gone if worker.ending()]
+            workers = list(self._all) + self._gone
+        return [pid for worker in workers for pid in worker.ending()]
 
     def close(self) -> None:
         """Kills every worker, then waits `GRACE_S` at most, all together, for them to exit."""

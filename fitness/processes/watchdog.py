@@ -105,14 +105,14 @@ def reap(proc: subprocess.Popen, tree: list[int], then, on_stuck) -> None:
     there `STUCK_S` after the end, `on_stuck(seconds, pids still there)` is called first
     (at once when `STUCK_S` is 0: the first look is made here); the wait goes on,
     bounded (`STUCK_S` times `_STUCK_WAITS`)."""
-    started = {pid: _start_time(pid) for pid in tree}
+    started = {pid: start_time(pid) for pid in tree}
     ended = time.monotonic()
     reported = []
 
     def gone() -> bool:
         """Whether all are gone; past `STUCK_S` (first looked at here, at the end) says so once."""
         proc.poll()  # reaps the leader
-        alive = [pid for pid, since in started.items() if since and _start_time(pid) == since]
+        alive = [pid for pid, since in started.items() if since and start_time(pid) == since]
         if proc.returncode is not None and not alive:
             return True
         if not reported and time.monotonic() - ended >= STUCK_S:
@@ -129,7 +129,7 @@ def reap(proc: subprocess.Popen, tree: list[int], then, on_stuck) -> None:
     threading.Thread(target=wait, daemon=True, name=f"reap-{proc.pid}").start()
 
 
-def _start_time(pid: int) -> int | None:
+def start_time(pid: int) -> int | None:
     """Returns when process `pid` started (clock ticks since boot: tells a reused pid from
     it), None once it is gone or a zombie (its exit is done)."""
     try:
