@@ -76,7 +76,7 @@ class Evaluator:
         # workers end and start as device work: none while a case is timed (`clock.QUIET`)
         pools = functools.partial(WorkerPool, self.device, root_dir=self._root, sandbox=sandbox,
                                   ready_timeout_s=limits.ready_s,
-                                  device_work=self.gate.shared if clock.QUIET
+                                  device_work=self.gate.shared if clock.QUIET != "off"
                                   else contextlib.nullcontext)
         # one worker per candidate: a worker serves one walk and is ended, a spare started
         # ahead takes the next, so nothing of one candidate reaches another's evaluation

@@ -408,15 +408,15 @@ def main() -> None:
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
-    parser.add_argument("--loud", action="store_true",
-                        help="time without holding the pools' workers' ends and start-ups off "
-                             "(`fitness.judge.clock.QUIET` False), to compare")
+    parser.add_argument("--quiet", choices=("all", "ends", "off"), default="all",
+                        help="what a timing hold holds off of the pools' workers' ends and "
+                             "start-ups (`fitness.judge.clock.QUIET`), to compare")
     args = parser.parse_args()
 
     from fitness.device import detect
     from fitness.judge import clock
 
-    clock.QUIET = not args.loud
+    clock.QUIET = args.quiet
 
     device = detect(args.device)
     registry = builtin()

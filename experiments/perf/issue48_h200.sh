@@ -6,8 +6,8 @@
 # old8dd2dab`: 1.3 MB; the whole tree with the wheelhouse is past what a call carries, 64 MiB).
 #   source experiments/perf/issue48_h200.sh STEP...
 # STEPs, in the order given (seconds at most): loudclock (165: `clock` with the pools' workers'
-# ends and start-ups not held off during a timing, `--loud`), loudbench (120: `bench`'s first
-# part the same way), exposure (90: a kernel left running in another
+# ends and start-ups not held off during a timing, `--quiet off`), loudbench (120: `bench`'s
+# first part with `--quiet $QUIET`, off by default), exposure (90: a kernel left running in another
 # process against the fill), bisect (80: the judge's clock across two processes, no
 # Evaluator, the child woken by its stream and by a host thread), clock (165: the judge's
 # clock against events over every baseline), longer (180: the same with batches of up to 128
@@ -46,15 +46,16 @@ for s in "${steps[@]}"; do
     timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 \
       --out $OUT/judge_clock.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
   loudclock)  # the same without the pools' ends and start-ups held off (clock.QUIET False)
-    timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 --loud \
+    timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 --quiet off \
       --out $OUT/judge_clock_loud.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
-  loudbench)  # fitness_bench the same way (no 8dd2dab)
-    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --loud \
-      --cases-out $OUT/bench_loud_cases.jsonl > $OUT/bench_loud.txt 2>&1
+  loudbench)  # fitness_bench with --quiet $QUIET, off by default (no 8dd2dab)
+    q=${QUIET:-off}
+    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --quiet $q \
+      --cases-out $OUT/bench_quiet_${q}_cases.jsonl > $OUT/bench_quiet_$q.txt 2>&1
     grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures|^timing rep" \
-      $OUT/bench_loud.txt | cut -c1-600
-    python3 $P/slow_copies.py $OUT/bench_loud_cases.jsonl > $OUT/slow_copies_loud.txt 2>&1
-    grep -v pmon $OUT/slow_copies_loud.txt | cut -c1-300 | tail -20 ;;
+      $OUT/bench_quiet_$q.txt | cut -c1-600
+    python3 $P/slow_copies.py $OUT/bench_quiet_${q}_cases.jsonl > $OUT/slow_copies_quiet_$q.txt 2>&1
+    grep -v pmon $OUT/slow_copies_quiet_$q.txt | cut -c1-300 | tail -20 ;;
   longer)
     timeout 180 python3 $P/judge_clock_check.py --device cuda --workers 4 --max-runs 128 \
       --out $OUT/judge_clock_128.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
@@ -96,7 +97,9 @@ for s in "${steps[@]}"; do
     # 128 s for fresh workers' start-ups at the default's half, RESULTS.md §35)
     timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --spares 10 \
       --cases-out $OUT/bench_spares_cases.jsonl > $OUT/bench_spares.txt 2>&1
-    grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures" $OUT/bench_spares.txt | cut -c1-400 ;;
+    grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures|^timing rep" $OUT/bench_spares.txt | cut -c1-400
+    python3 $P/slow_copies.py $OUT/bench_spares_cases.jsonl > $OUT/slow_copies_spares.txt 2>&1
+    tail -1 $OUT/slow_copies_spares.txt ;;
   cheats)
     timeout 150 python3 $P/cheat_sweep.py --device cuda --workers 10 --ungated > $OUT/cheats.txt 2>&1
     tail -4 $OUT/cheats.txt | cut -c1-300 ;;

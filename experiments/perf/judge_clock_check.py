@@ -95,12 +95,12 @@ def main() -> None:
     parser.add_argument("--turn", choices=("done", "go"), default=None,
                         help="when the checker queues its turn (`fitness.judge.clock.TURN`, set "
                              "in this process, which asks each batch of the checker)")
-    parser.add_argument("--loud", action="store_true",
-                        help="time without holding the pools' workers' ends and start-ups off "
-                             "(`fitness.judge.clock.QUIET` False), to compare")
+    parser.add_argument("--quiet", choices=("all", "ends", "off"), default="all",
+                        help="what a timing hold holds off of the pools' workers' ends and "
+                             "start-ups (`fitness.judge.clock.QUIET`), to compare")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    clock.QUIET = not args.loud
+    clock.QUIET = args.quiet
     if args.max_runs is not None:
         clock.MAX_RUNS = args.max_runs
     clock.TURN = args.turn or clock.TURN

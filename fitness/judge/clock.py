@@ -64,10 +64,12 @@ blocked in the GPU's front end, woken about 160 us after `go` is stored
 (RESULTS.md#host-clock), slower than a candidate that spins on its own: c02_wakes read 1.20x
 its twin with `TURN` "go" (RESULTS.md §33). With "spin" and "go" the judge read 0.966x events
 at the median over the baselines."""
-QUIET = True
-"""Whether a timing hold holds the device free of the pools' workers ending and starting
-(`fitness.processes.pool.quiet`), and the pools start and end none during one
-(`fitness.evaluator.Evaluator`). Kept for the scripts that compare them (`--loud`)."""
+QUIET = "all"
+"""What a timing hold holds off of the pools' own comings and goings
+(`fitness.processes.pool.quiet`): "all", killed workers' exits waited for and workers still
+starting stopped; "ends", the exits only; "off", neither, and the pools end and start
+workers during a hold too (`fitness.evaluator.Evaluator`). Kept for the scripts that
+compare them (`--quiet`)."""
 _DRAW = random.SystemRandom()
 
 
@@ -97,7 +99,9 @@ def held_alone(walk, worker):
 
 def _quiet(c) -> contextlib.AbstractContextManager:
     """`quiet` over the walk's pools, where `QUIET` says so."""
-    return quiet([c.candidates, c.baselines, c.checkers]) if QUIET else contextlib.nullcontext()
+    if QUIET == "off":
+        return contextlib.nullcontext()
+    return quiet([c.candidates, c.baselines, c.checkers], starts=QUIET == "all")
 
 
 def settled(per_run_us: list[float]) -> bool:

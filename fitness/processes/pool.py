@@ -628,10 +628,10 @@ class WorkerProcess:
 
 
 @contextlib.contextmanager
-def quiet(pools, wait_s: float = QUIET_WAIT_S):
+def quiet(pools, wait_s: float = QUIET_WAIT_S, starts: bool = True):
     """Holds the device free of the pools' own comings and goings for a timing hold: waits
     (`wait_s` at most) for the processes they killed to exit, and holds the workers still
-    starting stopped (`stopped`). Their ends and start-ups are device work outside every
+    starting stopped (`stopped`; not without `starts`). Their ends and start-ups are device work outside every
     hold (a context torn down unmaps its memory; one made runs the probe): beside them
     copies of one honest kernel read 1.2-13x slow on an H200, in batches of a few runs
     where a time slice of milliseconds is most of the batch, while the baselines, timed
@@ -641,7 +641,7 @@ def quiet(pools, wait_s: float = QUIET_WAIT_S):
     deadline = time.monotonic() + wait_s
     while any(pool.ending() for pool in pools) and time.monotonic() < deadline:
         time.sleep(_QUIET_POLL_S)
-    with stopped(worker for pool in pools for worker in pool.starting()):
+    with stopped(worker for pool in pools if starts for worker in pool.starting()):
         yield
 
 
