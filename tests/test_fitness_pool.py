@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -199,8 +200,10 @@ def test_a_quiet_hold_stops_workers_still_starting_and_waits_for_killed_ones_to_
     with quiet([pool]):
         trees = [_tree(worker.proc.pid) for worker in starting]
         assert all(_stopped(pid) for tree in trees for pid in tree)
+        time.sleep(0.3)
     assert not any(_stopped(pid) for tree in trees for pid in tree)  # continued, as before
     with pool.lease() as worker:
+        assert pool.started_s["stopped"] >= 0.3  # the start-up's stats say it was held
         lent_tree = _tree(worker.proc.pid)
         first_child = [pid for pid in lent_tree if pid not in worker._server_chain]
         assert first_child

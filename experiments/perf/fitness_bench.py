@@ -226,7 +226,8 @@ def started_line(before: dict, now: dict) -> str:
     was, now = before["started_s"], now["started_s"]
     count = now.get("starts", 0) - was.get("starts", 0)
     return f"{count} starts, " + ", ".join(
-        f"{phase} {now.get(phase, 0.0) - was.get(phase, 0.0):.1f} s" for phase in STARTUP_PHASES)
+        f"{phase} {now.get(phase, 0.0) - was.get(phase, 0.0):.1f} s"
+        for phase in (*STARTUP_PHASES, "stopped"))  # stopped: by the pool's clock, during holds
 
 
 def requests_line(before: dict, now: dict) -> str:

@@ -226,6 +226,7 @@ class WorkerProcess:
         self._ticket: int | None = None  # the watchdog's, while a request is under way
         self._stopped_s = 0.0  # seconds held stopped by the judge (`frozen`), past holds
         self._stopped_at: float | None = None  # when the hold under way began
+        self._stopped_before_start = 0.0  # `stopped_s` when its present child was forked
         self._reaped = False
         self._ending: dict[int, int | None] = {}  # processes it killed: pid -> start time
         self._ending_lock = threading.Lock()  # the watchdog's thread kills too
@@ -299,6 +300,7 @@ class WorkerProcess:
                 os.close(fd)
         self.ready = self.shares = False
         self._inner_pid = None
+        self._stopped_before_start = self.stopped_s
         self._send({"op": "init", "device": dataclasses.asdict(self.device)},
                    deadline=time.monotonic() + 10)
 
@@ -384,6 +386,11 @@ class WorkerProcess:
         included: none of its limits counts them."""
         since = self._stopped_at
         return self._stopped_s + (time.monotonic() - since if since is not None else 0.0)
+
+    def stopped_since_start(self) -> float:
+        """Seconds the judge has held this worker stopped since its present process started
+        (`quiet` stops start-ups during timing holds)."""
+        return self.stopped_s - self._stopped_before_start
 
     @property
     def alive(self) -> bool:
@@ -677,7 +684,8 @@ def relay_fd(checker: WorkerProcess, worker: WorkerProcess, token: str, timeout_
 
 STARTUP_PHASES = ("device", "probe")
 """What a fresh worker says its start-up took (`fitness.sandbox.worker.Worker`), in the pool's
-`started_s`: its device context, and its probe kernel."""
+`started_s`: its device context, and its probe kernel. Beside them there, by the pool's own
+clock, "stopped": what of them the judge held it stopped (`quiet`)."""
 
 
 class WorkerPool:
@@ -784,6 +792,7 @@ class WorkerPool:
                                            if phase in STARTUP_PHASES
                                            and isinstance(seconds, (int, float))})
                     self.started_s["starts"] += 1
+                    self.started_s["stopped"] += worker.stopped_since_start()
                 return worker
             except WorkerFault as fault:
                 failures.append(f"{fault} {fault.output_tail[-500:]}".strip())
