@@ -638,12 +638,13 @@ class WorkerProcess:
 def quiet(pools, wait_s: float = QUIET_WAIT_S, starts: bool = True):
     """Holds the device free of the pools' own comings and goings for a timing hold: waits
     (`wait_s` at most) for the processes they killed to exit, and holds the workers still
-    starting stopped (`stopped`; not without `starts`). Their ends and start-ups are device work outside every
-    hold (a context torn down unmaps its memory; one made runs the probe): beside the
-    start-ups copies of one honest kernel read up to 13x slow, in batches of a few runs
-    where a time slice of milliseconds is most of the batch, while the baselines, timed
-    with every candidate worker stopped, did not (evidence: RESULTS.md#quiet-holds). New
-    ones wait for the hold to end (`WorkerPool` `device_work`)."""
+    starting stopped (`stopped`; not without `starts`). Their ends and start-ups are device
+    work outside every hold (a context torn down unmaps its memory; one made runs the
+    probe): beside the start-ups copies of one honest kernel read up to 13x slow, in
+    batches of a few runs where a time slice of milliseconds is most of the batch, while the
+    baselines, timed with every candidate worker stopped, did not (evidence:
+    RESULTS.md#quiet-holds). New ones wait for the hold to end (`WorkerPool`
+    `device_work`)."""
     pools = list({id(pool): pool for pool in pools if pool is not None}.values())
     deadline = time.monotonic() + wait_s
     while any(pool.ending() for pool in pools) and time.monotonic() < deadline:
