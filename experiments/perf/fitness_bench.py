@@ -409,6 +409,9 @@ def main() -> None:
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
+    parser.add_argument("--warm", action="store_true",
+                        help="launch each case's graph once when captured, outside the clock "
+                             "(`fitness.judge.clock.WARM`), to compare")
     parser.add_argument("--quiet", choices=("all", "ends", "off"), default="all",
                         help="what a timing hold holds off of the pools' workers' ends and "
                              "start-ups (`fitness.judge.clock.QUIET`), to compare")
@@ -418,6 +421,7 @@ def main() -> None:
     from fitness.judge import clock
 
     clock.QUIET = args.quiet
+    clock.WARM = args.warm
 
     device = detect(args.device)
     registry = builtin()

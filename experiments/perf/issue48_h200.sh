@@ -7,7 +7,8 @@
 #   source experiments/perf/issue48_h200.sh STEP...
 # STEPs, in the order given (seconds at most): loudclock (165: `clock` with the pools' workers'
 # ends and start-ups not held off during a timing, `--quiet off`), loudbench (120: `bench`'s
-# first part with `--quiet $QUIET`, off by default), exposure (90: a kernel left running in another
+# first part with `--quiet $QUIET`, off by default), warm (280: `clock` and `bench`'s first
+# part with each case's graph launched once when captured, `--warm`), exposure (90: a kernel left running in another
 # process against the fill), bisect (80: the judge's clock across two processes, no
 # Evaluator, the child woken by its stream and by a host thread), clock (165: the judge's
 # clock against events over every baseline), longer (180: the same with batches of up to 128
@@ -56,6 +57,15 @@ for s in "${steps[@]}"; do
       $OUT/bench_quiet_$q.txt | cut -c1-600
     python3 $P/slow_copies.py $OUT/bench_quiet_${q}_cases.jsonl > $OUT/slow_copies_quiet_$q.txt 2>&1
     grep -v pmon $OUT/slow_copies_quiet_$q.txt | cut -c1-300 | tail -20 ;;
+  warm)  # each case's graph launched once when captured (clock.WARM): its first batches
+    timeout 165 python3 $P/judge_clock_check.py --device cuda --workers 4 --warm \
+      --out $OUT/judge_clock_warm.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600
+    timeout 120 python3 $P/fitness_bench.py $bench --max-wall-s 65 --warm \
+      --cases-out $OUT/bench_warm_cases.jsonl > $OUT/bench_warm.txt 2>&1
+    grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures|^timing rep" \
+      $OUT/bench_warm.txt | cut -c1-600
+    python3 $P/slow_copies.py $OUT/bench_warm_cases.jsonl > $OUT/slow_copies_warm.txt 2>&1
+    tail -1 $OUT/slow_copies_warm.txt ;;
   longer)
     timeout 180 python3 $P/judge_clock_check.py --device cuda --workers 4 --max-runs 128 \
       --out $OUT/judge_clock_128.jsonl 2>&1 | grep -v -i warn | tail -3 | cut -c1-600 ;;
@@ -109,7 +119,7 @@ for s in "${steps[@]}"; do
     timeout ${HONEST_S:-240} python3 $P/honest_sweep.py --device cuda --workers 10 \
       --out $OUT/honest_lines.txt > $OUT/honest.txt 2>&1
     grep -c "^OK" $OUT/honest_lines.txt; grep "^BAD" $OUT/honest_lines.txt | cut -c1-300; tail -1 $OUT/honest.txt ;;
-  *) echo "unknown step $s (loudclock loudbench exposure bisect clock longer compromised unmeasured fused turn split bench spares cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (loudclock loudbench warm exposure bisect clock longer compromised unmeasured fused turn split bench spares cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"

@@ -95,12 +95,16 @@ def main() -> None:
     parser.add_argument("--turn", choices=("done", "go"), default=None,
                         help="when the checker queues its turn (`fitness.judge.clock.TURN`, set "
                              "in this process, which asks each batch of the checker)")
+    parser.add_argument("--warm", action="store_true",
+                        help="launch each case's graph once when captured, outside the clock "
+                             "(`fitness.judge.clock.WARM`), to compare")
     parser.add_argument("--quiet", choices=("all", "ends", "off"), default="all",
                         help="what a timing hold holds off of the pools' workers' ends and "
                              "start-ups (`fitness.judge.clock.QUIET`), to compare")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     clock.QUIET = args.quiet
+    clock.WARM = args.warm
     if args.max_runs is not None:
         clock.MAX_RUNS = args.max_runs
     clock.TURN = args.turn or clock.TURN
@@ -119,7 +123,7 @@ def main() -> None:
             task = registry.get(name)
             started = time.monotonic()
             evaluation = evaluator.evaluate(task, make_candidate(name, task.baseline_source))
-            row = {"task": name, "max_runs": clock.MAX_RUNS, "turn": clock.TURN, "wake": clock.WAKE, "quiet": clock.QUIET, "correct": evaluation.correct,
+            row = {"task": name, "max_runs": clock.MAX_RUNS, "turn": clock.TURN, "wake": clock.WAKE, "quiet": clock.QUIET, "warm": clock.WARM, "correct": evaluation.correct,
                    "failure": evaluation.failure_kind, "trace": evaluation.error_trace[-600:],
                    "cases": [c.name for c in task.cases_for(device.backend)],
                    "judge_us": list(evaluation.latency_us),

@@ -70,6 +70,12 @@ QUIET = "all"
 starting stopped; "ends", the exits only; "off", neither, and the pools end and start
 workers during a hold too (`fitness.evaluator.Evaluator`). Kept for the scripts that
 compare them (`--quiet`)."""
+WARM = False
+"""Whether a GPU case's graph is launched once when captured, outside the clock (the
+capture then holds the device shared as device work, not as compiling): a case's first
+batch read 250 us or more over its case's fastest in 16-35% of cases on a GPU, later ones
+in 0-6% (RESULTS.md §37), as if the graph's first launch paid for uploading it. Off until
+measured; kept for the scripts that compare them (`--warm`)."""
 _DRAW = random.SystemRandom()
 
 
@@ -141,9 +147,10 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
             staged = walk._request(worker, {"op": "timed_stage", "where": opened["shared"],
                                             "token": token}, c.limits.bench_s)
             walk.observe(worker, staged)
-    if share:  # records the runs, launches none: host work that a timing run goes ahead beside
-        with shared(compiling=True):
-            captured = walk._request(worker, {"op": "timed_capture"}, c.limits.bench_s)
+    if share:  # records the runs, launches none (but `WARM`): host work a timing goes ahead beside
+        with shared(compiling=not WARM):
+            captured = walk._request(worker, {"op": "timed_capture", "warm": WARM},
+                                     c.limits.bench_s)
         walk.observe(worker, captured)
         method = f"judge-{captured['method']}"
     batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES

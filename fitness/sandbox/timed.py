@@ -152,10 +152,11 @@ class TimedCase:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
 
-    def capture(self) -> dict:
+    def capture(self, warm: bool = False) -> dict:
         """Captures the runs in a graph: recorded, none launched (host work, the most of a
         case's staging: RESULTS.md#capture-hold), with none of `torch.cuda.graph`'s freeing
-        (done in `warm_up`); a candidate that cannot be captured runs eagerly when armed."""
+        (done in `warm_up`); a candidate that cannot be captured runs eagerly when armed.
+        `warm`: the graph is launched once here, on what the lent sets hold (`clock.WARM`)."""
         try:
             graph = torch.cuda.CUDAGraph()
             with timing.phase("capture"), torch.cuda.stream(self.stream):
@@ -167,6 +168,10 @@ class TimedCase:
                 finally:  # capture mode ends, failed or not (the invalidated one raises here)
                     with timing.phase("instantiate"):
                         graph.capture_end()
+            if warm:
+                with timing.phase("replay"), torch.cuda.stream(self.stream):
+                    graph.replay()
+                    self.stream.synchronize()
             self.graph = graph
         except Exception:  # capture is an optimisation; eager runs are timed the same way
             torch.cuda.synchronize()

@@ -335,7 +335,7 @@ class Worker:
             return {"ok": False, "kind": "harness_error", "trace": "capture before timed_stage"}
         spent: dict = {}
         with timing.accounted(spent), self.stall.watching(self.module_path, self.stall_s):
-            captured = self.timed.capture()
+            captured = self.timed.capture(warm=request.get("warm") is True)
         return {"ok": True, **captured, "spent_s": spent,
                 "observed": self.timed_observed.report(self.snapshot.changed())}
 
