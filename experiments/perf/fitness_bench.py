@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 from benchmarks.registry import builtin  # noqa: E402
 from evo.records import Candidate, Task, make_candidate  # noqa: E402
 from fitness.processes.pool import STARTUP_PHASES  # noqa: E402
+import clock_knobs  # noqa: E402  (beside this script)
 from machine_use import GpuSampler, HostCpu  # noqa: E402  (beside this script)
 
 _NAIVE_SCRIPT = r'''
@@ -409,19 +410,12 @@ def main() -> None:
     parser.add_argument("--naive-sample", type=int, default=0,
                         help="run the naive way on every k-th candidate only (same mix), and "
                              "compare rates; 0 runs it on the whole batch")
-    parser.add_argument("--warm", action="store_true",
-                        help="launch each case's graph once when captured, outside the clock "
-                             "(`fitness.judge.clock.WARM`), to compare")
-    parser.add_argument("--quiet", choices=("all", "ends", "off"), default="all",
-                        help="what a timing hold holds off of the pools' workers' ends and "
-                             "start-ups (`fitness.judge.clock.QUIET`), to compare")
+    clock_knobs.add(parser)
     args = parser.parse_args()
 
     from fitness.device import detect
-    from fitness.judge import clock
 
-    clock.QUIET = args.quiet
-    clock.WARM = args.warm
+    clock_knobs.apply(args)
 
     device = detect(args.device)
     registry = builtin()

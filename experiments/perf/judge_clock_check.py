@@ -30,6 +30,7 @@ from fitness.device import detect  # noqa: E402
 from fitness.judge import clock  # noqa: E402
 from fitness.measure import timing  # noqa: E402
 from fitness.processes import modules  # noqa: E402
+import clock_knobs  # noqa: E402  (beside this script)
 
 FLOOR_US = 20.0
 
@@ -95,16 +96,10 @@ def main() -> None:
     parser.add_argument("--turn", choices=("done", "go"), default=None,
                         help="when the checker queues its turn (`fitness.judge.clock.TURN`, set "
                              "in this process, which asks each batch of the checker)")
-    parser.add_argument("--warm", action="store_true",
-                        help="launch each case's graph once when captured, outside the clock "
-                             "(`fitness.judge.clock.WARM`), to compare")
-    parser.add_argument("--quiet", choices=("all", "ends", "off"), default="all",
-                        help="what a timing hold holds off of the pools' workers' ends and "
-                             "start-ups (`fitness.judge.clock.QUIET`), to compare")
+    clock_knobs.add(parser)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    clock.QUIET = args.quiet
-    clock.WARM = args.warm
+    clock_knobs.apply(args)
     if args.max_runs is not None:
         clock.MAX_RUNS = args.max_runs
     clock.TURN = args.turn or clock.TURN

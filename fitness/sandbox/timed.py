@@ -168,14 +168,14 @@ class TimedCase:
                 finally:  # capture mode ends, failed or not (the invalidated one raises here)
                     with timing.phase("instantiate"):
                         graph.capture_end()
-            if warm:
-                with timing.phase("replay"), torch.cuda.stream(self.stream):
-                    graph.replay()
-                    self.stream.synchronize()
             self.graph = graph
         except Exception:  # capture is an optimisation; eager runs are timed the same way
             torch.cuda.synchronize()
             self.graph, self.specs = None, []
+        if warm and self.graph is not None:  # a fault here is the candidate's, not the capture's
+            with timing.phase("replay"), torch.cuda.stream(self.stream):
+                self.graph.replay()
+                self.stream.synchronize()
         return {"method": "graph" if self.graph is not None else "eager"}
 
     def arm(self, go: int, wake: str = "front") -> list:
