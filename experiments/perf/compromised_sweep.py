@@ -126,11 +126,13 @@ def main() -> None:
         task = builtin().get(compromised.header(path)["task"])
         if compromised.class_number(path) == 10:
             with Evaluator(settings(1)) as evaluator:
-                alone, cheat, after = compromised.scored_after(evaluator, task, path)
-            ok = bool(after.correct and alone.speedup and after.speedup
-                      and after.speedup >= alone.speedup / bound)
+                rounds, slower = compromised.next_slower_than_alone(evaluator, task, path, bound)
+            alone, cheat, after = rounds[0]
+            ok = bool(all(r[2].correct and r[2].speedup for r in rounds)
+                      and slower is not None and slower <= bound)
             emit(row(path, cheat, alone, interpreted, next_correct=after.correct,
-                     next_speedup=after.speedup, **{"pass": ok}))
+                     next_speedup=after.speedup, next_slower=slower, rounds=len(rounds),
+                     **{"pass": ok}))
         elif compromised.class_number(path) == 11:
             with Evaluator(settings(args.workers)) as evaluator:
                 compromised.scored(evaluator, compromised.twin(path), "warm-up")
@@ -143,7 +145,8 @@ def main() -> None:
     print(f"\n{'cheat':<50} {'class':<6} {'correct':<8} {'speedup':>8} {'twin':>8} {'ratio':>7}  verdict")
     for item in sorted(rows, key=lambda r: int(r["class"].split()[0])):
         fmt = lambda v: f"{v:.3f}" if isinstance(v, float) else "-"  # noqa: E731
-        note = (f" next={item['next_correct']}/{fmt(item['next_speedup'])}" if "next_correct" in item
+        note = (f" next={item['next_correct']}/{fmt(item['next_speedup'])}"
+                f" slower x{fmt(item['next_slower'])}" if "next_correct" in item
                 else f" baseline x{fmt(item['baseline_inflation'])}" if "baseline_inflation" in item else "")
         if not item["correct"]:  # how it was caught: a compile error is not a caught cheat
             note += f" ({item['failure_kind']})"

@@ -51,16 +51,35 @@ def twin(path: pathlib.Path) -> pathlib.Path:
     return DIR / header(path)["twin"]
 
 
-def scored_after(evaluator, task, cheat: pathlib.Path) -> tuple:
+def scored_after(evaluator, task, cheat: pathlib.Path, round_: int = 0) -> tuple:
     """Returns (twin alone, cheat, twin right after it) scored one after another on
-    `evaluator` (give it one worker: the next candidate runs where the cheat ran)."""
+    `evaluator` (give it one worker: the next candidate runs where the cheat ran); `round_`
+    makes each a new candidate (a comment) for a round after the first."""
     from evo.records import make_candidate
 
     def score(path, copy):
+        copy = f"{copy} {round_}".strip() if round_ else copy
         source = path.read_text() + (f"\n# copy: {copy}\n" if copy else "")
         return evaluator.evaluate(task, make_candidate(task.name, source))
 
     return score(twin(cheat), "alone"), score(cheat, ""), score(twin(cheat), "after")
+
+
+def next_slower_than_alone(evaluator, task, cheat: pathlib.Path, bound: float,
+                           more: int = 2) -> tuple:
+    """Returns (rounds of `scored_after`, how many times slower the twin read right after the
+    cheat than alone: `slower_by` of each side's fastest reading per case). A round is added,
+    up to `more`, while that reads over `bound`: a CPU-time reading scatters upward (one
+    round on CI's two cores read the twin alone 1.7x faster than after, on a quiet worker),
+    while a twin the cheat's traps slow is slow after the cheat in every round."""
+    rounds = [scored_after(evaluator, task, cheat)]
+    while True:
+        alone = _per_case([r[0] for r in rounds], min)
+        after = _per_case([r[2] for r in rounds], min)
+        slower = slower_by(after, alone)
+        if slower is not None and slower <= bound or len(rounds) > more:
+            return rounds, slower
+        rounds.append(scored_after(evaluator, task, cheat, len(rounds)))
 
 
 def scored_beside(evaluator, task, cheat: pathlib.Path, wait_s: float = 60.0) -> tuple:
