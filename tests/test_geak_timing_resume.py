@@ -152,3 +152,30 @@ def test_a_reference_the_judge_left_untimed_is_counted_by_why():
         "the timing code's calls cannot be recorded"
     assert kind("not timed: timeout at correct on the performance inputs: spun") == \
         "performance inputs: timeout at correct"
+
+
+def test_a_failed_recording_is_counted_by_the_fault_it_raised():
+    geak_rows = _rows_module()
+    task = dataclasses.make_dataclass("T", [("untimed_reason", str)])("")
+    recording = "not timed: the timing code failed when recorded: Traceback (most recent call last):\n" \
+                "  File \"benchmarks/external/recorded.py\", line 539, in recorded\n"
+    illegal = recording + ("torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+                           "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/x.html for "
+                           "more information.\nCUDA kernel errors might be asynchronously reported.\n")
+    memory = recording + ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+                          "has a total capacity of 139.8 GiB\n")
+    compiled = recording + "triton.compiler.errors.CompilationError: at 12:8:\n    if activation:\n"
+    evaluation = dataclasses.make_dataclass("E", ["stage_reached", "correct", "failure_kind", "error_trace"])
+    kinds = [geak_rows.untimed(evaluation("correct", True, None, trace), task)[1]
+             for trace in (illegal, memory, compiled)]
+    assert kinds == ["the timing code failed when recorded: CUDA error: an illegal memory access was encountered",
+                     "the timing code failed when recorded: CUDA out of memory",
+                     "the timing code failed when recorded: CompilationError"]
+    # a row scored before the fault was named is counted by its reason's
+    rows = [{"task": "a", "stage": "correct", "untimed_reason": illegal,
+             "untimed_kind": "the timing code failed when recorded"},
+            {"task": "b", "stage": "correct", "untimed_reason": illegal, "untimed_kind": kinds[0]},
+            {"task": "c", "stage": "correct", "untimed_reason": memory,
+             "untimed_kind": "the timing code failed when recorded"}]
+    assert geak_rows.reason_counts(rows) == [f"    2 {kinds[0]}: a, b", f"    1 {kinds[1]}: c"]
+

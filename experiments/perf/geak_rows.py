@@ -22,6 +22,8 @@ _JUDGE_UNTIMED = re.compile(r"^not timed: (?:(the timing code(?:'s calls cannot 
                             r"|(\w+ at \w+) on the performance inputs)")
 """A correct reference the judge left untimed: its calls not recorded, or failing on its
 performance inputs (`fitness.judge.performance_inputs`)."""
+_RECORDING_FAILED = "the timing code failed when recorded"
+_EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): ?(.*)$", re.MULTILINE)
 _REFERENCE_FAILED = re.compile(r"failed its own harness on \w+ \((\w+) at stage (\w+)\)")
 STAGES = ("queue_s", "wall_s", "compile_s", "check_s", "bench_s", "other_s")
 """A project row's seconds: waiting for a thread of the call (queue), then the evaluation's
@@ -92,7 +94,7 @@ def untimed(evaluation, task) -> tuple[str, str]:
             return task.untimed_reason, "no usable performance file"
         judged = _JUDGE_UNTIMED.search(trace)
         if judged:  # the judge's timing on the performance inputs (`performance_inputs`)
-            kind = judged.group(1) or f"performance inputs: {judged.group(2)}"
+            kind = _with_fault(judged.group(1), trace) or f"performance inputs: {judged.group(2)}"
         else:
             kind = f"reference timing pass: {failed.group(1)}" if failed else "reference timing pass failed"
         return trace or "correct but not timed, no reason given", kind
@@ -101,12 +103,31 @@ def untimed(evaluation, task) -> tuple[str, str]:
     return f"{evaluation.stage_reached} {evaluation.failure_kind}: {trace}", kind
 
 
+def _with_fault(kind: str | None, trace: str) -> str | None:
+    """Returns `kind`, and for a recording that failed the fault it raised (`fault`): an
+    illegal memory access (a reference reading past its inputs), running out of memory and
+    a compile error are different stories."""
+    return f"{kind}: {fault(trace)}" if kind == _RECORDING_FAILED else kind
+
+
+def fault(trace: str) -> str:
+    """Returns the last exception of `trace` in a few words: a CUDA error's message to its
+    first full stop, else the exception's class."""
+    found = list(_EXCEPTION_LINE.finditer(trace))
+    if not found:
+        return "no exception named"
+    name, message = found[-1].groups()
+    return message.split(".")[0].strip() if message.startswith("CUDA") else name
+
+
 def reason_counts(rows: list[dict]) -> list[str]:
-    """Returns one line per kind of untimed reason, most frequent first, with its tasks."""
+    """Returns one line per kind of untimed reason, most frequent first, with its tasks (a
+    failed recording of a row scored before its fault was named, by its reason's)."""
     tasks = collections.defaultdict(list)
     for row in rows:
         if row["stage"] != "timed":
-            tasks[row.get("untimed_kind") or "no reason recorded"].append(row["task"])
+            kind = _with_fault(row.get("untimed_kind"), row.get("untimed_reason") or "")
+            tasks[kind or "no reason recorded"].append(row["task"])
     return [f"  {len(names):3d} {kind}: {', '.join(sorted(names))}"
             for kind, names in sorted(tasks.items(), key=lambda item: -len(item[1]))]
 
