@@ -39,6 +39,19 @@ def _preload() -> None:
     from fitness.sandbox import instrument, timed, worker  # noqa: F401
 
     timed.load_meta_rules()
+    triton_key()()
+
+
+def triton_key():
+    """Returns Triton's `triton_key`: the hash of its own sources and of its 500-MB
+    libtriton, part of every kernel's cache key, computed at a process's first compile or
+    cache lookup (0.5 s on 2 cores, with 40 modules imported). Called once in the zygote,
+    its cached value is every worker's at the fork; each worker's probe paid it before
+    (RESULTS.md §38). Triton 3.4 keeps it in `triton.compiler.compiler`."""
+    import triton.compiler.compiler
+    import triton.runtime.cache
+
+    return getattr(triton.runtime.cache, "triton_key", None) or triton.compiler.compiler.triton_key
 
 
 def _end_others(scope: str, child: int | None) -> None:
