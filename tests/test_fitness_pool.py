@@ -1,6 +1,7 @@
 """The worker pool's lending: how many walks at once, and which worker a lease gets after a
 candidate killed one (real interpreter workers, no GPU)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -192,6 +193,43 @@ def test_a_zygotes_children_start_with_the_captures_and_the_probes_imports_done(
                           timeout=180, env={**os.environ, "TRITON_INTERPRET": "1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-3:] == ["0", "1", "[]"]  # hashed once, before
+
+
+def test_what_a_first_worker_built_is_every_childs_own_copy(tmp_path):
+    """The zygote keeps what its first, trusted worker left in Triton's cache and writes it
+    anew into each child's emptied directory: a candidate that rewrites its copy (a launcher
+    of its own under the probe's key) leaves the next child's as it was built. A first
+    worker that fails leaves nothing kept."""
+    cache = tmp_path / "triton-cache"
+    built = cache / "KEY" / "cuda_utils.so"
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"\x7fELF as the trusted worker built it")
+    built.chmod(0o755)
+    (cache / "KEY" / "__grp__probe.json").write_text("{}")
+    code = (
+        "import json, os, sys\n"
+        "from fitness.sandbox import zygote\n"
+        "cache = os.environ['TRITON_CACHE_DIR']\n"
+        "kept = zygote._built_by_a_first_worker(json.loads(sys.argv[1]))\n"
+        "failed = zygote._built_by_a_first_worker({'backend': 'interpreter', 'unknown': 1})\n"
+        "zygote._empty(cache)\n"
+        "zygote._restore(cache, kept)\n"
+        "mine = os.path.join(cache, 'KEY', 'cuda_utils.so')\n"
+        "first = (open(mine, 'rb').read(), oct(os.stat(mine).st_mode & 0o777))\n"
+        "open(mine, 'wb').write(b'a candidate rewrote its copy')\n"
+        "zygote._empty(cache)\n"
+        "zygote._restore(cache, kept)\n"
+        "print(json.dumps([sorted(kept), len(failed), first[0].decode(), first[1],\n"
+        "                  open(mine, 'rb').read().decode()]))\n")
+    device = {"backend": "interpreter", "name": "cpu-interpreter"}
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(device)], capture_output=True,
+                          text=True, timeout=180,
+                          env={**os.environ, "TRITON_INTERPRET": "1", "TRITON_CACHE_DIR": str(cache)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    kept, failed, first, mode, after = json.loads(done.stdout.strip().splitlines()[-1])
+    assert kept == ["KEY/__grp__probe.json", "KEY/cuda_utils.so"] and failed == 0
+    assert (first, mode) == ("\x7fELF as the trusted worker built it", "0o755")
+    assert after == first  # the candidate's rewrite went with its directory
 
 
 def test_a_quiet_hold_stops_workers_still_starting_and_waits_for_killed_ones_to_exit(pool_factory):

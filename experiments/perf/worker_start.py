@@ -6,7 +6,9 @@ leases waited on it (RESULTS.md §35).
 
 This script preloads as the zygote does, then forks `--starts` children one after another;
 each times the start's steps and counts the modules each step imported (those could be
-imported before the fork, where every worker shares them):
+imported before the fork, where every worker shares them). Each child starts with an empty
+Triton cache of its own, as a worker does (the zygote empties its directory): first as
+before, then with what a first worker built put back (`zygote._built_by_a_first_worker`):
 
     python experiments/perf/worker_start.py --device cuda --starts 4
 """
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 
@@ -61,18 +65,30 @@ def main() -> None:
     args = parser.parse_args()
     from fitness.sandbox import zygote
 
+    cache = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="worker-start-cache-")
     began = time.perf_counter()
     zygote._preload()
     print(f"zygote preload {time.perf_counter() - began:.2f} s", flush=True)
-    for start in range(args.starts):
-        pid = os.fork()
-        if pid == 0:
+    backend = "interpreter" if args.device == "cpu" else "cuda"
+    for label in ("an empty cache", "what a first worker built"):
+        built = {}
+        if label != "an empty cache":
             began = time.perf_counter()
-            print(f"start {start}:", flush=True)
-            _start(args.device)
-            print(f"  whole start {time.perf_counter() - began:.2f} s", flush=True)
-            os._exit(0)
-        os.waitpid(pid, 0)
+            built = zygote._built_by_a_first_worker({"backend": backend, "name": args.device})
+            print(f"\na first worker built {len(built)} files in {time.perf_counter() - began:.2f} s: "
+                  f"{' '.join(sorted(path.split('/')[-1] for path in built))[:400]}", flush=True)
+        for start in range(args.starts):
+            shutil.rmtree(cache, ignore_errors=True)
+            zygote._restore(cache, built)
+            pid = os.fork()
+            if pid == 0:
+                began = time.perf_counter()
+                print(f"start {start} from {label}:", flush=True)
+                _start(args.device)
+                print(f"  whole start {time.perf_counter() - began:.2f} s", flush=True)
+                os._exit(0)
+            os.waitpid(pid, 0)
+    shutil.rmtree(cache, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import functools
+import json
 import os
 import resource
 import select
@@ -249,7 +250,8 @@ class WorkerProcess:
             self.control, far_control = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             inherited = [far_control.detach()]
             argv, env = jail.command("fitness.sandbox.zygote",
-                                     [str(inherited[0]), "namespace" if sandbox.enabled else "group"],
+                                     [str(inherited[0]), "namespace" if sandbox.enabled else "group",
+                                      json.dumps(dataclasses.asdict(device))],
                                      workdir=self.workdir, backend=device.backend,
                                      limits=sandbox.limits, use_bwrap=sandbox.enabled,
                                      ro_dirs={self.input_dir: "/inputs"})

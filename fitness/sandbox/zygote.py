@@ -1,14 +1,17 @@
 """The fork server of one sandbox: a clean worker per candidate without a cold start.
 
-Run in the sandbox as `python -m fitness.sandbox.zygote CONTROL SCOPE`. It imports torch,
-Triton and the worker (seconds of a worker's start-up) and never touches the device (CUDA
-does not survive a fork). For each "fork" message on CONTROL, which carries the new
+Run in the sandbox as `python -m fitness.sandbox.zygote CONTROL SCOPE DEVICE`. It imports
+torch, Triton and the worker (seconds of a worker's start-up) and never touches the device
+(CUDA does not survive a fork). On a GPU (DEVICE: a `DeviceInfo` as JSON) one trusted child
+starts as a worker first, before any candidate's, and what it built into Triton's cache is
+kept (`_built_by_a_first_worker`). For each "fork" message on CONTROL, which carries the new
 worker's request, reply and (on CUDA) channel descriptors, it first ends every other
-process of the sandbox and empties its private directory, then forks: the child closes
-CONTROL and serves one candidate on its own descriptors (`fitness.sandbox.worker._serve`).
-So nothing a candidate left behind (processes, threads, files, patched modules, pipes it
-held) reaches the next one, and a child can never read the next child's descriptors. The
-child's exit status goes back on CONTROL as "exit GENERATION STATUS".
+process of the sandbox and empties its private directory, puts those builds back, then
+forks: the child closes CONTROL and serves one candidate on its own descriptors
+(`fitness.sandbox.worker._serve`). So nothing a candidate left behind (processes, threads,
+files, patched modules, pipes it held) reaches the next one, and a child can never read the
+next child's descriptors. The child's exit status goes back on CONTROL as "exit GENERATION
+STATUS".
 
 SCOPE "namespace": the sandbox has its own PID namespace, and every process but its init and
 this one is ended. "group" (`[fitness] sandbox = "off"`): only the child's process group.
@@ -17,12 +20,18 @@ this one is ended. "group" (`[fitness] sandbox = "off"`): only the child's proce
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import select
 import shutil
 import signal
 import socket
 import sys
+import time
+
+FIRST_WORKER_S = 60.0
+"""How long the first, trusted worker may take to start before the server forks candidates'
+without what it built."""
 
 
 def _preload() -> None:
@@ -86,6 +95,58 @@ def _empty(directory: str) -> None:
                 pass
 
 
+def _built_by_a_first_worker(device: dict) -> dict[str, tuple[bytes, int]]:
+    """Starts a worker on `device` in a child, before any candidate's in this sandbox, and
+    returns what its start-up left in Triton's cache (`_snapshot`): the probe kernel's
+    binary, its C launcher and Triton's driver module, built with the host's compilers.
+    Every worker's cache starts empty, so each built them again in its probe, on cores the
+    other walks were using (RESULTS.md §38). Nothing if it fails or takes past
+    `FIRST_WORKER_S`: the workers then build them as before."""
+    from fitness.sandbox import worker
+
+    child = os.fork()
+    if child == 0:
+        os.setpgid(0, 0)
+        status = 1
+        try:
+            worker.Worker({"device": device}, None)
+            status = 0
+        finally:
+            os._exit(status)
+    deadline = time.monotonic() + FIRST_WORKER_S
+    while (ended := os.waitpid(child, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if ended == (0, 0):
+        os.killpg(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        return {}
+    cache = os.environ.get("TRITON_CACHE_DIR", "")
+    return _snapshot(cache) if os.waitstatus_to_exitcode(ended[1]) == 0 and cache else {}
+
+
+def _snapshot(directory: str) -> dict[str, tuple[bytes, int]]:
+    """Returns every file under `directory`: its path there -> (its bytes, its mode)."""
+    files = {}
+    for root, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                with open(path, "rb") as handle:
+                    files[os.path.relpath(path, directory)] = (handle.read(), os.stat(path).st_mode & 0o777)
+    return files
+
+
+def _restore(directory: str, files: dict[str, tuple[bytes, int]]) -> None:
+    """Writes `files` (`_snapshot`'s) under `directory`: new copies, from this process's
+    memory, so what a candidate does to its own never reaches the next child's."""
+    for relative, (data, mode) in files.items():
+        path = os.path.join(directory, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+        os.chmod(path, mode)
+
+
 def _child(control: socket.socket, fds: list[int]) -> None:
     """Runs in the forked child: one candidate's worker, then exit."""
     from fitness.sandbox import worker
@@ -112,10 +173,12 @@ def _undumpable() -> None:
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
-    scope = sys.argv[2]
+    scope, device = sys.argv[2], json.loads(sys.argv[3])
     _preload()
     _undumpable()
     workdir, child, generation = os.getcwd(), None, None
+    built = {} if device["backend"] == "interpreter" else _built_by_a_first_worker(device)
+    cache = os.environ.get("TRITON_CACHE_DIR", "")
     while True:
         readable, _, _ = select.select([control], [], [], 0.05)
         if child is not None:
@@ -133,6 +196,7 @@ def main() -> None:
             return  # the engine closed CONTROL: the slot is being shut down
         _end_others(scope, child)
         _empty(workdir)
+        _restore(cache, built)
         generation, child = message.decode().split()[1], os.fork()
         if child == 0:
             _child(control, fds)
