@@ -35,11 +35,46 @@ import clock_knobs  # noqa: E402  (beside this script)
 FLOOR_US = 20.0
 
 
-def events_us(task, device) -> tuple[list[float], list[float]]:
+SWEEP_RUNS = 50
+
+
+def swept_us(fn, device) -> dict[str, float]:
+    """Returns the median of `SWEEP_RUNS` event-timed graph replays of `fn`, the last-level
+    cache swept before each by writing a buffer twice its size (as `timing.bench` does) and
+    by reading it. A write leaves dirty lines written back while the timed kernel reads: 3-6
+    us of a 20-50-us kernel (RESULTS.md §6k), once a run in event timing, once a batch in the
+    judge's (behind its fill's flush). Each replay waits behind a pad, so its start event
+    fires with the work queued."""
+    import torch
+
+    sweep = torch.empty(timing.flush_bytes(device), dtype=torch.int8, device=device.torch_device)
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    medians = {}
+    for name, swept in (("write", sweep.zero_), ("read", sweep.max)):
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                 for _ in range(SWEEP_RUNS)]
+        graph.replay()
+        for start, end in pairs:
+            swept()
+            torch.cuda._sleep(50_000)
+            start.record()
+            graph.replay()
+            end.record()
+        torch.cuda.synchronize()
+        medians[name] = statistics.median(start.elapsed_time(end) * 1e3 for start, end in pairs)
+    return medians
+
+
+def events_us(task, device) -> tuple[list[float], list[float], list[float], list[float]]:
     """Returns the baseline's median per case timed in this process with device events:
     on its own memory, and with its inputs in a judge-style lent buffer and its outputs
     allocated in a region of one (`fitness.sandbox.timed.Arena`), to tell the memory's
-    part in a difference from the clock's."""
+    part in a difference from the clock's; then `swept_us` on its own memory, the cache
+    swept by writing and by reading, to tell the sweep's part."""
     import torch
 
     from fitness.processes import shared_memory
@@ -49,12 +84,15 @@ def events_us(task, device) -> tuple[list[float], list[float]]:
     with open(path, "w") as handle:
         handle.write(task.baseline_source)
     entry = getattr(modules.import_file(path, f"baseline_{task.name}"), task.entry_point)
-    own, lent = [], []
+    own, lent, written, read = [], [], [], []
     allocate = shared_memory.allocator(torch.cuda.current_device())
     for case in task.cases_for(device.backend):
         inputs = task.make_inputs(case.params, 0, device.torch_device)
         [stats] = timing.bench([lambda: entry(*inputs)], device)
         own.append(stats.median_us)
+        swept = swept_us(lambda: entry(*inputs), device)
+        written.append(swept["write"])
+        read.append(swept["read"])
         outputs = entry(*inputs)
         out_bytes = sum(t.numel() * t.element_size()
                         for t in (outputs if isinstance(outputs, (tuple, list)) else [outputs]))
@@ -77,7 +115,7 @@ def events_us(task, device) -> tuple[list[float], list[float]]:
                   flush=True)
         buffer.release()
         region_buffer.release()
-    return own, lent
+    return own, lent, written, read
 
 
 def main() -> None:
@@ -123,8 +161,8 @@ def main() -> None:
                    "cases": [c.name for c in task.cases_for(device.backend)],
                    "judge_us": list(evaluation.latency_us),
                    "judge_ref_us": list(evaluation.ref_latency_us),
-                   **dict(zip(("events_us", "events_lent_us"), events_us(task, device)
-                              if device.timing_meaningful else ([], []))),
+                   **dict(zip(("events_us", "events_lent_us", "swept_write_us", "swept_read_us"),
+                              events_us(task, device) if device.timing_meaningful else ([],) * 4)),
                    "seconds": round(time.monotonic() - started, 1)}
             with open(args.out, "a") as handle:
                 handle.write(json.dumps(row) + "\n")
@@ -135,22 +173,32 @@ def main() -> None:
 def summarize(path: str) -> None:
     """Prints, over cases of FLOOR_US or more, the median |judge/events - 1| and the
     median and max spread of the two judge readings."""
-    ratios, spreads, lent = [], [], []
+    ratios, spreads, lent, by_sweep = [], [], [], {"write": [], "read": []}
     with open(path) as handle:
         rows = [json.loads(line) for line in handle if line.strip()]
     for row in rows:
-        for cand, ref, events, in_lent in zip(row["judge_us"], row["judge_ref_us"],
-                                              row["events_us"], row.get("events_lent_us", [])):
+        cases = zip(row["judge_us"], row["judge_ref_us"], row["events_us"], row.get("events_lent_us", []),
+                    row.get("swept_write_us") or [None] * len(row["events_us"]),
+                    row.get("swept_read_us") or [None] * len(row["events_us"]))
+        for cand, ref, events, in_lent, written, read in cases:
             if cand is None or ref is None or events < FLOOR_US:
                 continue
             ratios.append(ref / events)
             lent.append(in_lent / events)
             spreads.append(abs(cand - ref) / min(cand, ref))
+            for name, swept in (("write", written), ("read", read)):
+                if swept:
+                    by_sweep[name].append(ref / swept)
     if ratios:
         print(f"cases >= {FLOOR_US:g} us: {len(ratios)}; judge/events median "
               f"{statistics.median(ratios):.4f} (min {min(ratios):.4f}, max {max(ratios):.4f}); "
               f"judge repeat spread median {statistics.median(spreads):.4f}, max {max(spreads):.4f}; "
               f"events in lent memory / events median {statistics.median(lent):.4f}")
+    for name, found in by_sweep.items():
+        if found:
+            print(f"judge / events with the cache swept by {name}ing, {SWEEP_RUNS} graph replays: median "
+                  f"{statistics.median(found):.4f} (min {min(found):.4f}, max {max(found):.4f}) over "
+                  f"{len(found)} cases")
     failed = [row["task"] for row in rows if not row["correct"]]
     print(f"baselines correct: {len(rows) - len(failed)} of {len(rows)}"
           + (f"; failed: {failed}" if failed else ""))
