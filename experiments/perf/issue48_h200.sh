@@ -17,7 +17,8 @@
 # c11, c05_finishes, c02_wakes), fused (240: c05_finishes beside its twin c12, the same one
 # launch for every run with an honest `done`, and c11, twice), split (90: fitness_bench of this
 # tree alone, 40 s of scoring, for the capture's parts), turn (320: the checker's turn queued
-# before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), bench (190: fitness_bench, this tree cut at 65 s of scoring, its timed-case log and
+# before `go`: c05, c12 and c02 against their twins, then judge/events over every baseline), starts (60: a
+# fresh worker's start from an empty Triton cache and from the first worker's builds), bench (190: fitness_bench, this tree cut at 65 s of scoring, its timed-case log and
 # pmon read by slow_copies.py, then 8dd2dab in the same call), spares (120: fitness_bench with 10 spares), cheats (150:
 # the cheat zoo with the lint off), honest (HONEST_S, 240: the honest files, resumed from
 # HONEST_PREV's lines). `1`: exposure bisect clock compromised;
@@ -110,6 +111,10 @@ for s in "${steps[@]}"; do
     grep -E "^  (cut at|timing runs|device held|one worker)|^pooled|false failures|^timing rep" $OUT/bench_spares.txt | cut -c1-400
     python3 $P/slow_copies.py $OUT/bench_spares_cases.jsonl > $OUT/slow_copies_spares.txt 2>&1
     tail -1 $OUT/slow_copies_spares.txt ;;
+  starts)  # a fresh worker's start, step by step: from an empty Triton cache, then from
+    # what the zygote's first worker built (RESULTS.md §38)
+    timeout 60 python3 $P/worker_start.py --device cuda --starts 3 > $OUT/worker_start.txt 2>&1
+    grep -E "^start|^a first|whole start|first Triton launch|device context" $OUT/worker_start.txt | cut -c1-200 ;;
   cheats)
     timeout 150 python3 $P/cheat_sweep.py --device cuda --workers 10 --ungated > $OUT/cheats.txt 2>&1
     tail -4 $OUT/cheats.txt | cut -c1-300 ;;
@@ -119,7 +124,7 @@ for s in "${steps[@]}"; do
     timeout ${HONEST_S:-240} python3 $P/honest_sweep.py --device cuda --workers 10 \
       --out $OUT/honest_lines.txt > $OUT/honest.txt 2>&1
     grep -c "^OK" $OUT/honest_lines.txt; grep "^BAD" $OUT/honest_lines.txt | cut -c1-300; tail -1 $OUT/honest.txt ;;
-  *) echo "unknown step $s (loudclock loudbench warm exposure bisect clock longer compromised unmeasured fused turn split bench spares cheats honest, 1, 2)" ;;
+  *) echo "unknown step $s (loudclock loudbench warm exposure bisect clock longer compromised unmeasured fused turn split starts bench spares cheats honest, 1, 2)" ;;
   esac
 done
 echo "== done $(date +%T)"
