@@ -743,3 +743,40 @@ def test_a_task_whose_call_op_imports_a_function_its_entry_never_calls_is_timed_
     assert calls.entry == "axpy_pre" and calls.entry_call["kind"] == "call_op"
     evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
     assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace[-2000:]
+
+
+_TAKES_A_CONFIG = _KERNEL[:_KERNEL.index("class _Axpy")] + '''
+class Config:
+    def __init__(self, alpha):
+        self.alpha = alpha
+
+
+def axpy_configured(x, y, out, config):
+    axpy_out(x, y, out, config.alpha)
+    return out
+'''
+_CONFIG_TESTS = _TESTS.replace("axpy_out(x, y, out, 0.5)", "axpy_configured(x, y, out, Config(0.5))")
+_MAKES_A_CONFIG = _PERF.replace("from axpy_out import axpy_out", "from axpy_out import Config, axpy_configured").replace(
+    "axpy_out(x, y, out, alpha=0.5)\n        return out", "return axpy_configured(x, y, out, Config(0.5))")
+
+
+def test_a_task_whose_call_op_makes_an_argument_that_cannot_cross_is_timed_whole_by_the_judge(
+        evaluator, tmp_path):
+    """int_scaled_matmul's call_op makes a `Config` of the kernel module from its input's
+    block size and passes it to its one call: the call cannot cross to the worker, call_op
+    whole can (its input's leaves are tensors), and is the timed call, as GEAK-eval times it
+    (untimed as "cannot be recorded" on an H200, RESULTS.md §38)."""
+    task = tritonbench.load_file(_suite(tmp_path, _MAKES_A_CONFIG, _TAKES_A_CONFIG, _CONFIG_TESTS))
+    task = dataclasses.replace(task, name="axpy_out_configured")  # its own reference outputs
+    calls = task.timing_calls.recorded("cpu", None)
+    assert (calls.entry, calls.arity, calls.entry_call["kind"]) == ("axpy_configured", 2, "call_op")
+    x, y = calls.make_inputs({"input": 1}, 3, "cpu")
+    (out,) = calls(x, y)
+    assert torch.allclose(out, 0.5 * x + y)
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
+    assert (evaluation.stage_reached, evaluation.failure_kind) == ("timed", None), evaluation.error_trace[-2000:]
+    # the config's class is the candidate's too: one whose Config doubles alpha is wrong
+    doubled = task.baseline_source.replace("self.alpha = alpha", "self.alpha = 2 * alpha")
+    assert doubled != task.baseline_source
+    evaluation = evaluator.evaluate(task, make_candidate(task.name, doubled))
+    assert not evaluation.correct, evaluation

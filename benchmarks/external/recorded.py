@@ -505,8 +505,9 @@ class PerformanceCalls(Positional):
 
     def recorded(self, device, count: int | None) -> "PerformanceCalls":
         """Returns these calls recorded on `device` (the first `count` inputs; None: all):
-        the function `call_op` calls on every input, its arity, the arguments the
-        reference writes. Raises Unrecordable (why) or whatever the suite's code raised."""
+        the function `call_op` calls on every input (or call_op whole, `_recorded_whole`),
+        its arity, the arguments the reference writes. Raises Unrecordable (why) or whatever
+        the suite's code raised."""
         import torch
         from torch.utils._pytree import tree_map
 
@@ -550,8 +551,23 @@ class PerformanceCalls(Positional):
                                f"input {counts.index(0)}")
         if max(counts) > 1:
             return self._recorded_whole(definition, made, device, several[0][0])
-        if refused is not None:
-            raise refused
+        single = refused
+        if single is None:
+            try:
+                return self._recorded_single(kernel, perf, definition, made, device, calls)
+            except Unrecordable as error:
+                single = error
+        try:  # int_scaled_matmul's call_op makes the triton Config it passes its one call
+            return self._recorded_whole(definition, made, device, several[0][0])
+        except Unrecordable as whole:
+            raise Unrecordable(f"{single}; call_op whole: {whole}") from None
+
+    def _recorded_single(self, kernel, perf, definition, made: list, device: str,
+                         calls: list) -> "PerformanceCalls":
+        """Returns these calls with the one call `call_op` makes of the module on every input
+        (`calls`, per input) as the timed call; raises Unrecordable where it cannot be."""
+        import torch
+
         names = sorted({(name, keywords) for name, _, keywords in calls})
         if len(names) > 1:
             raise Unrecordable(f"call_op calls different functions (or passes other keywords) "
@@ -572,8 +588,10 @@ class PerformanceCalls(Positional):
     def _recorded_whole(self, definition, made: list, device: str, first_call: str) -> "PerformanceCalls":
         """Returns these calls with call_op whole as the timed call, where it calls the module
         more than once on an input (chunk_gla_fwd: the intra-chunk kernel's output goes into
-        the output kernel): the leaves of its input (after `to_cuda`) are the arguments, the
-        same structure on every input; the candidate module defines every function it calls."""
+        the output kernel) or its one call cannot be the timed call (an argument call_op
+        makes that does not cross to the worker): the leaves of its input (after `to_cuda`)
+        are the arguments, the same structure on every input; the candidate module defines
+        every function it calls. GEAK-eval times call_op whole too."""
         import torch
 
         leaves = [_leaves(definition, value, device, 1) for value in made]
