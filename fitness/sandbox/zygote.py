@@ -19,6 +19,7 @@ this one is ended. "group" (`[fitness] sandbox = "off"`): only the child's proce
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -104,7 +105,10 @@ def _built_by_a_first_worker(device: dict) -> dict[str, tuple[bytes, int]]:
     `FIRST_WORKER_S`: the workers then build them as before."""
     from fitness.sandbox import worker
 
-    child = os.fork()
+    try:
+        child = os.fork()
+    except OSError:
+        return {}
     if child == 0:
         os.setpgid(0, 0)
         status = 1
@@ -117,11 +121,17 @@ def _built_by_a_first_worker(device: dict) -> dict[str, tuple[bytes, int]]:
     while (ended := os.waitpid(child, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
         time.sleep(0.02)
     if ended == (0, 0):
-        os.killpg(child, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child, signal.SIGKILL)
         os.waitpid(child, 0)
         return {}
     cache = os.environ.get("TRITON_CACHE_DIR", "")
-    return _snapshot(cache) if os.waitstatus_to_exitcode(ended[1]) == 0 and cache else {}
+    if os.waitstatus_to_exitcode(ended[1]) != 0 or not cache:
+        return {}
+    try:
+        return _snapshot(cache)
+    except OSError:
+        return {}
 
 
 def _snapshot(directory: str) -> dict[str, tuple[bytes, int]]:
@@ -196,7 +206,10 @@ def main() -> None:
             return  # the engine closed CONTROL: the slot is being shut down
         _end_others(scope, child)
         _empty(workdir)
-        _restore(cache, built)
+        try:
+            _restore(cache, built)
+        except OSError:  # a full disk: the child builds them itself, as before
+            _empty(workdir)
         generation, child = message.decode().split()[1], os.fork()
         if child == 0:
             _child(control, fds)
