@@ -1,20 +1,17 @@
 """The fork server of one sandbox: a clean worker per candidate without a cold start.
 
-Run in the sandbox as `python -m fitness.sandbox.zygote CONTROL SCOPE DEVICE`. It imports
-torch, Triton and the worker (seconds of a worker's start-up) and never touches the device
-(CUDA does not survive a fork). On a GPU (DEVICE: a `DeviceInfo` as JSON) one trusted child
-starts as a worker first, before any candidate's, and what it built into Triton's cache is
-kept (`_built_by_a_first_worker`). For each "fork" message on CONTROL, which carries the new
-worker's request, reply and (on CUDA) channel descriptors, it first ends every other
-process of the sandbox and empties its private directory, puts those builds back, then
-forks: the child closes CONTROL and serves one candidate on its own descriptors
-(`fitness.sandbox.worker._serve`). So nothing a candidate left behind (processes, threads,
-files, patched modules, pipes it held) reaches the next one, and a child can never read the
-next child's descriptors. The child's exit status goes back on CONTROL as "exit GENERATION
-STATUS".
-
-SCOPE "namespace": the sandbox has its own PID namespace, and every process but its init and
-this one is ended. "group" (`[fitness] sandbox = "off"`): only the child's process group.
+Run in the sandbox as `python -m fitness.sandbox.zygote CONTROL SCOPE DEVICE` (a `DeviceInfo`
+as JSON). It imports torch, Triton and the worker and never touches the device (CUDA does not
+survive a fork); on a GPU a trusted first worker's builds are kept (`_built_by_a_first_worker`).
+For each "fork" message on CONTROL, which carries the new worker's request, reply and (on
+CUDA) channel descriptors, it ends every other process of the sandbox, empties its private
+directory, puts those builds back, then forks: the child closes CONTROL and serves one
+candidate on its own descriptors (`fitness.sandbox.worker._serve`). So nothing a candidate
+left behind (processes, threads, files, patched modules, pipes) reaches the next one, and a
+child never reads the next one's descriptors. Its exit status goes back on CONTROL as "exit
+GENERATION STATUS". SCOPE "namespace": the sandbox has its own PID namespace, and every
+process but its init and this one is ended; "group" (`[fitness] sandbox = "off"`): only the
+child's process group.
 """
 
 from __future__ import annotations
