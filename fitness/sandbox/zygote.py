@@ -93,9 +93,9 @@ def _empty(directory: str) -> None:
                 pass
 
 
-def _built_by_a_first_worker(device: dict) -> dict[str, tuple[bytes, int]]:
+def _built_by_a_first_worker(device: dict, cache: str) -> dict[str, tuple[bytes, int]]:
     """Starts a worker on `device` in a child, before any candidate's in this sandbox, and
-    returns what its start-up left in Triton's cache (`_snapshot`): the probe kernel's
+    returns what its start-up left in Triton's cache, `cache` (`_snapshot`): the probe kernel's
     binary, its C launcher and Triton's driver module, built with the host's compilers.
     Every worker's cache starts empty, so each built them again in its probe, on cores the
     other walks were using (RESULTS.md §38). Nothing if it fails or takes past
@@ -122,7 +122,6 @@ def _built_by_a_first_worker(device: dict) -> dict[str, tuple[bytes, int]]:
             os.killpg(child, signal.SIGKILL)
         os.waitpid(child, 0)
         return {}
-    cache = os.environ.get("TRITON_CACHE_DIR", "")
     if os.waitstatus_to_exitcode(ended[1]) != 0 or not cache:
         return {}
     try:
@@ -184,8 +183,8 @@ def main() -> None:
     _preload()
     _undumpable()
     workdir, child, generation = os.getcwd(), None, None
-    built = {} if device["backend"] == "interpreter" else _built_by_a_first_worker(device)
     cache = os.environ.get("TRITON_CACHE_DIR", "")
+    built = {} if device["backend"] == "interpreter" else _built_by_a_first_worker(device, cache)
     while True:
         readable, _, _ = select.select([control], [], [], 0.05)
         if child is not None:
