@@ -65,7 +65,7 @@ run: $(VENV)/.installed sandbox
 	@echo "      (evo is in $(BIN): \`source $(BIN)/activate\` first)"
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=40
 
 # Campaign-level and sweep tests (marked slow, the browser's among them) left out: about 2.5
 # minutes on 2 cores (`test`: about 30); CI runs `test`. No Chromium: only `test` sets it up.

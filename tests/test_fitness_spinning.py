@@ -7,6 +7,7 @@ on the interpreter)."""
 
 import concurrent.futures
 import pathlib
+import re
 import sys
 import time
 
@@ -29,9 +30,6 @@ LIMIT_S = 8.0
 machine; the spinning one holds its worker this long."""
 SLACK_S = 4.0
 """What a loaded machine may add to a kill's round trip and the walk's own work."""
-BEFORE_THE_CALL_S = 8.0
-"""The import and precompile before the spinning call, each under its own limit: 6.8 s on
-a loaded 2-core machine in one CI run."""
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +52,14 @@ def test_the_spinning_kernel_ends_as_a_timeout_within_its_limit_plus_grace(round
     _, beside = rounds
     spinning = _spinning(beside)
     assert (spinning.kind, spinning.stage) == ("timeout", "run"), spinning.trace
-    # from its import to the end of its first call: the call ran the whole limit, no more
-    assert LIMIT_S <= spinning.compile_s <= BEFORE_THE_CALL_S + LIMIT_S + watchdog.GRACE_S
+    # the call ran the whole limit, no more; the judge held it stopped while others were
+    # timed, which moves its deadline on (9 s here), and the import and precompile before
+    # it took what a loaded machine gives them (10.5 s in one CI run)
+    ran = re.search(r"ran past its (\S+) s limit \(ended after (\S+) s running and (\S+) s "
+                    r"held stopped by the judge\)", spinning.trace)
+    assert ran and float(ran[1]) == LIMIT_S, spinning.trace
+    assert LIMIT_S <= float(ran[2]) <= LIMIT_S + watchdog.GRACE_S
+    assert spinning.compile_s >= float(ran[2]) + float(ran[3])  # the stage's whole wall time
 
 
 def test_the_other_twenty_verdicts_arrive_as_without_it(rounds):

@@ -461,7 +461,7 @@ class WorkerProcess:
     def finish(self, request: dict, deadline: float, timeout_s: float) -> dict:
         """Returns the reply to the started `request`, waiting until `deadline`."""
         reply = self._await_reply(deadline, f"the {request.get('op', 'stage')} request ran "
-                                            f"past its {timeout_s:g} s limit")
+                                            f"past its {timeout_s:g} s limit", timeout_s)
         if reply.get("fatal"):
             self.retired = True  # it is exiting: never lend it again
         return reply
@@ -492,11 +492,13 @@ class WorkerProcess:
             raise WorkerFault("harness_error", reply.get("trace", "worker failed to start"))
         return reply
 
-    def _await_reply(self, deadline: float, timeout_detail: str,
+    def _await_reply(self, deadline: float, timeout_detail: str, timeout_s: float = 0.0,
                      fault_on_time: bool = True) -> dict:
         """Returns the next reply; past `deadline` the worker is killed (a timeout fault), or
         with `fault_on_time` False TimeoutError is raised and it lives on. Time the judge
-        held it stopped meanwhile moves `deadline` on."""
+        held it stopped meanwhile moves `deadline` on. A timeout fault says how long the
+        request ran (given its `timeout_s` limit) and how long it was held stopped: where a
+        stage's wall time went when its verdict came late."""
         stopped_before = self.stopped_s
         while True:
             try:
@@ -515,7 +517,11 @@ class WorkerProcess:
             if remaining <= 0:
                 if not fault_on_time:
                     raise TimeoutError(timeout_detail)
-                raise self._fault("timeout", timeout_detail)
+                stopped_s = self.stopped_s - stopped_before
+                ran_s = time.monotonic() - deadline + timeout_s - stopped_s
+                raise self._fault("timeout", f"{timeout_detail} (ended after {ran_s:.2f} s "
+                                  f"running and {stopped_s:.2f} s held stopped by the judge)"
+                                  if timeout_s else timeout_detail)
             readable, _, _ = select.select([self._reply_fd], [], [], min(remaining, _POLL_S))
             if readable and not self._reader.feed():
                 reason = self._death_reason()  # waits for the exit, `GRACE_S` at most
