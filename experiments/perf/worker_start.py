@@ -66,10 +66,10 @@ def main() -> None:
     from fitness.sandbox import zygote
 
     cache = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="worker-start-cache-")
-    began = time.perf_counter()
-    zygote._preload()
-    print(f"zygote preload {time.perf_counter() - began:.2f} s", flush=True)
     backend = "interpreter" if args.device == "cpu" else "cuda"
+    began = time.perf_counter()
+    zygote._preload(backend)
+    print(f"zygote preload {time.perf_counter() - began:.2f} s", flush=True)
     for label, first_worker in (("an empty cache", False), ("what a first worker built", True)):
         built = {}
         if first_worker:

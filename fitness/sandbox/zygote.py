@@ -32,9 +32,11 @@ FIRST_WORKER_S = 60.0
 without what it built."""
 
 
-def _preload() -> None:
-    """Imports what every worker needs, and the meta rules a capture's `Arena` runs,
-    without initialising any device."""
+def _preload(backend: str) -> None:
+    """Imports what every worker needs without initialising any device; for a `backend`
+    that compiles, also the meta rules a capture's `Arena` runs and Triton's hash. The
+    interpreter's workers never capture nor look a kernel up in the cache: there, both
+    cost each zygote seconds of a 2-core machine for nothing."""
     import torch  # noqa: F401
     import triton  # noqa: F401
     import triton.language  # noqa: F401
@@ -45,8 +47,9 @@ def _preload() -> None:
 
     from fitness.sandbox import instrument, timed, worker  # noqa: F401
 
-    timed.load_meta_rules()
-    triton_key()()
+    if backend != "interpreter":
+        timed.load_meta_rules()
+        triton_key()()
 
 
 def triton_key():
@@ -180,7 +183,7 @@ def _undumpable() -> None:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     scope, device = sys.argv[2], json.loads(sys.argv[3])
-    _preload()
+    _preload(device["backend"])
     _undumpable()
     workdir, child, generation = os.getcwd(), None, None
     cache = os.environ.get("TRITON_CACHE_DIR", "")
