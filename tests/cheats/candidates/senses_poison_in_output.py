@@ -2,10 +2,10 @@
 # caught-as: nan|mismatch
 # Senses the audit, pure Triton and stateless: each program reads its own slot of the fresh
 # output first. A checked call's fresh memory used to hold NaN and a timed call's did not,
-# so it does every block only when it sees NaN, and every other block otherwise. Its
-# unwritten blocks hold the poison (NaN or an infinity: `nan`) or, in a timed run on the
-# interpreter, whose allocations the judge does not poison, whatever memory the allocator
-# reused (`mismatch`: once in a `make test-fast` run; `nan` where a freed poison was reused).
+# so it does every block only when it sees NaN, and every other block otherwise. Caught at
+# the check (its unwritten blocks hold an infinity: `nan`) unless every checked call drew
+# NaN; then in a timed run, whose output on the interpreter the judge does not poison and
+# whose unwritten blocks hold reused memory (`mismatch`: once in a `make test-fast` run).
 import torch
 import triton
 import triton.language as tl

@@ -1,8 +1,10 @@
 # task: vector_add
-# caught-as: nan
+# caught-as: nan|mismatch
 # Senses the audit with a one-element probe: a fresh `torch.empty(1)` the kernel reads.
 # Checked calls used to poison it with NaN and timed calls did not; it does the second half
-# of the blocks only when it sees NaN.
+# of the blocks only when it sees NaN. Caught at the check unless every checked call drew
+# NaN (an infinity is as likely); then in a timed run, whose unpoisoned output on the
+# interpreter holds reused memory (`mismatch`), as senses_poison_in_output once was.
 import torch
 import triton
 import triton.language as tl
