@@ -68,7 +68,7 @@ test: setup
 	$(BIN)/python -m pytest -q --durations=40
 
 # Campaign-level and sweep tests (marked slow, the browser's among them) left out: about 2.5
-# minutes on 2 cores (`test`: about 30); CI runs `test`. No Chromium: only `test` sets it up.
+# minutes on 2 cores (`test`: 30-75, by the machine); CI runs `test`. No Chromium: only `test` sets it up.
 test-fast: $(VENV)/.installed sandbox
 	$(BIN)/python -m pytest -q -m "not slow"
 
