@@ -13,7 +13,7 @@ import pytest
 from fitness.device import DeviceInfo
 from fitness.processes import watchdog
 from fitness.processes.device_lock import DeviceLock
-from fitness.processes.pool import WorkerPool, _stopped, _tree, quiet
+from fitness.processes.pool import WorkerFault, WorkerPool, _stopped, _tree, quiet
 
 INTERPRETER = DeviceInfo("interpreter", "cpu-interpreter")
 
@@ -169,6 +169,27 @@ def test_a_checker_ends_after_a_fault_that_poisons_its_device_context(tmp_path, 
         with pool.lease() as checker:
             assert (checker.proc.pid != first) == replaced
             assert checker.request({"op": "timed_close", "token": "none"}, 60)["ok"]
+    finally:
+        pool.close()
+
+
+class _SlowRecording:
+    """Timing calls whose recording outlasts its request's limit."""
+
+    def record(self, device, count):
+        time.sleep(60)
+
+
+def test_a_request_to_a_checker_a_timeout_killed_is_a_fault_that_says_so(tmp_path):
+    # a baseline's timing closed its case on the checker that its release's timeout had
+    # killed: select() on the closed pipe raised ValueError, out of the Evaluator (RESULTS.md §40)
+    pool = WorkerPool(INTERPRETER, 1, "checker", str(tmp_path))
+    try:
+        with pool.lease() as checker:
+            with pytest.raises(WorkerFault, match="past its 2 s limit"):
+                checker.request({"op": "record", "calls": _SlowRecording(), "count": 1}, 2)
+            with pytest.raises(WorkerFault, match="ended by an earlier fault .* timed_close"):
+                checker.request({"op": "timed_close", "token": "none"}, 60)
     finally:
         pool.close()
 

@@ -20,7 +20,7 @@ import statistics
 
 from fitness.judge.walk import Failed
 from fitness.processes import host_words
-from fitness.processes.pool import GRACE_S, quiet, relay_fd, stopped
+from fitness.processes.pool import GRACE_S, WorkerFault, quiet, relay_fd, stopped
 
 GPU_BATCHES = 5
 """Batches per case on a GPU: their median is the latency (each on new inputs)."""
@@ -155,6 +155,11 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         method = f"judge-{captured['method']}"
     batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
     per_run_us, stopped_by, fill_gbps = [], "batches", []
+
+    def close() -> None:  # the checker's buffers of this case's runs
+        with shared():
+            walk._request(checker, {"op": "timed_close", "token": token}, c.limits.check_s)
+
     try:
         # One hold for all of a case's batches: each hold waits for the device to drain, and
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
@@ -185,9 +190,12 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                 if share and settled(per_run_us):
                     stopped_by = "settled"
                     break
-    finally:
-        with shared():
-            walk._request(checker, {"op": "timed_close", "token": token}, c.limits.check_s)
+    except BaseException:
+        # the fault that ended the timing is the verdict's: a checker it killed cannot close
+        with contextlib.suppress(Failed, WorkerFault):
+            close()
+        raise
+    close()
     ordered = sorted(per_run_us)
     stats = {"median_us": statistics.median(ordered),
              "p20_us": ordered[int(0.2 * (len(ordered) - 1))],

@@ -418,6 +418,10 @@ class WorkerProcess:
         return bytes(self._tail).decode(errors="replace")[-max_chars:]
 
     def _send(self, request: dict, deadline: float) -> None:
+        if self._request_fd < 0:  # killed after an earlier fault: its pipes are closed
+            raise WorkerFault("worker_crash", f"the {self.role} was ended by an earlier fault "
+                              f"({self.ended_by or 'killed'}) before this "
+                              f"{request.get('op', 'stage')} request", self.output_tail())
         data = protocol.encode_request(request, pickled=not self.untrusted)
         while data:
             remaining = deadline - time.monotonic()
