@@ -213,6 +213,19 @@ def test_out_of_memory_is_walked_once_more_before_it_is_blamed(ungated_evaluator
     assert ungated_evaluator.stats()["retries"] == retries_before + 1
 
 
+def test_a_baseline_out_of_memory_beside_other_walks_goes_again_alone(ungated_evaluator):
+    # two TritonBench-revised baselines ran out of an H200's memory beside 7 other walks
+    # and left their tasks untimed as the harness's error (RESULTS.md §40)
+    retries_before = ungated_evaluator.stats()["retries"]
+    hungry = dataclasses.replace(VECTOR_ADD, name="vector_add_hungry_baseline", baseline_source=add_source(
+        pre_return="raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 72.00 MiB')"))
+    evaluation = ungated_evaluator.evaluate(hungry, make_candidate("vector_add", add_source()))
+    # the second walk, alone, meets it again: the task's, not the candidate's
+    assert (evaluation.failure_kind, evaluation.stage_reached) == ("harness_error", "timed")
+    assert "baseline failed its timing (out_of_memory)" in evaluation.error_trace
+    assert ungated_evaluator.stats()["retries"] == retries_before + 1
+
+
 def test_candidate_finds_no_secret_in_its_environment(ungated_evaluator, monkeypatch):
     monkeypatch.setenv("FAKE_API_KEY", "sk-fake-do-not-leak")
     monkeypatch.setenv("MYSQL_PWD", "tok-fake-do-not-leak")

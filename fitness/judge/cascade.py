@@ -406,7 +406,10 @@ class BuiltinWalk(Walk):
                         stats.append(clock.time_case(self, worker, checker, case, self._token(),
                                                      runs, alone=True))
         except (Failed, WorkerFault) as failure:
-            raise Failed("timed", "harness_error", f"the task's baseline failed its timing "
+            # out of memory beside other walks is theirs: the walk goes again alone, and so
+            # does this job (a failed one is started again); alone, it is the task's
+            kind = failure.kind if walk.crowded_out(self.c, failure.kind) else "harness_error"
+            raise Failed("timed", kind, f"the task's baseline failed its timing "
                          f"({failure.kind}): {failure.detail}") from None
         for key, case_stats in zip(self._case_keys(), stats):
             self.c.best.offer(key, case_stats["median_us"])  # a real timing, kept or not
