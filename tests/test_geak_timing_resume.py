@@ -139,6 +139,17 @@ def test_an_untimed_reference_says_why_and_its_kind_is_counted():
                                              "    1 runtime_error at run: c"]
 
 
+def test_a_reference_cut_as_slower_than_its_own_baseline_is_not_counted_timed():
+    # 11 of 27 "timed" references on an H200 had one case timed: the same code read more
+    # than 1.2x slower than its baseline's timing and the rest was cut (RESULTS.md §40)
+    geak_rows = _rows_module()
+    rows = [{"task": "whole", "stage": "timed", "untimed_kind": "", "latency_us": [3.9, 1460.0]},
+            {"task": "cut", "stage": "timed", "untimed_kind": "", "latency_us": [None, 4621.3]},
+            {"task": "campaign", "stage": "timed", "untimed_kind": ""}]  # `rows_of_results`
+    assert [geak_rows.untimed_kind(row) for row in rows] == ["", geak_rows.CUT, ""]
+    assert geak_rows.reason_counts(rows) == [f"    1 {geak_rows.CUT}: cut"]
+
+
 def test_a_reference_the_judge_left_untimed_is_counted_by_why():
     geak_rows = _rows_module()
     task = dataclasses.make_dataclass("T", [("untimed_reason", str)])("")

@@ -25,6 +25,10 @@ performance inputs (`fitness.judge.performance_inputs`)."""
 _RECORDING_FAILED = "the timing code failed when recorded"
 _EXCEPTION_LINE = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): ?(.*)$", re.MULTILINE)
 _REFERENCE_FAILED = re.compile(r"failed its own harness on \w+ \((\w+) at stage (\w+)\)")
+CUT = "timed, cut as slower than its own baseline"
+"""A reference that reached "timed" but read slower than `GIVE_UP_FACTOR` times its own
+baseline's timing on its first case, its other cases left untimed (RESULTS.md §40): the
+same code timed twice, so not a timed reference."""
 STAGES = ("queue_s", "wall_s", "compile_s", "check_s", "bench_s", "other_s")
 """A project row's seconds: waiting for a thread of the call (queue), then the evaluation's
 wall time, split into compilation on the performance inputs (`compile_s`: import, first
@@ -120,14 +124,22 @@ def fault(trace: str) -> str:
     return message.split(".")[0].strip() if message.startswith("CUDA") else name
 
 
+def untimed_kind(row: dict) -> str:
+    """Returns why `row`'s reference is not timed on every case ("" if it is): its
+    `untimed_kind`, or `CUT` for a timed row with untimed cases (rows from a campaign's
+    results, `geak_timing.rows_of_results`, carry no candidate latencies and are timed)."""
+    if row["stage"] == "timed":
+        return CUT if None in (row.get("latency_us") or []) else ""
+    return row.get("untimed_kind") or "no reason recorded"
+
+
 def reason_counts(rows: list[dict]) -> list[str]:
     """Returns one line per kind of untimed reason, most frequent first, with its tasks (a
     failed recording of a row scored before its fault was named, by its reason's)."""
     tasks = collections.defaultdict(list)
     for row in rows:
-        if row["stage"] != "timed":
-            kind = _with_fault(row.get("untimed_kind"), row.get("untimed_reason") or "")
-            tasks[kind or "no reason recorded"].append(row["task"])
+        if kind := untimed_kind(row):
+            tasks[_with_fault(kind, row.get("untimed_reason") or "")].append(row["task"])
     return [f"  {len(names):3d} {kind}: {', '.join(sorted(names))}"
             for kind, names in sorted(tasks.items(), key=lambda item: -len(item[1]))]
 

@@ -264,15 +264,15 @@ def summary_lines(rows: list[dict], calls: list[dict], table: list[dict],
     lines = [f"device: {calls[-1]['device'] if calls else '-'}; {len(calls)} calls"]
     for suite in ("tritonbench-revised", "rocm"):
         mine = [row for row in rows if row["suite"] == suite]
-        timed = [row for row in mine if row["stage"] == "timed"]
+        timed = [row for row in mine if not geak_rows.untimed_kind(row)]
         goal = f" (goal >= {GOAL_TIMED})" if suite == "tritonbench-revised" else ""
         left = expected.get(suite, len(mine)) - len(mine)
         lines.append(f"{suite}: {len(timed)} of {expected.get(suite, len(mine))} references timed{goal}; "
                      f"{len(mine)} scored, {sum(row['correct'] for row in mine)} correct"
                      + (f", {left} not scored yet" if left > 0 else ""))
         for row in mine:
-            if row["stage"] != "timed":
-                lines.append(f"  not timed: {row['task']}: {row.get('untimed_kind')}: "
+            if kind := geak_rows.untimed_kind(row):
+                lines.append(f"  not timed: {row['task']}: {kind}: "
                              f"{_shortened(row.get('untimed_reason') or row['trace'], 400)}".replace("\n", " "))
         if len(mine) > len(timed):
             lines.append(f"{suite}: untimed references by reason:")
@@ -348,7 +348,7 @@ def main() -> None:
         *args.resume, *([rows_path] if str(rows_path) not in args.resume else [])]
     if args.tables_from is None:
         done = {task: row for task, row in geak_rows.latest(geak_rows.read(sources), "project").items()
-                if not any(word in (row.get("untimed_kind") or "") for word in args.redo)}
+                if not any(word in geak_rows.untimed_kind(row) for word in args.redo)}
         left = [task for task in tasks if task.name not in done]
         print(f"{len(done)} tasks done in earlier calls, {len(left)} to score", flush=True)
         if args.from_results:  # the references' latencies as a campaign measured them

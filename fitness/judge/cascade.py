@@ -178,13 +178,15 @@ class BuiltinWalk(Walk):
         to compare (short): a waiting timing run then delays this walk once per call,
         not once per request."""
         if compiling:
-            with self.c.device_lock.shared():
+            with self.c.device_lock.shared(process=checker):
                 token, inputs = self._prepare(checker, worker, case, seed, check_inputs=True)
             with self.c.device_lock.shared(compiling=True, process=worker):
                 reply = self._called(worker, token, inputs, limit_s)
-            with self.c.device_lock.shared():
+            with self.c.device_lock.shared(process=checker):
                 return self._compare(checker, worker, token, reply, case)
-        with self.c.device_lock.shared(process=worker):
+        # the checker named too: its reference's device work (an external suite's Triton
+        # reference, autotuned) ran unstopped beside the timings that went ahead of it
+        with self.c.device_lock.shared(process=(worker, checker)):
             token, inputs = self._prepare(checker, worker, case, seed, check_inputs=True)
             reply = self._called(worker, token, inputs, limit_s)
             return self._compare(checker, worker, token, reply, case)
@@ -287,7 +289,7 @@ class BuiltinWalk(Walk):
         """Has the checker forget its last walk and hand its device memory back, under the
         shared hold: freeing device memory unmaps it, and a timing run beside an unmap runs
         slow in all its runs (RESULTS.md §6l)."""
-        with self.c.device_lock.shared():
+        with self.c.device_lock.shared(process=checker):
             self._request(checker, {"op": "reset"}, self.c.limits.check_s)
 
     def _precompile(self, worker, checker) -> bool:
@@ -322,7 +324,7 @@ class BuiltinWalk(Walk):
         """Returns the input layouts of the task's cases (`protocol.layouts`: what Triton
         specialises on), which a checker describes once per task (`Cascade.references`)."""
         def describe() -> list:
-            with self.c.device_lock.shared():
+            with self.c.device_lock.shared(process=checker):
                 return self._request(checker, {"op": "describe", "cases": [
                     (case.params, self.c.seed()) for case in self.cases]},
                     self.c.limits.check_s)["cases"]

@@ -135,7 +135,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     1.8x under load (RESULTS.md#interpreter-clock)."""
     c = walk.c
     share = worker.shares and checker.shares
-    shared = _already_held if alone else functools.partial(c.device_lock.shared, process=worker)
+    shared = (_already_held if alone else
+              functools.partial(c.device_lock.shared, process=(worker, checker)))
     with shared():
         opened = walk._request(checker, {"op": "timed_open", "params": case.params,
                                          "runs": runs, "token": token, "share": share,
@@ -171,7 +172,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                 hold.enter_context(_quiet(c))
             # the holders it went ahead beside launch nothing more (`DeviceLock.exclusive`)
             hold.enter_context(c.candidates.frozen(but=worker) if freeze_all
-                               else stopped(p for p in beside if p is not worker))
+                               else stopped(p for p in beside if p not in (worker, checker)))
             for number in range(batches):
                 if share:
                     elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token, alone)

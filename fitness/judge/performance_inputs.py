@@ -55,7 +55,8 @@ def _recorded_task(walk, task: Task) -> tuple[Task | None, str]:
     count = INTERPRETER_PERF_INPUTS if backend == "interpreter" else None
     for _ in range(RECORD_TRIES):
         try:
-            with walk.c.checkers.lease() as checker, walk.c.device_lock.shared(long=True):
+            with walk.c.checkers.lease() as checker, walk.c.device_lock.shared(long=True,
+                                                                               process=checker):
                 reply = walk._request(checker, {"op": "record", "calls": task.timing_calls,
                                                 "count": count}, walk.c.limits.reference_s)
         except Failed as failed:  # the suite's own timing code failed in the checker

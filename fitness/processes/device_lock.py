@@ -83,11 +83,14 @@ class DeviceLock:
         (a first call that compiles), which a timing run does not wait for; `loading`: a
         candidate's import, which a timing run waits for to the end; `reference`: a suite's
         reference run, which a baseline's timing does not wait for; `process`: the worker
-        whose device work the hold is for, named to a timing run that goes ahead beside it;
+        whose device work the hold is for, or a tuple of them (a walk's worker and the
+        checker that makes its inputs and reference outputs), named to a timing run that
+        goes ahead beside it;
         `long`: seconds to minutes (a suite's test run, the recording of its timing code),
         held back while a baseline's timing waits for the long ones in to end."""
         asked = time.monotonic()
         counted = long and not reference
+        named = process if isinstance(process, tuple) else () if process is None else (process,)
         with self._cond:
             while self._exclusive or self._writers_waiting or (long and self._long_waiters):
                 self._wait(asked)
@@ -98,14 +101,13 @@ class DeviceLock:
             self._loading += loading
             self._references += reference
             self._long += counted
-            if process is not None:
-                self._processes.append(process)
+            self._processes.extend(named)
         try:
             yield
         finally:
             with self._cond:
-                if process is not None:
-                    self._processes.remove(process)
+                for one in named:
+                    self._processes.remove(one)
                 self._shared -= 1
                 self._compiling -= compiling
                 self._loading -= loading
