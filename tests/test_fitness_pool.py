@@ -9,6 +9,8 @@ import threading
 import time
 
 import pytest
+import triton
+import triton.language as tl
 
 from fitness.device import DeviceInfo
 from fitness.processes import watchdog
@@ -190,6 +192,41 @@ def test_a_request_to_a_checker_a_timeout_killed_is_a_fault_that_says_so(tmp_pat
                 checker.request({"op": "record", "calls": _SlowRecording(), "count": 1}, 2)
             with pytest.raises(WorkerFault, match="ended by an earlier fault .* timed_close"):
                 checker.request({"op": "timed_close", "token": "none"}, 60)
+    finally:
+        pool.close()
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}, num_warps=1),
+                         triton.Config({"BLOCK": 32}, num_warps=4),
+                         triton.Config({"BLOCK": 64}, num_warps=2)], key=["n"])
+@triton.jit
+def _tuned_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n), mask=offsets < n)
+
+
+class _TunedReference:
+    """A reference whose kernel is autotuned, run in the checker (pickled there by reference);
+    says which blocks its launches used."""
+
+    def record(self, device, count):
+        import torch
+
+        x = torch.arange(100, dtype=torch.float32, device=device)
+        out, blocks = torch.empty_like(x), []
+        _tuned_copy[lambda meta: (blocks.append(meta["BLOCK"]) or triton.cdiv(100, meta["BLOCK"]),)](x, out, 100)
+        return {"blocks": blocks, "copied": bool(torch.equal(x, out))}
+
+
+def test_a_checker_runs_an_autotuned_reference_on_one_config_benchmarking_none(tmp_path):
+    # an external reference tuned every shape in every checker, its benchmarks on the device
+    # beside other walks' timed runs (RESULTS.md §40)
+    pool = WorkerPool(INTERPRETER, 1, "checker", str(tmp_path))
+    try:
+        with pool.lease() as checker:
+            reply = checker.request({"op": "record", "calls": _TunedReference(), "count": 1}, 120)
+        assert reply["ok"], reply.get("trace")
+        assert (reply["blocks"], reply["copied"]) == ([32], True)  # the most warps, launched once
     finally:
         pool.close()
 

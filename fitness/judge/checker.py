@@ -26,6 +26,7 @@ import torch
 from fitness.processes import host_words, protocol
 from fitness.processes import shared_memory
 from fitness.measure import timing
+from fitness.measure.launches import LaunchCounter
 from benchmarks.external import common, recorded
 from fitness.judge import checking, fenced
 from fitness.judge.timed_batch import FillCut, TimedBatch, remove_files
@@ -63,6 +64,14 @@ class Checker:
         # a seed right after its first call, to check determinism
         self.output_digests: set[tuple] = set()  # every earlier output, to spot replays
         self.timed: dict[str, TimedBatch] = {}  # token -> a timed case's batches
+        # References run here for their outputs, which every config of an autotuner computes
+        # within the task's tolerance: one config each, benchmarking none, as a suite's
+        # reference run in its harness does. An external reference that tuned every shape in
+        # every checker ran its benchmarks on the device beside other walks' timed runs
+        # (RESULTS.md §40; `LaunchCounter.one_config`).
+        launches = LaunchCounter()
+        launches.one_config = True
+        launches.install()
 
     def warm_up(self) -> None:
         """Runs what a prepare and a compare do on the device once, on small tensors, before
