@@ -1,7 +1,8 @@
 """Counts a process's Triton launches and, on request, turns them into compilations alone:
 the worker counts a candidate's launches, the checker compiles a baseline without running it.
-For a suite's reference run for its outputs, every autotuner runs one config that compiles
-instead of benchmarking them all (`one_config`)."""
+Where a reference runs for its outputs (a suite's harness run, every reference in a
+checker), every autotuner runs one config that compiles instead of benchmarking them all
+(`one_config`)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ class DeviceLock:
         self._references = 0
         self._long = 0  # long holders a baseline's timing waits for (`shared(long=True)`)
         self._long_waiters = 0  # baselines' timings waiting them out
-        self._processes: list = []  # the `process` of each shared hold under way
+        self._processes: list = []  # the processes named by the shared holds under way
         self._exclusive = False
         self._writers_waiting = 0
         self._busy_since: float | None = None
