@@ -398,15 +398,19 @@ class BuiltinWalk(Walk):
                 self._reset(checker)
                 self._load(worker, self.task.baseline_source)
                 self._precompile(worker, checker)
-                stats = []
+                stats, meaningful = [], self.c.device.timing_meaningful
                 with clock.held_alone(self, worker):
                     for case in self.cases:
                         floors = timing.case_floors_us(self.c.device, self.task.flops,
                                                        self.task.bytes, case.params)
-                        runs = clock.batch_runs(2 * max(floors) if floors else None,
-                                                self.c.device.timing_meaningful)
-                        stats.append(clock.time_case(self, worker, checker, case, self._token(),
-                                                     runs, alone=True))
+                        runs = clock.batch_runs(2 * max(floors) if floors else None, meaningful)
+                        timed = clock.time_case(self, worker, checker, case, self._token(),
+                                                runs, alone=True)
+                        more = clock.retimed_runs(runs, timed["median_us"], meaningful)
+                        if more is not None:  # its batches were too short: the first was a probe
+                            timed = clock.time_case(self, worker, checker, case, self._token(),
+                                                    more, alone=True)
+                        stats.append(timed)
         except (Failed, WorkerFault) as failure:
             # out of memory beside other walks is theirs: the walk goes again alone, and so
             # does this job (a failed one is started again); alone, it is the task's
@@ -427,12 +431,12 @@ class BuiltinWalk(Walk):
         losers."""
         baseline = self._baseline_job().result()
         give_up = [self._give_up(key) for key in self._case_keys()]
-        meaningful = self.c.device.timing_meaningful
         stats: list[dict | None] = [None] * len(self.cases)
         for position, at in enumerate(self._timing_order(baseline)):
-            runs = clock.batch_runs(baseline[at]["median_us"], meaningful)
+            # the baseline's runs a batch: the handoff's fixed cost is the same share of both
             stats[at] = clock.time_case(self, worker, checker, self.cases[at], self._token(),
-                                        runs, give_up[at] if position == 0 else None)
+                                        baseline[at]["batch_runs"],
+                                        give_up[at] if position == 0 else None)
             if stats[at]["stopped"] == "slower":
                 break
         with self.c.device_lock.shared(process=worker):  # freeing device memory unmaps it
