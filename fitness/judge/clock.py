@@ -93,11 +93,10 @@ def retimed_runs(runs: int, median_us: float, meaningful: bool) -> int | None:
     """Returns the runs a baseline's case is timed again with, or None. Its batches held
     `runs` runs from an estimate (twice a roofline floor, or none: `batch_runs`'s 8); where
     `batch_runs` would hold more at the `median_us` they measured, they were too short. The
-    go..done handoff is a fixed cost of every batch (about 16 us on the H200), so a batch of
-    fewer runs reads a kernel slower, and a candidate's batches hold as many runs as its
-    baseline's did (`BuiltinWalk._latency`). Before, TritonBench-revised's references, whose
-    cases have no floor, read 1.3-1.7x slower as their own baselines (8 runs) than as
-    candidates (32) on cases of 2-5 us (RESULTS.md §41)."""
+    go..done handoff is a fixed cost of every batch, so a batch of fewer runs reads a kernel
+    slower, and a candidate's batches hold as many runs as its baseline's did
+    (`BuiltinWalk._latency`): references whose cases have no floor read faster than
+    themselves on small cases before (evidence: RESULTS.md#baseline-batch-runs)."""
     wanted = batch_runs(median_us, meaningful)
     return wanted if wanted > runs else None
 
