@@ -164,8 +164,8 @@ def test_static_gate_runs_before_any_process(runner, scale_shift, seam):
 
 
 @pytest.mark.slow
-def test_a_worker_that_ran_a_harness_is_retired(runner, ungated, scale_shift, seam):
-    harness.reference(runner, scale_shift)
+def test_a_worker_that_ran_a_harness_is_retired(ungated, scale_shift, seam):
+    harness.reference(ungated, scale_shift)  # the evaluating cascade's: its run is not counted
     respawns = seam["candidates"].respawns
     evaluation = _evaluate(ungated, scale_shift, "tb_scale_shift_torch_only.py")  # the lint refuses it first
     assert evaluation.failure_kind == "no_triton_launch"

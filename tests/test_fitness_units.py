@@ -102,6 +102,24 @@ def test_the_private_mirror_holds_each_run_s_values_where_the_lent_sets_do():
         assert again[1] == 7 and torch.equal(again[2], values[2] + run)
 
 
+def test_an_output_s_fingerprint_weighed_in_chunks_is_its_whole_sum_and_tells_a_moved_word():
+    """A GPU output's fingerprint is weighed a chunk at a time (its int64 copy whole ran a
+    checker out of memory on an 8-GB output): the same numbers as the whole sum, and two
+    outputs holding the same words in other places still differ."""
+    from fitness.judge.checker import weighted_words
+
+    words = torch.randint(-2**31, 2**31 - 1, (1_000_030,), dtype=torch.int32)
+    words[-5000:] = 2**31 - 1  # weighed by ~10^6: sums past int64, which wrap, chunked or whole
+    values = words.tolist()
+    expected = (f"{sum(w * (i % 1_000_003 + 1) for i, w in enumerate(values)) % 2**64}:"
+                f"{sum(values) % 2**64}")
+    assert weighted_words(words, chunk=4099) == weighted_words(words) == expected
+    words[[3, 1_000_010]] = torch.tensor([5, 6], dtype=torch.int32)
+    swapped = words.clone()
+    swapped[[3, 1_000_010]] = words[[1_000_010, 3]]
+    assert weighted_words(swapped, chunk=4099) != weighted_words(words, chunk=4099)
+
+
 def test_the_host_words_lent_to_a_worker_cannot_be_shrunk_under_the_checker():
     from fitness.processes.host_words import PAGE_BYTES, HostWords
 

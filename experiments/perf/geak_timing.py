@@ -328,6 +328,9 @@ def main() -> None:
                         help="earlier calls' rows files: their tasks are skipped, their rows join the tables")
     parser.add_argument("--redo", nargs="*", default=[],
                         help="score again the tasks whose untimed kind holds one of these words")
+    parser.add_argument("--again", default="",
+                        help="comma-separated task names scored again whatever earlier rows say "
+                             "(a fix re-measured on tasks already timed)")
     parser.add_argument("--tables-from", nargs="*", default=None,
                         help="rows files: build the tables from their union, score nothing")
     parser.add_argument("--from-results", default="",
@@ -347,8 +350,10 @@ def main() -> None:
     sources = args.tables_from if args.tables_from is not None else [
         *args.resume, *([rows_path] if str(rows_path) not in args.resume else [])]
     if args.tables_from is None:
+        again = {name for name in args.again.split(",") if name}
         done = {task: row for task, row in geak_rows.latest(geak_rows.read(sources), "project").items()
-                if not any(word in geak_rows.untimed_kind(row) for word in args.redo)}
+                if task not in again
+                and not any(word in geak_rows.untimed_kind(row) for word in args.redo)}
         left = [task for task in tasks if task.name not in done]
         print(f"{len(done)} tasks done in earlier calls, {len(left)} to score", flush=True)
         if args.from_results:  # the references' latencies as a campaign measured them

@@ -305,6 +305,11 @@ class Checker:
         return {"ok": True}
 
 
+FINGERPRINT_CHUNK = 1 << 26
+"""Words of an output `_fingerprint` weighs at a time: its int64 copies of a whole 8-GB output
+(ksoftmax_triton's largest) ran a checker out of memory (RESULTS.md §42)."""
+
+
 def _digest(outputs: list) -> tuple:
     """Returns a fingerprint of outputs' exact bytes: an earlier call's output returned again
     is found without keeping every output of the walk in memory."""
@@ -319,9 +324,20 @@ def _fingerprint(tensor) -> str:
     raw = tensor.contiguous().view(-1).view(torch.uint8)
     if not raw.is_cuda:
         return hashlib.sha256(memoryview(raw.numpy())).hexdigest()
-    words = (raw.view(torch.int32) if raw.numel() % 4 == 0 else raw).to(torch.int64)
-    weights = torch.arange(words.numel(), device=words.device) % 1_000_003 + 1
-    return f"{int((words * weights).sum())}:{int(words.sum())}"
+    return weighted_words(raw.view(torch.int32) if raw.numel() % 4 == 0 else raw)
+
+
+def weighted_words(words, chunk: int = FINGERPRINT_CHUNK) -> str:
+    """Returns "sum(word x (position mod 1,000,003 + 1)):sum(word)" over the flat `words`,
+    both modulo 2^64, weighed `chunk` words at a time in int64 (whose sums wrap modulo 2^64
+    alike however the words are split)."""
+    weighted = total = 0
+    for start in range(0, words.numel(), chunk):
+        part = words[start:start + chunk].to(torch.int64)
+        weights = torch.arange(start, start + part.numel(), device=part.device) % 1_000_003 + 1
+        weighted = (weighted + int((part * weights).sum())) % 2**64
+        total = (total + int(part.sum())) % 2**64
+    return f"{weighted}:{total}"
 
 
 def _settled(handler):

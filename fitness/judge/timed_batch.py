@@ -27,7 +27,10 @@ BATCH_BYTES = 2 << 30
 """The most bytes a case's lent buffer holds (inputs and regions of every run): it caps the
 runs of a case with large inputs or outputs, and so the fill's one copy, which must end in one
 time slice of the checker's context beside a worker kernel spinning on `go` (about 2.4 ms on
-the GPU measured, RESULTS.md §28; 4 GiB of inputs would take about 1.8 ms to copy)."""
+the GPU measured, RESULTS.md §28; 4 GiB of inputs would take about 1.8 ms to copy). A run
+that alone is past it is a batch of one (checked, as every run of a batch that small): two
+runs of an 8-GB input, with the mirror and the snapshot's copies, asked a checker for 112 GB
+of the H200's 140 (RESULTS.md §42)."""
 REGION_SLACK_BYTES = 1 << 20
 """What a run's region holds beyond twice its outputs: the temporaries a wrapper allocates."""
 CHECKED_RUNS = 4
@@ -96,6 +99,8 @@ class TimedBatch:
         self.checked: list[int] = []  # the runs of the current batch the judge compares
         self.snapshot: dict = {}  # GPU: per checked run, its region as the clock stopped
         self.lent_after: dict = {}  # GPU: per checked run, its lent inputs as the clock stopped
+        self.region_copies: list = []  # GPU: where `take_snapshot` copies, one per checked run
+        self.input_copies: list[list] = []
         self.files: list[list[dict]] = []  # interpreter: the current batch's input specs
         self.runs = runs
         if not share:
@@ -107,7 +112,7 @@ class TimedBatch:
             expected = fenced.reference_outputs(task, staging)
         region_bytes = 2 * sum(t.numel() * t.element_size() for t in expected) + REGION_SLACK_BYTES
         region_bytes = -(-region_bytes // shared_memory.ALIGN_BYTES) * shared_memory.ALIGN_BYTES
-        self.runs = runs = max(2, min(runs, BATCH_BYTES // (sum(spans) + region_bytes)))
+        self.runs = runs = max(1, min(runs, BATCH_BYTES // (sum(spans) + region_bytes)))
         offsets, total = shared_memory.layout(spans * runs + [region_bytes] * runs)
         with timing.phase("allocate"):
             self.buffer = shared_memory.allocator(torch.cuda.current_device())(total)
@@ -204,14 +209,25 @@ class TimedBatch:
         self.fresh = kept
 
     def _make_mirror(self) -> None:
-        """Makes the private mirror of the lent sets and its views, and the buffer that flushes
-        the last-level cache, on the current stream."""
-        self.mirror = torch.empty(self.inputs_bytes, dtype=torch.uint8,
-                                  device=self.device.torch_device)
-        self.flush = torch.empty(timing.flush_bytes(self.device), dtype=torch.int8,
-                                 device=self.device.torch_device)
+        """Makes the private mirror of the lent sets and its views, the buffer that flushes
+        the last-level cache, and the snapshot's copies, on the current stream.
+
+        The copies are made here, before any batch, and not as the snapshot is taken: that
+        is queued behind the stream's wait for `done` (`_queue_turn`), and an allocation the
+        caching allocator could not serve from its cache synchronized with that stream to
+        free its blocks, before `go` was stored: the judge waited on itself until the
+        request's limit (the largest inputs of ksoftmax_triton, layernorm_fwd_triton and
+        llama_ff_triton, RESULTS.md §42)."""
+        device = self.device.torch_device
+        self.mirror = torch.empty(self.inputs_bytes, dtype=torch.uint8, device=device)
+        self.flush = torch.empty(timing.flush_bytes(self.device), dtype=torch.int8, device=device)
         self.mirror_sets = [shared_memory.unpack(self.mirror, specs) for specs in self.sets]
         self.lent_inputs = self.buffer.view(0, torch.uint8, [self.inputs_bytes], [1], 0)
+        checked = min(self.runs, CHECKED_RUNS)
+        self.region_copies = [torch.empty(self.regions[0]["nbytes"], dtype=torch.uint8,
+                                          device=device) for _ in range(checked)]
+        self.input_copies = [[torch.empty_like(view) if isinstance(view, torch.Tensor) else None
+                              for view in self.mirror_sets[0]] for _ in range(checked)]
 
     def _burst(self) -> None:
         """Copies the mirror into the lent sets, one copy on this process's stream, then
@@ -237,16 +253,17 @@ class TimedBatch:
         """GPU: enqueues a copy of the drawn runs' regions, then of their lent inputs, on the
         current stream (`release`'s last part), yielding after each copy: what the judge
         compares is what the runs left at the end of the clock, whatever the worker does
-        after. The regions go first, in the turn that stops the clock."""
+        after. The regions go first, in the turn that stops the clock. It copies into the
+        copies `_make_mirror` made: nothing is allocated behind the wait for `done`."""
         self.snapshot, self.lent_after = {}, {}
-        for run in self.checked:
-            self.snapshot[run] = self.buffer.view(self.regions[run]["at"], torch.uint8,
-                                                  [self.regions[run]["nbytes"]], [1], 0).clone()
+        for run, copy in zip(self.checked, self.region_copies):
+            self.snapshot[run] = copy.copy_(self.buffer.view(
+                self.regions[run]["at"], torch.uint8, [self.regions[run]["nbytes"]], [1], 0))
             yield
-        for run in self.checked:
+        for run, copies in zip(self.checked, self.input_copies):
             self.lent_after[run] = []
-            for view in shared_memory.unpack(self.buffer, self.sets[run]):
-                self.lent_after[run].append(view.clone() if isinstance(view, torch.Tensor) else view)
+            for view, copy in zip(shared_memory.unpack(self.buffer, self.sets[run]), copies):
+                self.lent_after[run].append(copy.copy_(view) if isinstance(view, torch.Tensor) else view)
                 yield
 
     def release(self, go: int, limit_s: float, cut_fails: bool = True,
@@ -429,7 +446,7 @@ class TimedBatch:
             with timing.phase("free"):
                 self.buffer.release()
                 self.buffer = self.mirror = self.lent_inputs = self.flush = None
-                self.mirror_sets = []
+                self.mirror_sets, self.region_copies, self.input_copies = [], [], []
                 self.words.release()
                 self.turn.release()
         self._remove_files()
