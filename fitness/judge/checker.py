@@ -307,7 +307,8 @@ class Checker:
 
 FINGERPRINT_CHUNK = 1 << 26
 """Words of an output `_fingerprint` weighs at a time: its int64 copies of a whole 8-GB output
-(ksoftmax_triton's largest) ran a checker out of memory (RESULTS.md §42)."""
+(ksoftmax_triton's largest) ran a checker out of memory
+(evidence: RESULTS.md#huge-case-memory)."""
 
 
 def _digest(outputs: list) -> tuple:

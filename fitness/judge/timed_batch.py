@@ -29,8 +29,8 @@ runs of a case with large inputs or outputs, and so the fill's one copy, which m
 time slice of the checker's context beside a worker kernel spinning on `go` (about 2.4 ms on
 the GPU measured, RESULTS.md §28; 4 GiB of inputs would take about 1.8 ms to copy). A run
 that alone is past it is a batch of one (checked, as every run of a batch that small): two
-runs of an 8-GB input, with the mirror and the snapshot's copies, asked a checker for 112 GB
-of the H200's 140 (RESULTS.md §42)."""
+runs of an 8-GB input, with the mirror and the snapshot's copies, asked a checker for 112 GB,
+most of a GPU's memory (evidence: RESULTS.md#huge-case-memory)."""
 REGION_SLACK_BYTES = 1 << 20
 """What a run's region holds beyond twice its outputs: the temporaries a wrapper allocates."""
 CHECKED_RUNS = 4
@@ -216,8 +216,7 @@ class TimedBatch:
         is queued behind the stream's wait for `done` (`_queue_turn`), and an allocation the
         caching allocator could not serve from its cache synchronized with that stream to
         free its blocks, before `go` was stored: the judge waited on itself until the
-        request's limit (the largest inputs of ksoftmax_triton, layernorm_fwd_triton and
-        llama_ff_triton, RESULTS.md §42)."""
+        request's limit (evidence: RESULTS.md#snapshot-behind-the-wait)."""
         device = self.device.torch_device
         self.mirror = torch.empty(self.inputs_bytes, dtype=torch.uint8, device=device)
         self.flush = torch.empty(timing.flush_bytes(self.device), dtype=torch.int8, device=device)
