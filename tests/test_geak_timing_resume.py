@@ -59,6 +59,12 @@ def test_a_resumed_call_skips_done_tasks_and_the_union_counts_both_calls(tmp_pat
     assert [row["task"] for row in rows_b if row["side"] == "project"] == ["scale_shift"]
     timed = next(row for row in rows_b if row["side"] == "project")
     assert timed["stage"] == "timed" and timed["untimed_kind"] == "" and timed["bench_s"] > 0
+    assert timed["harness_version"].startswith("external-harness-")
+    # the timed cases' log: the baseline's cases (candidate None) and the reference's own
+    cases = _lines(tmp_path / "b" / "geak_timing.cases.jsonl")
+    assert {entry["candidate"] is None for entry in cases} == {True, False}
+    assert all(entry["task"] == "scale_shift[performance inputs]" and entry["per_run_us"]
+               and entry["beside"] == 0 for entry in cases)
     assert abs(timed["wall_s"] - sum(timed[k] for k in ("compile_s", "check_s", "bench_s", "other_s"))) < 1e-6
 
     _timing(tmp_path / "union", "--tables-from", str(rows_a), str(tmp_path / "b" / "geak_timing.jsonl"))
@@ -67,6 +73,7 @@ def test_a_resumed_call_skips_done_tasks_and_the_union_counts_both_calls(tmp_pat
     assert "1 no usable performance file: row_max" in summary
     assert "all calls: 2 evaluations in" in summary and "call 2: 1 evaluations" in summary
     assert "checker.record" in summary  # the meter names the judge's recording of the calls
+    assert f"reference against itself (the project's speedup), {timed['harness_version']}: " in summary
     union = json.loads((tmp_path / "union" / "geak_timing.json").read_text())
     assert sorted(row["task"] for row in union["rows"]) == ["row_max", "scale_shift"]
     assert not (tmp_path / "union" / "geak_timing.jsonl").exists()  # tables alone score nothing
@@ -83,6 +90,10 @@ def test_redo_scores_again_the_tasks_of_an_untimed_kind_and_their_new_row_wins(t
     union = geak_rows.read([rows_a, tmp_path / "c" / "geak_timing.jsonl"])
     calls = [row["call"] for row in union if row["side"] == "call"]
     assert len(calls) == 2 and geak_rows.latest(union, "project")["row_max"]["call"] == calls[1]
+    # a task named by --again is scored again whatever its earlier row says
+    rows_c = str(tmp_path / "c" / "geak_timing.jsonl")
+    assert "0 tasks done in earlier calls, 1 to score" in _timing(
+        tmp_path / "d", "--tasks", "row_max", "--resume", rows_a, rows_c, "--again", "row_max,other")
 
 
 def test_a_call_past_its_start_by_starts_no_task_and_records_the_call(tmp_path):

@@ -122,7 +122,8 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
         evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
         wall_s = time.monotonic() - begun
         reason, kind = geak_rows.untimed(evaluation, task)
-        return {"side": "project", "call": call_id, "task": task.name, "suite": task.suite, "difficulty": task.difficulty,
+        return {"side": "project", "call": call_id, "harness_version": evaluation.harness_version,
+                "task": task.name, "suite": task.suite, "difficulty": task.difficulty,
                 "stage": evaluation.stage_reached, "correct": evaluation.correct,
                 "failure_kind": evaluation.failure_kind, "untimed_reason": _shortened(reason),
                 "untimed_kind": kind, "trace": (evaluation.error_trace or "")[-300:],
@@ -149,6 +150,11 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
     except concurrent.futures.TimeoutError:
         print(f"deadline: {sum(not f.done() for f in futures)} tasks left to the next call", flush=True)
     pool.shutdown(wait=False, cancel_futures=True)
+    # every timed case's batches (per-run us, fill GB/s, the holders beside it), by task and
+    # candidate (None: the baseline): what a reference that reads apart from itself went through
+    with rows_path.with_suffix(".cases.jsonl").open("a") as handle:
+        for entry in evaluator.timed_cases():
+            handle.write(json.dumps({"call": call_id, **entry}, default=str) + "\n")
     call = {"side": "call", "call": call_id, "rows": len(rows), "wall_s": time.monotonic() - started,
             "setup_s": started - set_up, "workers": workers, "device": evaluator.device.name,
             "stats": evaluator.stats()}
@@ -251,7 +257,7 @@ def comparison(rows: list[dict], geak: dict[str, dict], geak_root: pathlib.Path)
                       "ours_over_geak": _geomean(per_input),
                       "ours_over_geak_small": _geomean([r for r, t in zip(per_input, theirs) if t * 1e3 < 20]),
                       "ours_over_geak_large": _geomean([r for r, t in zip(per_input, theirs) if t * 1e3 >= 20]),
-                      "self_speedup": row["speedup"],
+                      "self_speedup": row["speedup"], "harness_version": row.get("harness_version") or "",
                       "geak_error": (geak.get(stem) or {}).get("error")})
     return table
 
@@ -291,10 +297,15 @@ def summary_lines(rows: list[dict], calls: list[dict], table: list[dict],
             lines.append(f"project / GEAK-eval latency, {label}: geomean {_geomean(ratios):.3f}, "
                          f"median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f} "
                          f"over {len(ratios)} tasks")
-    selfs = [row["self_speedup"] for row in table if row["self_speedup"]]
-    if selfs:
-        lines.append(f"reference against itself (the project's speedup): geomean {_geomean(selfs):.3f}, "
-                     f"range {min(selfs):.3f}-{max(selfs):.3f} over {len(selfs)} tasks")
+    by_version = {}  # rows before external-harness-19 carry no version
+    for row in table:
+        if row["self_speedup"]:
+            by_version.setdefault(row["harness_version"] or "before external-harness-19", []).append(row["self_speedup"])
+    for version, selfs in sorted(by_version.items()):
+        near = sum(abs(value - 1.0) <= 0.05 for value in selfs)
+        lines.append(f"reference against itself (the project's speedup), {version}: geomean "
+                     f"{_geomean(selfs):.3f}, range {min(selfs):.3f}-{max(selfs):.3f}, {near} of "
+                     f"{len(selfs)} tasks within 5%")
     scale = [row["ours_us"] / row["mi300x_us"] for row in table if row["ours_us"] and row["mi300x_us"]]
     if scale:
         lines.append(f"project (this card) / MI300X golden: geomean {_geomean(scale):.3f} over {len(scale)} tasks")

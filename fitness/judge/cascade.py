@@ -398,8 +398,9 @@ class BuiltinWalk(Walk):
                 self._reset(checker)
                 self._load(worker, self.task.baseline_source)
                 self._precompile(worker, checker)
-                with clock.held_alone(self, worker):
-                    stats = [self._time_baseline_case(worker, checker, case) for case in self.cases]
+                with clock.held_alone(self, worker) as beside:
+                    stats = [self._time_baseline_case(worker, checker, case, beside)
+                             for case in self.cases]
         except (Failed, WorkerFault) as failure:
             # out of memory beside other walks is theirs: the walk goes again alone, and so
             # does this job (a failed one is started again); alone, it is the task's
@@ -411,19 +412,20 @@ class BuiltinWalk(Walk):
         self.c.meter.kernel_time(stats)
         return stats
 
-    def _time_baseline_case(self, worker, checker, case) -> dict:
-        """Returns one case's stats of the baseline, inside its `held_alone`: in batches of
+    def _time_baseline_case(self, worker, checker, case, beside: list) -> dict:
+        """Returns one case's stats of the baseline, inside its `held_alone` (`beside`: what
+        it yielded): in batches of
         the runs a roofline floor asks for, then again with more where those were too short
         for the latency they measured (`clock.retimed_runs`; the first timing a probe)."""
         meaningful = self.c.device.timing_meaningful
         floors = timing.case_floors_us(self.c.device, self.task.flops, self.task.bytes, case.params)
         runs = clock.batch_runs(2 * max(floors) if floors else None, meaningful)
-        timed = clock.time_case(self, worker, checker, case, self._token(), runs, alone=True)
+        timed = clock.time_case(self, worker, checker, case, self._token(), runs, alone=beside)
         more = clock.retimed_runs(runs, timed["median_us"], meaningful)
         # not where the batch buffer's size (`BATCH_BYTES`) held them short: the same again
         if more is None or timed["batch_runs"] < runs:
             return timed
-        return clock.time_case(self, worker, checker, case, self._token(), more, alone=True)
+        return clock.time_case(self, worker, checker, case, self._token(), more, alone=beside)
 
     def _latency(self, worker, checker) -> None:
         """Times the candidate case by case by the judge's clock (`clock.time_case`): the

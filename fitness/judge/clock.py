@@ -108,11 +108,13 @@ def held_alone(walk, worker):
     Its numbers are the denominator of every speedup of the task. One hold per task, not
     one per case: each such hold waits for every walk's device work to end and holds new
     work back meanwhile, and per case those waits stalled every walk for most of a
-    reference pass on a GPU (8 workers waited 40-62% of their time, RESULTS.md §34)."""
+    reference pass on a GPU (8 workers waited 40-62% of their time, RESULTS.md §34).
+    Yields the processes of the suite's reference runs it went ahead beside (stopped with
+    the candidate pool, whose workers run them), for the timed cases' log."""
     c = walk.c
-    with c.device_lock.exclusive(alone=True), _quiet(c), (
+    with c.device_lock.exclusive(alone=True) as beside, _quiet(c), (
             c.candidates.frozen(but=worker) if c.candidates else contextlib.nullcontext()):
-        yield
+        yield beside
 
 
 def _quiet(c) -> contextlib.AbstractContextManager:
@@ -135,19 +137,19 @@ def _already_held(**_) -> contextlib.AbstractContextManager:
 
 
 def time_case(walk, worker, checker, case, token: str, runs: int,
-              give_up_us: float | None = None, alone: bool = False) -> dict:
+              give_up_us: float | None = None, alone: list | None = None) -> dict:
     """Returns the stats of case `case` of the module loaded in `worker` (the walk's), every
     batch judged: {"median_us", "p20_us", "p80_us", "runs", "method", "stopped"}. A judged
     failure raises Failed at stage "timed". `give_up_us`: past two batches whose fastest run
     is slower, the case stops as "slower" (a clear loser); on a GPU, batches that agree stop
     it as "settled" (`settled`). `alone`: a baseline's denominator, inside the caller's
-    `held_alone`, so the case takes no hold of its own. Timed by
+    `held_alone` (what it yielded), so the case takes no hold of its own. Timed by
     CPU time, every other candidate worker is stopped too: a neighbour's work on the host
     slows the timed tree's own (shared caches and cores), and copies of one file scattered
     1.8x under load (RESULTS.md#interpreter-clock)."""
     c = walk.c
     share = worker.shares and checker.shares
-    shared = (_already_held if alone else
+    shared = (_already_held if alone is not None else
               functools.partial(c.device_lock.shared, process=(worker, checker)))
     with shared():
         opened = walk._request(checker, {"op": "timed_open", "params": case.params,
@@ -177,17 +179,19 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         # One hold for all of a case's batches: each hold waits for the device to drain, and
         # a hold per batch (its fresh inputs and judgement outside) made those waits most of
         # a GPU walk's time. The checker makes every batch's inputs inside `release`.
-        freeze_all = not alone and not share and c.candidates
         with contextlib.ExitStack() as hold:
-            beside = hold.enter_context(_already_held() if alone else c.device_lock.exclusive())
-            if not alone:  # a baseline's hold is quiet already (`held_alone`)
+            if alone is not None:  # a baseline's hold is quiet and stopped already (`held_alone`)
+                beside = alone
+            else:
+                beside = hold.enter_context(c.device_lock.exclusive())
                 hold.enter_context(_quiet(c))
-            # the holders it went ahead beside launch nothing more (`DeviceLock.exclusive`)
-            hold.enter_context(c.candidates.frozen(but=worker) if freeze_all
-                               else stopped(p for p in beside if p not in (worker, checker)))
+                # the holders it went ahead beside launch nothing more (`DeviceLock.exclusive`)
+                hold.enter_context(c.candidates.frozen(but=worker) if not share and c.candidates
+                                   else stopped(p for p in beside if p not in (worker, checker)))
             for number in range(batches):
                 if share:
-                    elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token, alone)
+                    elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token,
+                                                           alone is not None)
                     fill_gbps.append(gbps)
                     _judged(walk, checker, token, outputs, case, worker)
                 else:
