@@ -12,6 +12,8 @@
 # as Table 2 (`geak_benchmarks.py --no-search`, continuing the last PREV's table2/) beside
 # GEAK-eval's verdicts on them (VERDICTS). The files: `corpus_rows.py` over `.corpus`, carried.
 # DEVICE=interpreter PYTHON=... SUITE=tests/fixtures/external/tritonbench rehearses it on a CPU.
+# `carry_trim.sh hold DIR` first fits the tree, the wheelhouse and .external into what a call
+# carries (`restore DIR` after). AGAIN="a,b" scores named tasks again (a fix re-measured).
 CALL=${1:?CALL: 1, 2 or 3}; shift
 PREV=("$@")
 DEVICE=${DEVICE:-cuda}
