@@ -414,9 +414,9 @@ class BuiltinWalk(Walk):
 
     def _time_baseline_case(self, worker, checker, case, beside: list) -> dict:
         """Returns one case's stats of the baseline, inside its `held_alone` (`beside`: what
-        it yielded): in batches of
-        the runs a roofline floor asks for, then again with more where those were too short
-        for the latency they measured (`clock.retimed_runs`; the first timing a probe)."""
+        it yielded): in batches of the runs a roofline floor asks for, then again with more
+        where those were too short for the latency they measured (`clock.retimed_runs`; the
+        first timing a probe)."""
         meaningful = self.c.device.timing_meaningful
         floors = timing.case_floors_us(self.c.device, self.task.flops, self.task.bytes, case.params)
         runs = clock.batch_runs(2 * max(floors) if floors else None, meaningful)
