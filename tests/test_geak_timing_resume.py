@@ -201,3 +201,25 @@ def test_a_failed_recording_is_counted_by_the_fault_it_raised():
              "untimed_kind": "the timing code failed when recorded"}]
     assert geak_rows.reason_counts(rows) == [f"    2 {kinds[0]}: a, b", f"    1 {kinds[1]}: c"]
 
+
+
+def test_the_validation_table_sums_each_task_s_latency_by_both_clocks_and_over_the_device_bound_inputs():
+    # GEAK-eval's do_bench times eager launches: f8_conversion_utils's small inputs read 18.9 us
+    # there where the judge's graph replay read 1.5 (RESULTS.md §43); its large ones agree
+    sys.path.insert(0, str(PERF))
+    spec = importlib.util.spec_from_file_location("geak_timing", PERF / "geak_timing.py")
+    geak_timing = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(geak_timing)
+    row = {"suite": "tritonbench-revised", "task": "f8", "ref_latency_us": [1.5, 1.6, 102.6, 52.0],
+           "speedup": 1.0, "harness_version": "external-harness-20", "stage": "timed",
+           "untimed_kind": "", "correct": True}
+    fewer = {**row, "task": "fewer", "ref_latency_us": [5.5, 6.0]}
+    geak = {"f8": {"ms": [0.0189, 0.0199, 0.1008, 0.0522]}, "fewer": {"ms": [0.027, 0.006, 0.007]}}
+    table = geak_timing.comparison([row, fewer], geak, ROOT / "no-such-suite")
+    assert abs(table[0]["sum_over_geak"] - 157.7 / 191.8) < 1e-9
+    assert abs(table[0]["device_bound_over_geak"] - 102.6 / 100.8) < 1e-9
+    assert table[1]["sum_over_geak"] is None and table[1]["device_bound_over_geak"] is None
+    lines = geak_timing.summary_lines([row, fewer], [], table, {"tritonbench-revised": 2})
+    assert any(line.startswith("the validation table, all inputs: 0 of 1 tasks") for line in lines)
+    assert any(line.startswith("the validation table, the inputs GEAK-eval reads at 100 us or more: 1 of 1")
+               for line in lines)

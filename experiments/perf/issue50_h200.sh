@@ -13,7 +13,9 @@
 # GEAK-eval's verdicts on them (VERDICTS). The files: `corpus_rows.py` over `.corpus`, carried.
 # DEVICE=interpreter PYTHON=... SUITE=tests/fixtures/external/tritonbench rehearses it on a CPU.
 # `carry_trim.sh hold DIR` first fits the tree, the wheelhouse and .external into what a call
-# carries (`restore DIR` after). AGAIN="a,b" scores named tasks again (a fix re-measured).
+# carries (`restore DIR` after). AGAIN="a,b" scores named tasks again (a fix re-measured);
+# TASKS="a,b" scores only those. GEAK_S=S: GEAK-eval's own clock on every scored reference
+# it has not timed yet, ours timed first (the validation table), after the references.
 CALL=${1:?CALL: 1, 2 or 3}; shift
 PREV=("$@")
 DEVICE=${DEVICE:-cuda}
@@ -24,6 +26,7 @@ SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the o
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
 REDO=${REDO:-}                  # words of untimed kinds to score again ("harness_error timeout")
 AGAIN=${AGAIN:-}                # task names scored again whatever earlier rows say ("a,b")
+TASKS=${TASKS:-}                # only these tasks ("a,b"; default: all)
 GEAK_S=${GEAK_S:-0}             # after the references, GEAK-eval's own clock on them (the validation table)
 TABLE2_S=${TABLE2_S:-0}         # first, Table 2: the recorded replies in GENERATIONS, beside VERDICTS
 GENERATIONS=${GENERATIONS:-}    # recorded-generations files (`corpus_rows.py`; carried: .corpus/rows)
@@ -71,7 +74,7 @@ if [ $refs_s -ge 30 ]; then
   if [ "$GEAK_S" -gt 0 ]; then geak=(--max-wall-s $(( refs_s + GEAK_S ))); else geak=(--no-geak); fi
   timeout $(( refs_s + GEAK_S + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm "${geak[@]}" \
     --workers $WORKERS --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
-    --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO --again "$AGAIN" > $OUT/geak_timing.log 2>&1
+    --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO --again "$AGAIN" --tasks "$TASKS" > $OUT/geak_timing.log 2>&1
   echo "exit $?"; grep -E "^\[|tasks done in earlier|deadline" $OUT/geak_timing.log | tail -5 | cut -c1-300
   gpu
 fi

@@ -432,7 +432,7 @@ class TimedBatch:
             raise protocol.ProtocolError(f"expected a list of output specs, got {specs!r:.100}")
         if self.buffer is None:
             return protocol.read_values(output_dir, specs, "cpu")
-        return region_outputs(self.snapshot[run], specs)
+        return placed_outputs(self.snapshot[run], self.lent_after[run], specs)
 
     def _inputs_unchanged(self, run: int) -> bool:
         return all(checking.bitwise_equal(after, value)
@@ -483,6 +483,24 @@ def remove_files(directory: str | None, specs) -> None:
                 os.unlink(os.path.join(directory, name))
             except OSError:
                 pass
+
+
+def placed_outputs(region: torch.Tensor, lent: list, specs: list) -> list[torch.Tensor]:
+    """Returns a run's outputs as `specs` place them (`fitness.sandbox.timed.Arena.place`):
+    in its region's snapshot (`region_outputs`), or {"input": at}, its lent input at `at`
+    as the clock stopped (`lent`: the judge's snapshot of them), where the run wrote it in
+    place. Raises ProtocolError for a spec that names no lent tensor."""
+    values = []
+    for spec in specs:
+        if isinstance(spec, dict) and "input" in spec:
+            at = spec["input"]
+            if not (type(at) is int and 0 <= at < len(lent) and isinstance(lent[at], torch.Tensor)):
+                raise protocol.ProtocolError(f"an output names lent input {at!r:.40}, which "
+                                             f"is not one of the run's {len(lent)} tensors")
+            values.append(lent[at])
+        else:
+            values += region_outputs(region, [spec])
+    return values
 
 
 def region_outputs(region: torch.Tensor, specs: list) -> list[torch.Tensor]:

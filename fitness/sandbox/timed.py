@@ -80,13 +80,18 @@ class Arena(TorchDispatchMode):
             out.fill_(_FACTORIES[name])
         return out
 
-    def place(self, outputs: list) -> list[dict] | None:
+    def place(self, outputs: list, inputs: list = ()) -> list[dict] | None:
         """Returns each output's spec in the region (copied in, inside the clock, when the
         candidate put it elsewhere), or None when one does not fit. The run has returned,
         so what it allocated in the region and did not return is dead: the copies go after
         the last output already there, over its temporaries (a wrapper whose partials,
         `new_empty(NK, ...)`, filled the region before it summed them outside:
-        fused_rwkv6_kernel)."""
+        fused_rwkv6_kernel). An output that is one of the run's lent `inputs`, as laid out
+        there (an argument the task writes in place, handed back as an output), is named by
+        its position, {"input": at}, and not copied: the judge reads it in its snapshot of
+        the lent inputs. Its copy was inside the clock, and an in-place reference
+        (adam_update_triton) read 2.0x GEAK-eval's `do_bench` over its inputs
+        (evidence: RESULTS.md#written-in-place)."""
         base, specs = self.region.data_ptr(), []
         spans = [(value.data_ptr() - base,
                   protocol.extent(value.shape, value.stride(), 0) * value.element_size())
@@ -94,6 +99,10 @@ class Arena(TorchDispatchMode):
         inside = [self._inside(value, at, span) for value, (at, span) in zip(outputs, spans)]
         self.used = max((at + span for (at, span), held in zip(spans, inside) if held), default=0)
         for value, (at, span), held in zip(outputs, spans, inside):
+            lent = None if held else _lent_position(value, inputs)
+            if lent is not None:
+                specs.append({"input": lent})
+                continue
             if not held:
                 at = self.take(value.numel() * value.element_size())
                 if at is None:
@@ -109,6 +118,16 @@ class Arena(TorchDispatchMode):
 
     def _inside(self, value: torch.Tensor, at: int, span: int) -> bool:
         return value.device == self.region.device and 0 <= at <= self.region.numel() - span
+
+
+def _lent_position(value: torch.Tensor, inputs) -> int | None:
+    """Returns the position of the lent input `value` is, as laid out there, or None."""
+    for at, lent in enumerate(inputs):
+        if (isinstance(lent, torch.Tensor) and lent.device == value.device
+                and lent.data_ptr() == value.data_ptr() and lent.dtype == value.dtype
+                and lent.shape == value.shape and lent.stride() == value.stride()):
+            return at
+    return None
 
 
 class TimedCase:
@@ -132,7 +151,7 @@ class TimedCase:
         for inputs, region in zip(self.sets, self.regions):
             arena = Arena(region)
             outputs = self.call(inputs, arena, capturing)
-            specs.append(arena.place(outputs) if outputs is not None else None)
+            specs.append(arena.place(outputs, inputs) if outputs is not None else None)
         return specs
 
     def stage(self) -> dict:
