@@ -8,7 +8,7 @@ import importlib
 HARNESS_VERSION = "fitness-26"
 """Bumped whenever a change to the walk could change a verdict or a timing of a built-in
 task (history: CHANGELOG.md)."""
-EXTERNAL_HARNESS_VERSION = "external-harness-20"
+EXTERNAL_HARNESS_VERSION = "external-harness-21"
 """The same for external-suite tasks, whose stage plan runs their suite's own harness."""
 
 
