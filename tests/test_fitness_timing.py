@@ -598,6 +598,24 @@ def test_a_gpu_case_whose_batches_agree_stops_before_its_last():
     assert clock.settled([101.0, 100.5, 100.2, 100.9])
 
 
+def test_a_baseline_case_with_no_floor_is_first_timed_in_the_runs_the_case_before_asked_for():
+    """A suite's performance inputs grow case by case and have no roofline floor: each case
+    was first timed in batches of 8 runs, and on an H200 325 of 719 baseline timings were a
+    case timed again, in holds that stop every other walk (RESULTS.md §43)."""
+    from fitness.judge import clock
+
+    assert clock.baseline_runs(None, None, True) == 8  # the first case: nothing to go by
+    assert clock.baseline_runs(None, 3.1, True) == clock.MAX_RUNS  # after a 3-us case
+    assert clock.baseline_runs(None, 400.0, True) == 13
+    assert clock.baseline_runs(100.0, 3.1, True) == 25  # a floor wins: twice it, 200 us
+    assert clock.baseline_runs(None, 3.1, False) == 2  # the interpreter's
+    # inputs that double case by case: no case after the first is timed again
+    latencies = [3.0 * 2 ** k for k in range(14)]
+    runs = [clock.baseline_runs(None, previous, True) for previous in [None] + latencies[:-1]]
+    again = [clock.retimed_runs(r, latency, True) for r, latency in zip(runs, latencies)]
+    assert again[0] == clock.MAX_RUNS and again[1:] == [None] * 13
+
+
 def test_a_baseline_case_timed_in_batches_too_short_for_its_latency_is_timed_again_with_more():
     """The go..done handoff is a fixed cost of every batch. On an H200 the TritonBench-revised
     references, timed as their own baselines in batches of 8 runs (their cases have no
@@ -607,7 +625,8 @@ def test_a_baseline_case_timed_in_batches_too_short_for_its_latency_is_timed_aga
     from fitness.judge import clock
 
     assert clock.retimed_runs(8, 3.1, True) == clock.MAX_RUNS  # 8 runs of 3 us: a 25-us batch
-    assert clock.retimed_runs(8, 600.0, True) == 9  # 5 ms of runs
+    assert clock.retimed_runs(8, 400.0, True) == 13  # 5 ms of runs
+    assert clock.retimed_runs(8, 600.0, True) is None  # 4.8 ms: within `RETIME_SLACK`
     assert clock.retimed_runs(8, 1000.0, True) is None  # 8 runs of 1 ms are long enough
     assert clock.retimed_runs(clock.MAX_RUNS, 3.1, True) is None  # its floor gave it enough
     assert clock.retimed_runs(2, 3.1, False) is None  # the interpreter's: no clock to mend

@@ -399,8 +399,11 @@ class BuiltinWalk(Walk):
                 self._load(worker, self.task.baseline_source)
                 self._precompile(worker, checker)
                 with clock.held_alone(self, worker) as beside:
-                    stats = [self._time_baseline_case(worker, checker, case, beside)
-                             for case in self.cases]
+                    stats = []
+                    for case in self.cases:
+                        previous_us = stats[-1]["median_us"] if stats else None
+                        stats.append(self._time_baseline_case(worker, checker, case, beside,
+                                                              previous_us))
         except (Failed, WorkerFault) as failure:
             # out of memory beside other walks is theirs: the walk goes again alone, and so
             # does this job (a failed one is started again); alone, it is the task's
@@ -412,14 +415,16 @@ class BuiltinWalk(Walk):
         self.c.meter.kernel_time(stats)
         return stats
 
-    def _time_baseline_case(self, worker, checker, case, beside: list) -> dict:
+    def _time_baseline_case(self, worker, checker, case, beside: list,
+                            previous_us: float | None) -> dict:
         """Returns one case's stats of the baseline, inside its `held_alone` (`beside`: what
-        it yielded): in batches of the runs a roofline floor asks for, then again with more
-        where those were too short for the latency they measured (`clock.retimed_runs`; the
-        first timing a probe)."""
+        it yielded): in batches of the runs a roofline floor asks for, or the latency of the
+        case before (`previous_us`: `clock.baseline_runs`), then again with more where those
+        were too short for the latency they measured (`clock.retimed_runs`; the first timing
+        a probe)."""
         meaningful = self.c.device.timing_meaningful
         floors = timing.case_floors_us(self.c.device, self.task.flops, self.task.bytes, case.params)
-        runs = clock.batch_runs(2 * max(floors) if floors else None, meaningful)
+        runs = clock.baseline_runs(max(floors) if floors else None, previous_us, meaningful)
         timed = clock.time_case(self, worker, checker, case, self._token(), runs, alone=beside)
         more = clock.retimed_runs(runs, timed["median_us"], meaningful)
         # not where the batch buffer's size (`BATCH_BYTES`) held them short: the same again

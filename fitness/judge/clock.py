@@ -89,16 +89,32 @@ def batch_runs(per_run_us: float | None, meaningful: bool) -> int:
     return max(4, min(MAX_RUNS, math.ceil(BATCH_S * 1e6 / per_run_us)))
 
 
+RETIME_SLACK = 1.25
+"""A baseline's case is timed again only where its latency asks for more than this many times
+the runs its batches held: batches of 4 ms or more of runs carry the handoff's fixed cost
+(about 16 us a batch on an H200) at 0.4% of a run, and a case's latency read within a
+few percent of the case before's would otherwise be timed twice for it."""
+
+
+def baseline_runs(floor_us: float | None, previous_us: float | None, meaningful: bool) -> int:
+    """Returns the runs of a baseline case's first timing: what twice its roofline floor asks
+    for, else what the latency of the case timed before it asks for (a suite's performance
+    inputs grow case by case: on an H200 325 of 719 such timings were of a case timed again,
+    and the holds they filled, every other walk stopped, were 98% staging,
+    RESULTS.md#baseline-probe), else `batch_runs`'s 8."""
+    return batch_runs(2 * floor_us if floor_us else previous_us, meaningful)
+
+
 def retimed_runs(runs: int, median_us: float, meaningful: bool) -> int | None:
     """Returns the runs a baseline's case is timed again with, or None. Its batches held
-    `runs` runs from an estimate (twice a roofline floor, or none: `batch_runs`'s 8); where
-    `batch_runs` would hold more at the `median_us` they measured, they were too short. The
+    `runs` runs from an estimate (`baseline_runs`); where `batch_runs` would hold more than
+    `RETIME_SLACK` times as many at the `median_us` they measured, they were too short. The
     go..done handoff is a fixed cost of every batch, so a batch of fewer runs reads a kernel
     slower, and a candidate's batches hold as many runs as its baseline's did
     (`BuiltinWalk._latency`): references whose cases have no floor read faster than
     themselves on small cases before (evidence: RESULTS.md#baseline-batch-runs)."""
     wanted = batch_runs(median_us, meaningful)
-    return wanted if wanted > runs else None
+    return wanted if wanted > RETIME_SLACK * runs else None
 
 
 @contextlib.contextmanager
