@@ -342,7 +342,7 @@ def written_by(run, first: list, again: list, others=()) -> tuple[int, ...]:
     before, returned, written = _run_in_place(run, first)
     for values in others:
         written |= _run_in_place(run, values)[2]
-    if not written:  # an output's memory may hold what the call writes already
+    if not written and returned is None:  # an `out`'s memory may hold what the call writes
         written = _run_in_place(run, [_scrambled(value) for value in first])[2]
     written = tuple(sorted(written))
     outputs_of(returned, first, written)
@@ -353,7 +353,9 @@ def written_by(run, first: list, again: list, others=()) -> tuple[int, ...]:
 
 def _scrambled(value):
     """Returns a floating-point tensor's copy holding random values, anything else as it is:
-    the recorded call on such copies changes every floating-point argument it writes. An
+    the recorded call on such copies changes every floating-point argument it writes. Only
+    for a call that returns nothing and was seen to write nothing, which cannot be recorded
+    otherwise: random values may fail another reference's host code. An
     `out` made with `empty_like` gets a block the caching allocator freed, and on an H200 four
     references' blocks held what their call writes already (context_attn_nopad,
     context_attn_mistral, flash_decode2_llama, flash_decode2_phi untimed as "writes no
