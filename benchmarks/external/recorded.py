@@ -355,11 +355,9 @@ def _scrambled(value):
     """Returns a floating-point tensor's copy holding random values, anything else as it is:
     the recorded call on such copies changes every floating-point argument it writes. Only
     for a call that returns nothing and was seen to write nothing, which cannot be recorded
-    otherwise: random values may fail another reference's host code. An
-    `out` made with `empty_like` gets a block the caching allocator freed, and on an H200 four
-    references' blocks held what their call writes already (context_attn_nopad,
-    context_attn_mistral, flash_decode2_llama, flash_decode2_phi untimed as "writes no
-    argument", where a fresh process saw the call write its `out`: RESULTS.md §43)."""
+    otherwise: random values may fail another reference's host code. An `out` made with
+    `empty_like` gets a block the caching allocator freed, which can hold what the call
+    writes already (evidence: RESULTS.md#out-block-held-result)."""
     import torch
 
     if isinstance(value, torch.Tensor) and value.is_floating_point():

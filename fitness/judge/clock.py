@@ -92,16 +92,17 @@ def batch_runs(per_run_us: float | None, meaningful: bool) -> int:
 RETIME_SLACK = 1.25
 """A baseline's case is timed again only where its latency asks for more than this many times
 the runs its batches held: batches of 4 ms or more of runs carry the handoff's fixed cost
-(about 16 us a batch on an H200) at 0.4% of a run, and a case's latency read within a
-few percent of the case before's would otherwise be timed twice for it."""
+(about 16 us a batch, RESULTS.md#baseline-batch-runs) at 0.4% of a run, and a case's
+latency read within a few percent of the case before's would otherwise be timed twice for
+it."""
 
 
 def baseline_runs(floor_us: float | None, previous_us: float | None, meaningful: bool) -> int:
     """Returns the runs of a baseline case's first timing: what twice its roofline floor asks
     for, else what the latency of the case timed before it asks for (a suite's performance
-    inputs grow case by case: on an H200 325 of 719 such timings were of a case timed again,
-    and the holds they filled, every other walk stopped, were 98% staging,
-    RESULTS.md#baseline-probe), else `batch_runs`'s 8."""
+    inputs grow case by case: sized by 8 runs, 45% of such cases were timed again, in holds
+    that stop every other walk and were 98% staging; evidence: RESULTS.md#baseline-probe),
+    else `batch_runs`'s 8."""
     return batch_runs(2 * floor_us if floor_us else previous_us, meaningful)
 
 
