@@ -107,6 +107,6 @@ def test_a_mismatch_stays_the_verdict_when_a_later_case_fails_otherwise(verdicts
     assert record["failure_kind"] == "mismatch" and record["stage"] == "correct"
     assert record["error_trace"].startswith("wrong on 1 of 3 cases ('N=1025 fp32') (the other cases "
                                             "were not all checked: a call failed with nan); case 'N=1025 fp32': ")
-    assert record["max_abs_err"][0] == 0.0 and record["max_abs_err"][1] > 0.01
+    assert record["max_abs_err"][0] == 0.0 and record["max_abs_err"][1] > 0.0  # 2|y| at one element
     assert record["max_abs_err"][2] is None  # not checked: null in JSON
     assert "FAILED mismatch at stage correct: wrong on 1 of 3 cases" in line
