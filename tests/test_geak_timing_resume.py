@@ -202,7 +202,6 @@ def test_a_failed_recording_is_counted_by_the_fault_it_raised():
     assert geak_rows.reason_counts(rows) == [f"    2 {kinds[0]}: a, b", f"    1 {kinds[1]}: c"]
 
 
-
 def test_the_validation_table_sums_each_task_s_latency_by_both_clocks_and_over_the_device_bound_inputs():
     # GEAK-eval's do_bench times eager launches: f8_conversion_utils's small inputs read 18.9 us
     # there where the judge's graph replay read 1.5 (RESULTS.md §43); its large ones agree

@@ -3,9 +3,8 @@ judge reads them there, so an output the run made elsewhere is copied in, over t
 dead temporaries when the region is full of them. On the CPU, with the region a host tensor:
 the placement is the same arithmetic as on a GPU."""
 
-import torch
-
 import pytest
+import torch
 
 from fitness.judge.timed_batch import placed_outputs, region_outputs
 from fitness.processes.protocol import ProtocolError
