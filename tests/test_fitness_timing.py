@@ -630,3 +630,16 @@ def test_a_baseline_case_timed_in_batches_too_short_for_its_latency_is_timed_aga
     assert clock.retimed_runs(8, 1000.0, True) is None  # 8 runs of 1 ms are long enough
     assert clock.retimed_runs(clock.MAX_RUNS, 3.1, True) is None  # its floor gave it enough
     assert clock.retimed_runs(2, 3.1, False) is None  # the interpreter's: no clock to mend
+
+
+def test_an_eager_case_whose_worker_did_not_arm_in_time_is_waited_for_less_but_a_graph_never():
+    """Host code that synchronizes before `go` (masked_select's `nonzero`) never arms: on an
+    H200 every batch of its reference waited out `ARM_S`, 204 s of a baseline's hold over 16
+    cases with every other walk stopped (RESULTS.md#arm-blocked). Once a batch of the walk's
+    worker did not arm in time, its eager batches are waited for briefly; a graph's arm (a
+    replay enqueued, no host code) is waited for in full whatever came before."""
+    from fitness.judge import clock
+
+    assert clock.arm_wait_s("judge-eager", True) == clock.ARM_S
+    assert clock.arm_wait_s("judge-eager", False) == clock.ARM_BLOCKED_S < clock.ARM_S / 10
+    assert clock.arm_wait_s("judge-graph", False) == clock.ARM_S

@@ -43,6 +43,13 @@ not be screened out as a loser."""
 ARM_S = 2.0
 """How long the judge waits for a worker to arm a batch before it lets go anyway: host code
 that synchronizes cannot arm behind `go`, and is then timed with its host work."""
+ARM_BLOCKED_S = 0.05
+"""How long the judge waits for an eager case's arm once a batch of the walk's worker did not
+arm within `ARM_S`: its host code synchronizes before `go` (masked_select's, whose nonzero
+waits for the GPU), and no batch of it will. Each batch waited out `ARM_S`: 10 s a case of 5
+batches, 204 s for one baseline's 16 cases, in a hold that stopped every other walk
+(evidence: RESULTS.md#arm-blocked). A worker that is waited for less loses, never gains: the
+clock starts at `go` either way, and what it had not enqueued by then is timed."""
 BATCH_S = 0.005
 """Seconds a GPU batch aims to last: long beside the go..done handoff (about 160 us: the
 worker's stream woken from its wait on `go`, RESULTS.md#host-clock), short beside a case's
@@ -149,6 +156,14 @@ def settled(per_run_us: list[float]) -> bool:
     return (max(per_run_us) - min(per_run_us)) <= SETTLED_SPREAD * statistics.median(per_run_us)
 
 
+def arm_wait_s(method: str, armed_before: bool) -> float:
+    """Returns how long the judge waits for a batch's arm: `ARM_S`, or `ARM_BLOCKED_S` for an
+    eager case (`method`, `time_case`'s) of a walk whose worker let an earlier batch's arm
+    run past it (`armed_before` False). A captured graph's arm enqueues its replay, no host
+    code: it is waited for in full whatever went before."""
+    return ARM_BLOCKED_S if method == "judge-eager" and not armed_before else ARM_S
+
+
 def _already_held(**_) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext([])
 
@@ -208,7 +223,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
             for number in range(batches):
                 if share:
                     elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token,
-                                                           alone is not None)
+                                                           alone is not None, method)
                     fill_gbps.append(gbps)
                     _judged(walk, checker, token, outputs, case, worker)
                 else:
@@ -243,9 +258,10 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     return stats
 
 
-def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float, list, float]:
+def _gpu_batch(walk, worker, checker, token: str, baseline: bool,
+               method: str) -> tuple[float, list, float]:
     """One batch by the judge's clock: the worker is asked to arm behind a fresh `go`, the
-    checker releases it (after `ARM_S` at most) and times go..done (`TimedBatch.release`).
+    checker releases it (after `arm_wait_s` at most) and times go..done (`TimedBatch.release`).
     Returns the microseconds, the worker's outputs and the fill's GB/s (for the meter).
     Fills another context cut fail a candidate, never a `baseline` (trusted code: the cuts
     were a neighbour's)."""
@@ -253,7 +269,8 @@ def _gpu_batch(walk, worker, checker, token: str, baseline: bool) -> tuple[float
     go = _DRAW.randrange(1, 2**31)  # the host words start at 0
     request = {"op": "arm", "go": go, "wake": WAKE}
     deadline = worker.start(request, c.limits.bench_s)
-    armed = worker.early(ARM_S)
+    armed = worker.early(arm_wait_s(method, walk.armed_in_time))
+    walk.armed_in_time = walk.armed_in_time and armed is not None
     if armed is not None and not armed.get("ok"):  # it failed before `go`: nothing to time
         raise Failed("timed", armed.get("kind", "runtime_error"), str(armed.get("trace", "")))
     released = walk._request(checker, {"op": "timed_release", "token": token, "go": go,
