@@ -397,7 +397,9 @@ class BuiltinWalk(Walk):
             with self.c.baselines.lease() as worker, self.c.checkers.lease() as checker:
                 self._reset(checker)
                 self._load(worker, self.task.baseline_source)
-                self._precompile(worker, checker)
+                compiled = self._precompile(worker, checker)
+                if self.c.device.timing_meaningful:
+                    self._warm_every_case(worker, checker, compiled)
                 with clock.held_alone(self, worker) as beside:
                     stats = []
                     for case in self.cases:
@@ -414,6 +416,20 @@ class BuiltinWalk(Walk):
             self.c.best.offer(key, case_stats["median_us"])  # a real timing, kept or not
         self.c.meter.kernel_time(stats)
         return stats
+
+    def _warm_every_case(self, worker, checker, compiled: bool) -> None:
+        """Calls the baseline once on every case, judged, before its hold (on a GPU): a kernel
+        autotuned on its shapes (`key=['M', 'N', 'K']`: 47 of TritonBench-revised's 184
+        references) benchmarks its configurations at its first call of each case, and inside
+        the hold, which stops every other walk, that was 5-6 s of every case
+        (int8_matmul_quantization: 30 cases, 160 s; evidence: RESULTS.md#autotune-in-hold).
+        A candidate autotunes in its correctness calls, under the shared hold; the baseline
+        now does where the candidate does. `compiled`: `_precompile`'s word."""
+        for at, case in enumerate(self.cases):
+            first = at == 0
+            self._call(worker, checker, case, self.c.seed(),
+                       self.c.limits.compile_s if first else self.c.limits.check_s,
+                       compiling=first and not compiled)
 
     def _time_baseline_case(self, worker, checker, case, beside: list,
                             previous_us: float | None) -> dict:
