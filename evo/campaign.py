@@ -416,7 +416,7 @@ def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState
             if (out / "campaign.json").exists():
                 provenance.check_device(out, parts.device)
             else:
-                provenance.write(out, config, parts.device)
+                provenance.write(out, config, parts.device, parts.tasks)
             progress = Progress([task.name for task in parts.tasks], config.search.generations,
                                 parts.backend, sandboxed=config.fitness.sandbox != "off",
                                 islands=config.search.islands)

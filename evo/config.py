@@ -152,7 +152,7 @@ class Operators(_Section):
 
 class Fitness(Settings):
     """[fitness]: where and how candidates are scored: `fitness.Settings` (device, workers,
-    spares, sandbox, static_gate, timeouts, sandbox_limits, with their meanings),
+    spares, sandbox, static_gate, time_every_case, timeouts, sandbox_limits, with their meanings),
     which travels whole to each FitnessActor, and the engine's own knobs below.
 
     Attributes:

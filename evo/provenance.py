@@ -21,13 +21,15 @@ model is reached (a campaign stopped because its endpoint failed resumes on a fi
 how patiently the engine waits on fitness answers and how often it says what it waits for."""
 
 
-def write(folder: Path, config: Config, device: dict) -> None:
-    """Writes campaign.json: config, versions, device, git commit, start time, host."""
+def write(folder: Path, config: Config, device: dict, tasks: list) -> None:
+    """Writes campaign.json: config, versions, device, git commit, start time, host, and each
+    task's difficulty (a task that never gets a row, every reply of it unusable, still counts
+    at its level in the tables: `metrics.Results.difficulty`)."""
     results.write_json(folder / "campaign.json", {
         "config": config.model_dump(mode="json"), "versions": _versions(), "device": device,
         "git_commit": _git_commit(),
         "started_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "host": platform.node()})
+        "host": platform.node(), "difficulty": {task.name: task.difficulty for task in tasks}})
 
 
 def check_resumable(folder: Path, config: Config) -> None:

@@ -86,7 +86,9 @@ def campaign_config(name: str, suite: str, path: str, tasks: list[str], search: 
                      "tasks": tasks, "seed": 0, "seed_with_baseline": seed_with_baseline},
         "search": {"population": 2, "migration_interval": 0, **search},
         "operators": {"mode": "offline", **operators},
-        "fitness": {"device": args.device, "workers": args.workers},
+        # direct prompting's speedup averages every correct reply, the slow ones too
+        "fitness": {"device": args.device, "workers": args.workers,
+                    "time_every_case": not seed_with_baseline},
         "budget": {"max_wall_seconds": round(wall_s)},
     }
     return "".join(f"[{section}]\n" + "".join(f"{key} = {_toml(value)}\n" for key, value in keys.items()) + "\n"
@@ -195,6 +197,8 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true", help="continue the campaigns OUT holds")
     parser.add_argument("--no-search", action="store_true",
                         help="direct prompting only (Table 2): no offline arm")
+    parser.add_argument("--tables-only", action="store_true",
+                        help="run no campaign: the tables from those OUT holds (a cut call's)")
     parser.add_argument("--geak-verdicts", nargs="*", default=[], metavar="JSON",
                         help="GEAK-eval's harness verdicts on the same replies (llm_corpus.py "
                              "JSONs): Table 2 beside them, by level, in OUT/tables")
@@ -209,6 +213,9 @@ def main() -> None:
     direct = {}
     for generations in args.generations:
         model = recorded_generations.default_model(generations)
+        if args.tables_only:
+            direct[model] = out / f"direct-{model}"
+            continue
         replied = covered(generations, args.path, tasks["tritonbench-revised"])
         if not replied:  # an empty task list would mean every task of the suite
             print(f"== direct-{model}: no task here that its replies serve, none scored", flush=True)
@@ -224,6 +231,9 @@ def main() -> None:
     search_s = budget_s * (1 - DIRECT_SHARE if args.generations else 1.0)
     weights = {suite: len(names) for suite, names in tasks.items() if names and not args.no_search}
     for suite, count in weights.items():
+        if args.tables_only:
+            search[suite] = out / f"search-{suite}"
+            continue
         config = campaign_config(
             f"search-{suite}", suite, args.path, tasks[suite],
             {"generations": args.search_generations, "islands": args.islands, "offspring": args.offspring},
@@ -257,7 +267,7 @@ def beside_geak_eval(direct: dict[str, pathlib.Path], verdicts: list[str], path:
     import corpus_levels
 
     levels = {task.name: task.difficulty for task in registry.load("tritonbench-revised", path).tasks()}
-    scored = {model: _scored(folder) for model, folder in direct.items() if rows(folder)}
+    scored = {model: _scored(folder, levels) for model, folder in direct.items() if rows(folder)}
     replies = {key: reply for key, reply in corpus_levels.replies(verdicts).items()
                if key[0] in scored and key[1] in scored[key[0]].task_names}
     theirs = {(line["model"], line["level"].removeprefix("L")): line
@@ -276,9 +286,12 @@ def beside_geak_eval(direct: dict[str, pathlib.Path], verdicts: list[str], path:
     return "\n".join(lines) + "\n"
 
 
-def _scored(folder: pathlib.Path):
-    """Returns the campaign in `folder` as if it named only the tasks it scored a reply for
-    (a generator row), so that the tasks it never reached count on neither side."""
+def _scored(folder: pathlib.Path, levels: dict[str, int]):
+    """Returns the campaign in `folder` as if it named only the tasks it drew a reply for (a
+    generator row, or an LLM-call row: a reply with no usable code), so that the tasks it
+    never reached count on neither side; a campaign.json from before each task's difficulty
+    was recorded takes `levels` (the suite's), so that a reply with no row still counts at
+    its level."""
     from evo.analysis import geak_tables, metrics
 
     results = metrics.load(folder)
@@ -286,7 +299,9 @@ def _scored(folder: pathlib.Path):
     tasks = sorted(set(found.loc[found["operator"] == geak_tables.GENERATOR_OPERATOR, "task"]))
     config = results.meta.get("config", {})
     campaign = {**config.get("campaign", {}), "tasks": tasks}
-    return dataclasses.replace(results, meta={**results.meta, "config": {**config, "campaign": campaign}},
+    meta = {**results.meta, "difficulty": results.meta.get("difficulty") or levels,
+            "config": {**config, "campaign": campaign}}
+    return dataclasses.replace(results, meta=meta,
                                evaluations=found[found["task"].isin(tasks)])
 
 

@@ -86,7 +86,7 @@ class Evaluator:
         self._checkers = pools(size=settings.workers + BASELINE_JOBS, role="checker")
         self._cascade = Cascade(self.device, self._candidates, self._checkers, self.gate,
                                 limits, settings.static_gate,
-                                baselines=self._baselines)
+                                baselines=self._baselines, give_up=not settings.time_every_case)
         self._lock = threading.Lock()
         self._started = time.monotonic()
         self._evaluated = 0

@@ -61,16 +61,34 @@ def extract(text: str, entry_point: str) -> Parsed:
     blocks = [(m.group(1).lower(), m.group(2), m.span()) for m in _FENCE.finditer(text)]
     blocks = [b for b in blocks if b[0] in _PYTHON_TAGS]
     if not blocks:
-        if "```" not in text and not check_module(text, entry_point):
-            return Parsed(text.rstrip() + "\n", "")
-        cut = "an opening ``` is never closed (answer cut off at max_tokens?)" if "```" in text else "no ``` fence"
-        return Parsed("", _notes(text), f"no_code_block: {cut}")
+        if "```" in text:
+            return Parsed("", _notes(text), "no_code_block: an opening ``` is never closed "
+                                            "(answer cut off at max_tokens?)")
+        return _bare(text, entry_point)
     for _, code, span in reversed(blocks):
         if not check_module(code, entry_point):
             return Parsed(code.rstrip() + "\n", _notes(text[:span[0]] + text[span[1]:]))
     # Report the last block's problem: it is the one the model meant as its answer.
     _, code, span = blocks[-1]
     return Parsed(code, _notes(text[:span[0]] + text[span[1]:]), check_module(code, entry_point))
+
+
+def _bare(text: str, entry_point: str) -> Parsed:
+    """Returns a response with no fence at all: the module when it is one; else why not, the
+    module's own failure when the text reads as code (GEAK-eval runs it as it is, and it
+    fails there too: RESULTS.md#bare-replies), no_code_block when it is prose."""
+    failure = check_module(text, entry_point)
+    if not failure:
+        return Parsed(text.rstrip() + "\n", "")
+    if _reads_as_code(text):
+        return Parsed(text, "", failure)
+    return Parsed("", _notes(text), "no_code_block: no ``` fence")
+
+
+def _reads_as_code(text: str) -> bool:
+    """Whether a text is meant as a module (whether or not it is one): it opens as one does."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first.startswith(("import ", "from ", "@triton", "def ", "class ", "#"))
 
 
 def _notes(prose: str) -> str:

@@ -52,12 +52,15 @@ def llm_call(task: str, island: int, generation: int, tokens: int, usd: float) -
 
 def write_campaign(folder: Path, evaluations: list[dict], llm_calls: list[dict] = (),
                    islands: int = 3, migration_interval: int = 0, name: str = "synthetic",
-                   tasks: tuple[str, ...] = ()) -> Path:
-    """Writes a campaign folder, one evaluations part per generation as the engine does."""
+                   tasks: tuple[str, ...] = (), difficulty: dict | None = None) -> Path:
+    """Writes a campaign folder, one evaluations part per generation as the engine does
+    (`difficulty`: campaign.json's task -> level, as the engine records it; None: none, as
+    campaigns before it did)."""
     folder.mkdir(parents=True, exist_ok=True)
     config = {"campaign": {"name": name, "tasks": list(tasks)}, "search": {"islands": islands,
                                                      "migration_interval": migration_interval}}
-    (folder / "campaign.json").write_text(json.dumps({"config": config}))
+    meta = {"config": config, **({"difficulty": difficulty} if difficulty is not None else {})}
+    (folder / "campaign.json").write_text(json.dumps(meta))
     for subfolder, rows, schema in (("evaluations", evaluations, EVALUATION_SCHEMA),
                                     ("llm_calls", llm_calls, LLM_CALL_SCHEMA)):
         (folder / subfolder).mkdir(exist_ok=True)

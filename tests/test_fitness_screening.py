@@ -45,3 +45,19 @@ def test_a_clear_loser_is_timed_on_the_representative_case_only(tmp_path):
                    tmp_path / "part.parquet")
     [back] = pq.read_table(tmp_path / "part.parquet").to_pylist()
     assert results.evaluation_from_row(back) == loser
+
+
+@pytest.mark.slow
+def test_time_every_case_times_the_same_loser_on_every_case():
+    """The knob a table averaging every correct candidate needs (Table 2): the loser above,
+    timed whole, reads its speedup below 1 instead of none."""
+    task = builtin().get("vector_add")
+    with Evaluator(Settings(device="interpreter", workers=1, timeouts=FITNESS_TEST_LIMITS,
+                            time_every_case=True)) as evaluator:
+        loser = evaluator.evaluate(task, make_candidate(task.name, vector_add_at(16)))
+        requests = evaluator.stats()["requests"]
+
+    assert loser.correct and loser.stage_reached == "timed", loser.error_trace
+    assert None not in loser.latency_us and len(loser.latency_us) == len(task.interpreter_cases)
+    assert loser.speedup is not None and loser.speedup < 1.0
+    assert requests["checker.timed_open"] == 2 * len(task.interpreter_cases)

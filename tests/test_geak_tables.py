@@ -98,6 +98,8 @@ def test_direct_prompting_scores_island_0_s_first_reply_per_model_and_level(runs
     assert _row(table, model="reordered", level="all")["exec_accuracy"] == 0.5
     assert _row(table, model="tritonbench_g", level="all")["exec_accuracy"] == 1.0
     assert not table.timing_meaningful.any()
+    meta = json.loads((runs["direct"]["reordered"] / "campaign.json").read_text())
+    assert meta["difficulty"] == {"scale_shift": 1, "row_max": 3}
 
 
 @pytest.mark.slow
@@ -180,6 +182,24 @@ def test_meaningful_timing_is_unstarred_and_a_task_without_rows_counts_as_failed
     text = "\n".join(geak_tables.table_text(table, "model"))
     assert "| m | all | 3 | 66.7% | 66.7% | 1.25x | 1.00x | 2 | 33.3% |" in text
     assert INTERPRETER_CAVEAT not in text
+
+
+def test_a_task_without_rows_counts_as_failed_at_the_level_campaign_json_records(tmp_path):
+    # "silent": its one reply had no usable code, so no evaluation row, only its level recorded
+    rows = [evaluation("add", 0, 0, call_ok=True, correct=True, speedup=2.0, operator="generator"),
+            evaluation("mul", 0, 0, call_ok=True, correct=True, speedup=0.5, operator="generator",
+                       difficulty=2)]
+    levels = {"add": 1, "mul": 2, "silent": 2}
+    recorded = write_campaign(tmp_path / "recorded", rows, islands=1, tasks=tuple(levels),
+                              difficulty=levels)
+    table = geak_tables.direct_prompting({"m": recorded})
+
+    level_2 = _row(table, level="2")
+    assert (level_2["tasks"], level_2["exec_accuracy"], level_2["call_accuracy"]) == (2, 0.5, 0.5)
+    assert table[table.level != "all"].tasks.sum() == _row(table, level="all")["tasks"] == 3
+    # before levels were recorded, such a task counted in "all" alone
+    older = write_campaign(tmp_path / "older", rows, islands=1, tasks=tuple(levels))
+    assert _row(geak_tables.direct_prompting({"m": older}), level="2")["tasks"] == 1
 
 
 def test_cli_refuses_a_direct_folder_without_a_label(tmp_path, capsys):

@@ -130,6 +130,9 @@ def test_crossover_request_carries_both_parents():
     ("```python\ndef vector_add(x, y:\n```", "syntax_error"),
     ("```python\ndef add(x, y):\n    return x\n```", "missing_entry_point"),
     ("```python\ndef vector_add(x, y):\n    return x + y\n", "no_code_block"),  # cut off by max_tokens
+    # bare code, as TritonBench's recorded replies are: its own failure, what GEAK-eval meets
+    ("import torch\n\ndef add(x, y):\n    return x\n", "missing_entry_point"),
+    ("import torch\n\ndef vector_add(x, y:\n    return x\n", "syntax_error"),
 ])
 def test_unusable_answers_are_failed_offspring_with_a_reason(text, reason):
     with ScriptedServer([text]) as server:

@@ -46,7 +46,7 @@ def outcomes(results: metrics.Results, rows: pd.DataFrame) -> pd.DataFrame:
     """Returns one row per campaign task from `rows` (some of its evaluations), as the task
     table `metrics.suite_metrics` reads: one run, called / solved when a row did, the best
     correct timed speedup (NaN when none) and its timing_meaningful; the difficulty from any
-    row of the task."""
+    row of the task, else from campaign.json (`metrics.Results.difficulty`)."""
     grouped, best = rows.groupby("task"), metrics.best_rows(rows)
     table = pd.DataFrame({"runs_called": grouped["call_ok"].any(),
                           "runs_solved": grouped["correct"].any(),
@@ -56,7 +56,7 @@ def outcomes(results: metrics.Results, rows: pd.DataFrame) -> pd.DataFrame:
     table[["runs_called", "runs_solved"]] = table[["runs_called", "runs_solved"]].fillna(False)
     table = table.astype({"runs_called": int, "runs_solved": int, "best_speedup": float})
     table["runs"] = 1
-    table["difficulty"] = results.evaluations.groupby("task")["difficulty"].first()
+    table["difficulty"] = results.difficulty
     return table
 
 

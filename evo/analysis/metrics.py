@@ -79,6 +79,16 @@ class Results:
         called = self.llm_calls["task"].dropna() if "task" in self.llm_calls else []
         return sorted(set(named) | set(self.evaluations["task"]) | set(called))
 
+    @functools.cached_property
+    def difficulty(self) -> pd.Series:
+        """Returns each task's difficulty level (float, NaN when unknown): its rows', else
+        campaign.json's (a task with no row, every reply of it unusable, has only that one;
+        campaigns from before it was recorded leave such a task out of every level)."""
+        recorded = pd.Series(self.meta.get("difficulty") or {}, dtype=float)
+        seen = (self.evaluations.groupby("task")["difficulty"].first().astype(float)
+                if not self.evaluations.empty else pd.Series(dtype=float))
+        return seen.combine_first(recorded).reindex(self.task_names)
+
     @property
     def backends(self) -> list[str]:
         """The backends its rows were scored on (a campaign has one: cuda | rocm | interpreter)."""
@@ -232,7 +242,6 @@ def task_table(results: Results) -> pd.DataFrame:
     meta = rows.groupby("task").first()
     table = pd.DataFrame({
         "suite": meta.get("suite", pd.Series("", index=meta.index)),
-        "difficulty": meta.get("difficulty", pd.Series(np.nan, index=meta.index)),
         "candidates": rows.groupby("task").size(),
         "call_rate": rows.groupby("task")["call_ok"].mean(),
         "correct_rate": rows.groupby("task")["correct"].mean(),
@@ -240,6 +249,7 @@ def task_table(results: Results) -> pd.DataFrame:
         "runs_called": runs["called"].sum(),
         "runs_solved": runs["solved"].sum(),
     }).reindex(results.task_names)
+    table.insert(1, "difficulty", results.difficulty)
     table["candidates"] = table["candidates"].fillna(0).astype(int)
     best = best_rows(rows)
     table["best_speedup"] = best["speedup"]

@@ -30,6 +30,9 @@ TASKS=${TASKS:-}                # only these tasks ("a,b"; default: all)
 GEAK_S=${GEAK_S:-0}             # after the references, GEAK-eval's own clock on them (the validation table)
 TABLE2_S=${TABLE2_S:-0}         # first, Table 2: the recorded replies in GENERATIONS, beside VERDICTS
 GENERATIONS=${GENERATIONS:-}    # recorded-generations files (`corpus_rows.py`; carried: .corpus/rows)
+# Table 2's campaigns' wall budget over every call, shared by the files (a campaign that spent
+# its share ended on its own, and no later call resumes it: set it past what the calls add up to)
+TABLE2_MINUTES=${TABLE2_MINUTES:-$(awk "BEGIN { print $TABLE2_S / 60 }")}
 VERDICTS=${VERDICTS:-experiments/perf/data/llm_corpus_h200_2026-11-29_a.json.gz experiments/perf/data/llm_corpus_h200_2026-11-29_c.json.gz}
 TASKS_PER_LEVEL=${TASKS_PER_LEVEL:-6}
 SEARCH_MINUTES=${SEARCH_MINUTES:-12}  # the one command's campaigns, over all calls
@@ -61,7 +64,7 @@ if [ "$TABLE2_S" -gt 0 ] && [ -n "$GENERATIONS" ]; then
   unpack table2
   timeout $(( TABLE2_S + 60 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
     --suites tritonbench-revised --no-search --workers $WORKERS --generations $GENERATIONS \
-    --geak-verdicts $VERDICTS --minutes $(awk "BEGIN { print $TABLE2_S / 60 }") \
+    --geak-verdicts $VERDICTS --minutes $TABLE2_MINUTES \
     --call-minutes $(awk "BEGIN { print $TABLE2_S / 60 }") --out $OUT/table2 --resume > $OUT/table2.log 2>&1
   echo "exit $?"; grep -E "^== |^\| " $OUT/table2.log | tail -24 | cut -c1-300
   pack table2
@@ -79,7 +82,7 @@ if [ $refs_s -ge 30 ]; then
   gpu
 fi
 search_s=$(( $(left) - 30 ))
-if [ $search_s -ge 60 ]; then
+if [ $search_s -ge 180 ]; then  # a campaign seeds for minutes: less checkpoints nothing
   step "the one command's offline arm, $search_s s at most"
   unpack geak
   timeout $(( search_s + 30 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \

@@ -57,13 +57,15 @@ class Cascade:
     """Walks candidates through the stages using the given pools, device lock and limits:
     a built-in task's candidates by `BuiltinWalk`'s plan, an external suite's by its own harness
     (`harness.HarnessWalk`). `harness_seed` salts every seed an external harness sets (None:
-    drawn at random; with `salt_harness_seeds` False the harness keeps the suite's own)."""
+    drawn at random; with `salt_harness_seeds` False the harness keeps the suite's own).
+    `give_up`: a clear loser's other cases go untimed (`BuiltinWalk._latency`)."""
 
     def __init__(self, device: DeviceInfo, candidates, checkers, device_lock,
                  limits: Limits = Limits(),
                  static_gate: bool = True, harness_seed: int | None = None,
-                 salt_harness_seeds: bool = True, baselines=None):
+                 salt_harness_seeds: bool = True, baselines=None, give_up: bool = True):
         self.device = device
+        self.give_up = give_up
         self.static_gate = static_gate
         self.candidates = candidates
         # workers that load a task's baseline: a pool of their own, or a walk holding the
@@ -488,7 +490,7 @@ class BuiltinWalk(Walk):
         return [first] + rest
 
     def _give_up(self, key) -> float | None:
-        best = self.c.best.get(key)
+        best = self.c.best.get(key) if self.c.give_up else None
         return None if best is None else GIVE_UP_FACTOR * best
 
     def _record_speed(self, stats: list[dict | None], baseline: list[dict]) -> None:
