@@ -78,9 +78,8 @@ class Settings(BaseModel):
         to start without one); "off" scores them without it, and every row says so.
       static_gate: refuse candidates that break the lint (no launch, I/O, global settings).
       time_every_case: time every case of every correct candidate, none given up as a clear
-        loser on its first (past 1.2x the best seen there, `GIVE_UP_FACTOR`): a table that averages every correct
-        candidate's speedup (direct prompting's Table 2, as GEAK-eval reads it) needs the
-        slow ones' too, where a search only needs to know they lost.
+        loser (1.2x the best seen, on its first): for a table that averages every correct
+        candidate's speedup, the slow ones' too (direct prompting's Table 2, as GEAK-eval).
       timeouts: each stage's limit in seconds (`Limits`; `compile = 60` or `compile_s = 60`).
       sandbox_limits: the hard resource limits of every sandboxed process.
     """
