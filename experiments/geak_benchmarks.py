@@ -57,12 +57,19 @@ TABLES_S = 45.0
 """Of `--call-minutes`, what is kept for the stop and the tables."""
 
 
-def runnable_tasks(path: str, suites: list[str], device: str, per_level: int | None) -> dict[str, list[str]]:
+def runnable_tasks(path: str, suites: list[str], device: str, per_level: int | None,
+                   only: list[str] = ()) -> dict[str, list[str]]:
     """Returns {suite: task names} that run on `device`, the first `per_level` of each
-    difficulty level (by name) when given."""
+    difficulty level (by name) when given, of `only` when given (a name no suite has
+    raises SystemExit naming it)."""
+    loaded = {suite: registry.load(suite, path).tasks() for suite in suites}
+    unknown = sorted(set(only) - {task.name for tasks in loaded.values() for task in tasks})
+    if unknown:
+        raise SystemExit(f"--tasks: no task {', '.join(unknown)} in {', '.join(suites)}")
     chosen = {}
     for suite in suites:
-        tasks = sorted((task for task in registry.load(suite, path).tasks() if device in task.runnable_on),
+        tasks = sorted((task for task in loaded[suite] if device in task.runnable_on
+                        and (not only or task.name in only)),
                        key=lambda task: (task.difficulty, task.name))
         if per_level is not None:
             levels: dict[int, list] = {}
@@ -189,6 +196,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=12)
     parser.add_argument("--minutes", type=float, default=20.0, help="wall time of all the campaigns")
     parser.add_argument("--tasks-per-level", type=int, default=None)
+    parser.add_argument("--tasks", default="", help="only these tasks (comma-separated)")
     parser.add_argument("--search-generations", type=int, default=4)
     parser.add_argument("--islands", type=int, default=4)
     parser.add_argument("--offspring", type=int, default=2)
@@ -207,7 +215,8 @@ def main() -> None:
                 else time.monotonic() + args.call_minutes * 60 - TABLES_S)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tasks = runnable_tasks(args.path, args.suites.split(","), args.device, args.tasks_per_level)
+    tasks = runnable_tasks(args.path, args.suites.split(","), args.device, args.tasks_per_level,
+                           [name for name in args.tasks.split(",") if name])
     print("tasks: " + ", ".join(f"{suite} {len(names)}" for suite, names in tasks.items()), flush=True)
     budget_s = args.minutes * 60
     direct = {}

@@ -38,6 +38,15 @@ def test_tasks_per_level_keeps_the_first_of_each_difficulty_that_runs_on_the_dev
     assert one_each == every  # one task a level already
 
 
+def test_tasks_keeps_only_those_named_and_refuses_a_name_no_suite_has():
+    command = _command_module()
+    assert command.runnable_tasks(str(FIXTURE_SUITE), ["tritonbench-revised"], "interpreter",
+                                  None, ["row_max"]) == {"tritonbench-revised": ["row_max"]}
+    with pytest.raises(SystemExit, match="--tasks: no task row_mix in tritonbench-revised"):
+        command.runnable_tasks(str(FIXTURE_SUITE), ["tritonbench-revised"], "interpreter",
+                               None, ["row_max", "row_mix"])
+
+
 def test_its_campaign_configs_load_as_written(tmp_path):
     command = _command_module()
     args = type("Args", (), {"device": "interpreter", "workers": 2})()
@@ -50,6 +59,7 @@ def test_its_campaign_configs_load_as_written(tmp_path):
     assert loaded.campaign.tasks == ("scale_shift",) and not loaded.campaign.seed_with_baseline
     assert loaded.operators.generations_from == str(GENERATIONS)
     assert loaded.search.migration_interval == 0 and loaded.budget.max_wall_seconds == 60
+    assert loaded.fitness.time_every_case  # direct prompting averages every correct reply
 
 
 def test_a_campaign_that_ended_on_its_own_is_done_and_one_stopped_or_killed_resumes(tmp_path):
@@ -132,6 +142,30 @@ def test_table_2_beside_geak_eval_counts_only_the_replies_a_cut_call_scored(tmp_
              [cell.strip() for cell in line.strip("|").split("|")][2:] for line in lines[2:]}
     assert cells[("m1", "all")][:3] == ["1", "100.0", "100.0"]  # tasks, exec, GEAK-eval exec
     assert set(cells) == {("m1", "1"), ("m1", "all")}
+
+
+def test_table_2_beside_geak_eval_counts_a_reply_without_code_at_its_level(tmp_path):
+    """row_max's reply was drawn but held no usable code: no evaluation row, an LLM-call row.
+    A campaign from before levels were recorded still counts it at its suite level, failed,
+    on both sides."""
+    from synthetic_results import evaluation, llm_call, write_campaign
+
+    command = _command_module()
+    replies = [evaluation("scale_shift", 0, 0, call_ok=True, correct=True, speedup=2.0,
+                          operator="generator", difficulty=1)]
+    drawn = [{**llm_call(task, 0, 0, 0, 0.0), "role": "generator"} for task in ("scale_shift", "row_max")]
+    direct = {"m1": write_campaign(tmp_path / "m1", replies, drawn, islands=1,
+                                   tasks=("scale_shift", "row_max"))}
+    verdicts = tmp_path / "llm_corpus.json"
+    verdicts.write_text(json.dumps({"rows": [
+        {"model": "m1", "task": task, "row": 0, "done": True, "geak_call": task == "scale_shift",
+         "geak_exec": task == "scale_shift", "agree": True} for task in ("scale_shift", "row_max")]}))
+
+    lines = command.beside_geak_eval(direct, [str(verdicts)], str(FIXTURE_SUITE)).splitlines()
+    cells = {tuple(cell.strip() for cell in line.strip("|").split("|"))[:2]:
+             [cell.strip() for cell in line.strip("|").split("|")][2:] for line in lines[2:]}
+    assert cells[("m1", "3")][:5] == ["1", "0.0", "0.0", "0.0", "0.0"]
+    assert cells[("m1", "all")][:3] == ["2", "50.0", "50.0"]
 
 
 @pytest.mark.slow

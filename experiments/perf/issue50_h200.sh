@@ -33,6 +33,8 @@ GENERATIONS=${GENERATIONS:-}    # recorded-generations files (`corpus_rows.py`; 
 # Table 2's campaigns' wall budget over every call, shared by the files (a campaign that spent
 # its share ended on its own, and no later call resumes it: set it past what the calls add up to)
 TABLE2_MINUTES=${TABLE2_MINUTES:-$(awk "BEGIN { print $TABLE2_S / 60 }")}
+TABLE2_DIR=${TABLE2_DIR:-table2}  # its folder under $OUT (another name: campaigns of their own)
+TABLE2_TASKS=${TABLE2_TASKS:-}    # only these tasks' replies ("a,b"; default: all)
 VERDICTS=${VERDICTS:-experiments/perf/data/llm_corpus_h200_2026-11-29_a.json.gz experiments/perf/data/llm_corpus_h200_2026-11-29_c.json.gz}
 TASKS_PER_LEVEL=${TASKS_PER_LEVEL:-6}
 SEARCH_MINUTES=${SEARCH_MINUTES:-12}  # the one command's campaigns, over all calls
@@ -61,13 +63,14 @@ unpack() { local last=""; for prev in "${PREV[@]}"; do
   [ -d $OUT/$1 ] && chmod -R u+w $OUT/$1; }
 if [ "$TABLE2_S" -gt 0 ] && [ -n "$GENERATIONS" ]; then
   step "Table 2 from the recorded replies, $TABLE2_S s at most"
-  unpack table2
+  unpack $TABLE2_DIR
   timeout $(( TABLE2_S + 60 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
     --suites tritonbench-revised --no-search --workers $WORKERS --generations $GENERATIONS \
     --geak-verdicts $VERDICTS --minutes $TABLE2_MINUTES \
-    --call-minutes $(awk "BEGIN { print $TABLE2_S / 60 }") --out $OUT/table2 --resume > $OUT/table2.log 2>&1
-  echo "exit $?"; grep -E "^== |^\| " $OUT/table2.log | tail -24 | cut -c1-300
-  pack table2
+    --call-minutes $(awk "BEGIN { print $TABLE2_S / 60 }") --out $OUT/$TABLE2_DIR --tasks "$TABLE2_TASKS" \
+    --resume > $OUT/$TABLE2_DIR.log 2>&1
+  echo "exit $?"; grep -E "^== |^\| " $OUT/$TABLE2_DIR.log | tail -24 | cut -c1-300
+  pack $TABLE2_DIR
   gpu
 fi
 resume=(); for prev in "${PREV[@]}"; do [ -f "$prev/geak_timing.jsonl" ] && resume+=("$prev/geak_timing.jsonl"); done
