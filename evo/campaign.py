@@ -23,8 +23,8 @@ from pathlib import Path
 
 import ray
 
-from evo import (actor_faults, breaker, checkpoint, ending, fatal, migration, preflight,
-                 provenance, results, run_log, scoring, stopping, wiring)
+from evo import (actor_faults, breaker, checkpoint, ending, fatal, fitness_meter, migration,
+                 preflight, provenance, results, run_log, scoring, stopping, wiring)
 from evo import config as config_lib
 from evo.budget import Spend, cap_reached
 from evo.checkpoint import CampaignState, IslandState
@@ -422,10 +422,28 @@ def _run(config: config_lib.Config, out: Path, tasks: list, state: CampaignState
                                 islands=config.search.islands)
             if resume:
                 _resumed(progress, config, out, state)
+            started = datetime.datetime.now(datetime.timezone.utc)
             with progress:
                 campaign = Campaign(config, parts, out, state, progress)
-                campaign.run()
+                try:
+                    campaign.run()
+                finally:
+                    _record_meter(out, parts.fitness, started)
     return campaign, parts.backend
+
+
+METER_WAIT_S = 5.0
+"""How long a run's end waits for its fitness actors' stats (a stop signal must end the
+campaign within 30 s, and the actors' shutdown waits `wiring.STOP_WAIT_S` after this)."""
+
+
+def _record_meter(out: Path, fitness: list, started: datetime.datetime) -> None:
+    """Appends this run's fitness stats to fitness_meter.jsonl (`fitness_meter.record`);
+    a Ray that is going away or a folder that cannot be written loses that line only."""
+    try:
+        fitness_meter.record(out, fitness, started, METER_WAIT_S)
+    except (ray.exceptions.RayError, OSError):
+        pass
 
 
 _PROGRESS_COLUMNS = ["task", "generation", "candidate_id", "correct", "speedup", "latency_us",

@@ -173,7 +173,29 @@ def run_campaign(out: pathlib.Path, name: str, config: str, resume: bool = False
     wall_s, scored = time.monotonic() - started, rows(folder) - rows_before
     print(f"== {name}: exit {code} after {wall_s:.0f} s: {scored} evaluations in this call, "
           f"{scored / wall_s * 60:.1f}/min; {stages(folder, since, wall_s)}", flush=True)
+    print(f"== {name}: {metered(folder)}", flush=True)
     return folder
+
+
+def metered(folder: pathlib.Path, most: int = 8) -> str:
+    """Returns where this run's fitness time went (its last fitness_meter.jsonl line): the
+    `most` request kinds by seconds over its actors, and its waits for the device."""
+    from evo import fitness_meter
+
+    runs = fitness_meter.read(folder)
+    actors = [actor for actor in (runs[-1]["actors"] if runs else []) if actor]
+    if not actors:
+        return "no fitness meter recorded"
+    seconds: dict[str, float] = {}
+    for actor in actors:
+        for kind, spent in actor.get("request_s", {}).items():
+            if kind.count(".") == 1:  # a request, not one of its parts
+                seconds[kind] = seconds.get(kind, 0.0) + spent
+    top = sorted(seconds.items(), key=lambda item: -item[1])[:most]
+    waits = {key: sum(actor.get(key, 0.0) for actor in actors)
+             for key in ("walk_wait_s", "ready_wait_s", "busy_s")}
+    return ("fitness seconds by request: " + ", ".join(f"{kind} {spent:.0f}" for kind, spent in top)
+            + "; " + ", ".join(f"{key} {value:.0f}" for key, value in waits.items()))
 
 
 def covered(generations: str, path: str, names: list[str]) -> list[str]:

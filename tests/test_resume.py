@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import campaign_processes
-from evo import campaign, checkpoint, config as config_lib
+from evo import campaign, checkpoint, config as config_lib, fitness_meter
 
 pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
 
@@ -107,6 +107,16 @@ def test_seeds_written_but_not_checkpointed_are_kept_not_scored_again(
     assert {part: (part.read_bytes(), part.stat().st_mtime_ns) for part in parts_0} == written
     _assert_same_rows(_rows(out), _rows(reference))
     assert summary.candidates == len(_rows(out))  # the redone seeds counted once
+    # a line per run of where the fitness actors' time went, the second run's counters the
+    # shared actors' since they started (they only grow)
+    runs = fitness_meter.read(out)
+    assert len(runs) == 2 and all(len(run["actors"]) == len(interpreter_fitness) for run in runs)
+    first, second = (sum(actor["evaluated"] for actor in run["actors"]) for run in runs)
+    rows = _rows(out)
+    scored_again = ((rows.generation > 0) & ~rows.reused.astype(bool)).sum()  # the seeds kept
+    assert first > 0 and second - first >= scored_again > 0
+    assert all(actor["request_s"]["candidate.lease"] >= 0 for actor in runs[1]["actors"])
+    assert runs[0]["started_at"] < runs[0]["ended_at"] <= runs[1]["started_at"]
 
 
 def test_generation_written_but_not_checkpointed_is_redone_to_the_same_part(
