@@ -86,7 +86,8 @@ class Results:
         campaigns from before it was recorded leave such a task out of every level)."""
         recorded = pd.Series(self.meta.get("difficulty") or {}, dtype=float)
         seen = (self.evaluations.groupby("task")["difficulty"].first().astype(float)
-                if not self.evaluations.empty else pd.Series(dtype=float))
+                if "difficulty" in self.evaluations and not self.evaluations.empty
+                else pd.Series(dtype=float))
         return seen.combine_first(recorded).reindex(self.task_names)
 
     @property
