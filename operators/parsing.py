@@ -88,7 +88,7 @@ def _bare(text: str, entry_point: str) -> Parsed:
 def _reads_as_code(text: str) -> bool:
     """Whether a text is meant as a module (whether or not it is one): it opens as one does."""
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return first.startswith(("import ", "from ", "@triton", "def ", "class ", "#"))
+    return first.startswith(("import ", "from ", "@triton", "def ", "class "))  # not "#": markdown
 
 
 def _notes(prose: str) -> str:
