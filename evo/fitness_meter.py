@@ -6,7 +6,8 @@ GEAK-eval's own harness runs, recordings of timing code. Those are what bound a 
 evaluations a minute, and a campaign cut short by its budget or a signal is where one asks.
 So every run of `evo run` appends, as it ends, each fitness actor's `Evaluator.stats()`
 (`fitness.actor.FitnessService.stats`): its request counts and seconds by kind, its device
-lock's waits, its workers' start-ups.
+lock's waits, its workers' start-ups. They count from the actor's start: a run's own, as
+`evo run` starts its actors, unless actors were lent to it (`run_campaign(fitness_actors=)`).
 """
 
 from __future__ import annotations

@@ -86,16 +86,16 @@ def _toml(value) -> str:
 
 def campaign_config(name: str, suite: str, path: str, tasks: list[str], search: dict,
                     operators: dict, args: argparse.Namespace, wall_s: float,
-                    seed_with_baseline: bool) -> str:
-    """Returns a campaign's TOML."""
+                    seed_with_baseline: bool, time_every_case: bool = False) -> str:
+    """Returns a campaign's TOML (`time_every_case`: direct prompting's, whose speedup
+    averages every correct reply, the slow ones too)."""
     sections = {
         "campaign": {"name": name, "suite": suite, "path": portable(path),
                      "tasks": tasks, "seed": 0, "seed_with_baseline": seed_with_baseline},
         "search": {"population": 2, "migration_interval": 0, **search},
         "operators": {"mode": "offline", **operators},
-        # direct prompting's speedup averages every correct reply, the slow ones too
         "fitness": {"device": args.device, "workers": args.workers,
-                    "time_every_case": not seed_with_baseline},
+                    "time_every_case": time_every_case},
         "budget": {"max_wall_seconds": round(wall_s)},
     }
     return "".join(f"[{section}]\n" + "".join(f"{key} = {_toml(value)}\n" for key, value in keys.items()) + "\n"
@@ -256,7 +256,7 @@ def main() -> None:
             {"generations": 0, "islands": 1, "offspring": 1},
             {"generations_from": portable(generations)}, args,
             budget_s * (1.0 if args.no_search else DIRECT_SHARE) / len(args.generations),
-            seed_with_baseline=False)
+            seed_with_baseline=False, time_every_case=True)
         direct[model] = run_campaign(out, f"direct-{model}", config, args.resume, deadline)
     search = {}
     search_s = budget_s * (1 - DIRECT_SHARE if args.generations else 1.0)

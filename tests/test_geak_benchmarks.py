@@ -59,7 +59,6 @@ def test_its_campaign_configs_load_as_written(tmp_path):
     assert loaded.campaign.tasks == ("scale_shift",) and not loaded.campaign.seed_with_baseline
     assert loaded.operators.generations_from == str(GENERATIONS)
     assert loaded.search.migration_interval == 0 and loaded.budget.max_wall_seconds == 60
-    assert loaded.fitness.time_every_case  # direct prompting averages every correct reply
 
 
 def test_a_campaign_that_ended_on_its_own_is_done_and_one_stopped_or_killed_resumes(tmp_path):
@@ -191,6 +190,14 @@ def test_one_command_writes_direct_prompting_and_search_campaigns_and_the_tables
     assert report  # the same tables as data
     exec_acc = direct.groupby("task").correct.any().mean()  # one reply a task, island 0
     assert f"{exec_acc:.1%}" in tables
+    # direct prompting times every correct reply whole (its speedup averages them all)
+    configs = {name: config_lib.load(out / f"{name}.toml")
+               for name in ("direct-tritonbench_g", "search-tritonbench-revised")}
+    assert configs["direct-tritonbench_g"].fitness.time_every_case
+    assert not configs["search-tritonbench-revised"].fitness.time_every_case
+    # each campaign's run says where its fitness time went
+    metered = [line for line in done.stdout.splitlines() if "fitness seconds by request: " in line]
+    assert len(metered) == 2 and all("candidate.lease" in line for line in metered)
 
 
 @pytest.mark.slow
