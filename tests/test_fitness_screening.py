@@ -55,9 +55,14 @@ def test_time_every_case_times_the_same_loser_on_every_case():
     with Evaluator(Settings(device="interpreter", workers=1, timeouts=FITNESS_TEST_LIMITS,
                             time_every_case=True)) as evaluator:
         loser = evaluator.evaluate(task, make_candidate(task.name, vector_add_at(16)))
-        requests = evaluator.stats()["requests"]
+        stats = evaluator.stats()
+        requests = stats["requests"]
 
     assert loser.correct and loser.stage_reached == "timed", loser.error_trace
+    # the one task's requests (its walk's and its baseline's) are every request the meter saw
+    by_task = stats["task_request_s"]
+    assert list(by_task) == [task.name] and "checker.timed_open" in by_task[task.name]
+    assert by_task[task.name] == {name: stats["request_s"][name] for name in by_task[task.name]}
     assert None not in loser.latency_us and len(loser.latency_us) == len(task.interpreter_cases)
     assert loser.speedup is not None and loser.speedup < 1.0
     assert requests["checker.timed_open"] == 2 * len(task.interpreter_cases)

@@ -130,6 +130,11 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
             return None  # too late to finish inside this call
         evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
         wall_s = time.monotonic() - begun
+        spent: dict[str, float] = {}  # the task's, and its "[performance inputs]" twin's
+        for owner, kinds in evaluator.stats()["task_request_s"].items():
+            if owner.split("[", 1)[0] == task.name:
+                for name, seconds in kinds.items():
+                    spent[name] = spent.get(name, 0.0) + seconds
         reason, kind = geak_rows.untimed(evaluation, task)
         return {"side": "project", "call": call_id, "harness_version": evaluation.harness_version,
                 "task": task.name, "suite": task.suite, "difficulty": task.difficulty,
@@ -140,7 +145,8 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
                 "ref_latency_us": list(evaluation.ref_latency_us or ()), "speedup": evaluation.speedup,
                 "queue_s": begun - started, "wall_s": wall_s, "compile_s": evaluation.compile_s,
                 "check_s": evaluation.check_s, "bench_s": evaluation.bench_s,
-                "other_s": wall_s - evaluation.compile_s - evaluation.check_s - evaluation.bench_s}
+                "other_s": wall_s - evaluation.compile_s - evaluation.check_s - evaluation.bench_s,
+                "requests_s": {name: round(seconds, 3) for name, seconds in spent.items()}}
 
     pool = concurrent.futures.ThreadPoolExecutor(workers)
     futures = [pool.submit(score, task) for task in tasks]
@@ -155,7 +161,8 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
             why = f" untimed ({row['untimed_kind']}): {_shortened(row['untimed_reason'], 400)}" if row["untimed_kind"] else ""
             print(f"[{len(rows)}/{len(tasks)} {time.monotonic() - started:.0f} s] {row['task']}: {row['stage']} "
                   f"{row['failure_kind'] or ''} wall {row['wall_s']:.1f} s (prep {row['compile_s']:.1f}, check "
-                  f"{row['check_s']:.1f}, bench {row['bench_s']:.1f}){why}".replace("\n", " "), flush=True)
+                  f"{row['check_s']:.1f}, bench {row['bench_s']:.1f}; {_most_spent(row['requests_s'])}){why}"
+                  .replace("\n", " "), flush=True)
     except concurrent.futures.TimeoutError:
         print(f"deadline: {sum(not f.done() for f in futures)} tasks left to the next call", flush=True)
     pool.shutdown(wait=False, cancel_futures=True)
@@ -169,6 +176,13 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
             "stats": evaluator.stats()}
     threading.Thread(target=evaluator.close, daemon=True).start()
     return rows, call
+
+
+def _most_spent(requests_s: dict, most: int = 4) -> str:
+    """Returns the `most` request kinds a task's walks spent longest in (its candidate's,
+    baseline's and reference's together; they overlap, so they may add past its wall)."""
+    top = sorted(requests_s.items(), key=lambda item: -item[1])[:most]
+    return ", ".join(f"{name} {seconds:.1f}" for name, seconds in top) or "no request"
 
 
 def _shortened(text: str, limit: int = 2000) -> str:

@@ -230,10 +230,10 @@ class BuiltinWalk(Walk):
         self._baseline_job()  # waited for at timing
         asked = time.monotonic()
         with self.c.candidates.lease() as worker:
-            self.c.meter.request("candidate.lease", time.monotonic() - asked)
+            self.c.meter.request("candidate.lease", time.monotonic() - asked, self.task.name)
             asked = time.monotonic()
             with self.c.checkers.lease() as checker:
-                self.c.meter.request("checker.lease", time.monotonic() - asked)
+                self.c.meter.request("checker.lease", time.monotonic() - asked, self.task.name)
                 self._walk(worker, checker)
         self.fields["correct"] = True
 

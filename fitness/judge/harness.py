@@ -187,7 +187,8 @@ class HarnessWalk(Walk):
         request = self._harness_request(source, entry, reference)
         asked = time.monotonic()
         with self.c.candidates.lease() as worker:
-            self.c.meter.request("candidate.lease", time.monotonic() - asked)  # the wait for one
+            self.c.meter.request("candidate.lease", time.monotonic() - asked,  # the wait for one
+                                 self.task.name)
             start = time.monotonic()
             try:
                 with self.c.device_lock.shared(reference=reference, process=worker, long=True):

@@ -142,7 +142,7 @@ class Walk:
                                     else request, limit_s)
         finally:
             self.activity.waiting_on(None)
-            self.c.meter.request(name, time.monotonic() - started)
+            self.c.meter.request(name, time.monotonic() - started, self.task.name)
         if not reply.get("ok"):
             kind = reply.get("kind", "harness_error")
             if not process.untrusted and kind != "out_of_memory":

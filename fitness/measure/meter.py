@@ -31,13 +31,20 @@ class Meter:
         self.kernel_s = 0.0  # device time of timed runs, candidates' and baselines'
         self.request_s: dict[str, float] = {}  # "role.op[.mode]" -> wall seconds of its requests
         self.requests: dict[str, int] = {}
+        # task -> "role.op[.mode]" -> seconds: its walks', baselines' and references' together
+        self.task_request_s: dict[str, dict[str, float]] = {}
         self._timed_cases: collections.deque = collections.deque(maxlen=TIMED_CASES)
 
-    def request(self, name: str, seconds: float) -> None:
-        """Adds one request's wall time to `request_s` (where a verdict's time goes)."""
+    def request(self, name: str, seconds: float, task: str | None = None) -> None:
+        """Adds one request's wall time to `request_s` (where a verdict's time goes), and to
+        `task`'s (where one task's evaluations spent theirs: a reference whose scoring takes
+        minutes says on what)."""
         with self._lock:
             self.request_s[name] = self.request_s.get(name, 0.0) + seconds
             self.requests[name] = self.requests.get(name, 0) + 1
+            if task is not None:
+                spent = self.task_request_s.setdefault(task, {})
+                spent[name] = spent.get(name, 0.0) + seconds
 
     def spent(self, request_name: str, reply: dict) -> None:
         """Adds the phases a reply says it spent to `request_s` as "<request>.<phase>":
@@ -74,4 +81,5 @@ class Meter:
     def snapshot(self) -> dict:
         with self._lock:
             return {"retries": self.retries, "kernel_s": self.kernel_s,
-                    "request_s": dict(self.request_s), "requests": dict(self.requests)}
+                    "request_s": dict(self.request_s), "requests": dict(self.requests),
+                    "task_request_s": {task: dict(spent) for task, spent in self.task_request_s.items()}}
