@@ -66,6 +66,11 @@ def test_a_resumed_call_skips_done_tasks_and_the_union_counts_both_calls(tmp_pat
     assert all(entry["task"] == "scale_shift[performance inputs]" and entry["per_run_us"]
                and entry["beside"] == 0 for entry in cases)
     assert abs(timed["wall_s"] - sum(timed[k] for k in ("compile_s", "check_s", "bench_s", "other_s"))) < 1e-6
+    # on what its requests spent it: the reference's run in its own harness, its recording,
+    # and the performance inputs' walks (its "[performance inputs]" twin's, counted here)
+    assert {"candidate.harness", "checker.record", "checker.timed_open"} <= set(timed["requests_s"])
+    progress = next(line for line in second.splitlines() if "scale_shift: timed" in line)
+    assert f"{max(timed['requests_s'], key=timed['requests_s'].get)} " in progress
 
     _timing(tmp_path / "union", "--tables-from", str(rows_a), str(tmp_path / "b" / "geak_timing.jsonl"))
     summary = (tmp_path / "union" / "geak_timing.txt").read_text()
@@ -73,6 +78,10 @@ def test_a_resumed_call_skips_done_tasks_and_the_union_counts_both_calls(tmp_pat
     assert "1 no usable performance file: row_max" in summary
     assert "all calls: 2 evaluations in" in summary and "call 2: 1 evaluations" in summary
     assert "checker.record" in summary  # the meter names the judge's recording of the calls
+    slowest = summary.split("the slowest 2 of 2 rows with their requests (seconds):\n")[1].splitlines()
+    assert [line.split()[0] for line in slowest[:2]] == sorted(
+        ["row_max", "scale_shift"], key=lambda task: -next(
+            row["wall_s"] for row in [*_lines(rows_a), *rows_b] if row.get("task") == task))
     assert f"reference against itself (the project's speedup), {timed['harness_version']}: " in summary
     union = json.loads((tmp_path / "union" / "geak_timing.json").read_text())
     assert sorted(row["task"] for row in union["rows"]) == ["row_max", "scale_shift"]

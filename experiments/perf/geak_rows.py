@@ -158,6 +158,21 @@ def _steady(rows: list[dict], call: dict) -> str:
     return f", steady {finished / last_start_s * 60:.1f}/min" if finished and last_start_s else ""
 
 
+def slowest_lines(rows: list[dict], most: int = 10, kinds: int = 4) -> list[str]:
+    """Returns the `most` slowest rows that say on what their task's requests spent their
+    time (`requests_s`), each with its `kinds` largest (the task's walks overlap: its
+    candidate's, baseline's and reference's seconds may add past its wall)."""
+    spoken = sorted((row for row in rows if row.get("requests_s")), key=lambda row: -row["wall_s"])
+    if not spoken:
+        return []
+    lines = [f"the slowest {min(most, len(spoken))} of {len(spoken)} rows with their requests (seconds):"]
+    for row in spoken[:most]:
+        top = sorted(row["requests_s"].items(), key=lambda item: -item[1])[:kinds]
+        lines.append(f"  {row['task']:32} wall {row['wall_s']:6.1f}: "
+                     + ", ".join(f"{name} {seconds:.1f}" for name, seconds in top))
+    return lines
+
+
 def breakdown_lines(rows: list[dict], calls: list[dict]) -> list[str]:
     """Returns where the time went: per stage of the project rows (median, p90, sum and its
     share of the summed wall), then the calls' evaluations per minute and their Evaluator
@@ -173,6 +188,7 @@ def breakdown_lines(rows: list[dict], calls: list[dict]) -> list[str]:
             values = [row[stage] for row in measured]
             lines.append(f"  {stage:10} {statistics.median(values):8.2f} {_quantile(values, 0.9):8.2f} "
                          f"{sum(values):9.1f} {sum(values) / wall:8.1%}")
+    lines += slowest_lines(measured)
     wall_s = sum(call["wall_s"] for call in calls)
     scored = sum(call["rows"] for call in calls)
     for number, call in enumerate(calls, 1):
