@@ -77,8 +77,11 @@ def test_a_reply_with_no_fence_is_taken_whole_when_it_is_the_module_and_prose_is
     # GEAK-eval's rule: TritonBench's recorded replies are bare code, with no fence
     bare = "import torch\n\ndef f(x):\n    return x\n"
     assert parsing.extract(bare, "f") == parsing.Parsed(bare, "")
-    for unusable in ("I would use a larger block size.", "def g(x):\n    return x\n"):
-        assert parsing.extract(unusable, "f").failure == "no_code_block: no ``` fence"
+    assert parsing.extract("I would use a larger block size.", "f").failure == "no_code_block: no ``` fence"
+    assert parsing.extract("# Plan\nUse a larger block.", "f").failure.startswith("no_code_block")
+    # bare code that is not the module fails as GEAK-eval fails it, with its own reason
+    assert parsing.extract("def g(x):\n    return x\n", "f").failure.startswith("missing_entry_point")
+    assert parsing.extract("import torch\ndef f(x:\n", "f").failure.startswith("syntax_error")
 
 
 def test_extract_reports_syntax_errors_with_the_line():
