@@ -21,10 +21,10 @@ import ray
 FILE = "fitness_meter.jsonl"
 
 
-def record(out: Path, fitness: list, started: datetime.datetime, timeout_s: float) -> int:
+def record(out: Path, fitness: list, started: datetime.datetime, timeout_s: float) -> None:
     """Appends one line to `out`/fitness_meter.jsonl: the run's start and end and each
     fitness actor's stats (None for one that did not answer within `timeout_s`: dead,
-    or hung); returns how many answered."""
+    or hung)."""
     asked = [actor.stats.remote() for actor in fitness]
     ready, _ = ray.wait(asked, num_returns=len(asked), timeout=timeout_s) if asked else ([], [])
     stats = []
@@ -38,7 +38,6 @@ def record(out: Path, fitness: list, started: datetime.datetime, timeout_s: floa
             "actors": stats}
     with open(out / FILE, "a") as file:
         file.write(json.dumps(line, default=str) + "\n")
-    return sum(entry is not None for entry in stats)
 
 
 def read(folder: Path | str) -> list[dict]:

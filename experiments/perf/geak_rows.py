@@ -158,18 +158,22 @@ def _steady(rows: list[dict], call: dict) -> str:
     return f", steady {finished / last_start_s * 60:.1f}/min" if finished and last_start_s else ""
 
 
+def most_spent(requests_s: dict, most: int = 4) -> str:
+    """Returns the `most` request kinds a task's walks spent longest in (its candidate's,
+    baseline's and reference's together; they overlap, so they may add past its wall)."""
+    top = sorted(requests_s.items(), key=lambda item: -item[1])[:most]
+    return ", ".join(f"{name} {seconds:.1f}" for name, seconds in top) or "no request"
+
+
 def slowest_lines(rows: list[dict], most: int = 10, kinds: int = 4) -> list[str]:
     """Returns the `most` slowest rows that say on what their task's requests spent their
-    time (`requests_s`), each with its `kinds` largest (the task's walks overlap: its
-    candidate's, baseline's and reference's seconds may add past its wall)."""
+    time (`requests_s`), each with its `kinds` largest (`most_spent`)."""
     spoken = sorted((row for row in rows if row.get("requests_s")), key=lambda row: -row["wall_s"])
     if not spoken:
         return []
     lines = [f"the slowest {min(most, len(spoken))} of {len(spoken)} rows with their requests (seconds):"]
     for row in spoken[:most]:
-        top = sorted(row["requests_s"].items(), key=lambda item: -item[1])[:kinds]
-        lines.append(f"  {row['task']:32} wall {row['wall_s']:6.1f}: "
-                     + ", ".join(f"{name} {seconds:.1f}" for name, seconds in top))
+        lines.append(f"  {row['task']:32} wall {row['wall_s']:6.1f}: {most_spent(row['requests_s'], kinds)}")
     return lines
 
 

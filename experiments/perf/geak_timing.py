@@ -161,7 +161,7 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
             why = f" untimed ({row['untimed_kind']}): {_shortened(row['untimed_reason'], 400)}" if row["untimed_kind"] else ""
             print(f"[{len(rows)}/{len(tasks)} {time.monotonic() - started:.0f} s] {row['task']}: {row['stage']} "
                   f"{row['failure_kind'] or ''} wall {row['wall_s']:.1f} s (prep {row['compile_s']:.1f}, check "
-                  f"{row['check_s']:.1f}, bench {row['bench_s']:.1f}; {_most_spent(row['requests_s'])}){why}"
+                  f"{row['check_s']:.1f}, bench {row['bench_s']:.1f}; {geak_rows.most_spent(row['requests_s'])}){why}"
                   .replace("\n", " "), flush=True)
     except concurrent.futures.TimeoutError:
         print(f"deadline: {sum(not f.done() for f in futures)} tasks left to the next call", flush=True)
@@ -176,13 +176,6 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
             "stats": evaluator.stats()}
     threading.Thread(target=evaluator.close, daemon=True).start()
     return rows, call
-
-
-def _most_spent(requests_s: dict, most: int = 4) -> str:
-    """Returns the `most` request kinds a task's walks spent longest in (its candidate's,
-    baseline's and reference's together; they overlap, so they may add past its wall)."""
-    top = sorted(requests_s.items(), key=lambda item: -item[1])[:most]
-    return ", ".join(f"{name} {seconds:.1f}" for name, seconds in top) or "no request"
 
 
 def _shortened(text: str, limit: int = 2000) -> str:
