@@ -231,3 +231,43 @@ def test_the_validation_table_sums_each_task_s_latency_by_both_clocks_and_over_t
     assert any(line.startswith("the validation table, all inputs: 0 of 1 tasks") for line in lines)
     assert any(line.startswith("the validation table, the inputs GEAK-eval reads at 100 us or more: 1 of 1")
                for line in lines)
+
+
+def test_a_task_running_at_the_deadline_is_recorded_cut_and_the_next_call_gives_it_its_time(tmp_path):
+    # 64 references were never scored after 27 H200 calls: walks of 250 s and more (autotuned
+    # matmuls on 30 shapes) started late in every call and were cut by its deadline unrecorded
+    # (RESULTS.md §46)
+    geak_rows = _rows_module()
+    first = _timing(tmp_path / "a", "--project-wall-s", "6", "--drain-s", "0")
+    rows_a = tmp_path / "a" / "geak_timing.jsonl"
+    cut = [row for row in _lines(rows_a) if row["side"] == "cut"]
+    assert sorted(row["task"] for row in cut) == ["row_max", "scale_shift"]
+    assert all(row["ran_s"] >= 3 and row["suite"] == "tritonbench-revised" for row in cut)
+    assert "cut: row_max after " in first
+    summary = (tmp_path / "a" / "geak_timing.txt").read_text()
+    assert "2 not scored yet" in summary
+    assert "  not scored: row_max: cut by a call's deadline 1x, at most after " in summary
+
+    # the next call has less than they ran: it starts neither, and says so
+    second = _timing(tmp_path / "b", "--resume", str(rows_a), "--project-wall-s", "3", "--drain-s", "0")
+    assert "0 tasks done in earlier calls, 2 to score (2 cut by an earlier call's deadline first)" in second
+    assert "not started: row_max: an earlier call cut it after " in second
+    assert not [row for row in _lines(tmp_path / "b" / "geak_timing.jsonl") if row["side"] != "call"]
+
+
+def test_the_tasks_cut_before_start_first_longest_first_and_a_scored_task_leaves_the_cut():
+    geak_rows = _rows_module()
+    task = dataclasses.make_dataclass("T", ["name"])
+    rows = [{"side": "cut", "task": "b", "suite": "s", "ran_s": 40.0, "requests_s": {"candidate.call": 30.0}},
+            {"side": "cut", "task": "c", "suite": "s", "ran_s": 90.0, "requests_s": {}},
+            {"side": "cut", "task": "b", "suite": "s", "ran_s": 120.0, "requests_s": {"candidate.call": 99.0}},
+            {"side": "cut", "task": "d", "suite": "s", "ran_s": 10.0, "requests_s": {}},
+            {"side": "project", "task": "d", "stage": "timed"}]
+    cut = geak_rows.cuts(rows)
+    assert cut == {"b": {"cuts": 2, "ran_s": 120.0, "requests_s": {"candidate.call": 99.0}, "suite": "s"},
+                   "c": {"cuts": 1, "ran_s": 90.0, "requests_s": {}, "suite": "s"}}
+    order = geak_rows.schedule([task(name) for name in "aedcb"], cut, {"e"})
+    assert [entry.name for entry in order] == ["e", "b", "c", "a", "d"]
+    assert geak_rows.cut_lines(cut) == [
+        "  not scored: b: cut by a call's deadline 2x, at most after 120 s (candidate.call 99.0)",
+        "  not scored: c: cut by a call's deadline 1x, at most after 90 s (no request)"]

@@ -3,10 +3,12 @@ per task, appended and flushed as each finishes, so that a call cut short keeps 
 finished. The next call reads the earlier calls' files, skips their tasks, and the tables
 are built from the union (a task's last row wins). A line cut by a kill mid-write is skipped.
 
-Three sides share a file: "project" (a reference scored through the Evaluator, with where
-its wall time went), "geak" (GEAK-eval's clock on the same reference) and "call" (one per
+Four sides share a file: "project" (a reference scored through the Evaluator, with where
+its wall time went), "geak" (GEAK-eval's clock on the same reference), "call" (one per
 device call: its wall time, rows and the Evaluator's meter: the evaluations per minute and
-the breakdown are over calls, not over one).
+the breakdown are over calls, not over one) and "cut" (a task still running at a call's
+deadline: how long it ran and on what, so that a task longer than a call's share says so and
+the next call gives it the time it needs, `schedule`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,38 @@ def read(paths) -> list[dict]:
 def latest(rows: list[dict], side: str) -> dict[str, dict]:
     """Returns {task: its last row of `side`}: a task redone in a later call counts once."""
     return {row["task"]: row for row in rows if row.get("side") == side}
+
+
+def cuts(rows: list[dict]) -> dict[str, dict]:
+    """Returns {task: how often a call's deadline cut it and the longest it ran} for the tasks
+    cut and never scored since (a later project row of the task supersedes its cuts):
+    {"cuts": N, "ran_s": the longest, "requests_s": that run's, "suite": its suite}."""
+    found: dict[str, dict] = {}
+    for row in rows:
+        if row.get("side") == "project":
+            found.pop(row["task"], None)
+        elif row.get("side") == "cut":
+            earlier = found.get(row["task"], {"cuts": 0, "ran_s": -1.0})
+            longest = row if row["ran_s"] > earlier["ran_s"] else earlier
+            found[row["task"]] = {"cuts": earlier["cuts"] + 1, "ran_s": longest["ran_s"],
+                                  "requests_s": longest.get("requests_s", {}), "suite": row.get("suite")}
+    return found
+
+
+def schedule(tasks: list, cut: dict[str, dict], first: set[str]) -> list:
+    """Returns `tasks` in the order a call starts them: those named in `first`, then those a
+    deadline cut, longest-running first (a walk is not resumable: a task that needs more than
+    what is left of a call after the others is cut every call), then the rest by name."""
+    return sorted(tasks, key=lambda task: (task.name not in first, -cut.get(task.name, {}).get("ran_s", -1.0),
+                                           task.name))
+
+
+def cut_lines(cut: dict[str, dict]) -> list[str]:
+    """Returns one line per never-scored task a call's deadline cut: how often, the longest it
+    ran and its largest requests on that run (why it is not scored yet)."""
+    return [f"  not scored: {task}: cut by a call's deadline {entry['cuts']}x, at most after "
+            f"{entry['ran_s']:.0f} s ({most_spent(entry['requests_s'])})"
+            for task, entry in sorted(cut.items(), key=lambda item: -item[1]["ran_s"])]
 
 
 def calls(rows: list[dict]) -> list[dict]:

@@ -109,32 +109,51 @@ for stem in stems:
 
 
 def project_side(tasks, device: str, workers: int, timeout: float | None, start_by: float,
-                 deadline: float, rows_path: pathlib.Path) -> tuple[list[dict], dict]:
+                 deadline: float, rows_path: pathlib.Path,
+                 needs_s: dict[str, float] | None = None) -> tuple[list[dict], dict]:
     """Scores every task's reference as a candidate through the Evaluator, appending each
-    row to `rows_path` as it finishes; starts no task after `start_by` and waits for none
-    after `deadline` (monotonic: those are left to the next call). Returns (rows, the call's
-    row: wall seconds, device, the Evaluator's meter)."""
+    row to `rows_path` as it finishes; starts no task after `start_by`, nor one an earlier
+    call's deadline cut after `needs_s[task]` seconds with less than that left, and waits for
+    none after `deadline` (monotonic: those are left to the next call, each still running
+    recorded as a "cut" row). Returns (rows, the call's row: wall seconds, device, the
+    Evaluator's meter)."""
     from evo.records import make_candidate
     from fitness import Evaluator, Limits, Settings
 
-    settings = Settings(device=device, workers=workers, static_gate=True,
+    # every case timed: a reference against itself is never a clear loser, and screening
+    # cut four of them on noise alone (RESULTS.md §46)
+    settings = Settings(device=device, workers=workers, static_gate=True, time_every_case=True,
                         timeouts=Limits.uniform(timeout) if timeout else Limits())
     set_up = time.monotonic()
     evaluator = Evaluator(settings)
     started = time.monotonic()
     call_id = f"{time.time():.0f}-{os.getpid()}"  # ties a row to its call: rates are per call
 
+    needs_s = needs_s or {}
+    begun_at: dict[str, float] = {}  # the tasks started, for the cut rows at the deadline
+
+    def spent_on(name: str) -> dict[str, float]:
+        """The seconds of each kind of request the task's walks made (its own and its
+        "[performance inputs]" twin's)."""
+        spent: dict[str, float] = {}
+        for owner, kinds in evaluator.stats()["task_request_s"].items():
+            if owner.split("[", 1)[0] == name:
+                for kind, seconds in kinds.items():
+                    spent[kind] = round(spent.get(kind, 0.0) + seconds, 3)
+        return spent
+
     def score(task) -> dict | None:
         begun = time.monotonic()
         if begun > start_by:
             return None  # too late to finish inside this call
+        if deadline - begun < needs_s.get(task.name, 0.0):
+            print(f"not started: {task.name}: an earlier call cut it after {needs_s[task.name]:.0f} s, "
+                  f"{deadline - begun:.0f} s are left", flush=True)
+            return None
+        begun_at[task.name] = begun
         evaluation = evaluator.evaluate(task, make_candidate(task.name, task.baseline_source))
         wall_s = time.monotonic() - begun
-        spent: dict[str, float] = {}  # the task's, and its "[performance inputs]" twin's
-        for owner, kinds in evaluator.stats()["task_request_s"].items():
-            if owner.split("[", 1)[0] == task.name:
-                for name, seconds in kinds.items():
-                    spent[name] = spent.get(name, 0.0) + seconds
+        spent = spent_on(task.name)
         reason, kind = geak_rows.untimed(evaluation, task)
         return {"side": "project", "call": call_id, "harness_version": evaluation.harness_version,
                 "task": task.name, "suite": task.suite, "difficulty": task.difficulty,
@@ -146,7 +165,7 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
                 "queue_s": begun - started, "wall_s": wall_s, "compile_s": evaluation.compile_s,
                 "check_s": evaluation.check_s, "bench_s": evaluation.bench_s,
                 "other_s": wall_s - evaluation.compile_s - evaluation.check_s - evaluation.bench_s,
-                "requests_s": {name: round(seconds, 3) for name, seconds in spent.items()}}
+                "requests_s": spent}
 
     pool = concurrent.futures.ThreadPoolExecutor(workers)
     futures = [pool.submit(score, task) for task in tasks]
@@ -165,6 +184,14 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
                   .replace("\n", " "), flush=True)
     except concurrent.futures.TimeoutError:
         print(f"deadline: {sum(not f.done() for f in futures)} tasks left to the next call", flush=True)
+        now = time.monotonic()
+        for task, future in zip(tasks, futures):
+            if not future.done() and task.name in begun_at:
+                cut = {"side": "cut", "call": call_id, "task": task.name, "suite": task.suite,
+                       "ran_s": round(now - begun_at[task.name], 1), "requests_s": spent_on(task.name)}
+                geak_rows.append(rows_path, cut)
+                print(f"cut: {task.name} after {cut['ran_s']:.0f} s ({geak_rows.most_spent(cut['requests_s'])})",
+                      flush=True)
     pool.shutdown(wait=False, cancel_futures=True)
     # every timed case's batches (per-run us, fill GB/s, the holders beside it), by task and
     # candidate (None: the baseline): what a reference that reads apart from itself went through
@@ -290,10 +317,12 @@ def comparison(rows: list[dict], geak: dict[str, dict], geak_root: pathlib.Path)
 
 
 def summary_lines(rows: list[dict], calls: list[dict], table: list[dict],
-                  expected: dict[str, int]) -> list[str]:
+                  expected: dict[str, int], cut: dict[str, dict] | None = None) -> list[str]:
     """Returns the summary of the union of the calls' rows: coverage per suite, every untimed
-    reference with its reason and the reasons counted, where the time went, the clocks
-    compared. `expected`: {suite: tasks it has here}, to say how many are not scored yet."""
+    reference with its reason and the reasons counted, the tasks not scored yet that a call's
+    deadline cut (`geak_rows.cuts`), where the time went, the clocks compared. `expected`:
+    {suite: tasks it has here}, to say how many are not scored yet."""
+    cut = cut or {}
     lines = [f"device: {calls[-1]['device'] if calls else '-'}; {len(calls)} calls"]
     for suite in ("tritonbench-revised", "rocm"):
         mine = [row for row in rows if row["suite"] == suite]
@@ -303,6 +332,9 @@ def summary_lines(rows: list[dict], calls: list[dict], table: list[dict],
         lines.append(f"{suite}: {len(timed)} of {expected.get(suite, len(mine))} references timed{goal}; "
                      f"{len(mine)} scored, {sum(row['correct'] for row in mine)} correct"
                      + (f", {left} not scored yet" if left > 0 else ""))
+        scored = {row["task"] for row in mine}  # a task cut when scored again keeps its row
+        lines += geak_rows.cut_lines({task: entry for task, entry in cut.items()
+                                      if entry["suite"] == suite and task not in scored})
         for row in mine:
             if kind := geak_rows.untimed_kind(row):
                 lines.append(f"  not timed: {row['task']}: {kind}: "
@@ -406,15 +438,19 @@ def main() -> None:
                 if task not in again
                 and not any(word in geak_rows.untimed_kind(row) for word in args.redo)}
         # the tasks named again first: a call cut short measures the fix it was asked to
-        left = sorted((task for task in tasks if task.name not in done), key=lambda task: task.name not in again)
-        print(f"{len(done)} tasks done in earlier calls, {len(left)} to score", flush=True)
+        cut = geak_rows.cuts(geak_rows.read(sources))
+        left = geak_rows.schedule([task for task in tasks if task.name not in done], cut, again)
+        print(f"{len(done)} tasks done in earlier calls, {len(left)} to score"
+              + (f" ({sum(task.name in cut for task in left)} cut by an earlier call's deadline first)"
+                 if cut else ""), flush=True)
         if args.from_results:  # the references' latencies as a campaign measured them
             for row in rows_of_results(args.from_results):
                 geak_rows.append(rows_path, row)
         elif left:
             rows, call = project_side(left, args.device, args.workers, args.timeout,
                                       started + args.project_wall_s - args.drain_s,
-                                      started + args.project_wall_s, rows_path)
+                                      started + args.project_wall_s, rows_path,
+                                      {task: entry["ran_s"] for task, entry in cut.items()})
             geak_rows.append(rows_path, call)
             print(f"project side: {len(rows)} evaluations in {call['wall_s']:.0f} s", flush=True)
         union = geak_rows.read(sources)
@@ -432,7 +468,7 @@ def main() -> None:
     geak = geak_rows.latest(union, "geak")
     calls = geak_rows.calls(union)
     table = comparison(rows, geak, geak_root)
-    lines = summary_lines(rows, calls, table, expected)
+    lines = summary_lines(rows, calls, table, expected, geak_rows.cuts(union))
     print("\n".join(lines))
     out.write_text(json.dumps({"sources": [str(path) for path in sources], "settings": vars(args),
                                "calls": calls, "rows": rows, "geak": geak, "table": table}, indent=1))
