@@ -108,8 +108,8 @@ for stem in stems:
 '''
 
 
-def project_side(tasks, device: str, workers: int, timeout: float | None, start_by: float,
-                 deadline: float, rows_path: pathlib.Path,
+def project_side(tasks, device: str, workers: int, spares: int | None, timeout: float | None,
+                 start_by: float, deadline: float, rows_path: pathlib.Path,
                  needs_s: dict[str, float] | None = None) -> tuple[list[dict], dict]:
     """Scores every task's reference as a candidate through the Evaluator, appending each
     row to `rows_path` as it finishes; starts no task after `start_by`, nor one an earlier
@@ -122,7 +122,7 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
 
     # every case timed: a reference against itself is never a clear loser, and screening
     # cut four of them on noise alone (RESULTS.md §46)
-    settings = Settings(device=device, workers=workers, static_gate=True, time_every_case=True,
+    settings = Settings(device=device, workers=workers, spares=spares, static_gate=True, time_every_case=True,
                         timeouts=Limits.uniform(timeout) if timeout else Limits())
     set_up = time.monotonic()
     evaluator = Evaluator(settings)
@@ -199,7 +199,7 @@ def project_side(tasks, device: str, workers: int, timeout: float | None, start_
         for entry in evaluator.timed_cases():
             handle.write(json.dumps({"call": call_id, **entry}, default=str) + "\n")
     call = {"side": "call", "call": call_id, "rows": len(rows), "wall_s": time.monotonic() - started,
-            "setup_s": started - set_up, "workers": workers, "device": evaluator.device.name,
+            "setup_s": started - set_up, "workers": workers, "spares": spares, "device": evaluator.device.name,
             "stats": evaluator.stats()}
     threading.Thread(target=evaluator.close, daemon=True).start()
     return rows, call
@@ -393,6 +393,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--path", required=True, help="the GEAK-eval checkout")
     parser.add_argument("--workers", type=int, default=12)
+    parser.add_argument("--spares", type=int, default=None,
+                        help="workers started beside the lent ones (default: half of --workers): "
+                             "a reference's walks lease several fresh workers each")
     parser.add_argument("--device", default="cuda", help="interpreter: the project's side only (a smoke run)")
     parser.add_argument("--timeout", type=float, default=None, help="uniform stage limit (s)")
     parser.add_argument("--tasks", default="", help="comma-separated task names (default: all)")
@@ -447,7 +450,7 @@ def main() -> None:
             for row in rows_of_results(args.from_results):
                 geak_rows.append(rows_path, row)
         elif left:
-            rows, call = project_side(left, args.device, args.workers, args.timeout,
+            rows, call = project_side(left, args.device, args.workers, args.spares, args.timeout,
                                       started + args.project_wall_s - args.drain_s,
                                       started + args.project_wall_s, rows_path,
                                       {task: entry["ran_s"] for task, entry in cut.items()})

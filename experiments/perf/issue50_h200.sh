@@ -21,6 +21,7 @@ PREV=("$@")
 DEVICE=${DEVICE:-cuda}
 SUITE=${SUITE:-.external/GEAK-eval}
 WORKERS=${WORKERS:-8}  # 12 ran references out of memory beside each other (RESULTS.md §32)
+SPARES=${SPARES:-}     # the references' spare workers (default: half of WORKERS; leases waited 20 s, §46)
 CALL_S=${CALL_S:-500}          # this call's wall time, the environment's set-up included
 SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the one command
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
@@ -79,7 +80,7 @@ if [ $refs_s -ge 30 ]; then
   step "the references, ${refs_s} s at most, resuming from ${#resume[@]} rows files"
   if [ "$GEAK_S" -gt 0 ]; then geak=(--max-wall-s $(( refs_s + GEAK_S ))); else geak=(--no-geak); fi
   timeout $(( refs_s + GEAK_S + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm "${geak[@]}" \
-    --workers $WORKERS --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
+    --workers $WORKERS ${SPARES:+--spares $SPARES} --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
     --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO --again "$AGAIN" --tasks "$TASKS" > $OUT/geak_timing.log 2>&1
   echo "exit $?"; grep -E "^\[|tasks done in earlier|deadline" $OUT/geak_timing.log | tail -5 | cut -c1-300
   gpu
