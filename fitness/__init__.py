@@ -5,10 +5,10 @@ pays for none of them)."""
 
 import importlib
 
-HARNESS_VERSION = "fitness-29"
+HARNESS_VERSION = "fitness-30"
 """Bumped whenever a change to the walk could change a verdict or a timing of a built-in
 task (history: CHANGELOG.md)."""
-EXTERNAL_HARNESS_VERSION = "external-harness-24"
+EXTERNAL_HARNESS_VERSION = "external-harness-25"
 """The same for external-suite tasks, whose stage plan runs their suite's own harness."""
 
 

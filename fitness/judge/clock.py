@@ -23,7 +23,8 @@ from fitness.processes import host_words
 from fitness.processes.pool import GRACE_S, WorkerFault, quiet, relay_fd, stopped
 
 GPU_BATCHES = 5
-"""Batches per case on a GPU: their median is the latency (each on new inputs)."""
+"""Batches per case on a GPU: the median of the last this many is the latency (each on new
+inputs; more run after a slow start, `gpu_stop`)."""
 SETTLED_BATCHES = 3
 """A GPU case stops after this many batches when they agree within `SETTLED_SPREAD`: their
 median is the latency, within that spread of the one `GPU_BATCHES` would give. A batch held
@@ -32,6 +33,16 @@ judging) for about 5 ms of runs (RESULTS.md §35), so a settled case's last batc
 of its time alone on the device."""
 SETTLED_SPREAD = 0.01
 """How far apart (max - min, over their median) a case's batches may be to be settled."""
+MAX_GPU_BATCHES = 10
+"""Batches per GPU case at most: past `GPU_BATCHES`, more run while its first ones still
+weigh in its median (`gpu_stop`), and the latency is the median of the last `GPU_BATCHES`."""
+WARM_DRIFT = 1.1
+"""How much slower than its last `SETTLED_BATCHES` the median of a case's last `GPU_BATCHES`
+may read before the case is timed on: a candidate's hold goes ahead beside the walks it
+stopped, whose kernels already queued still run on the device, and its first batches read
+slow while they drain. kldiv_compute's reference against itself, batches of one 229-us run:
+8,610, 4,458, 2,145, 241 and 230 us, a median of 2,145 where its baseline's, timed alone,
+read 229 (RESULTS.md#warm-start)."""
 INTERPRETER_BATCHES = 2
 """Batches per case on the interpreter (its latency is not meaningful: few suffice), after a
 first one that is judged but not counted: the interpreter's first runs of a module in a
@@ -156,6 +167,23 @@ def settled(per_run_us: list[float]) -> bool:
     return (max(per_run_us) - min(per_run_us)) <= SETTLED_SPREAD * statistics.median(per_run_us)
 
 
+def gpu_stop(per_run_us: list[float]) -> str | None:
+    """Returns why a GPU case's batches so far (their per-run latencies) are enough, None
+    while another is due: "settled" (`settled` over the last `GPU_BATCHES`), "batches" (that
+    many, their median no slower than `WARM_DRIFT` times their last `SETTLED_BATCHES`'),
+    "warmed" (more were run until it was), "warming" (`MAX_GPU_BATCHES` were not enough).
+    Later batches replace earlier ones only where they read faster on fresh inputs by the
+    judge's clock, baseline and candidate alike: a slow start costs device time, not latency."""
+    window = per_run_us[-GPU_BATCHES:]
+    if settled(window):
+        return "settled"
+    if len(per_run_us) < GPU_BATCHES:
+        return None
+    if statistics.median(window) <= WARM_DRIFT * statistics.median(per_run_us[-SETTLED_BATCHES:]):
+        return "batches" if len(per_run_us) == GPU_BATCHES else "warmed"
+    return "warming" if len(per_run_us) >= MAX_GPU_BATCHES else None
+
+
 def arm_wait_s(method: str, armed_before: bool) -> float:
     """Returns how long the judge waits for a batch's arm: `ARM_S`, or `ARM_BLOCKED_S` for an
     eager case (`method`, `time_case`'s) of a walk whose worker let an earlier batch's arm
@@ -200,7 +228,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                                      c.limits.bench_s)
         walk.observe(worker, captured)
         method = f"judge-{captured['method']}"
-    batches = GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
+    batches = MAX_GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
     per_run_us, stopped_by, fill_gbps = [], "batches", []
 
     def close() -> None:  # the checker's buffers of this case's runs
@@ -236,8 +264,8 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                         > give_up_us * (1.0 if c.device.timing_meaningful else INTERPRETER_LOSER_SLACK)):
                     stopped_by = "slower"
                     break
-                if share and settled(per_run_us):
-                    stopped_by = "settled"
+                if share and (stop := gpu_stop(per_run_us)):
+                    stopped_by = stop
                     break
     except BaseException:
         # the fault that ended the timing is the verdict's: a checker it killed cannot close
@@ -245,7 +273,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
             close()
         raise
     close()
-    ordered = sorted(per_run_us)
+    ordered = sorted(per_run_us[-GPU_BATCHES:] if share else per_run_us)
     stats = {"median_us": statistics.median(ordered),
              "p20_us": ordered[int(0.2 * (len(ordered) - 1))],
              "p80_us": ordered[math.ceil(0.8 * (len(ordered) - 1))],
