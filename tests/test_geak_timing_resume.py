@@ -99,6 +99,15 @@ def test_redo_scores_again_the_tasks_of_an_untimed_kind_and_their_new_row_wins(t
     union = geak_rows.read([rows_a, tmp_path / "c" / "geak_timing.jsonl"])
     calls = [row["call"] for row in union if row["side"] == "call"]
     assert len(calls) == 2 and geak_rows.latest(union, "project")["row_max"]["call"] == calls[1]
+    # --redo-older: an untimed row an older harness version scored (or one from before the
+    # version was recorded) is scored again; this version's is not
+    assert "1 tasks done in earlier calls, 0 to score" in _timing(
+        tmp_path / "e", "--tasks", "row_max", "--resume", rows_a, "--redo-older")
+    stale = tmp_path / "stale.jsonl"
+    for row in _lines(pathlib.Path(rows_a)):
+        geak_rows.append(stale, {key: value for key, value in row.items() if key != "harness_version"})
+    assert "0 tasks done in earlier calls, 1 to score" in _timing(
+        tmp_path / "f", "--tasks", "row_max", "--resume", str(stale), "--redo-older")
     # a task named by --again is scored again whatever its earlier row says
     rows_c = str(tmp_path / "c" / "geak_timing.jsonl")
     assert "0 tasks done in earlier calls, 1 to score" in _timing(

@@ -167,6 +167,14 @@ def untimed_kind(row: dict) -> str:
     return row.get("untimed_kind") or "no reason recorded"
 
 
+def older(row: dict) -> bool:
+    """Whether `row`'s reference is untimed by a harness version other than this checkout's
+    (rows from before the version was recorded included): fixes since may time it."""
+    from fitness import EXTERNAL_HARNESS_VERSION
+
+    return bool(untimed_kind(row)) and row.get("harness_version") != EXTERNAL_HARNESS_VERSION
+
+
 def reason_counts(rows: list[dict]) -> list[str]:
     """Returns one line per kind of untimed reason, most frequent first, with its tasks (a
     failed recording of a row scored before its fault was named, by its reason's)."""

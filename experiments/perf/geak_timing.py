@@ -414,6 +414,9 @@ def main() -> None:
                         help="earlier calls' rows files: their tasks are skipped, their rows join the tables")
     parser.add_argument("--redo", nargs="*", default=[],
                         help="score again the tasks whose untimed kind holds one of these words")
+    parser.add_argument("--redo-older", action="store_true",
+                        help="score again the untimed tasks whose row an older harness version "
+                             "scored (53 of 62 untimed rows predate the version's field)")
     parser.add_argument("--again", default="",
                         help="comma-separated task names scored again whatever earlier rows say "
                              "(a fix re-measured on tasks already timed)")
@@ -439,7 +442,8 @@ def main() -> None:
         again = {name for name in args.again.split(",") if name}
         done = {task: row for task, row in geak_rows.latest(geak_rows.read(sources), "project").items()
                 if task not in again
-                and not any(word in geak_rows.untimed_kind(row) for word in args.redo)}
+                and not any(word in geak_rows.untimed_kind(row) for word in args.redo)
+                and not (args.redo_older and geak_rows.older(row))}
         # the tasks named again first: a call cut short measures the fix it was asked to
         cut = geak_rows.cuts(geak_rows.read(sources))
         left = geak_rows.schedule([task for task in tasks if task.name not in done], cut, again)

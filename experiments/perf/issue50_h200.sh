@@ -26,6 +26,7 @@ CALL_S=${CALL_S:-500}          # this call's wall time, the environment's set-up
 SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the one command
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
 REDO=${REDO:-}                  # words of untimed kinds to score again ("harness_error timeout")
+REDO_OLDER=${REDO_OLDER:-}      # 1: score again the untimed references an older harness scored
 AGAIN=${AGAIN:-}                # task names scored again whatever earlier rows say ("a,b")
 TASKS=${TASKS:-}                # only these tasks ("a,b"; default: all)
 GEAK_S=${GEAK_S:-0}             # after the references, GEAK-eval's own clock on them (the validation table)
@@ -81,7 +82,7 @@ if [ $refs_s -ge 30 ]; then
   if [ "$GEAK_S" -gt 0 ]; then geak=(--max-wall-s $(( refs_s + GEAK_S ))); else geak=(--no-geak); fi
   timeout $(( refs_s + GEAK_S + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm "${geak[@]}" \
     --workers $WORKERS ${SPARES:+--spares $SPARES} --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
-    --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO --again "$AGAIN" --tasks "$TASKS" > $OUT/geak_timing.log 2>&1
+    --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO ${REDO_OLDER:+--redo-older} --again "$AGAIN" --tasks "$TASKS" > $OUT/geak_timing.log 2>&1
   echo "exit $?"; grep -E "^\[|tasks done in earlier|deadline" $OUT/geak_timing.log | tail -5 | cut -c1-300
   gpu
 fi
