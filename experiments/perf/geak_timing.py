@@ -28,8 +28,9 @@ GEAK-eval's 100/1000 ms, so that the 184 tasks fit a device call; `--geak-warmup
 Several device calls add up (geak_rows.py): each appends a row per task as it finishes to
 the `.jsonl` beside `--out`; `--resume A.jsonl ...` (an earlier call's rows, brought back
 and carried in) skips their tasks; no task starts after `--project-wall-s` less `--drain-s`
-and none is waited for after it (left to the next call), so a call ends inside its limit
-with every row written; the tables are over the union, `--tables-from A.jsonl B.jsonl`
+and none is waited for after it (left to the next call: each still running is written as a
+"cut" row, and the next call starts it first, or not at all with less time left than it
+ran), so a call ends inside its limit with every row written; the tables are over the union, `--tables-from A.jsonl B.jsonl`
 builds them alone. An untimed reference says why on its
 progress line and in its row (`untimed_reason`, `untimed_kind`), and the summary counts them.
 
