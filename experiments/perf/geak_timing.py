@@ -30,8 +30,8 @@ the `.jsonl` beside `--out`; `--resume A.jsonl ...` (an earlier call's rows, bro
 and carried in) skips their tasks; no task starts after `--project-wall-s` less `--drain-s`
 and none is waited for after it (left to the next call: each still running is written as a
 "cut" row, and the next call starts it first, or not at all with less time left than it
-ran), so a call ends inside its limit with every row written; the tables are over the union, `--tables-from A.jsonl B.jsonl`
-builds them alone. An untimed reference says why on its
+ran), so a call ends inside its limit with every row written; the tables are over the
+union, `--tables-from A.jsonl B.jsonl` builds them alone. An untimed reference says why on its
 progress line and in its row (`untimed_reason`, `untimed_kind`), and the summary counts them.
 
   source experiments/perf/gpu_env.sh .wheelhouse
@@ -123,7 +123,8 @@ def project_side(tasks, device: str, workers: int, spares: int | None, timeout: 
 
     # every case timed: a reference against itself is never a clear loser, and screening
     # cut four of them on noise alone (RESULTS.md §46)
-    settings = Settings(device=device, workers=workers, spares=spares, static_gate=True, time_every_case=True,
+    settings = Settings(device=device, workers=workers, spares=spares, static_gate=True,
+                        time_every_case=True,
                         timeouts=Limits.uniform(timeout) if timeout else Limits())
     set_up = time.monotonic()
     evaluator = Evaluator(settings)
@@ -191,8 +192,8 @@ def project_side(tasks, device: str, workers: int, spares: int | None, timeout: 
                 cut = {"side": "cut", "call": call_id, "task": task.name, "suite": task.suite,
                        "ran_s": round(now - begun_at[task.name], 1), "requests_s": spent_on(task.name)}
                 geak_rows.append(rows_path, cut)
-                print(f"cut: {task.name} after {cut['ran_s']:.0f} s ({geak_rows.most_spent(cut['requests_s'])})",
-                      flush=True)
+                print(f"cut: {task.name} after {cut['ran_s']:.0f} s "
+                      f"({geak_rows.most_spent(cut['requests_s'])})", flush=True)
     pool.shutdown(wait=False, cancel_futures=True)
     # every timed case's batches (per-run us, fill GB/s, the holders beside it), by task and
     # candidate (None: the baseline): what a reference that reads apart from itself went through
@@ -200,7 +201,8 @@ def project_side(tasks, device: str, workers: int, spares: int | None, timeout: 
         for entry in evaluator.timed_cases():
             handle.write(json.dumps({"call": call_id, **entry}, default=str) + "\n")
     call = {"side": "call", "call": call_id, "rows": len(rows), "wall_s": time.monotonic() - started,
-            "setup_s": started - set_up, "workers": workers, "spares": spares, "device": evaluator.device.name,
+            "setup_s": started - set_up, "workers": workers, "spares": spares,
+            "device": evaluator.device.name,
             "stats": evaluator.stats()}
     threading.Thread(target=evaluator.close, daemon=True).start()
     return rows, call
