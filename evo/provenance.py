@@ -13,12 +13,15 @@ from evo.config import Config, ConfigError
 
 RESUMABLE_CHANGES = ("search.generations", "budget.max_usd", "budget.max_tokens",
                      "budget.max_gpu_seconds", "budget.max_wall_seconds",
-                     "fitness.answer_timeout_s", "fitness.note_wait_s", "operators.base_url",
+                     "fitness.answer_timeout_s", "fitness.note_wait_s", "fitness.workers",
+                     "fitness.spares", "operators.base_url",
                      "operators.api_key_env", "operators.request_timeout_s",
                      "operators.max_retries", "operators.max_consecutive_failures")
 """Keys a resumed campaign may change: more generations, a bigger budget, how the same
-model is reached (a campaign stopped because its endpoint failed resumes on a fixed one), or
-how patiently the engine waits on fitness answers and how often it says what it waits for."""
+model is reached (a campaign stopped because its endpoint failed resumes on a fixed one),
+how patiently the engine waits on fitness answers and how often it says what it waits for,
+or how many workers score (how fast, not what: a verdict is its harness version's, and the
+device must be the same, `check_device`)."""
 
 
 def write(folder: Path, config: Config, device: dict, tasks: list) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import campaign_processes
-from evo import campaign, checkpoint, config as config_lib, fitness_meter
+from evo import campaign, checkpoint, config as config_lib, fitness_meter, provenance
 
 pytestmark = pytest.mark.slow  # campaign-level: `make test-fast` leaves it out
 
@@ -164,6 +164,10 @@ def test_resume_refuses_a_config_that_changes_the_search(reference, interpreter_
     changed = config_lib.load(_config_file(tmp_path), ["search.population=5"])
     with pytest.raises(config_lib.ConfigError, match=r"search\.population: 3 -> 5"):
         campaign.run_campaign(changed, out, resume=True, fitness_actors=interpreter_fitness)
+    # how many workers score changes how fast, not what: a Table 2 campaign resumed on 12
+    # workers after 8 was refused (RESULTS.md §45)
+    provenance.check_resumable(out, config_lib.load(_config_file(tmp_path),
+                                                    ["fitness.workers=3", "fitness.spares=2"]))
     with pytest.raises(config_lib.ConfigError, match="already holds a campaign"):
         campaign.run_campaign(config_lib.load(_config_file(tmp_path)), out,
                               fitness_actors=interpreter_fitness)
