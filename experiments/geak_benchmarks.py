@@ -95,6 +95,7 @@ def campaign_config(name: str, suite: str, path: str, tasks: list[str], search: 
         "search": {"population": 2, "migration_interval": 0, **search},
         "operators": {"mode": "offline", **operators},
         "fitness": {"device": args.device, "workers": args.workers,
+                    **({"spares": args.spares} if getattr(args, "spares", None) is not None else {}),
                     "time_every_case": time_every_case},
         "budget": {"max_wall_seconds": round(wall_s)},
     }
@@ -216,6 +217,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--suites", default=",".join(SUITES), help="comma-separated")
     parser.add_argument("--workers", type=int, default=12)
+    parser.add_argument("--spares", type=int, default=None,
+                        help="the campaigns' spare workers (`[fitness] spares`; default: half of --workers)")
     parser.add_argument("--minutes", type=float, default=20.0, help="wall time of all the campaigns")
     parser.add_argument("--tasks-per-level", type=int, default=None)
     parser.add_argument("--tasks", default="", help="only these tasks (comma-separated)")

@@ -59,6 +59,12 @@ def test_its_campaign_configs_load_as_written(tmp_path):
     assert loaded.campaign.tasks == ("scale_shift",) and not loaded.campaign.seed_with_baseline
     assert loaded.operators.generations_from == str(GENERATIONS)
     assert loaded.search.migration_interval == 0 and loaded.budget.max_wall_seconds == 60
+    assert loaded.fitness.spares is None  # half the workers, unless --spares says
+    args.spares = 4
+    (tmp_path / "s.toml").write_text(command.campaign_config(
+        "direct-m", "tritonbench-revised", str(FIXTURE_SUITE), ["scale_shift"], {"generations": 0},
+        {"generations_from": str(GENERATIONS)}, args, 60.0, seed_with_baseline=False))
+    assert config_lib.load(tmp_path / "s.toml").fitness.spares == 4
 
 
 def test_a_campaign_that_ended_on_its_own_is_done_and_one_stopped_or_killed_resumes(tmp_path):

@@ -21,7 +21,7 @@ PREV=("$@")
 DEVICE=${DEVICE:-cuda}
 SUITE=${SUITE:-.external/GEAK-eval}
 WORKERS=${WORKERS:-8}  # 12 ran references out of memory beside each other (RESULTS.md §32)
-SPARES=${SPARES:-}     # the references' spare workers (default: half of WORKERS; leases waited 20 s, §46)
+SPARES=${SPARES:-}     # spare workers of every step (default: half of WORKERS; §46)
 CALL_S=${CALL_S:-500}          # this call's wall time, the environment's set-up included
 SEARCH_S=${SEARCH_S:-$([ "$CALL" = 3 ] && echo 220 || echo 0)}  # kept for the one command
 REFS_S=${REFS_S:-}              # the references' share (default: what SEARCH_S leaves)
@@ -67,7 +67,7 @@ if [ "$TABLE2_S" -gt 0 ] && [ -n "$GENERATIONS" ]; then
   step "Table 2 from the recorded replies, $TABLE2_S s at most"
   unpack $TABLE2_DIR
   timeout $(( TABLE2_S + 60 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
-    --suites tritonbench-revised --no-search --workers $WORKERS --generations $GENERATIONS \
+    --suites tritonbench-revised --no-search --workers $WORKERS ${SPARES:+--spares $SPARES} --generations $GENERATIONS \
     --geak-verdicts $VERDICTS --minutes $TABLE2_MINUTES \
     --call-minutes $(awk "BEGIN { print $TABLE2_S / 60 }") --out $OUT/$TABLE2_DIR --tasks "$TABLE2_TASKS" \
     --resume > $OUT/$TABLE2_DIR.log 2>&1
@@ -91,7 +91,7 @@ if [ $search_s -ge 180 ]; then  # a campaign seeds for minutes: less checkpoints
   step "the one command's offline arm, $search_s s at most"
   unpack geak
   timeout $(( search_s + 30 )) $py experiments/geak_benchmarks.py --path $SUITE --device $DEVICE \
-    --suites tritonbench-revised --workers $WORKERS --tasks-per-level $TASKS_PER_LEVEL \
+    --suites tritonbench-revised --workers $WORKERS ${SPARES:+--spares $SPARES} --tasks-per-level $TASKS_PER_LEVEL \
     --minutes $SEARCH_MINUTES --search-generations 3 --islands 2 --offspring 2 --out $OUT/geak \
     --call-minutes $(awk "BEGIN { print $search_s / 60 }") --resume > $OUT/geak_benchmarks.log 2>&1
   echo "exit $?"; grep -E "^== |evaluations|stopped|generation" $OUT/geak_benchmarks.log | tail -8 | cut -c1-300
