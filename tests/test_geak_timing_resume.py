@@ -283,6 +283,9 @@ def test_the_tasks_cut_before_start_first_longest_first_and_a_scored_task_leaves
                    "c": {"cuts": 1, "ran_s": 90.0, "requests_s": {}, "suite": "s"}}
     order = geak_rows.schedule([task(name) for name in "aedcb"], cut, {"e"})
     assert [entry.name for entry in order] == ["e", "b", "c", "a", "d"]
+    # a task scored in an earlier call (scored again by --redo) comes after the never scored
+    order = geak_rows.schedule([task(name) for name in "faedcb"], cut, {"e"}, {"a", "c", "e"})
+    assert [entry.name for entry in order] == ["e", "b", "d", "f", "c", "a"]
     assert geak_rows.cut_lines(cut) == [
         "  not scored: b: cut by a call's deadline 2x, at most after 120 s (candidate.call 99.0)",
         "  not scored: c: cut by a call's deadline 1x, at most after 90 s (no request)"]

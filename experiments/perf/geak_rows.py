@@ -83,12 +83,15 @@ def cuts(rows: list[dict]) -> dict[str, dict]:
     return found
 
 
-def schedule(tasks: list, cut: dict[str, dict], first: set[str]) -> list:
-    """Returns `tasks` in the order a call starts them: those named in `first`, then those a
+def schedule(tasks: list, cut: dict[str, dict], first: set[str],
+             scored: set[str] = frozenset()) -> list:
+    """Returns `tasks` in the order a call starts them: those named in `first`; then those
+    never scored before those `scored` in an earlier call (scored again by `--redo`: most
+    fail again, where a task never scored is most often timed); within each, those a
     deadline cut, longest-running first (a walk is not resumable: a task that needs more than
     what is left of a call after the others is cut every call), then the rest by name."""
-    return sorted(tasks, key=lambda task: (task.name not in first, -cut.get(task.name, {}).get("ran_s", -1.0),
-                                           task.name))
+    return sorted(tasks, key=lambda task: (task.name not in first, task.name in scored,
+                                           -cut.get(task.name, {}).get("ran_s", -1.0), task.name))
 
 
 def cut_lines(cut: dict[str, dict]) -> list[str]:
