@@ -95,7 +95,7 @@ def campaign_config(name: str, suite: str, path: str, tasks: list[str], search: 
         "search": {"population": 2, "migration_interval": 0, **search},
         "operators": {"mode": "offline", **operators},
         "fitness": {"device": args.device, "workers": args.workers,
-                    **({"spares": args.spares} if getattr(args, "spares", None) is not None else {}),
+                    **({"spares": args.spares} if args.spares is not None else {}),
                     "time_every_case": time_every_case},
         "budget": {"max_wall_seconds": round(wall_s)},
     }

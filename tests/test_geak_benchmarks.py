@@ -49,7 +49,7 @@ def test_tasks_keeps_only_those_named_and_refuses_a_name_no_suite_has():
 
 def test_its_campaign_configs_load_as_written(tmp_path):
     command = _command_module()
-    args = type("Args", (), {"device": "interpreter", "workers": 2})()
+    args = type("Args", (), {"device": "interpreter", "workers": 2, "spares": None})()
     text = command.campaign_config("direct-m", "tritonbench-revised", str(FIXTURE_SUITE), ["scale_shift"],
                                    {"generations": 0, "islands": 1, "offspring": 1},
                                    {"generations_from": str(GENERATIONS)}, args, 60.0,

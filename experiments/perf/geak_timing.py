@@ -444,13 +444,14 @@ def main() -> None:
         *args.resume, *([rows_path] if str(rows_path) not in args.resume else [])]
     if args.tables_from is None:
         again = {name for name in args.again.split(",") if name}
-        scored = geak_rows.latest(geak_rows.read(sources), "project")
+        earlier = geak_rows.read(sources)
+        scored = geak_rows.latest(earlier, "project")
         done = {task: row for task, row in scored.items()
                 if task not in again
                 and not any(word in geak_rows.untimed_kind(row) for word in args.redo)
                 and not (args.redo_older and geak_rows.older(row))}
         # the tasks named again first: a call cut short measures the fix it was asked to
-        cut = geak_rows.cuts(geak_rows.read(sources))
+        cut = geak_rows.cuts(earlier)
         left = geak_rows.schedule([task for task in tasks if task.name not in done], cut, again,
                                   set(scored))
         print(f"{len(done)} tasks done in earlier calls, {len(left)} to score"
