@@ -5,7 +5,7 @@ pays for none of them)."""
 
 import importlib
 
-HARNESS_VERSION = "fitness-30"
+HARNESS_VERSION = "fitness-31"
 """Bumped whenever a change to the walk could change a verdict or a timing of a built-in
 task (history: CHANGELOG.md)."""
 EXTERNAL_HARNESS_VERSION = "external-harness-25"

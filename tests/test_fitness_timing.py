@@ -633,6 +633,39 @@ def test_a_gpu_case_whose_first_batches_read_slow_is_timed_on_until_they_leave_i
     assert stop == "warming" and counted == falling[clock.MAX_GPU_BATCHES - 5:clock.MAX_GPU_BATCHES]
 
 
+def test_a_case_waits_for_the_work_stopped_holders_queued_until_probes_read_quiet_in_a_row():
+    """A candidate's hold stops the holders beside it, but what they queued still runs: a
+    batch beside it waits out one of their time slices (about 2.4 ms), and seeded_dropout's
+    reference read four cases 4-15x slower than its baseline's, alone, in every batch
+    (RESULTS.md#queued-beside). The checker probes with a one-element kernel until
+    `QUIET_PROBES` in a row read quiet, or the limit passes: a quick probe between busy ones
+    is a turn caught early, not quiet."""
+    from fitness.judge import timed_batch
+
+    def probing(readings_us, slice_s=0.0024):
+        """A probe reading the next of `readings_us`, each busy one a time slice long on the
+        clock the wait reads."""
+        now, readings = [0.0], iter(readings_us)
+
+        def probe_us():
+            reading = next(readings)
+            now[0] += reading * 1e-6 if reading < timed_batch.QUIET_US else slice_s
+            return reading
+
+        return probe_us, lambda: now[0]
+
+    quick, busy = 20.0, 2400.0
+    probe, clock = probing([busy, busy, quick, busy, quick, quick, quick, quick])
+    waited = timed_batch.quiet_device(probe, 1.0, clock)
+    assert waited["quiet"] and waited["probes"] == 7
+    assert waited["waited_ms"] == pytest.approx(3 * 2.4 + 4 * 0.02)  # three turns waited out, four quick probes
+    probe, clock = probing([quick] * 5)  # a quiet device costs three probes
+    assert timed_batch.quiet_device(probe, 1.0, clock) == {"quiet": True, "probes": 3, "waited_ms": 0.06}
+    probe, clock = probing([busy] * 1000)  # work that outlasts the limit: timed anyway, said so
+    waited = timed_batch.quiet_device(probe, 0.1, clock)
+    assert not waited["quiet"] and waited["probes"] == 42 and waited["waited_ms"] >= 100.0
+
+
 def test_a_baseline_case_with_no_floor_is_first_timed_in_the_runs_the_case_before_asked_for():
     """A suite's performance inputs grow case by case and have no roofline floor: each case
     was first timed in batches of 8 runs, and on an H200 325 of 719 baseline timings were a

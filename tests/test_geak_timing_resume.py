@@ -262,7 +262,7 @@ def test_a_task_running_at_the_deadline_is_recorded_cut_and_the_next_call_gives_
     geak_rows.append(rows_b, {"side": "cut", "call": "x", "task": "row_max", "suite": "tritonbench-revised",
                               "ran_s": 1000.0, "requests_s": {"candidate.call": 990.0}})
     second = _timing(tmp_path / "c", "--resume", str(rows_b), "--project-wall-s", "200")
-    assert "0 tasks done in earlier calls, 2 to score (1 cut by an earlier call's deadline first)" in second
+    assert "0 tasks done in earlier calls, 2 to score (1 cut by an earlier call's deadline last)" in second
     assert "not started: row_max: an earlier call cut it after 1000 s" in second
     assert [row["task"] for row in _lines(tmp_path / "c" / "geak_timing.jsonl")
             if row["side"] == "project"] == ["scale_shift"]
@@ -270,7 +270,7 @@ def test_a_task_running_at_the_deadline_is_recorded_cut_and_the_next_call_gives_
     assert "  not scored: row_max: cut by a call's deadline 1x, at most after 1000 s (candidate.call 990.0)" in summary
 
 
-def test_the_tasks_cut_before_start_first_longest_first_and_a_scored_task_leaves_the_cut():
+def test_the_tasks_cut_before_start_last_shortest_first_and_a_scored_task_leaves_the_cut():
     geak_rows = _rows_module()
     task = dataclasses.make_dataclass("T", ["name"])
     rows = [{"side": "cut", "task": "b", "suite": "s", "ran_s": 40.0, "requests_s": {"candidate.call": 30.0}},
@@ -282,10 +282,11 @@ def test_the_tasks_cut_before_start_first_longest_first_and_a_scored_task_leaves
     assert cut == {"b": {"cuts": 2, "ran_s": 120.0, "requests_s": {"candidate.call": 99.0}, "suite": "s"},
                    "c": {"cuts": 1, "ran_s": 90.0, "requests_s": {}, "suite": "s"}}
     order = geak_rows.schedule([task(name) for name in "aedcb"], cut, {"e"})
-    assert [entry.name for entry in order] == ["e", "b", "c", "a", "d"]
-    # a task scored in an earlier call (scored again by --redo) comes after the never scored
-    order = geak_rows.schedule([task(name) for name in "faedcb"], cut, {"e"}, {"a", "c", "e"})
-    assert [entry.name for entry in order] == ["e", "b", "d", "f", "c", "a"]
+    assert [entry.name for entry in order] == ["e", "a", "d", "c", "b"]
+    # a task scored in an earlier call (scored again by --redo) comes after the never scored,
+    # and before the cut; one named comes first whatever it is
+    order = geak_rows.schedule([task(name) for name in "gfaedcb"], cut, {"e", "b"}, {"a", "e", "g"})
+    assert [entry.name for entry in order] == ["e", "b", "d", "f", "a", "g", "c"]
     assert geak_rows.cut_lines(cut) == [
         "  not scored: b: cut by a call's deadline 2x, at most after 120 s (candidate.call 99.0)",
         "  not scored: c: cut by a call's deadline 1x, at most after 90 s (no request)"]

@@ -86,12 +86,15 @@ def cuts(rows: list[dict]) -> dict[str, dict]:
 def schedule(tasks: list, cut: dict[str, dict], first: set[str],
              scored: set[str] = frozenset()) -> list:
     """Returns `tasks` in the order a call starts them: those named in `first`; then those
-    never scored before those `scored` in an earlier call (scored again by `--redo`: most
-    fail again, where a task never scored is most often timed); within each, those a
-    deadline cut, longest-running first (a walk is not resumable: a task that needs more than
-    what is left of a call after the others is cut every call), then the rest by name."""
-    return sorted(tasks, key=lambda task: (task.name not in first, task.name in scored,
-                                           -cut.get(task.name, {}).get("ran_s", -1.0), task.name))
+    never scored; then those `scored` in an earlier call (scored again by `--redo`: most fail
+    again, quickly, where a task never scored is most often timed); last those a deadline
+    cut, shortest-running first, each started only with the time it ran still left. Started
+    first, eight tasks cut after a whole call held all eight threads for the next whole call
+    and were cut again, scoring nothing else (RESULTS.md#cut-last): a walk is not resumable,
+    so a task that ran a whole call is timed only where a call has room beside the rest."""
+    return sorted(tasks, key=lambda task: (task.name not in first, task.name in cut,
+                                           task.name in scored,
+                                           cut.get(task.name, {}).get("ran_s", 0.0), task.name))
 
 
 def cut_lines(cut: dict[str, dict]) -> list[str]:

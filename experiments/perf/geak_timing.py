@@ -29,8 +29,8 @@ Several device calls add up (geak_rows.py): each appends a row per task as it fi
 the `.jsonl` beside `--out`; `--resume A.jsonl ...` (an earlier call's rows, brought back
 and carried in) skips their tasks; no task starts after `--project-wall-s` less `--drain-s`
 and none is waited for after it (left to the next call: each still running is written as a
-"cut" row, and the next call starts it first, or not at all with less time left than it
-ran), so a call ends inside its limit with every row written; the tables are over the
+"cut" row, and the next call starts it last, after the rest, and not at all with less
+time left than it ran), so a call ends inside its limit with every row written; the tables are over the
 union, `--tables-from A.jsonl B.jsonl` builds them alone. An untimed reference says why on its
 progress line and in its row (`untimed_reason`, `untimed_kind`), and the summary counts them.
 
@@ -455,7 +455,7 @@ def main() -> None:
         left = geak_rows.schedule([task for task in tasks if task.name not in done], cut, again,
                                   set(scored))
         print(f"{len(done)} tasks done in earlier calls, {len(left)} to score"
-              + (f" ({sum(task.name in cut for task in left)} cut by an earlier call's deadline first)"
+              + (f" ({sum(task.name in cut for task in left)} cut by an earlier call's deadline last)"
                  if cut else ""), flush=True)
         if args.from_results:  # the references' latencies as a campaign measured them
             for row in rows_of_results(args.from_results):

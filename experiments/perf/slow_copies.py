@@ -21,6 +21,15 @@ import os
 import statistics
 
 
+def _quiet_wait(entry: dict) -> str:
+    """How long the case waited for the device to be quiet before its batches (fitness-31:
+    what the holders beside it had queued), where it did."""
+    quiet = entry.get("quiet")
+    if not quiet:
+        return ""
+    return f", waited {quiet['waited_ms']:.1f} ms for quiet" + ("" if quiet["quiet"] else " (never quiet)")
+
+
 def read_pmon(path: str) -> list[tuple[float, str]]:
     """Returns (epoch seconds, the line) per process line of `nvidia-smi pmon -o DT` (date
     and time first, read as UTC: the GPU machine's clock) whose SM share is above 0."""
@@ -70,7 +79,7 @@ def main() -> None:
                   f"{'/'.join(f'{us:.1f}' for us in entry['per_run_us'])} us against "
                   f"{fastest['median_us']:.1f}; fills {gbps} GB/s against "
                   f"{'-' if best_gbps is None else f'{best_gbps:.0f}'}; {entry['method']}, "
-                  f"{entry['stopped']}, beside {entry['beside']}")
+                  f"{entry['stopped']}, beside {entry['beside']}{_quiet_wait(entry)}")
             for when, line in pmon:
                 if abs(when - entry["wall"]) <= 1.0:
                     print(f"    pmon: {line}")

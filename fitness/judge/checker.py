@@ -291,6 +291,10 @@ class Checker:
             return {"ok": True, "fill_cut": str(error)}
         return {"ok": True, "elapsed_us": elapsed_us, "fill_gbps": batch.fill_gbps()}
 
+    def timed_quiet(self, request: dict) -> dict:
+        """GPU: waits for the device to be quiet before a case's batches (`TimedBatch.quiet`)."""
+        return {"ok": True, **self.timed[request["token"]].quiet(request["limit_s"])}
+
     def timed_judge(self, request: dict) -> dict:
         """Judges the last batch (`TimedBatch.judge`)."""
         verdict = self.timed[request["token"]].judge(request["outputs"], request.get("dir"))
@@ -396,6 +400,7 @@ def _serve(request_fd: int, reply_fd: int, channel: socket.socket | None) -> Non
                     "timed_open": _timed(checker.timed_open),
                     "timed_files": _timed(checker.timed_files),
                     "timed_release": checker.timed_release,
+                    "timed_quiet": _timed(checker.timed_quiet),
                     "timed_judge": _timed(checker.timed_judge), "timed_close": checker.timed_close}
         return {op: _settled(handler) for op, handler in handlers.items()}, {"shares": checker.shares}
 

@@ -43,6 +43,12 @@ stopped, whose kernels already queued still run on the device, and its first bat
 slow while they drain. kldiv_compute's reference against itself, batches of one 229-us run:
 8,610, 4,458, 2,145, 241 and 230 us, a median of 2,145 where its baseline's, timed alone,
 read 229 (RESULTS.md#warm-start)."""
+DEVICE_QUIET_S = 1.0
+"""How long a case's hold waits for the device to be quiet before it times anyway: the holders
+it stopped launch nothing more, but what they had queued runs on. seeded_dropout's reference
+against itself read four cases 4-15x slow in every one of 5 batches (one time slice a batch,
+about 2.2 ms) beside 6-8 stopped holders, where its baseline alone read them as the rest
+(RESULTS.md#queued-beside)."""
 INTERPRETER_BATCHES = 2
 """Batches per case on the interpreter (its latency is not meaningful: few suffice), after a
 first one that is judged but not counted: the interpreter's first runs of a module in a
@@ -229,7 +235,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
         walk.observe(worker, captured)
         method = f"judge-{captured['method']}"
     batches = MAX_GPU_BATCHES if share else 1 + INTERPRETER_BATCHES
-    per_run_us, stopped_by, fill_gbps = [], "batches", []
+    per_run_us, stopped_by, fill_gbps, quieted = [], "batches", [], None
 
     def close() -> None:  # the checker's buffers of this case's runs
         with shared():
@@ -248,6 +254,11 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                 # the holders it went ahead beside launch nothing more (`DeviceLock.exclusive`)
                 hold.enter_context(c.candidates.frozen(but=worker) if not share and c.candidates
                                    else stopped(p for p in beside if p not in (worker, checker)))
+            if share and any(p not in (worker, checker) for p in beside):
+                # what the stopped holders queued still runs: wait for it before the clock
+                quieted = walk._request(checker, {"op": "timed_quiet", "token": token,
+                                                  "limit_s": DEVICE_QUIET_S},
+                                        c.limits.check_s)
             for number in range(batches):
                 if share:
                     elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token,
@@ -282,7 +293,7 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
     c.meter.timed_case({"task": walk.task.name, "case": case.name,
                         "candidate": walk.candidate.id if walk.candidate else None,
                         "per_run_us": per_run_us, "fill_gbps": fill_gbps,
-                        "beside": len(beside), **stats})
+                        "beside": len(beside), "quiet": quieted, **stats})
     return stats
 
 

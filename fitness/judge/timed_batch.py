@@ -70,8 +70,30 @@ the whole hand-over on a GPU (RESULTS.md §32)."""
 FILL_TRIES = 3
 """Fills a batch may draw before one is whole; past them its worker is failed as
 `cheat_background_work`: a worker's own batch leaves the GPU idle while it waits for `go`."""
+QUIET_US = 300.0
+QUIET_PROBES = 3
+"""The device is quiet for a case's batches (`quiet_device`) once this many probes in a row
+each took less than QUIET_US: a one-element kernel on the checker's stream, launched and
+waited for, takes about 20 us on a quiet GPU and waits out another context's turn, about
+2.4 ms, beside one with work queued (RESULTS.md §28's time slice). The wait's limit is the
+request's (`clock.DEVICE_QUIET_S`)."""
 _DRAW = random.SystemRandom()
 _POLL_S = 0.0002
+
+
+def quiet_device(probe_us, limit_s: float, clock=time.monotonic) -> dict:
+    """Probes (`probe_us`: one probe's microseconds) until `QUIET_PROBES` in a row read
+    under `QUIET_US`, or `limit_s` has passed. Returns {"quiet": whether they did, "probes":
+    how many ran, "waited_ms": from the first to the last}. Each probe that waits out a turn
+    is itself the pause: no sleep between them."""
+    began, probes, in_a_row = clock(), 0, 0
+    while in_a_row < QUIET_PROBES:
+        if probes and clock() - began > limit_s:
+            break
+        probes += 1
+        in_a_row = in_a_row + 1 if probe_us() < QUIET_US else 0
+    return {"quiet": in_a_row >= QUIET_PROBES, "probes": probes,
+            "waited_ms": round((clock() - began) * 1e3, 3)}
 
 
 class FillCut(RuntimeError):
@@ -312,6 +334,24 @@ class TimedBatch:
             self.poison()
             self.stream.synchronize()
         return (done - began) / 1e3 + turn_charged_us(late_us)
+
+    def quiet(self, limit_s: float) -> dict:
+        """GPU: waits for other contexts' queued work to end before a case's first batch
+        (`quiet_device`, probing with a one-element kernel on this stream): the holders a
+        candidate's hold stopped launch nothing more, but what they queued still runs, and a
+        batch beside it waits out a turn of theirs in its clock."""
+        with torch.cuda.stream(self.stream):
+            tick = torch.zeros(1, device=self.device.torch_device)
+        self.stream.synchronize()
+
+        def probe_us() -> float:
+            began = time.perf_counter_ns()
+            with torch.cuda.stream(self.stream):
+                tick.add_(1)
+            self.stream.synchronize()
+            return (time.perf_counter_ns() - began) / 1e3
+
+        return quiet_device(probe_us, limit_s)
 
     def fill_gbps(self) -> float:
         """GPU: the last fill's copy of the inputs, in GB/s by this stream's events (its
