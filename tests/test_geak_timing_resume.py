@@ -252,6 +252,11 @@ def test_a_task_running_at_the_deadline_is_recorded_cut_and_the_next_call_gives_
     cut = [row for row in _lines(rows_a) if row["side"] == "cut"]
     assert sorted(row["task"] for row in cut) == ["row_max", "scale_shift"]
     assert all(0 < row["ran_s"] <= 60 and row["suite"] == "tritonbench-revised" for row in cut)
+    # what each was doing when cut, by the judge's record of its walk (a request still out
+    # is in no meter's sum): its stage (None: waiting for its first worker), and a request's
+    # time where one was out
+    assert all(row["doing"]["stage"] in (None, "syntax", "import", "compile", "run", "correct", "timed")
+               and (row["doing"]["request"] is None or row["doing"]["request_s"] >= 0) for row in cut)
     assert "cut: row_max after " in first
     summary = (tmp_path / "a" / "geak_timing.txt").read_text()
     assert "2 not scored yet" in summary
@@ -275,12 +280,14 @@ def test_the_tasks_cut_before_start_last_shortest_first_and_a_scored_task_leaves
     task = dataclasses.make_dataclass("T", ["name"])
     rows = [{"side": "cut", "task": "b", "suite": "s", "ran_s": 40.0, "requests_s": {"candidate.call": 30.0}},
             {"side": "cut", "task": "c", "suite": "s", "ran_s": 90.0, "requests_s": {}},
-            {"side": "cut", "task": "b", "suite": "s", "ran_s": 120.0, "requests_s": {"candidate.call": 99.0}},
+            {"side": "cut", "task": "b", "suite": "s", "ran_s": 120.0, "requests_s": {"candidate.call": 99.0},
+             "doing": {"stage": "correct", "request": "candidate.call", "request_s": 80.0}},
             {"side": "cut", "task": "d", "suite": "s", "ran_s": 10.0, "requests_s": {}},
             {"side": "project", "task": "d", "stage": "timed"}]
     cut = geak_rows.cuts(rows)
-    assert cut == {"b": {"cuts": 2, "ran_s": 120.0, "requests_s": {"candidate.call": 99.0}, "suite": "s"},
-                   "c": {"cuts": 1, "ran_s": 90.0, "requests_s": {}, "suite": "s"}}
+    assert cut == {"b": {"cuts": 2, "ran_s": 120.0, "requests_s": {"candidate.call": 99.0}, "suite": "s",
+                         "doing": {"stage": "correct", "request": "candidate.call", "request_s": 80.0}},
+                   "c": {"cuts": 1, "ran_s": 90.0, "requests_s": {}, "suite": "s", "doing": None}}
     order = geak_rows.schedule([task(name) for name in "aedcb"], cut, {"e"})
     assert [entry.name for entry in order] == ["e", "a", "d", "c", "b"]
     # a task scored in an earlier call (scored again by --redo) comes after the never scored,
@@ -288,5 +295,6 @@ def test_the_tasks_cut_before_start_last_shortest_first_and_a_scored_task_leaves
     order = geak_rows.schedule([task(name) for name in "gfaedcb"], cut, {"e", "b"}, {"a", "e", "g"})
     assert [entry.name for entry in order] == ["e", "b", "d", "f", "a", "g", "c"]
     assert geak_rows.cut_lines(cut) == [
-        "  not scored: b: cut by a call's deadline 2x, at most after 120 s (candidate.call 99.0)",
+        "  not scored: b: cut by a call's deadline 2x, at most after 120 s, in candidate.call for 80 s at "
+        "stage correct (candidate.call 99.0)",
         "  not scored: c: cut by a call's deadline 1x, at most after 90 s (no request)"]

@@ -79,7 +79,8 @@ def cuts(rows: list[dict]) -> dict[str, dict]:
             earlier = found.get(row["task"], {"cuts": 0, "ran_s": -1.0})
             longest = row if row["ran_s"] > earlier["ran_s"] else earlier
             found[row["task"]] = {"cuts": earlier["cuts"] + 1, "ran_s": longest["ran_s"],
-                                  "requests_s": longest.get("requests_s", {}), "suite": row.get("suite")}
+                                  "requests_s": longest.get("requests_s", {}), "suite": row.get("suite"),
+                                  "doing": longest.get("doing")}
     return found
 
 
@@ -97,11 +98,31 @@ def schedule(tasks: list, cut: dict[str, dict], first: set[str],
                                            cut.get(task.name, {}).get("ran_s", 0.0), task.name))
 
 
+def doing(snapshot: dict) -> dict:
+    """Returns what an evaluation under way (`Evaluator.in_progress`) was doing, for a cut
+    row: its stage, the request it waited on ("role.op", None between requests: waiting for a
+    worker, a checker or the device) and for how long."""
+    waited = snapshot.get("request_s")
+    return {"stage": snapshot.get("stage"), "request": snapshot.get("request"),
+            "request_s": None if waited is None else round(waited, 1)}
+
+
+def doing_text(entry: dict | None) -> str:
+    """Returns `doing`'s words after a comma (", in candidate.call for 300 s at stage
+    correct"), "" where it is not known (a row of a call before cut rows said it)."""
+    if not entry:
+        return ""
+    if entry.get("request") is None:
+        return f", between requests at stage {entry.get('stage')}"
+    return f", in {entry['request']} for {entry['request_s']:.0f} s at stage {entry.get('stage')}"
+
+
 def cut_lines(cut: dict[str, dict]) -> list[str]:
     """Returns one line per never-scored task a call's deadline cut: how often, the longest it
-    ran and its largest requests on that run (why it is not scored yet)."""
+    ran, what it was doing then and its largest requests on that run (why it is not scored
+    yet)."""
     return [f"  not scored: {task}: cut by a call's deadline {entry['cuts']}x, at most after "
-            f"{entry['ran_s']:.0f} s ({most_spent(entry['requests_s'])})"
+            f"{entry['ran_s']:.0f} s{doing_text(entry.get('doing'))} ({most_spent(entry['requests_s'])})"
             for task, entry in sorted(cut.items(), key=lambda item: -item[1]["ran_s"])]
 
 
