@@ -256,9 +256,9 @@ def time_case(walk, worker, checker, case, token: str, runs: int,
                                    else stopped(p for p in beside if p not in (worker, checker)))
             if share and any(p not in (worker, checker) for p in beside):
                 # what the stopped holders queued still runs: wait for it before the clock
-                quieted = walk._request(checker, {"op": "timed_quiet", "token": token,
-                                                  "limit_s": DEVICE_QUIET_S},
-                                        c.limits.check_s)
+                reply = walk._request(checker, {"op": "timed_quiet", "token": token,
+                                                "limit_s": DEVICE_QUIET_S}, c.limits.check_s)
+                quieted = {key: reply[key] for key in ("quiet", "probes", "waited_ms")}
             for number in range(batches):
                 if share:
                     elapsed_us, outputs, gbps = _gpu_batch(walk, worker, checker, token,
