@@ -262,20 +262,27 @@ def test_a_task_running_at_the_deadline_is_recorded_cut_and_the_next_call_gives_
     assert "2 not scored yet" in summary
     assert "  not scored: row_max: cut by a call's deadline 1x, at most after " in summary
 
-    # a task an earlier call cut after longer than this call has is not started; the rest are
+    # a task an earlier call cut is started only with twice what it ran left (it was still
+    # going): here 200 s for one cut after 150; the rest are
     rows_b = tmp_path / "b.jsonl"
     geak_rows.append(rows_b, {"side": "cut", "call": "x", "task": "row_max", "suite": "tritonbench-revised",
-                              "ran_s": 1000.0, "requests_s": {"candidate.call": 990.0}})
+                              "ran_s": 150.0, "requests_s": {"candidate.call": 140.0}})
     second = _timing(tmp_path / "c", "--resume", str(rows_b), "--project-wall-s", "200")
-    assert "0 tasks done in earlier calls, 2 to score (1 cut by an earlier call's deadline last)" in second
-    assert "not started: row_max: an earlier call cut it after 1000 s" in second
+    assert "0 tasks done in earlier calls, 2 to score (1 cut by an earlier call's deadline)" in second
+    assert "not started: row_max: an earlier call cut it after 150 s" in second
     assert [row["task"] for row in _lines(tmp_path / "c" / "geak_timing.jsonl")
             if row["side"] == "project"] == ["scale_shift"]
     summary = (tmp_path / "c" / "geak_timing.txt").read_text()
-    assert "  not scored: row_max: cut by a call's deadline 1x, at most after 1000 s (candidate.call 990.0)" in summary
+    assert "  not scored: row_max: cut by a call's deadline 1x, at most after 150 s (candidate.call 140.0)" in summary
+    # named with --again, it starts whatever is left
+    third = _timing(tmp_path / "d", "--resume", str(rows_b), "--project-wall-s", "200",
+                    "--again", "row_max", "--tasks", "row_max")
+    assert "not started" not in third
+    assert [row["task"] for row in _lines(tmp_path / "d" / "geak_timing.jsonl")
+            if row["side"] == "project"] == ["row_max"]
 
 
-def test_the_tasks_cut_before_start_last_shortest_first_and_a_scored_task_leaves_the_cut():
+def test_the_tasks_cut_start_after_the_never_scored_shortest_first_and_a_scored_task_leaves_the_cut():
     geak_rows = _rows_module()
     task = dataclasses.make_dataclass("T", ["name"])
     rows = [{"side": "cut", "task": "b", "suite": "s", "ran_s": 40.0, "requests_s": {"candidate.call": 30.0}},
@@ -291,9 +298,9 @@ def test_the_tasks_cut_before_start_last_shortest_first_and_a_scored_task_leaves
     order = geak_rows.schedule([task(name) for name in "aedcb"], cut, {"e"})
     assert [entry.name for entry in order] == ["e", "a", "d", "c", "b"]
     # a task scored in an earlier call (scored again by --redo) comes after the never scored,
-    # and before the cut; one named comes first whatever it is
+    # the cut among them; one named comes first whatever it is
     order = geak_rows.schedule([task(name) for name in "gfaedcb"], cut, {"e", "b"}, {"a", "e", "g"})
-    assert [entry.name for entry in order] == ["e", "b", "d", "f", "a", "g", "c"]
+    assert [entry.name for entry in order] == ["b", "e", "d", "f", "c", "a", "g"]
     assert geak_rows.cut_lines(cut) == [
         "  not scored: b: cut by a call's deadline 2x, at most after 120 s, in candidate.call for 80 s at "
         "stage correct (candidate.call 99.0)",

@@ -84,17 +84,22 @@ def cuts(rows: list[dict]) -> dict[str, dict]:
     return found
 
 
+CUT_ROOM = 2.0
+"""A task a call's deadline cut is started only with this many times the time it ran still
+left (`geak_timing.py`): it was still going then. A walk is not resumable: eight cut after
+100 s, started again at once with 476 s left, held all eight threads for the whole call
+and were cut again, scoring nothing else (RESULTS.md#cut-last). Named with `--again`, it
+starts whatever is left."""
+
+
 def schedule(tasks: list, cut: dict[str, dict], first: set[str],
              scored: set[str] = frozenset()) -> list:
     """Returns `tasks` in the order a call starts them: those named in `first`; then those
-    never scored; then those `scored` in an earlier call (scored again by `--redo`: most fail
-    again, quickly, where a task never scored is most often timed); last those a deadline
-    cut, shortest-running first, each started only with the time it ran still left. Started
-    first, eight tasks cut after a whole call held all eight threads for the next whole call
-    and were cut again, scoring nothing else (RESULTS.md#cut-last): a walk is not resumable,
-    so a task that ran a whole call is timed only where a call has room beside the rest."""
-    return sorted(tasks, key=lambda task: (task.name not in first, task.name in cut,
-                                           task.name in scored,
+    never scored, the ones a deadline cut after the rest, shortest-running first (each
+    started only with `CUT_ROOM` times what it ran still left); last those `scored` in an
+    earlier call (scored again by `--redo`: most fail again, where a task never scored is
+    most often timed)."""
+    return sorted(tasks, key=lambda task: (task.name not in first, task.name in scored,
                                            cut.get(task.name, {}).get("ran_s", 0.0), task.name))
 
 

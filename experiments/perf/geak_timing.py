@@ -29,9 +29,9 @@ Several device calls add up (geak_rows.py): each appends a row per task as it fi
 the `.jsonl` beside `--out`; `--resume A.jsonl ...` (an earlier call's rows, brought back
 and carried in) skips their tasks; no task starts after `--project-wall-s` less `--drain-s`
 and none is waited for after it (left to the next call: each still running is written as a
-"cut" row, and the next call starts it last, after the rest, and not at all with less
-time left than it ran), so a call ends inside its limit with every row written; the tables are over the
-union, `--tables-from A.jsonl B.jsonl` builds them alone. An untimed reference says why on its
+"cut" row, and the next call starts it after the other never-scored tasks, shortest first,
+only with twice the time it ran still left), so a call ends inside its limit with every row
+written; the tables are over the union, `--tables-from A.jsonl B.jsonl` builds them alone. An untimed reference says why on its
 progress line and in its row (`untimed_reason`, `untimed_kind`), and the summary counts them.
 
   source experiments/perf/gpu_env.sh .wheelhouse
@@ -114,7 +114,8 @@ def project_side(tasks, device: str, workers: int, spares: int | None, timeout: 
                  needs_s: dict[str, float] | None = None) -> tuple[list[dict], dict]:
     """Scores every task's reference as a candidate through the Evaluator, appending each
     row to `rows_path` as it finishes; starts no task after `start_by`, nor one an earlier
-    call's deadline cut after `needs_s[task]` seconds with less than that left, and waits for
+    call's deadline cut after `needs_s[task]` seconds with less than `geak_rows.CUT_ROOM`
+    times that left, and waits for
     none after `deadline` (monotonic: those are left to the next call, each still running
     recorded as a "cut" row). Returns (rows, the call's row: wall seconds, device, the
     Evaluator's meter)."""
@@ -148,7 +149,7 @@ def project_side(tasks, device: str, workers: int, spares: int | None, timeout: 
         begun = time.monotonic()
         if begun > start_by:
             return None  # too late to finish inside this call
-        if deadline - begun < needs_s.get(task.name, 0.0):
+        if deadline - begun < geak_rows.CUT_ROOM * needs_s.get(task.name, 0.0):
             print(f"not started: {task.name}: an earlier call cut it after {needs_s[task.name]:.0f} s, "
                   f"{deadline - begun:.0f} s are left", flush=True)
             return None
@@ -459,7 +460,7 @@ def main() -> None:
         left = geak_rows.schedule([task for task in tasks if task.name not in done], cut, again,
                                   set(scored))
         print(f"{len(done)} tasks done in earlier calls, {len(left)} to score"
-              + (f" ({sum(task.name in cut for task in left)} cut by an earlier call's deadline last)"
+              + (f" ({sum(task.name in cut for task in left)} cut by an earlier call's deadline)"
                  if cut else ""), flush=True)
         if args.from_results:  # the references' latencies as a campaign measured them
             for row in rows_of_results(args.from_results):
@@ -468,7 +469,8 @@ def main() -> None:
             rows, call = project_side(left, args.device, args.workers, args.spares, args.timeout,
                                       started + args.project_wall_s - args.drain_s,
                                       started + args.project_wall_s, rows_path,
-                                      {task: entry["ran_s"] for task, entry in cut.items()})
+                                      {task: entry["ran_s"] for task, entry in cut.items()
+                                       if task not in again})
             geak_rows.append(rows_path, call)
             print(f"project side: {len(rows)} evaluations in {call['wall_s']:.0f} s", flush=True)
         union = geak_rows.read(sources)
