@@ -8,7 +8,7 @@ import importlib
 HARNESS_VERSION = "fitness-31"
 """Bumped whenever a change to the walk could change a verdict or a timing of a built-in
 task (history: CHANGELOG.md)."""
-EXTERNAL_HARNESS_VERSION = "external-harness-25"
+EXTERNAL_HARNESS_VERSION = "external-harness-26"
 """The same for external-suite tasks, whose stage plan runs their suite's own harness."""
 
 

@@ -214,6 +214,62 @@ def test_making_one_input_holds_one_of_the_inputs_before_it_at_a_time(tmp_path):
     assert held == [0, 1, 1, 1] and x.shape == (8192,)
 
 
+def _devices_seen(tmp_path, perf: str) -> tuple[recorded.PerformanceCalls, list]:
+    """`perf` with each input's first tensor's device noted in DEVICES as it is made."""
+    perf = perf.replace("class performance_metrics", "DEVICES = []\n\n\nclass performance_metrics")
+    perf = perf.replace("            self.input_tensors.append((torch.rand(2 ** i), torch.rand(2 ** i)))",
+                        "            made = (torch.rand(2 ** i), torch.rand(2 ** i))\n"
+                        "            DEVICES.append(made[0].device.type)\n"
+                        "            self.input_tensors.append(made)")
+    calls = _calls(tmp_path, perf).recorded("cpu", None)
+    devices = calls._loaded()[1].DEVICES
+    devices.clear()
+    return calls, devices
+
+
+def test_the_inputs_before_the_one_asked_for_are_made_on_the_meta_device(tmp_path):
+    """Each timed run's fresh inputs of a task's largest case ran the timing code's loop from
+    its smallest, every input made on the device inside the judge's hold (30 of them for the
+    matmul tasks); those before it are made on the meta device now: shapes, no values."""
+    calls, devices = _devices_seen(tmp_path, _PERF)
+    x, y, out, alpha = calls.make_inputs({"input": 3}, 7, "cpu")
+    assert devices == ["meta", "meta", "meta", "cpu"]
+    assert x.shape == (8192,) and x.device.type == "cpu" and 0.0 < float(x.mean()) < 1.0
+    assert torch.equal(x, calls.make_inputs({"input": 3}, 7, "cpu")[0])  # the same seed, the same values
+    assert not torch.equal(x, calls.make_inputs({"input": 3}, 8, "cpu")[0])
+
+
+@pytest.mark.parametrize("change", [
+    # a tensor made before the loop, shared by every input: the one asked for would hold it
+    ("        for i in range(10, 14):", "        shared = torch.rand(4)\n        for i in range(10, 14):",
+     "made = (torch.rand(2 ** i), torch.rand(2 ** i))", "made = (torch.rand(2 ** i) + shared.sum(), torch.rand(2 ** i))"),
+    # a size read from a tensor's values: a meta tensor has none
+    ("made = (torch.rand(2 ** i), torch.rand(2 ** i))",
+     "made = (torch.rand(2 ** i + int(torch.randint(1, 2, (1,)).item()) - 1), torch.rand(2 ** i))", "", ""),
+])
+def test_an_input_the_meta_device_cannot_make_is_made_the_whole_way(tmp_path, change):
+    first_from, first_to, second_from, second_to = change
+    perf = _PERF.replace("            self.input_tensors.append((torch.rand(2 ** i), torch.rand(2 ** i)))",
+                         "            made = (torch.rand(2 ** i), torch.rand(2 ** i))\n"
+                         "            self.input_tensors.append(made)")
+    perf = perf.replace(first_from, first_to)
+    if second_from:
+        perf = perf.replace(second_from, second_to)
+    calls = _calls(tmp_path, perf).recorded("cpu", None)
+
+    def made_on_meta_first() -> bool:
+        try:
+            made = calls._run_maker(calls._loaded()[2], 7, "cpu", 4, True, deferred=True)
+        except Exception:
+            return False
+        return recorded._meta_free(made[-1])
+
+    assert not made_on_meta_first()
+    x, y, out, alpha = calls.make_inputs({"input": 3}, 7, "cpu")
+    assert x.shape == (8192,) and x.device.type == "cpu" and torch.isfinite(x).all()
+    assert torch.equal(x, calls.make_inputs({"input": 3}, 7, "cpu")[0])
+
+
 def test_a_kernel_that_leans_on_its_tests_imports_is_recorded_with_them(tmp_path):
     """block_sparse_attn calls torch and imports it only in its test code: GEAK-eval imports
     the file whole; the judge imports the kernel code with the tests' import put first."""

@@ -62,18 +62,63 @@ class _Upto(list):
     """The definition's `input_tensors` while inputs are made: full after `count` items;
     with `last_only`, an item is dropped (None in its place) once the next one is made, so
     that making input k holds one input at a time on the device, not k + 1 (a task's
-    inputs come to 4.8 GB at most: RESULTS.md §24)."""
+    inputs come to 4.8 GB at most: RESULTS.md §24). `deferred`: the inputs before the last
+    are made on the meta device (`_Deferred`), and it is told when they are all in."""
 
-    def __init__(self, items, count: int | None, last_only: bool):
+    def __init__(self, items, count: int | None, last_only: bool, deferred=None):
         super().__init__(items)
-        self.count, self.last_only = count, last_only
+        self.count, self.last_only, self.deferred = count, last_only, deferred
 
     def append(self, item) -> None:
         super().append(item)
         if self.last_only and len(self) > 1:
             self[-2] = None
+        if self.deferred is not None and len(self) == self.count - 1:
+            self.deferred.active = False  # the next one is the input asked for: made for real
         if self.count is not None and len(self) >= self.count:
             raise _Enough
+
+
+_FACTORIES = ("rand", "randn", "randint", "randperm", "zeros", "ones", "empty", "full",
+              "arange", "linspace", "logspace", "eye", "tensor", "empty_strided", "normal")
+"""The torch functions that make a tensor on the default device or a named one: while the
+inputs before the one asked for are made (`_Deferred`), on the meta device."""
+
+
+def _deferred_mode():
+    """Returns a TorchFunctionMode that, while its `active`, makes tensors on the meta device
+    (shapes and dtypes, no values, no memory, no kernel) and keeps `.cuda()`/`.to()` of a
+    meta tensor on it. Input k of a performance file is made by running its loop from
+    input 0: every timed run's fresh inputs of a suite's largest case made every smaller
+    case's first, on the device, inside the judge's hold. An input asked for that reads
+    such a tensor holds one (`_meta_free`), and is then made the whole way instead."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    factories = {getattr(torch, name) for name in _FACTORIES}
+    moves = {torch.Tensor.cuda, torch.Tensor.to}
+
+    class Deferred(TorchFunctionMode):
+        active = True
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = dict(kwargs or {})
+            if self.active and func in factories:
+                kwargs["device"] = "meta"
+            elif self.active and func in moves and args and getattr(args[0], "is_meta", False):
+                dtype = kwargs.get("dtype") or next((a for a in args[1:] if isinstance(a, torch.dtype)), None)
+                return args[0] if dtype is None else args[0].to(dtype=dtype)
+            return func(*args, **kwargs)
+
+    return Deferred()
+
+
+def _meta_free(value) -> bool:
+    """Whether `value` (an input as the timing code made it) holds no meta tensor."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    return not any(isinstance(leaf, torch.Tensor) and leaf.is_meta for leaf in tree_leaves(value))
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,7 +129,8 @@ def _stopping(definition_class: type) -> type:
     return type("Recording", (definition_class,), {"input_tensors": property(
         lambda self: self.__dict__["_inputs"],
         lambda self, items: self.__dict__.__setitem__(
-            "_inputs", _Upto(items, self.__dict__["_count"], self.__dict__["_last_only"])))})
+            "_inputs", _Upto(items, self.__dict__["_count"], self.__dict__["_last_only"],
+                             self.__dict__.get("_deferred"))))})
 
 
 PERFORMANCE_UTILS = "geak_eval.perf.performance_utils"
@@ -448,11 +494,23 @@ class PerformanceCalls(Positional):
     def _made(self, definition, salt: int, device: str, count: int | None,
               last_only: bool = False) -> list:
         """Returns the first `count` inputs (None: all) of the timing code, seeds salted;
-        with `last_only`, None in place of all but the last."""
+        with `last_only`, None in place of all but the last, those made on the meta device
+        first (`_deferred_mode`), and the whole way where that fails or leaks into the last."""
+        if last_only and count is not None and count > 1:
+            with contextlib.suppress(Exception):
+                made = self._run_maker(definition, salt, device, count, last_only, deferred=True)
+                if len(made) == count and _meta_free(made[-1]):
+                    return made
+        return self._run_maker(definition, salt, device, count, last_only, deferred=False)
+
+    @staticmethod
+    def _run_maker(definition, salt: int, device: str, count: int | None, last_only: bool,
+                   deferred: bool) -> list:
         maker = object.__new__(_stopping(type(definition)))
-        maker.__dict__.update(vars(definition), _count=count, _last_only=last_only)
+        mode = _deferred_mode() if deferred else None
+        maker.__dict__.update(vars(definition), _count=count, _last_only=last_only, _deferred=mode)
         maker.input_tensors = []
-        with salted_seeds(salt, device), _zeroed_empties():
+        with salted_seeds(salt, device), _zeroed_empties(), mode or contextlib.nullcontext():
             try:
                 maker.get_input_tensors()
             except _Enough:
