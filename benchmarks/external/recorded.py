@@ -63,7 +63,7 @@ class _Upto(list):
     with `last_only`, an item is dropped (None in its place) once the next one is made, so
     that making input k holds one input at a time on the device, not k + 1 (a task's
     inputs come to 4.8 GB at most: RESULTS.md §24). `deferred`: the inputs before the last
-    are made on the meta device (`_Deferred`), and it is told when they are all in."""
+    are made on the meta device (`_deferred_mode`), and it is told when they are all in."""
 
     def __init__(self, items, count: int | None, last_only: bool, deferred=None):
         super().__init__(items)
@@ -82,7 +82,7 @@ class _Upto(list):
 _FACTORIES = ("rand", "randn", "randint", "randperm", "zeros", "ones", "empty", "full",
               "arange", "linspace", "logspace", "eye", "tensor", "empty_strided", "normal")
 """The torch functions that make a tensor on the default device or a named one: while the
-inputs before the one asked for are made (`_Deferred`), on the meta device."""
+inputs before the one asked for are made (`_deferred_mode`), on the meta device."""
 
 
 def _deferred_mode():
