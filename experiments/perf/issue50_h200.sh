@@ -29,6 +29,7 @@ REDO=${REDO:-}                  # words of untimed kinds to score again ("harnes
 REDO_OLDER=${REDO_OLDER:-}      # 1: score again the untimed references an older harness scored
 AGAIN=${AGAIN:-}                # task names scored again whatever earlier rows say ("a,b")
 TASKS=${TASKS:-}                # only these tasks ("a,b"; default: all)
+TIMEOUT=${TIMEOUT:-60}          # the references' uniform stage limit (s): 60 cut triton_linear_activation's compile of 26 cases (§47)
 GEAK_S=${GEAK_S:-0}             # after the references, GEAK-eval's own clock on them (the validation table)
 TABLE2_S=${TABLE2_S:-0}         # first, Table 2: the recorded replies in GENERATIONS, beside VERDICTS
 GENERATIONS=${GENERATIONS:-}    # recorded-generations files (`corpus_rows.py`; carried: .corpus/rows)
@@ -81,7 +82,7 @@ if [ $refs_s -ge 30 ]; then
   step "the references, ${refs_s} s at most, resuming from ${#resume[@]} rows files"
   if [ "$GEAK_S" -gt 0 ]; then geak=(--max-wall-s $(( refs_s + GEAK_S ))); else geak=(--no-geak); fi
   timeout $(( refs_s + GEAK_S + 60 )) $py $P/geak_timing.py --path $SUITE --device $DEVICE --no-rocm "${geak[@]}" \
-    --workers $WORKERS ${SPARES:+--spares $SPARES} --timeout 60 --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
+    --workers $WORKERS ${SPARES:+--spares $SPARES} --timeout $TIMEOUT --project-wall-s $refs_s --drain-s $(( refs_s < 120 ? refs_s / 3 : 60 )) \
     --out $OUT/geak_timing.json --resume "${resume[@]}" --redo $REDO ${REDO_OLDER:+--redo-older} --again "$AGAIN" --tasks "$TASKS" > $OUT/geak_timing.log 2>&1
   echo "exit $?"; grep -E "^\[|tasks done in earlier|deadline" $OUT/geak_timing.log | tail -5 | cut -c1-300
   gpu
