@@ -31,8 +31,9 @@ and carried in) skips their tasks; no task starts after `--project-wall-s` less 
 and none is waited for after it (left to the next call: each still running is written as a
 "cut" row, and the next call starts it after the other never-scored tasks, shortest first,
 only with twice the time it ran still left), so a call ends inside its limit with every row
-written; the tables are over the union, `--tables-from A.jsonl B.jsonl` builds them alone. An untimed reference says why on its
-progress line and in its row (`untimed_reason`, `untimed_kind`), and the summary counts them.
+written; the tables are over the union, `--tables-from A.jsonl B.jsonl` builds them alone.
+An untimed reference says why on its progress line and in its row (`untimed_reason`,
+`untimed_kind`), and the summary counts them.
 
   source experiments/perf/gpu_env.sh .wheelhouse
   python3 experiments/perf/geak_timing.py --path .external/GEAK-eval --workers 12 \\
@@ -115,10 +116,9 @@ def project_side(tasks, device: str, workers: int, spares: int | None, timeout: 
     """Scores every task's reference as a candidate through the Evaluator, appending each
     row to `rows_path` as it finishes; starts no task after `start_by`, nor one an earlier
     call's deadline cut after `needs_s[task]` seconds with less than `geak_rows.CUT_ROOM`
-    times that left, and waits for
-    none after `deadline` (monotonic: those are left to the next call, each still running
-    recorded as a "cut" row). Returns (rows, the call's row: wall seconds, device, the
-    Evaluator's meter)."""
+    times that left, and waits for none after `deadline` (monotonic: those are left to the
+    next call, each still running recorded as a "cut" row). Returns (rows, the call's row:
+    wall seconds, device, the Evaluator's meter)."""
     from evo.records import make_candidate
     from fitness import Evaluator, Limits, Settings
 
